@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+// The CLI entry. The project (and users' flow modules) are TypeScript; tsx compiles them on load.
+require('tsx/cjs');
+require('../workers/cli.ts')
+  .main(process.argv)
+  .catch((err) => {
+    // Known, typed errors print one line; anything else keeps its stack for a bug report.
+    const { formatFatal } = require('../config/errors.ts');
+    process.stderr.write(formatFatal(err) + '\n');
+    process.exit(typeof err?.exitCode === 'number' ? err.exitCode : 1);
+  });

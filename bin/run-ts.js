@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+// Runs a TypeScript script of this project (benchmarks, examples, recorders) with tsx.
+require('tsx/cjs');
+const path = require('node:path');
+const [script, ...rest] = process.argv.slice(2);
+if (!script) {
+  process.stderr.write('usage: node bin/run-ts.js <script.ts> [args...]\n');
+  process.exit(2);
+}
+process.argv = [process.argv[0], path.resolve(script), ...rest];
+require(path.resolve(script));

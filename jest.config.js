@@ -1,0 +1,18 @@
+// Two projects: `unit` (pure, in-memory, fast) and `integration` (real Kafka, Temporal and
+// Cassandra, started once per run by test/support/globalSetup.ts when not already up).
+const transform = { '^.+\\.tsx?$': ['@swc/jest'] };
+const common = { transform, testEnvironment: 'node', moduleFileExtensions: ['ts', 'js', 'json'] };
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/globalSetup.ts',
+      testTimeout: 120_000,
+    },
+  ],
+};
