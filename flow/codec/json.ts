@@ -1,0 +1,34 @@
+import type { Codec } from './codec';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * UTF-8 JSON. `encode` throws for values JSON cannot represent (undefined, a function, a symbol, a
+ * BigInt, a cycle); `decode` throws on bytes that are not UTF-8 or not JSON. Neither checks the
+ * shape against T: validate decoded values where they come from outside.
+ */
+export function jsonCodec<T>(): Codec<T> {
+  return {
+    encode(value: T): Buffer {
+      const text = JSON.stringify(value);
+      if (text === undefined) {
+        throw new TypeError(`cannot encode a value of type ${typeof value} as JSON`);
+      }
+      return Buffer.from(text, 'utf8');
+    },
+    decode(bytes: Buffer): T {
+      let text: string;
+      try {
+        text = utf8.decode(bytes);
+      } catch (err) {
+        throw new Error(`not valid UTF-8 (${bytes.length} bytes)`, { cause: err });
+      }
+      try {
+        return JSON.parse(text) as T;
+      } catch (err) {
+        const preview = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+        throw new Error(`not valid JSON: ${(err as Error).message}; the text begins: ${preview}`, { cause: err });
+      }
+    },
+  };
+}

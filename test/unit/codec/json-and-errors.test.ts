@@ -1,0 +1,83 @@
+import { KafkaFlowError } from '../../../config/errors';
+import type { Codec } from '../../../flow/codec/codec';
+import {
+  CompressionError,
+  CorruptSnapshotError,
+  DecodeError,
+  decodeRecord,
+  decodeSnapshot,
+} from '../../../flow/codec/errors';
+import { jsonCodec } from '../../../flow/codec/json';
+
+describe('jsonCodec', () => {
+  const codec = jsonCodec<unknown>();
+
+  it('round-trips JSON values as UTF-8', () => {
+    for (const v of [{ a: 1, b: ['x', null, true] }, 'héllo ✓ 😀', 0, [], null]) {
+      expect(codec.decode(codec.encode(v))).toEqual(v);
+    }
+    expect(codec.encode({ s: 'é' }).toString('hex')).toBe(Buffer.from('{"s":"é"}', 'utf8').toString('hex'));
+  });
+
+  it('throws on bytes that are not JSON, naming what it saw', () => {
+    expect(() => codec.decode(Buffer.from('{"a":'))).toThrow(/not valid JSON.*\{"a":/);
+    expect(() => codec.decode(Buffer.alloc(0))).toThrow(/not valid JSON/);
+  });
+
+  it('throws on bytes that are not UTF-8', () => {
+    expect(() => codec.decode(Buffer.from([0x22, 0xff, 0xfe, 0x22]))).toThrow(/not valid UTF-8/);
+  });
+
+  it('throws on values JSON cannot encode', () => {
+    expect(() => codec.encode(undefined)).toThrow(TypeError);
+    expect(() => codec.encode(() => 1)).toThrow(TypeError);
+    expect(() => codec.encode(10n)).toThrow(TypeError);
+  });
+});
+
+describe('DecodeError and CorruptSnapshotError', () => {
+  const location = { topic: 'payments', partition: 3, key: 'acct-1', offset: '9007199254740993' };
+
+  it('DecodeError carries the location, the cause and code DECODE', () => {
+    const cause = new Error('not valid JSON: Unexpected end');
+    const err = new DecodeError(location, cause);
+    expect(err).toBeInstanceOf(KafkaFlowError);
+    expect(err.name).toBe('DecodeError');
+    expect(err.code).toBe('DECODE');
+    expect(err).toMatchObject(location);
+    expect(err.cause).toBe(cause);
+    for (const part of ['payments', 'partition 3', '9007199254740993', '"acct-1"', 'not valid JSON', 'skip']) {
+      expect(err.message).toContain(part);
+    }
+  });
+
+  it('says when the record has no key, and shortens very long keys', () => {
+    expect(new DecodeError({ ...location, key: undefined }, 'x').message).toContain('no key');
+    const long = new DecodeError({ ...location, key: 'k'.repeat(5000) }, 'x');
+    expect(long.message.length).toBeLessThan(1000);
+    expect(long.key).toHaveLength(5000);
+  });
+
+  it('CorruptSnapshotError carries the location, the cause and code CORRUPT_SNAPSHOT', () => {
+    const cause = new CompressionError('the LZ4 block does not decompress');
+    const err = new CorruptSnapshotError(location, cause);
+    expect(err).toBeInstanceOf(KafkaFlowError);
+    expect(err.code).toBe('CORRUPT_SNAPSHOT');
+    expect(err).toMatchObject(location);
+    expect(err.cause).toBe(cause);
+    expect(err.message).toContain('LZ4 block');
+    expect(err.message).toContain('delete');
+  });
+
+  it('decodeRecord and decodeSnapshot wrap codec failures with their location', () => {
+    const failing: Codec<never> = {
+      encode: () => Buffer.alloc(0),
+      decode: () => {
+        throw new Error('boom');
+      },
+    };
+    expect(() => decodeRecord(failing, Buffer.alloc(0), location)).toThrow(DecodeError);
+    expect(() => decodeSnapshot(failing, Buffer.alloc(0), location)).toThrow(CorruptSnapshotError);
+    expect(decodeRecord(jsonCodec<number>(), Buffer.from('5'), location)).toBe(5);
+  });
+});
