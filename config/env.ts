@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { ConfigError } from './errors';
+
+/**
+ * The environment variables of the public surface (DESIGN.md). Every value is validated here so
+ * that a typo fails at start with one line naming the variable, not deep inside a client library.
+ */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+const hostPort = z.string().transform((raw, ctx) => {
+  const m = /^\[?([^\]\s]*?)\]?:(\d+)$/.exec(raw.trim());
+  const port = m ? Number(m[2]) : Number.NaN;
+  if (!m?.[1] || !Number.isInteger(port) || port < 1 || port > 65535) {
+    ctx.addIssue({ code: 'custom', message: `'${raw}' is not host:port (e.g. 127.0.0.1:9092)` });
+    return z.NEVER;
+  }
+  return { host: m[1], port } satisfies HostPort;
+});
+
+const hostPortList = z
+  .string()
+  .transform((raw) => raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  .pipe(z.array(hostPort).min(1, 'must list at least one host:port'));
+
+export const portNumber = z.coerce
+  .number({ message: 'is not a number' })
+  .int('is not an integer')
+  .min(1, 'must be a port number 1..65535')
+  .max(65535, 'must be a port number 1..65535');
+
+/** Parses one environment variable with a zod schema; a bad value is a ConfigError naming it. */
+export function envValue<T>(name: string, schema: z.ZodType<T>, fallback: string, env: NodeJS.ProcessEnv = process.env): T {
+  const raw = env[name] ?? fallback;
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const why = parsed.error.issues.map((i) => i.message).join('; ');
+    throw new ConfigError(`${name}=${JSON.stringify(raw)}: ${why}`);
+  }
+  return parsed.data;
+}
+
+export interface Env {
+  kafkaBrokers: HostPort[];
+  temporalAddress: HostPort;
+  temporalNamespace: string;
+  cassandraContactPoints: HostPort[];
+}
+
+export const defaults = {
+  KAFKA_BROKERS: '127.0.0.1:9092',
+  TEMPORAL_ADDRESS: '127.0.0.1:7233',
+  TEMPORAL_NAMESPACE: 'default',
+  CASSANDRA_CONTACT_POINTS: '127.0.0.1:9042',
+} as const;
+
+export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
+  return {
+    kafkaBrokers: envValue('KAFKA_BROKERS', hostPortList, defaults.KAFKA_BROKERS, env),
+    temporalAddress: envValue('TEMPORAL_ADDRESS', hostPort, defaults.TEMPORAL_ADDRESS, env),
+    temporalNamespace: envValue(
+      'TEMPORAL_NAMESPACE',
+      z.string().regex(/^[A-Za-z0-9._-]+$/, 'must be a Temporal namespace name'),
+      defaults.TEMPORAL_NAMESPACE,
+      env,
+    ),
+    cassandraContactPoints: envValue('CASSANDRA_CONTACT_POINTS', hostPortList, defaults.CASSANDRA_CONTACT_POINTS, env),
+  };
+}
+
+export const formatHostPort = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
+
+export const isLoopback = (host: string): boolean =>
+  host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);

@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'cassandra-driver';
+import { findJava17 } from '../java';
+import { classpath, fetchJars } from '../maven';
+import { portOpen, startDetached } from '../processes';
+import { type InfraSettings, VERSIONS } from '../settings';
+import { processFor, type Server } from './server';
+
+/** Cassandra 5.0, one node, from Maven Central's cassandra-all and its runtime dependencies. */
+export function cassandraServer(s: InfraSettings): Server {
+  const c = s.cassandra;
+  const home = path.join(s.cacheDir, `cassandra-${VERSIONS.cassandra}`);
+  const libDir = path.join(home, 'libs');
+  const dataDir = path.join(s.dataDir, 'cassandra');
+  const configFile = path.join(dataDir, 'cassandra.yaml');
+  const address = `${c.host}:${c.port}`;
+  const proc = processFor(s, 'cassandra', configFile);
+
+  return {
+    name: 'cassandra',
+    version: VERSIONS.cassandra,
+    address,
+    links: {},
+    process: proc,
+    install: async (log) =>
+      (
+        await fetchJars({
+          cacheDir: s.cacheDir,
+          libDir,
+          log,
+          artifacts: [{ groupId: 'org.apache.cassandra', artifactId: 'cassandra-all', version: VERSIONS.cassandra }],
+        })
+      ).fetched,
+    start: async () => {
+      const java = findJava17();
+      fs.mkdirSync(path.join(dataDir, 'storage'), { recursive: true });
+      fs.writeFileSync(configFile, cassandraYaml(s));
+      const logback = path.join(dataDir, 'logback.xml');
+      fs.writeFileSync(logback, LOGBACK);
+      startDetached(proc, java, [
+        `-Xms${c.heapMb}m`,
+        `-Xmx${c.heapMb}m`,
+        ...JVM17_OPTIONS,
+        `-Dcassandra.config=file://${configFile}`,
+        `-Dcassandra.storagedir=${path.join(dataDir, 'storage')}`,
+        `-Dcassandra.logdir=${dataDir}`,
+        '-Dcassandra-foreground=yes',
+        `-Dlogback.configurationFile=${logback}`,
+        // Single node: nothing to gossip with, and fsync of system tables buys nothing in tests.
+        '-Dcassandra.skip_wait_for_gossip_to_settle=0',
+        '-Dcassandra.unsafesystem=true',
+        '-cp',
+        classpath(libDir),
+        'org.apache.cassandra.service.CassandraDaemon',
+      ]);
+    },
+    probe: async () => {
+      if (!(await portOpen(c.host, c.port))) return false;
+      const client = new Client({
+        contactPoints: [address],
+        localDataCenter: 'datacenter1',
+        socketOptions: { connectTimeout: 2000, readTimeout: 3000 },
+      });
+      try {
+        await client.connect();
+        const rs = await client.execute('SELECT release_version FROM system.local');
+        return rs.rows.length === 1;
+      } catch {
+        return false;
+      } finally {
+        await client.shutdown().catch(() => undefined);
+      }
+    },
+  };
+}
+
+function cassandraYaml(s: InfraSettings): string {
+  const c = s.cassandra;
+  return `# Written by kafka-flow-temporal infra: a single Cassandra node for development and tests.
+cluster_name: kafka-flow-temporal
+num_tokens: 16
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+endpoint_snitch: SimpleSnitch
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "${c.host}:${c.storagePort}"
+listen_address: ${c.host}
+rpc_address: ${c.host}
+storage_port: ${c.storagePort}
+native_transport_port: ${c.port}
+start_native_transport: true
+`;
+}
+
+/** From Cassandra 5.0's conf/jvm17-server.options: the module access it needs on Java 17. */
+const JVM17_OPTIONS = [
+  '-XX:+UseG1GC',
+  '-XX:+ParallelRefProcEnabled',
+  '-Djdk.attach.allowAttachSelf=true',
+  '-Dio.netty.tryReflectionSetAccessible=true',
+  ...[
+    'java.base/jdk.internal.misc',
+    'java.management.rmi/com.sun.jmx.remote.internal.rmi',
+    'java.rmi/sun.rmi.registry',
+    'java.rmi/sun.rmi.server',
+    'java.sql/java.sql',
+    'java.base/java.lang.ref',
+    'jdk.unsupported/sun.misc',
+    'jdk.compiler/com.sun.tools.javac.file',
+    'jdk.attach/sun.tools.attach',
+  ].flatMap((m) => ['--add-exports', `${m}=ALL-UNNAMED`]),
+  ...[
+    'java.base/java.lang.module',
+    'java.base/jdk.internal.loader',
+    'java.base/jdk.internal.ref',
+    'java.base/jdk.internal.reflect',
+    'java.base/jdk.internal.math',
+    'java.base/jdk.internal.module',
+    'java.base/jdk.internal.util.jar',
+    'jdk.management/com.sun.management.internal',
+    'java.base/sun.nio.ch',
+    'java.base/java.io',
+    'java.base/java.lang.reflect',
+    'jdk.compiler/com.sun.tools.javac',
+    'java.base/java.lang',
+    'java.base/java.util',
+  ].flatMap((m) => ['--add-opens', `${m}=ALL-UNNAMED`]),
+];
+
+const LOGBACK = `<configuration>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="STDOUT" /></root>
+</configuration>
+`;

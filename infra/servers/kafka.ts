@@ -1,0 +1,146 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { findJava17 } from '../java';
+import { classpath, fetchJars } from '../maven';
+import { portOpen, startDetached } from '../processes';
+import { type InfraSettings, VERSIONS } from '../settings';
+import { processFor, type Server } from './server';
+
+/** Kafka 4.x, one combined broker+controller in KRaft mode, from Maven Central jars. */
+export function kafkaServer(s: InfraSettings): Server {
+  const k = s.kafka;
+  const home = path.join(s.cacheDir, `kafka-${VERSIONS.kafka}`);
+  const libDir = path.join(home, 'libs');
+  const dataDir = path.join(s.dataDir, 'kafka');
+  const logDirs = path.join(dataDir, 'log');
+  const configFile = path.join(dataDir, 'server.properties');
+  const address = `${k.host}:${k.port}`;
+  const proc = processFor(s, 'kafka', configFile);
+
+  return {
+    name: 'kafka',
+    version: VERSIONS.kafka,
+    address,
+    links: {},
+    process: proc,
+    install: async (log) =>
+      (
+        await fetchJars({
+          cacheDir: s.cacheDir,
+          libDir,
+          log,
+          artifacts: [
+            { groupId: 'org.apache.kafka', artifactId: 'kafka_2.13', version: VERSIONS.kafka },
+            // log4j2 backend; not log4j-slf4j2-impl: with Kafka's slf4j-api 1.7 it drops every log line.
+            ...['log4j-api', 'log4j-core', 'log4j-slf4j-impl'].map((artifactId) => ({
+              groupId: 'org.apache.logging.log4j',
+              artifactId,
+              version: VERSIONS.log4j,
+            })),
+          ],
+        })
+      ).fetched,
+    start: async (log) => {
+      const java = findJava17();
+      fs.mkdirSync(logDirs, { recursive: true });
+      fs.writeFileSync(configFile, serverProperties(s, logDirs));
+      const log4j = path.join(dataDir, 'log4j2.properties');
+      fs.writeFileSync(log4j, LOG4J2);
+      const cp = classpath(libDir);
+      if (!fs.existsSync(path.join(logDirs, 'meta.properties'))) {
+        log('formatting the KRaft storage');
+        execFileSync(
+          java,
+          [`-Dlog4j2.configurationFile=${log4j}`, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', configFile],
+          { stdio: 'pipe' },
+        );
+      }
+      startDetached(proc, java, [
+        `-Xms${k.heapMb}m`,
+        `-Xmx${k.heapMb}m`,
+        '-XX:+UseG1GC',
+        '-Djava.awt.headless=true',
+        `-Dlog4j2.configurationFile=${log4j}`,
+        `-Dkafka.logs.dir=${dataDir}`,
+        '-cp',
+        cp,
+        'kafka.Kafka',
+        configFile,
+      ]);
+    },
+    probe: async () => {
+      if (!(await portOpen(k.host, k.port))) return false;
+      const admin = new Kafka({
+        brokers: [address],
+        logLevel: logLevel.NOTHING,
+        connectionTimeout: 2000,
+        requestTimeout: 3000,
+        retry: { retries: 0 },
+      }).admin();
+      try {
+        await admin.connect();
+        const cluster = await admin.describeCluster();
+        return cluster.brokers.length > 0;
+      } catch {
+        return false;
+      } finally {
+        await admin.disconnect().catch(() => undefined);
+      }
+    },
+  };
+}
+
+/** 16 random bytes, base64url; the storage tool rejects ids starting with '-'. */
+function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+function serverProperties(s: InfraSettings, logDirs: string): string {
+  const k = s.kafka;
+  return `# Written by kafka-flow-temporal infra: a single-node KRaft broker+controller for development and tests.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@${k.host}:${k.controllerPort}
+listeners=PLAINTEXT://${k.host}:${k.port},CONTROLLER://${k.host}:${k.controllerPort}
+advertised.listeners=PLAINTEXT://${k.host}:${k.port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=${logDirs}
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=10
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+# Timed-out transactions are aborted within seconds instead of the default 10 s scan.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=2000
+log.cleaner.backoff.ms=1000
+`;
+}
+
+const LOG4J2 = `status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = warn
+logger.coordinator.name = org.apache.kafka.coordinator
+logger.coordinator.level = warn
+`;
