@@ -1,0 +1,138 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isQuick, positionalArgs, sized } from '../../../bench/lib/args';
+import { discoverBenchmarks, readAllResults, writeResults } from '../../../bench/lib/results';
+import { formatCell, formatTable } from '../../../bench/lib/table';
+import { measure, measureSync, median, perSecond, ratio, ratioFigures } from '../../../bench/lib/timing';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'bench-lib-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('writeResults', () => {
+  it('writes figures, machine, versions and time as pretty JSON, and returns the path', () => {
+    const before = Date.now();
+    const file = writeResults('codec', { compress_mb_s: 1100.5, ratio_vs_raw: 0.25 }, {
+      outDir: dir,
+      versions: { kafka: '3.9.0' },
+      notes: { payloadBytes: 10_000 },
+    });
+    expect(file).toBe(path.join(dir, 'codec.json'));
+    const text = readFileSync(file, 'utf8');
+    expect(text).toContain('\n  "figures": {\n');
+    const json = JSON.parse(text);
+    expect(json.figures).toEqual({ compress_mb_s: 1100.5, ratio_vs_raw: 0.25 });
+    expect(json.machine.cpus.count).toBeGreaterThan(0);
+    expect(typeof json.machine.cpus.model).toBe('string');
+    expect(json.machine.memoryBytes).toBeGreaterThan(0);
+    expect(json.machine.node).toBe(process.version);
+    expect(json.machine.os).toMatch(/\S+ \S+ \S+/);
+    expect(json.versions).toMatchObject({ kafka: '3.9.0', 'kafka-flow-temporal': expect.any(String) });
+    expect(json.versions['lz4-napi']).toMatch(/^\d+\.\d+\.\d+/);
+    expect(json.versions.kafkajs).toMatch(/^\d+\.\d+\.\d+/);
+    expect(Date.parse(json.at)).toBeGreaterThanOrEqual(before - 1000);
+    expect(json.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(json.quick).toBe(false);
+    expect(json.notes).toEqual({ payloadBytes: 10_000 });
+  });
+
+  it('honours BENCH_RESULTS_DIR and creates the directory', () => {
+    const nested = path.join(dir, 'a', 'b');
+    process.env.BENCH_RESULTS_DIR = nested;
+    try {
+      expect(writeResults('x', { n: 1 })).toBe(path.join(nested, 'x.json'));
+    } finally {
+      delete process.env.BENCH_RESULTS_DIR;
+    }
+  });
+
+  it('refuses non-finite figures and names that are not file names', () => {
+    expect(() => writeResults('x', { n: Number.NaN }, { outDir: dir })).toThrow(/finite/);
+    expect(() => writeResults('x', { n: Number.POSITIVE_INFINITY }, { outDir: dir })).toThrow(/finite/);
+    expect(() => writeResults('../x', { n: 1 }, { outDir: dir })).toThrow(/name/);
+  });
+
+  it('reads back every results file, skipping others', () => {
+    writeResults('b', { y: 2 }, { outDir: dir });
+    writeResults('a', { x: 1 }, { outDir: dir });
+    writeFileSync(path.join(dir, 'junk.json'), '{not json');
+    writeFileSync(path.join(dir, 'other.json'), '{"no":"figures"}');
+    const all = readAllResults(dir);
+    expect([...all.keys()]).toEqual(['a', 'b']);
+    expect(all.get('a')?.figures).toEqual({ x: 1 });
+    expect(readAllResults(path.join(dir, 'missing')).size).toBe(0);
+  });
+});
+
+describe('discoverBenchmarks', () => {
+  it('lists bench:<name> scripts whose bench/<name>.ts exists, in package.json order', () => {
+    mkdirSync(path.join(dir, 'bench'));
+    for (const name of ['codec', 'kafka']) writeFileSync(path.join(dir, 'bench', `${name}.ts`), '');
+    const scripts = { bench: 'x', 'bench:kafka': 'x', 'bench:codec': 'x', 'bench:gone': 'x', test: 'jest' };
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts }));
+    expect(discoverBenchmarks(dir)).toEqual(['kafka', 'codec']);
+  });
+});
+
+describe('formatTable', () => {
+  it('aligns columns: text left, numbers right, missing cells blank', () => {
+    const out = formatTable('Codec', [
+      { case: 'raw', mb_s: 1234.5678, n: 1000 },
+      { case: 'lz4 compressed', mb_s: 0.123456 },
+    ]);
+    expect(out.split('\n')).toEqual([
+      'Codec',
+      '  case             mb_s      n',
+      '  --------------  -----  -----',
+      '  raw             1,235  1,000',
+      '  lz4 compressed  0.123',
+    ]);
+  });
+
+  it('says when there are no rows', () => {
+    expect(formatTable('Empty', [])).toBe('Empty\n  (no rows)');
+  });
+
+  it('formats numbers for reading', () => {
+    expect(formatCell(1234567)).toBe('1,234,567');
+    expect(formatCell(123.456)).toBe('123.5');
+    expect(formatCell(2.5)).toBe('2.50');
+    expect(formatCell(0.012345)).toBe('0.0123');
+    expect(formatCell('text')).toBe('text');
+  });
+});
+
+describe('args', () => {
+  it('is quick with --quick or BENCH_QUICK=1', () => {
+    expect(isQuick(['node', 'x.ts'], {})).toBe(false);
+    expect(isQuick(['node', 'x.ts', '--quick'], {})).toBe(true);
+    expect(isQuick(['node', 'x.ts'], { BENCH_QUICK: '1' })).toBe(true);
+    expect(isQuick(['node', 'x.ts'], { BENCH_QUICK: 'true' })).toBe(true);
+    expect(isQuick(['node', 'x.ts'], { BENCH_QUICK: '0' })).toBe(false);
+    expect(sized(100, 5, ['node', 'x', '--quick'], {})).toBe(5);
+    expect(sized(100, 5, ['node', 'x'], {})).toBe(100);
+    expect(positionalArgs(['node', 'run-all.ts', '--quick', 'codec'])).toEqual(['codec']);
+  });
+});
+
+describe('timing', () => {
+  it('measures milliseconds of sync and async work', async () => {
+    const ms = await measure(() => new Promise((resolve) => setTimeout(resolve, 30)));
+    expect(ms).toBeGreaterThanOrEqual(25);
+    expect(ms).toBeLessThan(2000);
+    expect(measureSync(() => undefined)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('computes medians, rates and ratios against a baseline', () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 2, 3])).toBe(2.5);
+    expect(perSecond(500, 250)).toBe(2000);
+    expect(ratio(30, 10)).toBe(3);
+    expect(() => ratio(1, 0)).toThrow(RangeError);
+    expect(ratioFigures({ raw: 10, lz4: 25, json: 5 }, 'raw')).toEqual({ lz4_vs_raw: 2.5, json_vs_raw: 0.5 });
+    expect(() => ratioFigures({ a: 1 }, 'b')).toThrow(/baseline/);
+  });
+});
