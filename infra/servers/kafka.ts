@@ -90,8 +90,55 @@ export function kafkaServer(s: InfraSettings): Server {
         await admin.disconnect().catch(() => undefined);
       }
     },
+    afterReady: async (log) => {
+      // A broker answers metadata long before its group and transaction coordinators have loaded
+      // __consumer_offsets / __transaction_state, and kafkajs does not retry NOT_COORDINATOR on
+      // TxnOffsetCommit. So "ready" here means: one transaction with sendOffsets has committed.
+      const deadline = Date.now() + 60_000;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await warmUpTransactions(address);
+          if (attempt > 1) log(`coordinators ready after ${attempt} attempts`);
+          return;
+        } catch (err) {
+          if (Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    },
   };
 }
+
+async function warmUpTransactions(address: string): Promise<void> {
+  const kafka = new Kafka({ brokers: [address], logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+  const admin = kafka.admin();
+  const producer = kafka.producer({ transactionalId: 'kafka-flow-temporal-infra-warmup', idempotent: true, maxInFlightRequests: 1 });
+  try {
+    await admin.connect();
+    const topics = await admin.listTopics();
+    if (!topics.includes(WARMUP_TOPIC)) {
+      await admin.createTopics({ topics: [{ topic: WARMUP_TOPIC, numPartitions: 1 }], waitForLeaders: true }).catch(() => false);
+    }
+    await producer.connect();
+    const txn = await producer.transaction();
+    try {
+      await txn.sendOffsets({
+        consumerGroupId: 'kafka-flow-temporal-infra-warmup',
+        topics: [{ topic: WARMUP_TOPIC, partitions: [{ partition: 0, offset: '0' }] }],
+      });
+      await txn.commit();
+    } catch (err) {
+      await txn.abort().catch(() => undefined);
+      throw err;
+    }
+  } finally {
+    await producer.disconnect().catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** Kafka 4 checks that the topic of a TxnOffsetCommit exists, so the warm-up has its own. */
+const WARMUP_TOPIC = 'kafka-flow-temporal-infra-warmup';
 
 /** 16 random bytes, base64url; the storage tool rejects ids starting with '-'. */
 function clusterId(): string {
