@@ -1,0 +1,95 @@
+/**
+ * Topic administration for the project: create topics explicitly and wait until every partition
+ * has a leader. (kafkajs retries only LEADER_NOT_AVAILABLE while KRaft answers
+ * UNKNOWN_TOPIC_OR_PARTITION during auto-creation, so we never rely on auto-creation.)
+ */
+import type { Admin } from 'kafkajs';
+import type { KafkaClient } from './client';
+
+export interface TopicSpec {
+  topic: string;
+  partitions: number;
+  replicationFactor?: number;
+  /** Topic configs, e.g. { 'cleanup.policy': 'compact' }. */
+  config?: Record<string, string>;
+}
+
+export class KafkaAdmin {
+  private readonly admin: Admin;
+  private connected = false;
+
+  constructor(client: KafkaClient) {
+    this.admin = client.kafka.admin();
+  }
+
+  async connect(): Promise<void> {
+    if (!this.connected) await this.admin.connect();
+    this.connected = true;
+  }
+
+  /** Creates the topics that do not exist yet, then waits until each partition has a leader. */
+  async ensureTopics(specs: TopicSpec[], timeoutMs = 30_000): Promise<void> {
+    await this.connect();
+    const existing = new Set(await this.admin.listTopics());
+    const missing = specs.filter((s) => !existing.has(s.topic));
+    if (missing.length > 0) {
+      try {
+        await this.admin.createTopics({
+          waitForLeaders: false,
+          topics: missing.map((s) => ({
+            topic: s.topic,
+            numPartitions: s.partitions,
+            replicationFactor: s.replicationFactor ?? 1,
+            configEntries: Object.entries(s.config ?? {}).map(([name, value]) => ({ name, value })),
+          })),
+        });
+      } catch (err) {
+        // A concurrent creator won the race: fine, the leaders check below decides.
+        if (!isTopicExists(err)) throw err;
+      }
+    }
+    await this.waitForLeaders(specs, timeoutMs);
+  }
+
+  async deleteTopics(topics: string[]): Promise<void> {
+    await this.connect();
+    await this.admin.deleteTopics({ topics, timeout: 10_000 });
+  }
+
+  async close(): Promise<void> {
+    if (this.connected) await this.admin.disconnect();
+    this.connected = false;
+  }
+
+  private async waitForLeaders(specs: TopicSpec[], timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let lastError: unknown;
+    while (Date.now() < deadline) {
+      try {
+        const { topics } = await this.admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
+        const ready = specs.every((spec) => {
+          const meta = topics.find((t) => t.name === spec.topic);
+          return (
+            meta !== undefined &&
+            meta.partitions.length === spec.partitions &&
+            meta.partitions.every((p) => p.leader >= 0 && p.partitionErrorCode === 0)
+          );
+        });
+        if (ready) return;
+      } catch (err) {
+        lastError = err; // UNKNOWN_TOPIC_OR_PARTITION while KRaft propagates the topic
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(
+      `topics ${specs.map((s) => s.topic).join(', ')} have no leaders after ${timeoutMs} ms` +
+        (lastError instanceof Error ? `: ${lastError.message}` : ''),
+    );
+  }
+}
+
+function isTopicExists(err: unknown): boolean {
+  const e = err as { type?: string; errors?: Array<{ type?: string }> };
+  if (e.type === 'TOPIC_ALREADY_EXISTS') return true;
+  return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every((x) => x.type === 'TOPIC_ALREADY_EXISTS');
+}

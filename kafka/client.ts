@@ -1,0 +1,52 @@
+/**
+ * Broker address and client construction for the whole Kafka port. Everything else in `kafka/`
+ * receives a `KafkaClient` (or brokers) from here; nothing outside `kafka/` imports kafkajs.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import { ConfigError } from '../config/errors';
+
+export const DEFAULT_BROKERS = '127.0.0.1:9092';
+
+/** Brokers from `KAFKA_BROKERS` (comma-separated host:port), default 127.0.0.1:9092. */
+export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  const raw = env.KAFKA_BROKERS?.trim() || DEFAULT_BROKERS;
+  const brokers = raw
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b.length > 0);
+  for (const broker of brokers) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(broker)) {
+      throw new ConfigError(`KAFKA_BROKERS: '${broker}' is not host:port (got '${raw}')`);
+    }
+  }
+  return brokers;
+}
+
+export interface KafkaClientOptions {
+  brokers: string[];
+  clientId: string;
+  /** kafkajs log level; default WARN (its INFO is chatty about every join and transaction). */
+  logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+}
+
+const LOG_LEVELS = {
+  nothing: logLevel.NOTHING,
+  error: logLevel.ERROR,
+  warn: logLevel.WARN,
+  info: logLevel.INFO,
+  debug: logLevel.DEBUG,
+} as const;
+
+/** The connection settings every client of this process shares. */
+export interface KafkaClient {
+  readonly brokers: string[];
+  readonly clientId: string;
+  readonly kafka: Kafka;
+  readonly logLevel: number;
+}
+
+export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
+  const level = LOG_LEVELS[options.logLevel ?? 'warn'];
+  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level });
+  return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level };
+}

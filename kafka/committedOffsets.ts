@@ -1,0 +1,76 @@
+/**
+ * Committed group offsets read with OffsetFetch v7 `require_stable`: while a transaction that
+ * moves one of them is pending, the coordinator answers UNSTABLE_OFFSET_COMMIT (88) rather than
+ * the old offset, and we wait. So a new owner never starts from an offset that the previous
+ * owner's pending transaction is about to move.
+ */
+import type { KafkaClient } from './client';
+import { protocolErrorType } from './errors';
+import { createCluster, type InternalCluster, ISOLATION } from './internals';
+
+const COORDINATOR_MOVED = new Set(['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'GROUP_LOAD_IN_PROGRESS']);
+
+export interface CommittedOffsetsOptions {
+  /** How long to wait out UNSTABLE_OFFSET_COMMIT / coordinator moves; default 120 s. */
+  deadlineMs?: number;
+  /** Called on each UNSTABLE_OFFSET_COMMIT answer (tests and metrics). */
+  onUnstable?: () => void;
+}
+
+export class CommittedOffsets {
+  private readonly cluster: InternalCluster;
+  private connected = false;
+
+  constructor(client: KafkaClient) {
+    this.cluster = createCluster(client, ISOLATION.READ_COMMITTED);
+  }
+
+  /**
+   * The group's committed offset of each partition (the next offset to consume), or null where
+   * the group has none.
+   */
+  async fetch(
+    groupId: string,
+    topic: string,
+    partitions: number[],
+    options: CommittedOffsetsOptions = {},
+  ): Promise<Map<number, string | null>> {
+    if (!this.connected) {
+      await this.cluster.connect();
+      this.connected = true;
+    }
+    const deadline = Date.now() + (options.deadlineMs ?? 120_000);
+    let pause = 20;
+    for (;;) {
+      try {
+        const coordinator = await this.cluster.findGroupCoordinator({ groupId });
+        const { responses } = await coordinator.offsetFetch({
+          groupId,
+          topics: [{ topic, partitions: partitions.map((partition) => ({ partition })) }],
+          requireStable: true,
+        });
+        const result = new Map<number, string | null>(partitions.map((p) => [p, null]));
+        for (const response of responses) {
+          if (response.topic !== topic) continue;
+          for (const { partition, offset } of response.partitions) {
+            result.set(partition, offset === '-1' ? null : offset);
+          }
+        }
+        return result;
+      } catch (err) {
+        const type = protocolErrorType(err);
+        const retriable = type === 'UNSTABLE_OFFSET_COMMIT' || (type !== undefined && COORDINATOR_MOVED.has(type));
+        if (!retriable || Date.now() + pause > deadline) throw err;
+        if (type === 'UNSTABLE_OFFSET_COMMIT') options.onUnstable?.();
+        else await this.cluster.refreshMetadata();
+        await new Promise((r) => setTimeout(r, pause));
+        pause = Math.min(pause * 2, 500);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.connected) await this.cluster.disconnect();
+    this.connected = false;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Kafka errors as the project sees them. A fence means "someone newer owns this partition (or
+ * this transactional id)": the write must not land, the producer is spent, nothing is retried.
+ */
+import { KafkaFlowError } from '../config/errors';
+
+/** Which fence rejected the write. */
+export type FenceReason = 'generation' | 'member' | 'producer-epoch';
+
+/** kafkajs error types that are fences, by the reason we report. */
+const FENCE_TYPES: Record<string, FenceReason> = {
+  ILLEGAL_GENERATION: 'generation', // 22: a stale consumer generation (KIP-447, TxnOffsetCommit v3)
+  UNKNOWN_MEMBER_ID: 'member', // 25: a member the group no longer knows (evicted, left)
+  INVALID_PRODUCER_EPOCH: 'producer-epoch', // 47: a newer producer with this transactional.id (or the transaction timed out)
+  PRODUCER_FENCED: 'producer-epoch', // 90: the same, from brokers that distinguish it
+};
+const FENCE_CODES: Record<number, FenceReason> = {
+  22: 'generation',
+  25: 'member',
+  47: 'producer-epoch',
+  90: 'producer-epoch',
+};
+
+/**
+ * A snapshot write (and its input-offset commit) was rejected because a newer owner exists. The
+ * transaction was aborted (or is dead) and its producer discarded: nothing of it is visible.
+ */
+export class SnapshotWriteFenced extends KafkaFlowError {
+  readonly reason: FenceReason;
+  readonly transactionalId: string;
+  constructor(reason: FenceReason, transactionalId: string, options?: { cause?: unknown }) {
+    super(
+      'FENCED',
+      `snapshot write of ${transactionalId} fenced (${reason}): a newer owner holds the partition; ` +
+        'the transaction was aborted and its producer discarded',
+      options,
+    );
+    this.reason = reason;
+    this.transactionalId = transactionalId;
+  }
+}
+
+/**
+ * A transaction commit got no answer in time. The broker may have committed it or not (the
+ * snapshots and the offset share the outcome); the producer was torn down, and the next
+ * producer's initialization settles the transaction.
+ */
+export class SnapshotCommitTimeout extends KafkaFlowError {
+  readonly transactionalId: string;
+  constructor(transactionalId: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super(
+      'COMMIT_TIMEOUT',
+      `commit of ${transactionalId} got no answer within ${timeoutMs} ms; outcome unknown ` +
+        '(snapshots and offset commit together or not at all); the producer was rebuilt',
+      options,
+    );
+    this.transactionalId = transactionalId;
+  }
+}
+
+/** A group-less partition read made no progress for its deadline. */
+export class PartitionReadStalled extends KafkaFlowError {
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly position: string,
+    readonly bound: string,
+    readonly stalledForMs: number,
+  ) {
+    super(
+      'READ_STALLED',
+      `read of ${topic}/${partition} made no progress for ${stalledForMs} ms at offset ${position} ` +
+        `(bound ${bound}): an unfinished transaction or lost records`,
+    );
+  }
+}
+
+interface KafkaJsLikeError {
+  type?: unknown;
+  code?: unknown;
+  name?: unknown;
+  cause?: unknown;
+  originalError?: unknown;
+  errors?: unknown;
+}
+
+/** Every error in a kafkajs error's chain (retry wrappers keep the original as `cause`). */
+function* chain(err: unknown, depth = 0): Generator<KafkaJsLikeError> {
+  if (err == null || typeof err !== 'object' || depth > 8) return;
+  const e = err as KafkaJsLikeError;
+  yield e;
+  if (e.cause !== err) yield* chain(e.cause, depth + 1);
+  if (e.originalError !== err) yield* chain(e.originalError, depth + 1);
+  if (Array.isArray(e.errors)) for (const inner of e.errors) yield* chain(inner, depth + 1);
+}
+
+/** Why `err` is a fence, or undefined if it is not one. */
+export function fenceReason(err: unknown): FenceReason | undefined {
+  for (const e of chain(err)) {
+    if (typeof e.type === 'string' && FENCE_TYPES[e.type]) return FENCE_TYPES[e.type];
+    // KafkaJSProtocolError carries the numeric code; Node socket errors carry string codes.
+    if (e.name === 'KafkaJSProtocolError' && typeof e.code === 'number' && FENCE_CODES[e.code]) {
+      return FENCE_CODES[e.code];
+    }
+  }
+  return undefined;
+}
+
+/** True when `err` (or what it wraps) is ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, 47 or 90. */
+export function isFence(err: unknown): boolean {
+  return fenceReason(err) !== undefined;
+}
+
+/** The kafkajs protocol error type in `err`'s chain (e.g. 'UNSTABLE_OFFSET_COMMIT'), if any. */
+export function protocolErrorType(err: unknown): string | undefined {
+  for (const e of chain(err)) if (typeof e.type === 'string') return e.type;
+  return undefined;
+}

@@ -1,0 +1,197 @@
+/**
+ * A group-less, read_committed reader of one partition, from an offset up to a bound. It never
+ * joins a group or commits offsets. The bound defaults to the log end read read_uncommitted when
+ * the read starts, so transactions open at that moment are waited out (read_committed stops at
+ * the last stable offset until they end). The bound is often a commit marker that no record
+ * carries, so progress is measured by the fetched batches' last offsets, not by records.
+ *
+ * Aborted records are dropped by kafkajs's (patched) filter; see docs/kafkajs-patch.md.
+ */
+import type { KafkaClient } from './client';
+import { PartitionReadStalled } from './errors';
+import { createBatch, createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage } from './internals';
+
+export interface ReadRecord {
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  timestamp: string;
+  headers: Record<string, Buffer | Buffer[] | undefined>;
+}
+
+export interface StallInfo {
+  topic: string;
+  partition: number;
+  position: string;
+  bound: string;
+  stalledForMs: number;
+}
+
+export interface ReadOptions {
+  topic: string;
+  partition: number;
+  /** First offset to read (inclusive). */
+  fromOffset: string;
+  /** Exclusive bound; default: the log end, read read_uncommitted when the read starts. */
+  toOffset?: string;
+  /** Max bytes per fetch; default 4 MiB. */
+  maxBytes?: number;
+  /** No-progress deadline; default 180 s. */
+  stallTimeoutMs?: number;
+  /** The error to raise when the deadline passes; default PartitionReadStalled. */
+  onStall?: (info: StallInfo) => Error | Promise<Error>;
+  /** Called with each fetch's committed records below the bound, in offset order. */
+  onRecords: (records: ReadRecord[]) => void | Promise<void>;
+}
+
+export interface ReadResult {
+  /** The bound the read stopped at. */
+  bound: string;
+  records: number;
+  fetches: number;
+}
+
+const RETRIABLE_FETCH_ERRORS = new Set([
+  'NOT_LEADER_FOR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'UNKNOWN_LEADER_EPOCH',
+  'FENCED_LEADER_EPOCH',
+  'REPLICA_NOT_AVAILABLE',
+  'OFFSET_NOT_AVAILABLE',
+]);
+
+export class PartitionReader {
+  private readonly cluster: InternalCluster;
+  private connected = false;
+
+  constructor(client: KafkaClient) {
+    this.cluster = createCluster(client, ISOLATION.READ_COMMITTED);
+  }
+
+  /** The log end offset (high watermark, read_uncommitted): includes open transactions. */
+  async logEndOffset(topic: string, partition: number): Promise<string> {
+    return this.listOffset(topic, partition, ISOLATION.READ_UNCOMMITTED);
+  }
+
+  /** The last stable offset (read_committed): stops before the first open transaction. */
+  async lastStableOffset(topic: string, partition: number): Promise<string> {
+    return this.listOffset(topic, partition, ISOLATION.READ_COMMITTED);
+  }
+
+  async read(options: ReadOptions): Promise<ReadResult> {
+    const { topic, partition } = options;
+    const bound = BigInt(options.toOffset ?? (await this.logEndOffset(topic, partition)));
+    const stallTimeoutMs = options.stallTimeoutMs ?? 180_000;
+    let position = BigInt(options.fromOffset);
+    let lastProgress = Date.now();
+    let records = 0;
+    let fetches = 0;
+
+    while (position < bound) {
+      const stalledForMs = Date.now() - lastProgress;
+      if (stalledForMs > stallTimeoutMs) {
+        const info = { topic, partition, position: String(position), bound: String(bound), stalledForMs };
+        throw options.onStall
+          ? await options.onStall(info)
+          : new PartitionReadStalled(topic, partition, info.position, info.bound, stalledForMs);
+      }
+
+      const data = await this.fetchOnce(topic, partition, String(position), options.maxBytes ?? 4 * 1024 * 1024);
+      fetches += 1;
+      if (data === undefined) continue; // leadership moved; metadata refreshed
+
+      const batch = createBatch(topic, String(position), data);
+      const next = nextOffset(batch.messagesWithinOffset, position);
+      const visible = batch.messages.filter((m) => BigInt(m.offset) < bound).map(toRecord);
+      if (visible.length > 0) {
+        records += visible.length;
+        await options.onRecords(visible);
+      }
+      if (next > position) {
+        position = next;
+        lastProgress = Date.now();
+      }
+    }
+    return { bound: String(bound), records, fetches };
+  }
+
+  async close(): Promise<void> {
+    if (this.connected) await this.cluster.disconnect();
+    this.connected = false;
+  }
+
+  private async connect(topic: string): Promise<void> {
+    if (!this.connected) {
+      await this.cluster.connect();
+      this.connected = true;
+    }
+    await this.cluster.addTargetTopic(topic);
+  }
+
+  private async leader(topic: string, partition: number) {
+    await this.connect(topic);
+    const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
+    const nodeId = Object.keys(leaders)[0];
+    if (nodeId === undefined) {
+      await this.cluster.refreshMetadata();
+      throw new Error(`no leader known for ${topic}/${partition}`);
+    }
+    return this.cluster.findBroker({ nodeId });
+  }
+
+  private async listOffset(topic: string, partition: number, isolationLevel: number): Promise<string> {
+    const broker = await this.leader(topic, partition);
+    const { responses } = await broker.listOffsets({
+      isolationLevel,
+      topics: [{ topic, partitions: [{ partition, timestamp: -1 }] }], // -1: latest
+    });
+    const offset = responses.find((r) => r.topic === topic)?.partitions.find((p) => p.partition === partition)?.offset;
+    if (offset === undefined) throw new Error(`no offset for ${topic}/${partition} in ListOffsets response`);
+    return offset;
+  }
+
+  /** One read_committed fetch; undefined after a leadership change (metadata refreshed). */
+  private async fetchOnce(topic: string, partition: number, fetchOffset: string, maxBytes: number) {
+    try {
+      const broker = await this.leader(topic, partition);
+      const { responses } = await broker.fetch({
+        isolationLevel: ISOLATION.READ_COMMITTED,
+        maxWaitTime: 500,
+        minBytes: 1,
+        maxBytes,
+        topics: [{ topic, partitions: [{ partition, fetchOffset, maxBytes }] }],
+      });
+      const data = responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
+      if (!data) throw new Error(`no data for ${topic}/${partition} in Fetch response`);
+      if (data.errorCode !== 0) throw createErrorFromCode(data.errorCode);
+      return data;
+    } catch (err) {
+      const type = (err as { type?: string }).type;
+      if (type && RETRIABLE_FETCH_ERRORS.has(type)) {
+        await this.cluster.refreshMetadata();
+        await new Promise((r) => setTimeout(r, 100));
+        return undefined;
+      }
+      throw err;
+    }
+  }
+}
+
+/** The offset after the last record batch seen (its header's last offset, so compaction gaps and markers count). */
+function nextOffset(messages: RawMessage[], position: bigint): bigint {
+  let next = position;
+  for (const m of messages) {
+    const { firstOffset, lastOffsetDelta } = m.batchContext;
+    const end =
+      firstOffset !== undefined && lastOffsetDelta !== undefined
+        ? BigInt(firstOffset) + BigInt(lastOffsetDelta) + 1n
+        : BigInt(m.offset) + 1n;
+    if (end > next) next = end;
+  }
+  return next;
+}
+
+function toRecord(m: RawMessage): ReadRecord {
+  return { offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: m.headers };
+}

@@ -1,0 +1,24 @@
+/**
+ * The awaited revoke point: the (patched) kafkajs consumer option `onPartitionsRevoked` runs after
+ * in-flight `eachBatch` calls finished and before the member rejoins (or leaves), with the
+ * generation it is giving up, so a flushOnRevoke commits under the old generation. kafkajs logs
+ * (does not raise) a failing hook, and nothing heartbeats while it runs: keep it within the
+ * session timeout.
+ */
+import type { ConsumerConfig } from 'kafkajs';
+
+export interface RevokedPartitions {
+  groupId: string;
+  generationId: number;
+  memberId: string;
+  /** 'rebalance' before a rejoin, 'leave' before leaving the group (stop, disconnect). */
+  reason: 'rebalance' | 'leave';
+  assignment: Array<{ topic: string; partitions: number[] }>;
+}
+
+export type RevokeHandler = (revoked: RevokedPartitions) => Promise<void>;
+
+/** Consumer config with the revoke point set. */
+export function withRevokePoint(config: ConsumerConfig, onRevoke: RevokeHandler): ConsumerConfig {
+  return { ...config, onPartitionsRevoked: (event) => onRevoke(event) };
+}

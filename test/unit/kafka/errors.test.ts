@@ -1,0 +1,38 @@
+import { KafkaFlowError } from '../../../config/errors';
+import { fenceReason, isFence, SnapshotWriteFenced } from '../../../kafka/errors';
+import { createErrorFromCode } from '../../../kafka/internals';
+
+describe('fence mapping', () => {
+  it.each([
+    [22, 'generation'],
+    [25, 'member'],
+    [47, 'producer-epoch'],
+    [90, 'producer-epoch'],
+  ] as const)('kafkajs protocol error %i is a %s fence', (code, reason) => {
+    const err = createErrorFromCode(code);
+    expect(isFence(err)).toBe(true);
+    expect(fenceReason(err)).toBe(reason);
+  });
+
+  it.each([16, 51, 88, 7])('error %i is not a fence', (code) => {
+    expect(isFence(createErrorFromCode(code))).toBe(false);
+  });
+
+  it('sees a fence through kafkajs retry wrappers (cause chains)', () => {
+    const wrapped = Object.assign(new Error('retries exceeded'), {
+      name: 'KafkaJSNumberOfRetriesExceeded',
+      cause: createErrorFromCode(47),
+    });
+    expect(fenceReason(wrapped)).toBe('producer-epoch');
+    expect(isFence(new Error('ECONNREFUSED'))).toBe(false);
+    expect(isFence(undefined)).toBe(false);
+  });
+
+  it('SnapshotWriteFenced is a KafkaFlowError with code FENCED and the reason', () => {
+    const cause = createErrorFromCode(22);
+    const err = new SnapshotWriteFenced('generation', 'app-snapshot-3', { cause });
+    expect(err).toBeInstanceOf(KafkaFlowError);
+    expect(err).toMatchObject({ code: 'FENCED', reason: 'generation', transactionalId: 'app-snapshot-3', cause });
+    expect(err.name).toBe('SnapshotWriteFenced');
+  });
+});
