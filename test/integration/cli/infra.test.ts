@@ -1,0 +1,73 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string }> {
+  try {
+    const r = await run(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, timeout: 120_000 });
+    return { code: 0, out: r.stdout + r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+describe('kafka-flow-temporal infra', () => {
+  test('up is a no-op in seconds when everything already runs (globalSetup brought it up)', async () => {
+    const t0 = Date.now();
+    const r = await cli(['infra', 'up']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/kafka\s+4\.3\.1\s+127\.0\.0\.1:9092\s+already running/);
+    expect(r.out).toMatch(/temporal .* already running/);
+    expect(r.out).toMatch(/cassandra .* already running/);
+    expect(r.out).toContain('http://127.0.0.1:8233/namespaces/default/workflows');
+    expect(Date.now() - t0).toBeLessThan(15_000);
+  });
+
+  test('a server killed by hand shows as died; down then up brings it back', async () => {
+    // A private Temporal server (fast to start) on its own ports and data dir: the shared ones stay up.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-infra-'));
+    const env = {
+      KFT_INFRA_SERVERS: 'temporal',
+      KFT_DATA_DIR: dataDir,
+      TEMPORAL_ADDRESS: '127.0.0.1:27233',
+      TEMPORAL_UI_PORT: '28233',
+    };
+    try {
+      const first = await cli(['infra', 'up'], env);
+      expect(first.out).toMatch(/temporal .* started in/);
+      expect(first.code).toBe(0);
+      expect((await cli(['infra', 'status'], env)).out).toMatch(/temporal\s+running\s+127\.0\.0\.1:27233\s+pid \d+/);
+
+      const pid = Number(fs.readFileSync(path.join(dataDir, 'run', 'temporal.pid'), 'utf8'));
+      process.kill(pid, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 500));
+      const died = await cli(['infra', 'status'], env);
+      expect(died.code).toBe(1);
+      expect(died.out).toMatch(/temporal\s+died .*process gone; see .*temporal\.log/);
+
+      expect((await cli(['infra', 'down'], env)).out).toMatch(/temporal\s+not-running/);
+      const again = await cli(['infra', 'up'], env);
+      expect(again.code).toBe(0);
+      expect(again.out).toMatch(/temporal .* started in/);
+      expect((await cli(['infra', 'down'], env)).out).toMatch(/temporal\s+stopped/);
+      expect((await cli(['infra', 'status'], env)).out).toMatch(/temporal\s+stopped/);
+    } finally {
+      await cli(['infra', 'down'], env);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('a bad environment value is one line naming the variable, exit code 2', async () => {
+    const r = await cli(['infra', 'status'], { KAFKA_BROKERS: '127.0.0.1:abc' });
+    expect(r.code).toBe(2);
+    expect(r.out.trim()).toBe(
+      `kafka-flow-temporal: ConfigError: KAFKA_BROKERS="127.0.0.1:abc": '127.0.0.1:abc' is not host:port (e.g. 127.0.0.1:9092)`,
+    );
+  });
+});

@@ -1,0 +1,67 @@
+import { readEnv } from '../../../config/env';
+import { ConfigError, formatFatal } from '../../../config/errors';
+import { readInfraSettings } from '../../../infra/settings';
+
+describe('environment variables', () => {
+  test('defaults', () => {
+    expect(readEnv({})).toEqual({
+      kafkaBrokers: [{ host: '127.0.0.1', port: 9092 }],
+      temporalAddress: { host: '127.0.0.1', port: 7233 },
+      temporalNamespace: 'default',
+      cassandraContactPoints: [{ host: '127.0.0.1', port: 9042 }],
+    });
+  });
+
+  test('lists and IPv6', () => {
+    const env = readEnv({ KAFKA_BROKERS: 'a:1, b:2', CASSANDRA_CONTACT_POINTS: '[::1]:9042' });
+    expect(env.kafkaBrokers).toEqual([
+      { host: 'a', port: 1 },
+      { host: 'b', port: 2 },
+    ]);
+    expect(env.cassandraContactPoints).toEqual([{ host: '::1', port: 9042 }]);
+  });
+
+  test.each([
+    ['KAFKA_BROKERS', '127.0.0.1:abc', /KAFKA_BROKERS="127.0.0.1:abc": '127.0.0.1:abc' is not host:port/],
+    ['KAFKA_BROKERS', '127.0.0.1:70000', /KAFKA_BROKERS=.*is not host:port/],
+    ['KAFKA_BROKERS', '', /KAFKA_BROKERS="": must list at least one host:port/],
+    ['TEMPORAL_ADDRESS', 'localhost', /TEMPORAL_ADDRESS="localhost": 'localhost' is not host:port/],
+    ['TEMPORAL_NAMESPACE', 'has space', /TEMPORAL_NAMESPACE=.*must be a Temporal namespace name/],
+    ['CASSANDRA_CONTACT_POINTS', ':9042', /CASSANDRA_CONTACT_POINTS=.*is not host:port/],
+  ])('%s=%j is a one-line ConfigError naming the variable', (name, value, message) => {
+    let err: unknown;
+    try {
+      readEnv({ [name]: value });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(message);
+    expect(formatFatal(err)).not.toContain('\n');
+    expect(formatFatal(err)).toMatch(/^kafka-flow-temporal: ConfigError: /);
+  });
+});
+
+describe('infra settings', () => {
+  test('ports follow the client addresses; data under the cache', () => {
+    const s = readInfraSettings({ KAFKA_BROKERS: '127.0.0.1:19092', KFT_CACHE_DIR: '/tmp/c', TEMPORAL_UI_PORT: '18233' });
+    expect(s.kafka).toMatchObject({ port: 19092, controllerPort: 19093 });
+    expect(s.temporal.uiPort).toBe(18233);
+    expect(s.dataDir).toBe('/tmp/c/data');
+    expect(s.servers).toEqual(['kafka', 'temporal', 'cassandra']);
+  });
+
+  test('a remote server is not managed', () => {
+    expect(readInfraSettings({ CASSANDRA_CONTACT_POINTS: 'db.example:9042' }).servers).toEqual(['kafka', 'temporal']);
+  });
+
+  test.each([
+    [{ TEMPORAL_UI_PORT: 'x' }, /TEMPORAL_UI_PORT="x": is not a number/],
+    [{ KFT_INFRA_SERVERS: 'kafka,zookeeper' }, /KFT_INFRA_SERVERS=.*must be one of kafka, temporal, cassandra/],
+    [{ KFT_INFRA_TIMEOUT_SECONDS: '-1' }, /KFT_INFRA_TIMEOUT_SECONDS="-1": must be > 0/],
+    [{ KFT_INFRA_SERVERS: 'kafka', KAFKA_BROKERS: 'kafka.example:9092' }, /not on this machine/],
+  ])('%j is a ConfigError', (env, message) => {
+    expect(() => readInfraSettings(env)).toThrow(ConfigError);
+    expect(() => readInfraSettings(env)).toThrow(message);
+  });
+});
