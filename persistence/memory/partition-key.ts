@@ -1,0 +1,6 @@
+import type { TopicPartition } from '../types';
+
+/** The map key the in-memory stores file a partition under. */
+export function partitionKey(p: TopicPartition): string {
+  return `${p.topic}\u0000${p.partition}`;
+}

@@ -1,0 +1,21 @@
+import type { Snapshot, TopicPartition, WriteStatus } from './types';
+
+/** Put a key's latest snapshot, or delete it (`offset`: the record whose fold deleted the state). */
+export type SnapshotWrite<S> =
+  | { readonly kind: 'put'; readonly key: string; readonly snapshot: Snapshot<S> }
+  | { readonly kind: 'delete'; readonly key: string; readonly offset: number };
+
+/**
+ * Where snapshots live. Writes come in batches (one persist's dirty keys) so a backend can group
+ * them: a Kafka producer batch, a Cassandra unlogged batch of LWTs. A store may make a put
+ * conditional on the stored offset (the offset-gated persist: refuse when it already holds a newer
+ * offset) and answer `not-applied` for that key; it throws `SnapshotWriteFenced` when the writer
+ * itself is no longer the owner, and any other error when the batch's fate is unknown.
+ */
+export interface SnapshotStore<S> {
+  read(partition: TopicPartition, key: string): Promise<Snapshot<S> | undefined>;
+  /** Every key's snapshot of the partition, for recovery. */
+  readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, snapshot: Snapshot<S>]>;
+  /** One status per write, in the order given. */
+  writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]>;
+}

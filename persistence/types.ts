@@ -1,0 +1,51 @@
+/**
+ * The vocabulary shared by the engine (`flow/`) and every backend. Offsets are plain numbers here
+ * (the engine asserts they stay below 2^53); the Kafka edge turns them back into strings.
+ */
+
+/** One input partition. Stores are scoped by it: a partition's keys never mix with another's. */
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/**
+ * A key's persisted state and the offset of the last input record folded into it. After recovery
+ * the key skips records at or below `offset`, which is what keeps state exactly-once with respect
+ * to the input even though the committed offset is the minimum over keys.
+ */
+export interface Snapshot<S> {
+  readonly state: S;
+  readonly offset: number;
+}
+
+/**
+ * A journal entry: one input record as the fold saw it (decoded), so recovery can replay it through
+ * the same fold. Kept structurally equal to the engine's FlowRecord without importing it.
+ */
+export interface JournalEvent<V> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: string;
+  readonly value: V;
+  readonly timestamp: string;
+  readonly headers: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The outcome of one key's write. `not-applied` is a conditional write the store refused (an
+ * offset-gated or LWT store that already holds a newer offset: a stale writer); nothing landed.
+ */
+export type WriteStatus = 'applied' | 'not-applied';
+
+/** How a flow persists its keys. */
+export type PersistenceMode = 'none' | 'snapshots' | 'journal' | 'journal+snapshots';
+
+export function persistsSnapshots(mode: PersistenceMode): boolean {
+  return mode === 'snapshots' || mode === 'journal+snapshots';
+}
+
+export function persistsJournal(mode: PersistenceMode): boolean {
+  return mode === 'journal' || mode === 'journal+snapshots';
+}
