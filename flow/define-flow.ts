@@ -1,0 +1,244 @@
+import type { Registry } from 'prom-client';
+import { z } from 'zod';
+import { ConfigError } from '../config/errors';
+import type { PartitionPersistence } from '../persistence/partition-persistence';
+import type { PersistenceMode } from '../persistence/types';
+import type { Clock } from './clock';
+import type { Codec } from './codec/codec';
+import { jsonCodec } from './codec/json';
+import type { DeadLetterSink, DecodeFailurePolicy } from './decode-policy';
+import { type Duration, toMillis } from './duration';
+import type { Fold } from './fold';
+import type { Logger } from './logger';
+import { FlowMetrics } from './metrics';
+import { PartitionFlow } from './partition-flow';
+import type { FlowRecord } from './record';
+import { type TimerPolicy, type TimersOptions, timerPolicy } from './timers';
+
+export interface MemoryPersistenceOptions {
+  backend: 'memory';
+  /** Default 'snapshots'; 'none' makes the flow transient (nothing persisted). */
+  mode?: PersistenceMode;
+}
+
+export interface KafkaPersistenceOptions {
+  backend: 'kafka';
+  /** Snapshots in a compacted topic; 'none' makes the flow transient. Default 'snapshots'. */
+  mode?: 'snapshots' | 'none';
+  /** Snapshot writes and the input-offset commit in one transaction per partition (fencing). */
+  transactional?: boolean;
+  /** Group-commit cap: the most snapshot writes in one transaction. Default 256. */
+  maxWritesPerTransaction?: number;
+  /** A recovery read without progress for this long fails. Default 3 min. */
+  recoveryStallTimeout?: Duration;
+  /** The compacted snapshot topic. Default chosen by the backend. */
+  snapshotTopic?: string;
+  /** Snapshots of at least this many bytes are compressed. Default 10000. */
+  compressionThreshold?: number;
+  [option: string]: unknown;
+}
+
+export interface CassandraPersistenceOptions {
+  backend: 'cassandra';
+  /** Default 'snapshots'. */
+  mode?: PersistenceMode;
+  compressionThreshold?: number;
+  [option: string]: unknown;
+}
+
+export type PersistenceOptions = MemoryPersistenceOptions | KafkaPersistenceOptions | CassandraPersistenceOptions;
+
+/** What `defineFlow` takes. */
+export interface FlowOptions<S, V> {
+  name: string;
+  groupId: string;
+  topics: readonly string[];
+  fold: Fold<S, V>;
+  /** Default `{ backend: 'memory' }`. */
+  persistence?: PersistenceOptions;
+  /** kafka-flow's TimerFlowOf names and defaults. Default: persistPeriodically with its defaults. */
+  timers?: TimersOptions;
+  /** Decodes input values. Default JSON. */
+  valueCodec?: Codec<V>;
+  /** Default 'fail'. */
+  onDecodeFailure?: DecodeFailurePolicy;
+  /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
+  filter?: (record: FlowRecord<V>) => boolean;
+  /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
+  remapKey?: (key: string, record: FlowRecord<V>) => string;
+}
+
+/** Resolved persistence options: defaults filled in, durations in milliseconds. */
+export type ResolvedPersistence =
+  | { backend: 'memory'; mode: PersistenceMode }
+  | {
+      backend: 'kafka';
+      mode: 'snapshots' | 'none';
+      transactional: boolean;
+      maxWritesPerTransaction: number;
+      recoveryStallTimeoutMs: number;
+      snapshotTopic: string | undefined;
+      compressionThreshold: number;
+      options: Readonly<Record<string, unknown>>;
+    }
+  | { backend: 'cassandra'; mode: PersistenceMode; compressionThreshold: number; options: Readonly<Record<string, unknown>> };
+
+/** A validated flow, as `defineFlow` returns it. */
+export interface FlowDefinition<S, V> {
+  readonly kind: 'kafka-flow-temporal/flow';
+  readonly name: string;
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly fold: Fold<S, V>;
+  readonly persistence: ResolvedPersistence;
+  readonly timers: TimerPolicy;
+  readonly valueCodec: Codec<V>;
+  readonly onDecodeFailure: DecodeFailurePolicy;
+  readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
+  readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
+}
+
+const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
+const duration = z.union([z.number().nonnegative(), z.string().min(1)]);
+const mode = z.enum(['none', 'snapshots', 'journal', 'journal+snapshots']);
+const name = z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only');
+
+const schema = z.strictObject({
+  name,
+  groupId: z.string().min(1),
+  topics: z.array(z.string().min(1)).min(1),
+  fold: fn('fold'),
+  persistence: z
+    .discriminatedUnion('backend', [
+      z.strictObject({ backend: z.literal('memory'), mode: mode.optional() }),
+      z.looseObject({
+        backend: z.literal('kafka'),
+        mode: z.enum(['snapshots', 'none']).optional(),
+        transactional: z.boolean().optional(),
+        maxWritesPerTransaction: z.number().int().positive().optional(),
+        recoveryStallTimeout: duration.optional(),
+        snapshotTopic: z.string().min(1).optional(),
+        compressionThreshold: z.number().int().nonnegative().optional(),
+      }),
+      z.looseObject({
+        backend: z.literal('cassandra'),
+        mode: mode.optional(),
+        compressionThreshold: z.number().int().nonnegative().optional(),
+      }),
+    ])
+    .optional(),
+  timers: z
+    .strictObject({
+      persistPeriodically: z
+        .strictObject({
+          fireEvery: duration.optional(),
+          persistEvery: duration.optional(),
+          flushOnRevoke: z.boolean().optional(),
+          ignorePersistErrors: z.boolean().optional(),
+        })
+        .optional(),
+      unloadOrphaned: z
+        .strictObject({
+          fireEvery: duration.optional(),
+          maxIdle: duration.optional(),
+          maxOffsetDifference: z.number().int().nonnegative().optional(),
+          flushOnRevoke: z.boolean().optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+  valueCodec: z
+    .custom<Codec<unknown>>(
+      (v) => typeof v === 'object' && v !== null && typeof (v as Codec<unknown>).decode === 'function' && typeof (v as Codec<unknown>).encode === 'function',
+      'valueCodec must have encode and decode functions',
+    )
+    .optional(),
+  onDecodeFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
+  filter: fn('filter').optional(),
+  remapKey: fn('remapKey').optional(),
+});
+
+/**
+ * Declares a flow: validates everything up front (a mistake throws ConfigError naming the field)
+ * and fills in kafka-flow's defaults.
+ */
+export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefinition<S, V> {
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(flow)'}: ${i.message}`).join('; ');
+    const label = typeof (options as { name?: unknown })?.name === 'string' ? ` "${(options as { name: string }).name}"` : '';
+    throw new ConfigError(`invalid flow definition${label}: ${problems}`, { cause: parsed.error });
+  }
+  const timers = timerPolicy(options.timers ?? { persistPeriodically: {} });
+  return Object.freeze({
+    kind: 'kafka-flow-temporal/flow' as const,
+    name: options.name,
+    groupId: options.groupId,
+    topics: Object.freeze([...options.topics]),
+    fold: options.fold,
+    persistence: resolvePersistence(options.persistence ?? { backend: 'memory' }),
+    timers,
+    valueCodec: options.valueCodec ?? jsonCodec<V>(),
+    onDecodeFailure: options.onDecodeFailure ?? 'fail',
+    filter: options.filter,
+    remapKey: options.remapKey,
+  });
+}
+
+function resolvePersistence(p: PersistenceOptions): ResolvedPersistence {
+  switch (p.backend) {
+    case 'memory':
+      return { backend: 'memory', mode: p.mode ?? 'snapshots' };
+    case 'kafka': {
+      const { backend, mode, transactional, maxWritesPerTransaction, recoveryStallTimeout, snapshotTopic, compressionThreshold, ...rest } = p;
+      return {
+        backend,
+        mode: mode ?? 'snapshots',
+        transactional: transactional ?? false,
+        maxWritesPerTransaction: maxWritesPerTransaction ?? 256,
+        recoveryStallTimeoutMs: toMillis(recoveryStallTimeout ?? 180_000, 'persistence.recoveryStallTimeout'),
+        snapshotTopic,
+        compressionThreshold: compressionThreshold ?? 10_000,
+        options: rest,
+      };
+    }
+    case 'cassandra': {
+      const { backend, mode, compressionThreshold, ...rest } = p;
+      return { backend, mode: mode ?? 'snapshots', compressionThreshold: compressionThreshold ?? 10_000, options: rest };
+    }
+  }
+}
+
+/** What a PartitionFlow needs beyond the definition: where it is, and its I/O and observability. */
+export interface PartitionContext<S, V> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly assignedAt: string;
+  readonly persistence: PartitionPersistence<S, V>;
+  readonly deadLetter?: DeadLetterSink;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly registry?: Registry;
+}
+
+/** Builds the engine for one assigned partition of a defined flow. */
+export function createPartitionFlow<S, V>(definition: FlowDefinition<S, V>, context: PartitionContext<S, V>): PartitionFlow<S, V> {
+  return new PartitionFlow<S, V>({
+    flow: definition.name,
+    topic: context.topic,
+    partition: context.partition,
+    assignedAt: context.assignedAt,
+    fold: definition.fold,
+    codec: definition.valueCodec,
+    persistence: context.persistence,
+    mode: definition.persistence.mode,
+    timers: definition.timers,
+    filter: definition.filter,
+    remapKey: definition.remapKey,
+    onDecodeFailure: definition.onDecodeFailure,
+    deadLetter: context.deadLetter,
+    clock: context.clock,
+    logger: context.logger,
+    metrics: context.registry ? FlowMetrics.of(context.registry) : undefined,
+  });
+}

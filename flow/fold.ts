@@ -1,0 +1,86 @@
+import type { FlowRecord } from './record';
+
+/**
+ * The user's fold: the key's state so far (undefined for a new key) and the next record in, the
+ * new state out. Returning `undefined` deletes the key's persisted state at the end of the batch.
+ * It may return a Promise; a fold that returns plain values keeps the engine on its sync path.
+ * Treat the state as immutable: return a new object rather than changing the one given, because
+ * a persist may be writing the previous one.
+ */
+export type Fold<S, V> = (state: S | undefined, record: FlowRecord<V>) => S | undefined | Promise<S | undefined>;
+
+export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** Applies `f` to a value that may be a Promise, staying synchronous when it is not. */
+function then<A, B>(value: A | Promise<A>, f: (a: A) => B | Promise<B>): B | Promise<B> {
+  return isPromise(value) ? value.then(f) : f(value);
+}
+
+/**
+ * Folds only the records `keep` accepts; the others leave the state as it is (their offsets still
+ * count as processed, so they never hold back a commit).
+ */
+export function filter<S, V>(
+  fold: Fold<S, V>,
+  keep: (state: S | undefined, record: FlowRecord<V>) => boolean,
+): Fold<S, V> {
+  return (state, record) => (keep(state, record) ? fold(state, record) : state);
+}
+
+/** Adapts a fold of `V` values to records carrying `B` values (kafka-flow's `contramap`). */
+export function contramapValue<S, V, B>(fold: Fold<S, V>, f: (value: B, record: FlowRecord<B>) => V): Fold<S, B> {
+  return (state, record) => fold(state, { ...record, value: f(record.value, record) });
+}
+
+/**
+ * Changes the state type: `get` reads the inner state out of the outer one, `wrap` builds the outer
+ * state from the inner result and the record (kafka-flow's `transformState`, e.g. to add metadata).
+ */
+export function transformState<S, T, V>(
+  fold: Fold<S, V>,
+  get: (outer: T) => S,
+  wrap: (inner: S, record: FlowRecord<V>) => T,
+): Fold<T, V> {
+  return (outer, record) =>
+    then(fold(outer === undefined ? undefined : get(outer), record), (inner) =>
+      inner === undefined ? undefined : wrap(inner, record),
+    );
+}
+
+/** Post-processes the fold's result (when there is one). */
+export function mapState<S, V>(fold: Fold<S, V>, f: (state: S, record: FlowRecord<V>) => S | undefined): Fold<S, V> {
+  return (state, record) => then(fold(state, record), (next) => (next === undefined ? undefined : f(next, record)));
+}
+
+/**
+ * Catches what the fold throws (or rejects with) and decides the state instead: keep the old state,
+ * replace it, or return undefined to delete it. Without this, a throwing fold stops the partition.
+ */
+export function handleErrorWith<S, V>(
+  fold: Fold<S, V>,
+  handler: (state: S | undefined, error: unknown, record: FlowRecord<V>) => S | undefined | Promise<S | undefined>,
+): Fold<S, V> {
+  return (state, record) => {
+    let result: S | undefined | Promise<S | undefined>;
+    try {
+      result = fold(state, record);
+    } catch (error) {
+      return handler(state, error, record);
+    }
+    return isPromise(result) ? result.catch((error: unknown) => handler(state, error, record)) : result;
+  };
+}
+
+/**
+ * Runs `second` on the same record after `first`, unless `first` returned no state
+ * (kafka-flow's `productR`).
+ */
+export function andThen<S, V>(first: Fold<S, V>, second: Fold<S, V>): Fold<S, V> {
+  return (state, record) => then(first(state, record), (next) => (next === undefined ? undefined : second(next, record)));
+}

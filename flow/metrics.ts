@@ -1,0 +1,157 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+type PartitionLabels = 'flow' | 'topic' | 'partition';
+
+/**
+ * The engine's Prometheus metrics, on one registry the process exposes. Labels stay low-cardinality
+ * (flow, topic, partition; never a key). Metrics are created once per registry, so several flows
+ * and partitions share them.
+ */
+export class FlowMetrics {
+  readonly recordsFolded: Counter<PartitionLabels>;
+  readonly recordsSkipped: Counter<PartitionLabels>;
+  readonly keylessDropped: Counter<PartitionLabels>;
+  readonly decodeFailures: Counter<PartitionLabels | 'policy'>;
+  readonly keysLive: Gauge<PartitionLabels>;
+  readonly persists: Counter<PartitionLabels | 'reason' | 'outcome'>;
+  readonly persistDuration: Histogram<PartitionLabels | 'reason'>;
+  readonly persistedKeys: Counter<PartitionLabels | 'outcome'>;
+  readonly commits: Counter<PartitionLabels | 'outcome'>;
+  readonly commitDuration: Histogram<PartitionLabels>;
+  readonly keysEvicted: Counter<PartitionLabels>;
+  /** Bytes of state before compression (kafka-flow's name), by compressor `component`. */
+  readonly compressorRawBytes: Counter<'component'>;
+  /** Bytes after compression, header included (kafka-flow's name), by compressor `component`. */
+  readonly compressorCompressedBytes: Counter<'component'>;
+
+  private static readonly byRegistry = new WeakMap<Registry, FlowMetrics>();
+
+  /** The metrics registered on `registry` (created on first use). Default: a fresh registry. */
+  static of(registry: Registry = new Registry()): FlowMetrics {
+    let metrics = FlowMetrics.byRegistry.get(registry);
+    if (!metrics) {
+      metrics = new FlowMetrics(registry);
+      FlowMetrics.byRegistry.set(registry, metrics);
+    }
+    return metrics;
+  }
+
+  private constructor(readonly registry: Registry) {
+    const registers = [registry];
+    const labels: PartitionLabels[] = ['flow', 'topic', 'partition'];
+    this.recordsFolded = new Counter({
+      name: 'kafka_flow_records_folded_total',
+      help: 'Input records folded into key state',
+      labelNames: labels,
+      registers,
+    });
+    this.recordsSkipped = new Counter({
+      name: 'kafka_flow_records_skipped_total',
+      help: 'Input records skipped because their key state already included them (redelivery after recovery)',
+      labelNames: labels,
+      registers,
+    });
+    this.keylessDropped = new Counter({
+      name: 'kafka_flow_keyless_records_dropped_total',
+      help: 'Input records without a key, dropped',
+      labelNames: labels,
+      registers,
+    });
+    this.decodeFailures = new Counter({
+      name: 'kafka_flow_decode_failures_total',
+      help: 'Input records whose value could not be decoded, by decode-failure policy',
+      labelNames: [...labels, 'policy'],
+      registers,
+    });
+    this.keysLive = new Gauge({
+      name: 'kafka_flow_keys_live',
+      help: 'Keys held in memory',
+      labelNames: labels,
+      registers,
+    });
+    this.persists = new Counter({
+      name: 'kafka_flow_persists_total',
+      help: 'Persist runs, by reason (periodic, revoke, shutdown) and outcome (ok, failed)',
+      labelNames: [...labels, 'reason', 'outcome'],
+      registers,
+    });
+    this.persistDuration = new Histogram({
+      name: 'kafka_flow_persist_duration_seconds',
+      help: 'Duration of a persist run, writes and commit included',
+      labelNames: [...labels, 'reason'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    });
+    this.persistedKeys = new Counter({
+      name: 'kafka_flow_persisted_keys_total',
+      help: 'Key writes (snapshot, journal, delete), by outcome (applied, not_applied, failed)',
+      labelNames: [...labels, 'outcome'],
+      registers,
+    });
+    this.commits = new Counter({
+      name: 'kafka_flow_offset_commits_total',
+      help: 'Input offset commits, by outcome (ok, failed)',
+      labelNames: [...labels, 'outcome'],
+      registers,
+    });
+    this.commitDuration = new Histogram({
+      name: 'kafka_flow_offset_commit_duration_seconds',
+      help: 'Duration of a write batch that carried an offset commit',
+      labelNames: labels,
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    });
+    this.keysEvicted = new Counter({
+      name: 'kafka_flow_keys_evicted_total',
+      help: 'Keys unloaded from memory (unloadOrphaned, revoke)',
+      labelNames: labels,
+      registers,
+    });
+    this.compressorRawBytes = new Counter({
+      name: 'compressor_raw_bytes',
+      help: 'Size of state before compression',
+      labelNames: ['component'],
+      registers,
+    });
+    this.compressorCompressedBytes = new Counter({
+      name: 'compressor_compressed_bytes',
+      help: 'Size of compressed state, including the compression header',
+      labelNames: ['component'],
+      registers,
+    });
+  }
+
+  /** Children bound to one partition, so the hot path does not hash labels per call. */
+  forPartition(flow: string, topic: string, partition: number): PartitionMetrics {
+    const l = { flow, topic, partition: String(partition) };
+    return {
+      recordsFolded: this.recordsFolded.labels(l),
+      recordsSkipped: this.recordsSkipped.labels(l),
+      keylessDropped: this.keylessDropped.labels(l),
+      decodeFailures: (policy: string) => this.decodeFailures.labels({ ...l, policy }),
+      keysLive: this.keysLive.labels(l),
+      persists: (reason: string, outcome: 'ok' | 'failed') => this.persists.labels({ ...l, reason, outcome }),
+      persistDuration: (reason: string) => this.persistDuration.labels({ ...l, reason }),
+      persistedKeys: (outcome: 'applied' | 'not_applied' | 'failed') => this.persistedKeys.labels({ ...l, outcome }),
+      commits: (outcome: 'ok' | 'failed') => this.commits.labels({ ...l, outcome }),
+      commitDuration: this.commitDuration.labels(l),
+      keysEvicted: this.keysEvicted.labels(l),
+    };
+  }
+}
+
+type CounterChild = { inc(value?: number): void };
+
+export interface PartitionMetrics {
+  recordsFolded: CounterChild;
+  recordsSkipped: CounterChild;
+  keylessDropped: CounterChild;
+  decodeFailures(policy: string): CounterChild;
+  keysLive: { set(value: number): void };
+  persists(reason: string, outcome: 'ok' | 'failed'): CounterChild;
+  persistDuration(reason: string): { observe(value: number): void };
+  persistedKeys(outcome: 'applied' | 'not_applied' | 'failed'): CounterChild;
+  commits(outcome: 'ok' | 'failed'): CounterChild;
+  commitDuration: { observe(value: number): void };
+  keysEvicted: CounterChild;
+}

@@ -1,0 +1,648 @@
+import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from '../persistence/partition-persistence';
+import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../persistence/types';
+import { type Clock, systemClock } from './clock';
+import type { Codec } from './codec/codec';
+import { DecodeError } from './codec/errors';
+import type { DeadLetterSink, DecodeFailurePolicy } from './decode-policy';
+import { OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
+import { type Fold, isPromise } from './fold';
+import { KeyFlow } from './key-flow';
+import { type Logger, silentLogger } from './logger';
+import { FlowMetrics, type PartitionMetrics } from './metrics';
+import { formatOffset, parseOffset } from './offsets';
+import type { FlowRecord, InputMessage, RecordHeaders } from './record';
+import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
+
+/**
+ * Why a persist runs. `periodic`: the keys whose timers are due (the workflow's persistEvery timer).
+ * `revoke`: every dirty key if a timer asked for flushOnRevoke, otherwise only pending deletes.
+ * `shutdown`: every dirty key ("persist now"). Revoke and shutdown never throw for a failed write:
+ * the failure is counted and the keys concerned keep holding their offsets.
+ */
+export type PersistReason = 'periodic' | 'revoke' | 'shutdown';
+
+export interface PersistResult {
+  /** The offset committed by this run, if it committed one. */
+  readonly committed: string | undefined;
+  /** Key writes that landed (snapshots, journals and deletes). */
+  readonly written: number;
+  /** Key writes that failed or were refused. */
+  readonly failed: number;
+  /** Keys unloaded from memory. */
+  readonly evicted: number;
+  /** This owner was fenced: the partition is stopped. */
+  readonly fenced: boolean;
+}
+
+export interface PartitionFlowOptions<S, V> {
+  /** The flow's name (metrics and logs). */
+  readonly flow: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** The committed offset when the partition was assigned: the next offset to consume. */
+  readonly assignedAt: string;
+  readonly fold: Fold<S, V>;
+  readonly codec: Codec<V>;
+  readonly persistence: PartitionPersistence<S, V>;
+  readonly mode: PersistenceMode;
+  readonly timers?: TimerPolicy;
+  /** Record-level filter, after remapKey and before the key is looked up (kafka-flow FilterRecord). */
+  readonly filter?: (record: FlowRecord<V>) => boolean;
+  /** Derives the key a record is folded under (kafka-flow RemapKey), before filter and fold. */
+  readonly remapKey?: (key: string, record: FlowRecord<V>) => string;
+  readonly onDecodeFailure?: DecodeFailurePolicy;
+  readonly deadLetter?: DeadLetterSink;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly metrics?: FlowMetrics;
+}
+
+const NO_HEADERS: RecordHeaders = Object.freeze({});
+
+/** One key write in flight, and what to do with the key when it lands. */
+interface Planned<S, V> {
+  readonly kf: KeyFlow<S, V>;
+  readonly version: number;
+  readonly oldHold: number;
+  readonly isDelete: boolean;
+  readonly events: FlowRecord<V>[] | undefined;
+}
+
+/**
+ * One input partition: routes each batch's records to their keys, folds them, and persists keys
+ * and commits the offset when asked. Pure with respect to I/O: it reads and writes only through
+ * the PartitionPersistence it was given.
+ *
+ * Call `recover()` once (unless the flow is transient), then `handleBatch` per batch (awaiting it
+ * if it returns a Promise), `triggerTimers` every so often (a second, say) and `persist` when the
+ * workflow's persistEvery timer fires or on revoke/shutdown.
+ */
+export class PartitionFlow<S, V> {
+  readonly topic: string;
+  readonly partition: number;
+  private readonly tp: TopicPartition;
+  private readonly o: PartitionFlowOptions<S, V>;
+  private readonly policy: TimerPolicy;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly m: PartitionMetrics;
+  private readonly journaling: boolean;
+  private readonly snapshotting: boolean;
+
+  private readonly keys = new Map<string, KeyFlow<S, V>>();
+  /** Keys unloaded from memory with state in the store: read again when a record comes for them. */
+  private readonly unloaded = new Set<string>();
+  /** Keys with a write in flight: if they finish meanwhile, their stored state must still be deleted. */
+  private readonly writing = new Set<KeyFlow<S, V>>();
+  private readonly touched: KeyFlow<S, V>[] = [];
+
+  private nextOffset: number;
+  private committed: number;
+  private recovered = false;
+  private folding = false;
+  private persistChain: Promise<unknown> = Promise.resolve();
+  private failure: unknown;
+
+  constructor(options: PartitionFlowOptions<S, V>) {
+    this.o = options;
+    this.topic = options.topic;
+    this.partition = options.partition;
+    this.tp = { topic: options.topic, partition: options.partition };
+    this.policy = options.timers ?? timerPolicy({ persistPeriodically: {} });
+    this.clock = options.clock ?? systemClock;
+    this.log = options.logger ?? silentLogger;
+    this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
+    this.journaling = persistsJournal(options.mode);
+    this.snapshotting = persistsSnapshots(options.mode);
+    this.nextOffset = parseOffset(options.assignedAt);
+    this.committed = this.nextOffset;
+    if (options.mode === 'none') this.recovered = true;
+    if ((options.onDecodeFailure ?? 'fail') === 'dead-letter' && !options.deadLetter) {
+      throw new PartitionStateError('the dead-letter decode-failure policy needs a deadLetter sink');
+    }
+  }
+
+  /** Reads every persisted key of the partition into memory. Call once, before the first batch. */
+  async recover(): Promise<number> {
+    this.ensureHealthy();
+    if (this.recovered && this.o.mode !== 'none') throw new PartitionStateError('recover() was already called');
+    let count = 0;
+    const createdAt = { clock: this.clock.now(), offset: this.committed };
+    for await (const found of this.o.persistence.recover()) {
+      const kf = new KeyFlow<S, V>(found.key, createdAt, this.journaling);
+      await this.restore(kf, found);
+      this.registerFirstTimer(kf);
+      this.keys.set(found.key, kf);
+      count++;
+    }
+    this.recovered = true;
+    this.m.keysLive.set(this.keys.size);
+    this.log.info({ topic: this.topic, partition: this.partition, keys: count }, 'partition recovered');
+    return count;
+  }
+
+  /**
+   * Folds one batch (kafkajs messages of this partition, in offset order). Returns a Promise only
+   * when it has to wait: an async fold, a key read back from the store, a dead-letter sink.
+   */
+  handleBatch(messages: readonly InputMessage[]): void | Promise<void> {
+    this.ensureHealthy();
+    if (!this.recovered) throw new PartitionStateError('recover() must complete before the first batch');
+    if (this.folding) throw new PartitionStateError('handleBatch called before the previous batch finished');
+    if (messages.length === 0) return;
+    const { topic, partition, o } = this;
+    const { codec, filter, remapKey } = o;
+    const policy = o.onDecodeFailure ?? 'fail';
+    const now = this.clock.now();
+    const touched = this.touched;
+    touched.length = 0;
+    let keyless = 0;
+    let lastOffset = -1;
+    let toLoad: KeyFlow<S, V>[] | undefined;
+    let waits: Promise<void>[] | undefined;
+
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      const offset = parseOffset(m.offset);
+      lastOffset = offset;
+      const rawKey = m.key;
+      if (rawKey === null || rawKey === undefined) {
+        keyless++;
+        continue;
+      }
+      let key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
+      let value: V;
+      if (m.value === null || m.value === undefined) {
+        value = null as V;
+      } else {
+        try {
+          value = codec.decode(m.value);
+        } catch (cause) {
+          const error = new DecodeError({ topic, partition, key, offset: m.offset }, cause);
+          this.m.decodeFailures(policy).inc();
+          if (policy === 'fail') throw this.fail(error);
+          if (policy === 'dead-letter') {
+            const sent = o.deadLetter!(m, error, this.tp);
+            if (isPromise(sent)) {
+              waits ??= [];
+              waits.push(sent);
+            }
+          } else {
+            this.log.warn({ topic, partition, offset: m.offset, err: error }, 'skipped an undecodable record');
+          }
+          continue;
+        }
+      }
+      let record: FlowRecord<V> = { topic, partition, offset: m.offset, key, value, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS };
+      if (remapKey) {
+        const remapped = remapKey(key, record);
+        if (remapped !== key) {
+          key = remapped;
+          record = { ...record, key };
+        }
+      }
+      if (filter && !filter(record)) continue;
+      let kf = this.keys.get(key);
+      if (kf === undefined) {
+        kf = new KeyFlow<S, V>(key, { clock: now, offset }, this.journaling);
+        this.registerFirstTimer(kf);
+        this.keys.set(key, kf);
+        if (this.unloaded.has(key)) {
+          toLoad ??= [];
+          toLoad.push(kf);
+        }
+      }
+      if (kf.queued.length === 0) touched.push(kf);
+      kf.enqueue(record, offset);
+    }
+
+    if (toLoad || waits) return this.continueBatch(touched.slice(), now, lastOffset, keyless, toLoad, waits);
+    return this.foldTouched(touched, now, lastOffset, keyless);
+  }
+
+  private async continueBatch(
+    touched: KeyFlow<S, V>[],
+    now: number,
+    lastOffset: number,
+    keyless: number,
+    toLoad: KeyFlow<S, V>[] | undefined,
+    waits: Promise<void>[] | undefined,
+  ): Promise<void> {
+    this.folding = true;
+    try {
+      if (waits) await Promise.all(waits);
+      if (toLoad) {
+        await Promise.all(
+          toLoad.map(async (kf) => {
+            const found = await this.o.persistence.read(kf.key);
+            if (found) await this.restore(kf, found);
+            this.unloaded.delete(kf.key);
+          }),
+        );
+      }
+    } catch (err) {
+      this.folding = false;
+      throw this.fail(err);
+    }
+    this.folding = false;
+    await this.foldTouched(touched, now, lastOffset, keyless);
+  }
+
+  private foldTouched(touched: KeyFlow<S, V>[], now: number, lastOffset: number, keyless: number): void | Promise<void> {
+    const fold = this.o.fold;
+    let applied = 0;
+    let queued = 0;
+    let pending: Promise<number>[] | undefined;
+    for (let i = 0; i < touched.length; i++) {
+      const kf = touched[i]!;
+      queued += kf.queued.length;
+      let r: number | Promise<number>;
+      try {
+        r = kf.foldQueued(fold, now);
+      } catch (err) {
+        throw this.fail(err);
+      }
+      if (typeof r === 'number') {
+        applied += r;
+      } else {
+        pending ??= [];
+        pending.push(r);
+      }
+    }
+    if (pending) {
+      this.folding = true;
+      const keys = touched.slice();
+      return Promise.all(pending).then(
+        (counts) => {
+          this.folding = false;
+          for (const c of counts) applied += c;
+          this.finishBatch(keys, lastOffset, keyless, applied, queued);
+        },
+        (err: unknown) => {
+          this.folding = false;
+          throw this.fail(err);
+        },
+      );
+    }
+    this.finishBatch(touched, lastOffset, keyless, applied, queued);
+  }
+
+  private finishBatch(touched: readonly KeyFlow<S, V>[], lastOffset: number, keyless: number, applied: number, queued: number): void {
+    for (let i = 0; i < touched.length; i++) {
+      const kf = touched[i]!;
+      // A key whose fold returned no state is done: forgotten at once if nothing of it is stored,
+      // otherwise kept (still holding) until its delete lands with the next persist.
+      if (kf.state === undefined && !kf.stored && !this.writing.has(kf)) this.keys.delete(kf.key);
+    }
+    if (lastOffset + 1 > this.nextOffset) this.nextOffset = lastOffset + 1;
+    this.m.recordsFolded.inc(applied);
+    if (queued > applied) this.m.recordsSkipped.inc(queued - applied);
+    if (keyless > 0) this.m.keylessDropped.inc(keyless);
+    this.m.keysLive.set(this.keys.size);
+  }
+
+  /**
+   * Runs the per-key timers that are due at `now` (kafka-flow's triggerTimers): marks keys to
+   * persist, and orphans to persist and unload, at the next `persist`.
+   */
+  triggerTimers(now: number = this.clock.now()): void {
+    this.ensureHealthy();
+    const current = { clock: now, offset: this.nextOffset };
+    for (const kf of this.keys.values()) {
+      if (kf.state === undefined || kf.timers.length === 0) continue;
+      let fired = false;
+      let kept = 0;
+      for (const at of kf.timers) {
+        if (at <= now) fired = true;
+        else kf.timers[kept++] = at;
+      }
+      if (!fired) continue;
+      kf.timers.length = kept;
+      const decision = onTimer(this.policy, kf, current);
+      if (decision.persist) kf.due = true;
+      if (decision.unload) kf.unload = true;
+      if (decision.registerAt !== undefined) kf.timers.push(decision.registerAt);
+    }
+  }
+
+  /**
+   * Persists keys (see PersistReason) in batches of the backend's maxWritesPerBatch, each carrying
+   * the highest offset it is safe to commit once it lands, then commits what is left to commit.
+   * Persists run one at a time, in call order.
+   */
+  persist(now: number = this.clock.now(), reason: PersistReason = 'periodic'): Promise<PersistResult> {
+    const run = this.persistChain.then(() => this.persistNow(now, reason));
+    this.persistChain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The offset it is safe to commit if it moved past the last commit, else undefined. */
+  offsetToCommit(): string | undefined {
+    const c = this.committable();
+    return c > this.committed ? formatOffset(c) : undefined;
+  }
+
+  /** The last committed offset (the assigned offset until this flow commits). */
+  get committedOffset(): string {
+    return formatOffset(this.committed);
+  }
+
+  /** One past the last offset handled. */
+  get position(): string {
+    return formatOffset(this.nextOffset);
+  }
+
+  get liveKeys(): number {
+    return this.keys.size;
+  }
+
+  /** Why this partition stopped, if it did. */
+  get failed(): unknown {
+    return this.failure;
+  }
+
+  /** The key's in-memory state (undefined if unknown, unloaded or deleted). */
+  stateOf(key: string): S | undefined {
+    return this.keys.get(key)?.state;
+  }
+
+  /** The offset a key holds back from commit, if it is in memory. */
+  holdingOf(key: string): string | undefined {
+    const h = this.keys.get(key)?.holding;
+    return h === undefined ? undefined : formatOffset(h);
+  }
+
+  /** Live keys and their states. */
+  *states(): IterableIterator<[string, S]> {
+    for (const [key, kf] of this.keys) if (kf.state !== undefined) yield [key, kf.state];
+  }
+
+  private committable(): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const kf of this.keys.values()) if (kf.holding !== undefined && kf.holding < min) min = kf.holding;
+    return min === Number.POSITIVE_INFINITY ? this.nextOffset : min;
+  }
+
+  private async persistNow(now: number, reason: PersistReason): Promise<PersistResult> {
+    this.ensureHealthy();
+    const started = performance.now();
+    const transient = this.o.mode === 'none';
+    // A transient flow has nothing to write: "flushing" it only lets the commit pass its keys
+    // (kafka-flow's no-op flush), so it does that only when asked to flush on revoke.
+    const everything =
+      reason === 'periodic' ? false : reason === 'shutdown' && !transient ? true : this.policy.flushOnRevoke;
+    const strict = reason === 'periodic' && !this.policy.ignorePersistErrors;
+    const capturedNext = this.nextOffset;
+    const planned: Planned<S, V>[] = [];
+    let othersMin = Number.POSITIVE_INFINITY;
+    let evicted = 0;
+
+    for (const kf of [...this.keys.values()]) {
+      const hold = kf.holding ?? Number.POSITIVE_INFINITY;
+      // A key still folding this batch (async) waits for the next persist.
+      if (kf.queued.length > 0 || this.writing.has(kf)) {
+        othersMin = Math.min(othersMin, hold);
+        continue;
+      }
+      if (kf.state === undefined) {
+        planned.push({ kf, version: kf.version, oldHold: hold, isDelete: true, events: this.takeEvents(kf) });
+        continue;
+      }
+      const selected = reason === 'periodic' ? kf.due || kf.unload : everything;
+      if (!selected || (transient && !kf.unload && reason === 'periodic')) {
+        othersMin = Math.min(othersMin, hold);
+        continue;
+      }
+      if (transient || !kf.dirty) {
+        // Nothing to write: everything before `capturedNext` is already persisted for this key
+        // (or, transient, never will be: kafka-flow's no-op flush).
+        kf.due = false;
+        this.markPersisted(kf, now, capturedNext);
+        if (kf.unload) {
+          this.evict(kf);
+          evicted++;
+        } else {
+          othersMin = Math.min(othersMin, capturedNext);
+        }
+        continue;
+      }
+      planned.push({ kf, version: kf.version, oldHold: hold, isDelete: false, events: this.takeEvents(kf) });
+    }
+
+    let written = 0;
+    let failed = 0;
+    let fenced = false;
+    let error: unknown;
+    const conflicts: string[] = [];
+    let committedNow: number | undefined;
+
+    const size = Math.max(1, this.o.persistence.maxWritesPerBatch);
+    // suffix[i]: the smallest old hold among planned writes from i on (they have not landed yet).
+    const suffix = new Array<number>(planned.length + 1);
+    suffix[planned.length] = Number.POSITIVE_INFINITY;
+    for (let i = planned.length - 1; i >= 0; i--) suffix[i] = Math.min(suffix[i + 1]!, planned[i]!.oldHold);
+    let doneMin = Number.POSITIVE_INFINITY;
+
+    let attempted = 0;
+    for (let from = 0; from < planned.length; from += size) {
+      const chunk = planned.slice(from, from + size);
+      attempted = from + chunk.length;
+      // If this chunk lands, its puts hold `capturedNext` and its deletes hold nothing.
+      const chunkMin = chunk.some((p) => !p.isDelete) ? capturedNext : Number.POSITIVE_INFINITY;
+      const candidate = Math.min(othersMin, doneMin, chunkMin, suffix[from + chunk.length]!);
+      const safe = candidate === Number.POSITIVE_INFINITY ? capturedNext : candidate;
+      const commitOffset = safe > this.committed ? safe : undefined;
+      for (const p of chunk) this.writing.add(p.kf);
+      let result: WriteBatchResult | undefined;
+      const t0 = performance.now();
+      try {
+        result = await this.o.persistence.write({
+          writes: chunk.map((p) => this.toWrite(p)),
+          commitOffset,
+        });
+      } catch (err) {
+        error = err;
+        if (err instanceof SnapshotWriteFenced) fenced = true;
+      }
+      for (const p of chunk) this.writing.delete(p.kf);
+      for (let i = 0; i < chunk.length; i++) {
+        const p = chunk[i]!;
+        const status = result?.statuses[i];
+        if (status === 'applied') {
+          written++;
+          this.m.persistedKeys('applied').inc();
+          if (this.landed(p, now, capturedNext)) evicted++;
+        } else {
+          failed++;
+          this.m.persistedKeys(status === 'not-applied' ? 'not_applied' : 'failed').inc();
+          if (status === 'not-applied') conflicts.push(p.kf.key);
+          this.notLanded(p);
+        }
+        const h = this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined;
+        if (h !== undefined && h < doneMin) doneMin = h;
+      }
+      if (result?.committed && commitOffset !== undefined) {
+        this.committed = Math.max(this.committed, commitOffset);
+        committedNow = this.committed;
+        this.m.commits('ok').inc();
+        this.m.commitDuration.observe((performance.now() - t0) / 1000);
+      }
+      if (fenced || (strict && failed > 0)) break;
+    }
+    // Writes never attempted (the loop stopped early) go back to their keys untouched.
+    for (let i = attempted; i < planned.length; i++) this.notLanded(planned[i]!);
+
+    if (fenced) {
+      this.fail(error);
+      this.m.persists(reason, 'failed').inc();
+      if (reason === 'periodic') throw error;
+      this.log.warn({ topic: this.topic, partition: this.partition, err: error }, 'persist fenced: partition stopped');
+      return { committed: undefined, written, failed, evicted, fenced: true };
+    }
+    if (failed > 0) {
+      const cause =
+        error ?? new SnapshotWriteConflict(this.topic, this.partition, conflicts);
+      if (strict) {
+        this.m.persists(reason, 'failed').inc();
+        const typed = error === undefined ? cause : new PersistFailedError(this.topic, this.partition, failed, cause);
+        throw this.fail(typed);
+      }
+      this.log.warn(
+        { topic: this.topic, partition: this.partition, failed, err: cause },
+        'persist failed; the keys keep holding their offsets and are retried later',
+      );
+    }
+
+    const c = this.committable();
+    if (c > this.committed) {
+      const t0 = performance.now();
+      try {
+        const r = await this.o.persistence.write({ writes: [], commitOffset: c });
+        if (r.committed) {
+          this.committed = c;
+          committedNow = c;
+          this.m.commits('ok').inc();
+          this.m.commitDuration.observe((performance.now() - t0) / 1000);
+        }
+      } catch (err) {
+        this.m.commits('failed').inc();
+        if (err instanceof SnapshotWriteFenced) {
+          this.fail(err);
+          if (reason === 'periodic') throw err;
+          return { committed: undefined, written, failed, evicted, fenced: true };
+        }
+        if (strict) throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(c), err));
+        this.log.warn({ topic: this.topic, partition: this.partition, offset: c, err }, 'offset commit failed');
+      }
+    }
+
+    this.m.persists(reason, failed > 0 ? 'failed' : 'ok').inc();
+    this.m.persistDuration(reason).observe((performance.now() - started) / 1000);
+    if (evicted > 0) this.m.keysEvicted.inc(evicted);
+    this.m.keysLive.set(this.keys.size);
+    return {
+      committed: committedNow === undefined ? undefined : formatOffset(committedNow),
+      written,
+      failed,
+      evicted,
+      fenced: false,
+    };
+  }
+
+  private toWrite(p: Planned<S, V>) {
+    const { kf } = p;
+    if (p.isDelete) return { key: kf.key, delete: { offset: kf.lastOffset } };
+    return {
+      key: kf.key,
+      snapshot: this.snapshotting ? { state: kf.state as S, offset: kf.lastOffset } : undefined,
+      events: p.events,
+      addKey: !kf.stored,
+    };
+  }
+
+  private takeEvents(kf: KeyFlow<S, V>): FlowRecord<V>[] | undefined {
+    if (!kf.events || kf.events.length === 0) return undefined;
+    const taken = kf.events;
+    kf.events = [];
+    return taken;
+  }
+
+  /** A key's write landed. Returns true if the key was unloaded. */
+  private landed(p: Planned<S, V>, now: number, capturedNext: number): boolean {
+    const { kf } = p;
+    const unchanged = kf.version === p.version && kf.queued.length === 0;
+    if (p.isDelete) {
+      kf.stored = false;
+      this.unloaded.delete(kf.key);
+      if (unchanged && kf.state === undefined) {
+        kf.holding = undefined;
+        this.keys.delete(kf.key);
+        return false;
+      }
+      // Revived by records folded while the delete was in flight: the new state is unpersisted.
+      kf.holding = capturedNext;
+      return false;
+    }
+    kf.stored = true;
+    if (kf.version === p.version) kf.persistedVersion = p.version;
+    kf.due = false;
+    this.markPersisted(kf, now, capturedNext);
+    if (kf.unload && unchanged && !kf.dirty) {
+      this.evict(kf);
+      return true;
+    }
+    return false;
+  }
+
+  private notLanded(p: Planned<S, V>): void {
+    const { kf } = p;
+    // The key keeps holding its old offset (frozen, never corrupt); its journal events go back in
+    // front of any folded since, to be written next time.
+    if (p.events && kf.events) kf.events = p.events.concat(kf.events);
+    kf.due = false;
+    kf.unload = false;
+    if (kf.timers.length === 0 && Number.isFinite(this.policy.fireEvery)) kf.timers.push(this.clock.now() + this.policy.fireEvery);
+    if (kf.state === undefined && !kf.stored && kf.queued.length === 0) this.keys.delete(kf.key);
+  }
+
+  private markPersisted(kf: KeyFlow<S, V>, now: number, capturedNext: number): void {
+    kf.holding = capturedNext;
+    kf.persistedAt = { clock: now, offset: capturedNext };
+  }
+
+  private evict(kf: KeyFlow<S, V>): void {
+    kf.holding = undefined;
+    this.keys.delete(kf.key);
+    if (kf.stored) this.unloaded.add(kf.key);
+  }
+
+  private async restore(kf: KeyFlow<S, V>, found: RecoveredKey<S, V>): Promise<void> {
+    kf.stored = true;
+    if (found.snapshot) {
+      kf.state = found.snapshot.state;
+      kf.lastOffset = found.snapshot.offset;
+    } else if (found.events) {
+      await kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
+    }
+    kf.persistedVersion = kf.version;
+  }
+
+  private registerFirstTimer(kf: KeyFlow<S, V>): void {
+    const at = firstTimerAt(this.policy, kf.createdAt);
+    if (at !== undefined) kf.timers.push(at);
+  }
+
+  private ensureHealthy(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** Stops the partition: every later call rethrows `err`. */
+  private fail(err: unknown): unknown {
+    if (this.failure === undefined) {
+      this.failure = err;
+      this.log.error({ topic: this.topic, partition: this.partition, err }, 'partition stopped');
+    }
+    return err;
+  }
+}

@@ -1,0 +1,26 @@
+/** Kafka headers as kafkajs delivers them. */
+export type RecordHeaders = Readonly<Record<string, Buffer | string | (Buffer | string)[] | undefined>>;
+
+/**
+ * One input record as the user's fold sees it. `offset` and `timestamp` are strings, as kafkajs
+ * gives them. A record without a value (a tombstone) arrives with `value === null`: declare the
+ * value type as `T | null` if the topic has tombstones.
+ */
+export interface FlowRecord<V> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: string;
+  readonly value: V;
+  readonly timestamp: string;
+  readonly headers: RecordHeaders;
+}
+
+/** An input message as kafkajs's `eachBatch` hands it over (only the fields the engine reads). */
+export interface InputMessage {
+  readonly offset: string;
+  readonly key: Buffer | string | null;
+  readonly value: Buffer | null;
+  readonly timestamp: string;
+  readonly headers?: RecordHeaders;
+}

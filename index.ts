@@ -1,0 +1,63 @@
+// The package root: what flow modules and outside code import.
+export { ConfigError, KafkaFlowError } from './config/errors';
+export { type Clock, ManualClock, systemClock } from './flow/clock';
+export type { Codec } from './flow/codec/codec';
+export { DecodeError } from './flow/codec/errors';
+export { jsonCodec } from './flow/codec/json';
+export type { DeadLetterSink, DecodeFailurePolicy } from './flow/decode-policy';
+export {
+  type CassandraPersistenceOptions,
+  createPartitionFlow,
+  defineFlow,
+  type FlowDefinition,
+  type FlowOptions,
+  type KafkaPersistenceOptions,
+  type MemoryPersistenceOptions,
+  type PartitionContext,
+  type PersistenceOptions,
+  type ResolvedPersistence,
+} from './flow/define-flow';
+export type { Duration } from './flow/duration';
+export { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './flow/errors';
+export { andThen, contramapValue, type Fold, filter, handleErrorWith, mapState, transformState } from './flow/fold';
+export { type Logger, silentLogger } from './flow/logger';
+export { FlowMetrics, type PartitionMetrics } from './flow/metrics';
+export { OffsetOutOfRangeError } from './flow/offsets';
+export {
+  PartitionFlow,
+  type PartitionFlowOptions,
+  type PersistReason,
+  type PersistResult,
+} from './flow/partition-flow';
+export type { FlowRecord, InputMessage, RecordHeaders } from './flow/record';
+export {
+  PERSIST_PERIODICALLY_DEFAULTS,
+  type PersistPeriodicallyOptions,
+  type TimerPolicy,
+  type TimersOptions,
+  timerPolicy,
+  UNLOAD_ORPHANED_DEFAULTS,
+  type UnloadOrphanedOptions,
+} from './flow/timers';
+export { ConsumerFlow, TopicFlow } from './flow/topic-flow';
+export { SnapshotWriteConflict, SnapshotWriteFenced } from './persistence/errors';
+export type { JournalStore } from './persistence/journal-store';
+export type { KeyStore } from './persistence/key-store';
+export {
+  InMemoryBackend,
+  InMemoryJournalStore,
+  InMemoryKeyStore,
+  InMemoryOffsetCommitter,
+  InMemorySnapshotStore,
+} from './persistence/memory';
+export type { OffsetCommitter } from './persistence/offset-committer';
+export type {
+  KeyWrite,
+  PartitionPersistence,
+  RecoveredKey,
+  WriteBatch,
+  WriteBatchResult,
+} from './persistence/partition-persistence';
+export type { SnapshotStore, SnapshotWrite } from './persistence/snapshot-store';
+export { StorePartitionPersistence, type StorePartitionPersistenceOptions } from './persistence/store-partition-persistence';
+export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './persistence/types';
