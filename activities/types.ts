@@ -1,0 +1,76 @@
+/**
+ * The contract between a partition workflow and the activities that run on its owner's process.
+ * Types only: the workflow bundle imports this file (`import type`), so nothing here may pull in
+ * Node modules.
+ */
+
+export interface PartitionRef {
+  readonly flow: string;
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** Who owns a partition: a consumer-group member in one generation, reachable on its own task queue. */
+export interface Owner {
+  readonly generation: number;
+  readonly memberId: string;
+  /** The owning process's own activity task queue (worker-specific task queues). */
+  readonly taskQueue: string;
+}
+
+export interface RecoverRequest extends PartitionRef {
+  readonly owner: Owner;
+  /**
+   * The same process owned the partition in this earlier generation and nobody else owned it
+   * since: it may keep its in-memory state instead of reading the store again.
+   */
+  readonly keepFromGeneration?: number;
+}
+
+export interface RecoverResult {
+  readonly fromMemory: boolean;
+  readonly keys: number;
+  readonly snapshotsRead: number;
+  readonly ms: number;
+  /** The committed input offset the partition resumes from, as kafkajs spells offsets. */
+  readonly committedOffset?: string;
+}
+
+export interface OwnerRequest extends PartitionRef {
+  readonly owner: Owner;
+}
+
+export interface PersistRequest extends OwnerRequest {
+  /** Wait this long (heartbeating) before persisting: the persist timer (see README design notes). */
+  readonly delayMs: number;
+  readonly reason: 'timer' | 'revoke' | 'shutdown';
+}
+
+export interface PersistResult {
+  readonly persistedKeys: number;
+  readonly deletedKeys: number;
+  readonly committedOffset?: string;
+  readonly liveKeys: number;
+  /** The input partition's log end and the lag behind it, when known. */
+  readonly logEndOffset?: string;
+  readonly lag?: number;
+  readonly ms: number;
+  readonly at: number;
+}
+
+export interface FlowActivities {
+  recover(request: RecoverRequest): Promise<RecoverResult>;
+  /** Long-running: processes the partition until cancelled; heartbeats progress. */
+  foldLoop(request: OwnerRequest): Promise<void>;
+  persist(request: PersistRequest): Promise<PersistResult>;
+}
+
+/** ApplicationFailure types the activities raise and the workflow tells apart. */
+export const FailureTypes = {
+  /** A newer generation or producer epoch owns the partition: stop, do not retry. */
+  fenced: 'SnapshotWriteFenced',
+  /** The activity was scheduled for a generation this process no longer holds. */
+  staleGeneration: 'StaleGeneration',
+  /** A persist failed and the flow does not ignore persist errors. */
+  persistFailed: 'PersistFailed',
+} as const;
