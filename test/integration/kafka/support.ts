@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
 import type { Consumer, ConsumerConfig, EachBatchPayload } from 'kafkajs';
 import { brokersFromEnv, createKafkaClient, type KafkaClient } from '../../../kafka/client';
-import { GroupMembership } from '../../../kafka/groupMembership';
+import { type GroupGeneration, GroupMembership } from '../../../kafka/groupMembership';
 
 export function unique(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -66,11 +66,17 @@ export async function startMember(
   client: KafkaClient,
   config: ConsumerConfig,
   topic: string,
-  eachBatch: (payload: EachBatchPayload) => Promise<void> = async () => {},
+  hooks: {
+    eachBatch?: (payload: EachBatchPayload) => Promise<void>;
+    /** Registered before the member starts, so it sees the first join too. */
+    onJoin?: (generation: GroupGeneration) => void;
+  } = {},
 ): Promise<RunningMember> {
   const consumer = client.kafka.consumer({ ...fastGroup, ...config });
   const membership = new GroupMembership();
   membership.attach(consumer);
+  if (hooks.onJoin) membership.onJoin(hooks.onJoin);
+  const eachBatch = hooks.eachBatch ?? (async () => {});
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({ autoCommit: false, eachBatch });

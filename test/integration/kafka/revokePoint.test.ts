@@ -1,0 +1,141 @@
+// The awaited revoke point on the real broker: when a second member joins, the first member's
+// in-flight eachBatch finishes, then its onPartitionsRevoked runs (and is awaited) with the old
+// generation, and a flush committed there under the old generation succeeds, before the group
+// completes the rebalance.
+import { KafkaAdmin } from '../../../kafka/admin';
+import type { KafkaClient } from '../../../kafka/client';
+import { CommittedOffsets } from '../../../kafka/committedOffsets';
+import { type RevokedPartitions, withRevokePoint } from '../../../kafka/revokePoint';
+import { TransactionalWriter } from '../../../kafka/transactionalWriter';
+import { closeAll, fillInput, type RunningMember, sleep, startMember, testClient, unique, waitFor } from './support';
+
+describe('revoke point on the real broker', () => {
+  let client: KafkaClient;
+  let admin: KafkaAdmin;
+  let input: string;
+  let snapshots: string;
+
+  beforeEach(async () => {
+    client = await testClient('revoke');
+    admin = new KafkaAdmin(client);
+    input = unique('input');
+    snapshots = unique('snapshots');
+    await admin.ensureTopics([
+      { topic: input, partitions: 2 },
+      { topic: snapshots, partitions: 2 },
+    ]);
+  });
+
+  afterEach(async () => {
+    await closeAll(() => admin.deleteTopics([input, snapshots]), () => admin.close());
+  });
+
+  it('runs flushOnRevoke under the old generation after eachBatch and before the rejoin completes', async () => {
+    const groupId = unique('group');
+    const events: string[] = [];
+    const revoked: RevokedPartitions[] = [];
+    const flushErrors: unknown[] = [];
+    const writer = new TransactionalWriter({ client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const offsets = new CommittedOffsets(client);
+    let first: RunningMember | undefined;
+    let second: RunningMember | undefined;
+    let batchesInFlight = 0;
+    try {
+      const config = withRevokePoint({ groupId }, async (r) => {
+        events.push(`revoke-start:${r.generationId}:${batchesInFlight}`);
+        revoked.push(r);
+        try {
+          // The flush: snapshot + offset commit in one transaction, under the revoked generation.
+          await writer.commit({
+            messages: [{ topic: snapshots, partition: 0, key: 'k', value: `flushed-gen-${r.generationId}` }],
+            offsets: [{ topic: input, partition: 0, offset: '7' }],
+            generation: r,
+          });
+        } catch (err) {
+          flushErrors.push(err);
+        }
+        await sleep(500); // a slow flush: the rejoin must wait for it
+        events.push('revoke-end');
+      });
+      first = await startMember(client, config, input, {
+        eachBatch: async () => {
+          batchesInFlight += 1;
+          events.push('batch-start');
+          await sleep(1500); // in flight when the second member joins
+          events.push('batch-end');
+          batchesInFlight -= 1;
+        },
+        onJoin: (g) => events.push(`first-joined:${g.generationId}`),
+      });
+      const gen1 = await first.membership.waitForJoin(30_000);
+
+      await fillInput(client, input, [0, 1], 10);
+      await waitFor('a batch in flight', () => events.includes('batch-start'));
+      second = await startMember(client, { groupId }, input, {
+        onJoin: (g) => events.push(`second-joined:${g.generationId}`),
+      });
+      const gen2 = await second.membership.waitForJoin(30_000, gen1.generationId);
+
+      expect(flushErrors).toEqual([]);
+      expect(revoked[0]).toMatchObject({
+        groupId,
+        generationId: gen1.generationId,
+        memberId: gen1.memberId,
+        reason: 'rebalance',
+        assignment: [{ topic: input, partitions: [0, 1] }],
+      });
+      await waitFor('the first member to rejoin', () => events.includes(`first-joined:${gen2.generationId}`));
+      const at = (e: string) => events.indexOf(e);
+      // No eachBatch in flight when the revoke point starts, and one had finished before it.
+      expect(at(`revoke-start:${gen1.generationId}:0`)).toBeGreaterThan(at('batch-end'));
+      expect(at('batch-end')).toBeGreaterThan(-1);
+      // The rejoin (both members' joins of the new generation) waited for the slow flush.
+      expect(at('revoke-end')).toBeLessThan(at(`first-joined:${gen2.generationId}`));
+      expect(at('revoke-end')).toBeLessThan(at(`second-joined:${gen2.generationId}`));
+      expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('7');
+    } finally {
+      await closeAll(
+        async () => second?.consumer.disconnect(),
+        async () => first?.consumer.disconnect(),
+        () => writer.close(),
+        () => offsets.close(),
+      );
+    }
+  });
+
+  it('GROUP_JOIN carries the generation id; leaving runs the revoke point once with reason leave', async () => {
+    const groupId = unique('group');
+    const revoked: RevokedPartitions[] = [];
+    let member: RunningMember | undefined;
+    try {
+      member = await startMember(
+        client,
+        withRevokePoint({ groupId }, async (r) => {
+          revoked.push(r);
+        }),
+        input,
+      );
+      const running = member;
+      // A join can land before the new topic's metadata does (empty assignment, then a rejoin).
+      await waitFor('both partitions assigned', () => running.membership.current()?.assignment[input]?.length === 2);
+      const generation = running.membership.current()!;
+      expect(Number.isInteger(generation.generationId)).toBe(true);
+      expect(generation.generationId).toBeGreaterThan(0);
+      expect(generation.memberId).not.toBe('');
+      const before = revoked.length; // earlier generations' revokes (reason rebalance), if any
+      expect(revoked.every((r) => r.reason === 'rebalance' && r.generationId < generation.generationId)).toBe(true);
+      await running.consumer.disconnect();
+      expect(revoked.slice(before)).toEqual([
+        {
+          groupId,
+          generationId: generation.generationId,
+          memberId: generation.memberId,
+          reason: 'leave',
+          assignment: [{ topic: input, partitions: [0, 1] }],
+        },
+      ]);
+    } finally {
+      await closeAll(async () => member?.consumer.disconnect());
+    }
+  });
+});
