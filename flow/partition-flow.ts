@@ -436,6 +436,7 @@ export class PartitionFlow<S, V> {
     let error: unknown;
     const conflicts: string[] = [];
     let committedNow: number | undefined;
+    let commitError: unknown;
 
     const size = Math.max(1, this.o.persistence.maxWritesPerBatch);
     // suffix[i]: the smallest old hold among planned writes from i on (they have not landed yet).
@@ -482,6 +483,16 @@ export class PartitionFlow<S, V> {
         const h = this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined;
         if (h !== undefined && h < doneMin) doneMin = h;
       }
+      if (result?.commitError !== undefined) {
+        this.m.commits('failed').inc();
+        if (result.commitError instanceof SnapshotWriteFenced) {
+          fenced = true;
+          error = result.commitError;
+        } else {
+          commitError = result.commitError;
+          if (strict) break;
+        }
+      }
       if (result?.committed && commitOffset !== undefined) {
         this.committed = Math.max(this.committed, commitOffset);
         committedNow = this.committed;
@@ -514,8 +525,16 @@ export class PartitionFlow<S, V> {
       );
     }
 
+    if (commitError !== undefined) {
+      if (strict) {
+        this.m.persists(reason, 'failed').inc();
+        throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(this.committable()), commitError));
+      }
+      this.log.warn({ topic: this.topic, partition: this.partition, err: commitError }, 'offset commit failed');
+    }
+
     const c = this.committable();
-    if (c > this.committed) {
+    if (c > this.committed && commitError === undefined) {
       const t0 = performance.now();
       try {
         const r = await this.o.persistence.write({ writes: [], commitOffset: c });

@@ -33,6 +33,11 @@ export interface WriteBatchResult {
   readonly statuses: readonly WriteStatus[];
   /** Whether `commitOffset` was committed. */
   readonly committed: boolean;
+  /**
+   * Set when the writes landed but the separate offset commit then failed (non-transactional
+   * backends): the writes count, the commit does not.
+   */
+  readonly commitError?: unknown;
 }
 
 /** A key found by recovery: its snapshot (snapshot modes) or its journal (journal mode). */

@@ -118,12 +118,17 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       if (removed.length > 0) await keys.remove(partition, removed);
     }
 
-    let committed = false;
     if (batch.commitOffset !== undefined && statuses.every((s) => s === 'applied')) {
-      await committer.commit(partition, batch.commitOffset);
-      committed = true;
+      try {
+        await committer.commit(partition, batch.commitOffset);
+      } catch (commitError) {
+        // With no writes there is nothing to report but the failed commit itself.
+        if (writes.length === 0) throw commitError;
+        return { statuses, committed: false, commitError };
+      }
+      return { statuses, committed: true };
     }
-    return { statuses, committed };
+    return { statuses, committed: false };
   }
 }
 
