@@ -218,6 +218,8 @@ export interface PartitionContext<S, V> {
   readonly deadLetter?: DeadLetterSink;
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** The process's flow metrics (one per registry); or a registry to create them in. */
+  readonly metrics?: FlowMetrics;
   readonly registry?: Registry;
 }
 
@@ -239,6 +241,6 @@ export function createPartitionFlow<S, V>(definition: FlowDefinition<S, V>, cont
     deadLetter: context.deadLetter,
     clock: context.clock,
     logger: context.logger,
-    metrics: context.registry ? FlowMetrics.of(context.registry) : undefined,
+    metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),
   });
 }
