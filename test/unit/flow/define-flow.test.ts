@@ -1,0 +1,61 @@
+import { ConfigError } from '../../../config/errors';
+import { defineFlow } from '../../../index';
+
+const base = { name: 'sales', groupId: 'sales', topics: ['sales'], fold: (s: number | undefined) => (s ?? 0) + 1 };
+
+describe('defineFlow', () => {
+  test("fills in kafka-flow's defaults", () => {
+    const def = defineFlow(base);
+    expect(def.persistence).toEqual({ backend: 'memory', mode: 'snapshots' });
+    expect(def.timers).toEqual({
+      fireEvery: 60_000,
+      persistEvery: 60_000,
+      unload: undefined,
+      flushOnRevoke: false,
+      ignorePersistErrors: false,
+    });
+    expect(def.onDecodeFailure).toBe('fail');
+    expect(def.valueCodec.decode(Buffer.from('{"a":1}'))).toEqual({ a: 1 });
+  });
+
+  test('kafka persistence defaults and duration parsing', () => {
+    const def = defineFlow({
+      ...base,
+      persistence: { backend: 'kafka', transactional: true, snapshotTopic: 'sales-snapshots', acks: -1 },
+      timers: { persistPeriodically: { fireEvery: '1s', persistEvery: '2 min' }, unloadOrphaned: { maxIdle: '10m' } },
+    });
+    expect(def.persistence).toEqual({
+      backend: 'kafka',
+      mode: 'snapshots',
+      transactional: true,
+      maxWritesPerTransaction: 256,
+      recoveryStallTimeoutMs: 180_000,
+      snapshotTopic: 'sales-snapshots',
+      compressionThreshold: 10_000,
+      options: { acks: -1 },
+    });
+    expect(def.timers).toMatchObject({ fireEvery: 1_000, persistEvery: 120_000, unload: { maxIdle: 600_000, maxOffsetDifference: 100_000 } });
+  });
+
+  test.each([
+    [{ ...base, topics: [] }, /topics/],
+    [{ ...base, fold: 'nope' }, /fold: fold must be a function/],
+    [{ ...base, name: '' }, /name/],
+    [{ ...base, persistence: { backend: 'redis' } }, /persistence/],
+    [{ ...base, persistence: { backend: 'kafka', maxWritesPerTransaction: 0 } }, /maxWritesPerTransaction/],
+    [{ ...base, timers: { persistPeriodically: { fireEvery: -1 } } }, /fireEvery/],
+    [{ ...base, timers: { persistPeriodically: { fireEvery: 'soon' } } }, /fireEvery/],
+    [{ ...base, onDecodeFailure: 'ignore' }, /onDecodeFailure/],
+    [{ ...base, typo: true }, /typo/],
+  ])('rejects an invalid definition with ConfigError (%#)', (options, message) => {
+    let error: unknown;
+    try {
+      defineFlow(options as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).code).toBe('CONFIG');
+    expect((error as Error).message).toMatch(message);
+  });
+});

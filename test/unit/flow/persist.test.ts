@@ -1,0 +1,188 @@
+// The persist path beyond kafka-flow's specs: chunked writes whose commit never leads them, fences,
+// offset-gated conflicts, decode-failure policies, async folds and unloaded keys read back.
+import type { Codec } from '../../../flow/codec/codec';
+import { DecodeError } from '../../../flow/codec/errors';
+import { FoldError } from '../../../flow/errors';
+import { SnapshotWriteConflict, SnapshotWriteFenced } from '../../../persistence/errors';
+import { InMemoryBackend } from '../../../persistence/memory';
+import type { PartitionPersistence, WriteBatch } from '../../../persistence/partition-persistence';
+import { type Count, countingFold, harness, MINUTE, records, TP } from './harness';
+
+function spy<S, V>(inner: PartitionPersistence<S, V>) {
+  const batches: { keys: string[]; commitOffset: number | undefined }[] = [];
+  const wrapped: PartitionPersistence<S, V> = {
+    maxWritesPerBatch: inner.maxWritesPerBatch,
+    recover: () => inner.recover(),
+    read: (key) => inner.read(key),
+    write(batch: WriteBatch<S, V>) {
+      batches.push({ keys: batch.writes.map((w) => w.key), commitOffset: batch.commitOffset });
+      return inner.write(batch);
+    },
+  };
+  return { wrapped, batches };
+}
+
+const fenced = (): PartitionPersistence<Count, string> => ({
+  maxWritesPerBatch: 10,
+  recover: async function* () {},
+  read: async () => undefined,
+  write: async () => {
+    throw new SnapshotWriteFenced(TP.topic, TP.partition, 'generation 3 is newer');
+  },
+});
+
+describe('PartitionFlow persist', () => {
+  test('group-commits in chunks, each carrying an offset that never leads the writes not yet landed', async () => {
+    const backend = new InMemoryBackend<Count, string>();
+    const { wrapped, batches } = spy(backend.forPartition(TP, 'snapshots', 2));
+    const h = await harness({ fold: countingFold(100), backend, persistence: wrapped });
+    await h.flow.handleBatch(['k0', 'k1', 'k2', 'k3', 'k4'].flatMap((k, i) => records(k, i, ['e'])));
+    const result = await h.flow.persist(h.clock.now(), 'shutdown');
+    expect(batches).toEqual([
+      { keys: ['k0', 'k1'], commitOffset: 2 },
+      { keys: ['k2', 'k3'], commitOffset: 4 },
+      { keys: ['k4'], commitOffset: 5 },
+    ]);
+    expect(result).toMatchObject({ committed: '5', written: 5, failed: 0 });
+    expect(backend.committer.history.map((c) => c.offset)).toEqual([2, 4, 5]);
+  });
+
+  test('a fenced periodic persist stops the partition with SnapshotWriteFenced', async () => {
+    const h = await harness({ fold: countingFold(100), persistence: fenced(), timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors: true } } });
+    const error = await h.step(records('k', 0, ['e'])).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SnapshotWriteFenced);
+    expect((error as SnapshotWriteFenced).code).toBe('SNAPSHOT_WRITE_FENCED');
+    expect(() => h.flow.handleBatch(records('k', 1, ['e']))).toThrow(SnapshotWriteFenced);
+  });
+
+  test('a fenced flush on revoke is reported, not thrown', async () => {
+    const h = await harness({ fold: countingFold(100), persistence: fenced(), timers: { persistPeriodically: { flushOnRevoke: true } } });
+    await h.flow.handleBatch(records('k', 0, ['e']));
+    await expect(h.flow.persist(h.clock.now(), 'revoke')).resolves.toMatchObject({ fenced: true, written: 0, committed: undefined });
+  });
+
+  test('an offset-gated store refuses a stale write: SnapshotWriteConflict, or frozen with ignorePersistErrors', async () => {
+    for (const ignorePersistErrors of [false, true]) {
+      const backend = new InMemoryBackend<Count, string>({ offsetGated: true });
+      const h = await harness({ fold: countingFold(100), backend, timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors } } });
+      // Another owner already wrote this key at a newer offset.
+      backend.snapshots.set(TP, 'k', { state: { offset: '50', count: 9 }, offset: 50 });
+      const outcome = await h.step(records('k', 0, ['e'])).then(
+        () => 'ok',
+        (e: unknown) => e,
+      );
+      if (ignorePersistErrors) {
+        expect(outcome).toBe('ok');
+        expect(h.flow.holdingOf('k')).toBe('0');
+        expect(h.committed()).toBeUndefined();
+      } else {
+        expect(outcome).toBeInstanceOf(SnapshotWriteConflict);
+        expect((outcome as SnapshotWriteConflict).keys).toEqual(['k']);
+      }
+      expect(backend.snapshots.entries(TP).get('k')?.offset).toBe(50);
+    }
+  });
+
+  test('an unloaded orphan is read back from the store when its key comes again', async () => {
+    const h = await harness({ fold: countingFold(100), timers: { unloadOrphaned: { fireEvery: 0, maxOffsetDifference: 2 } } });
+    await h.step(records('k', 0, ['a', 'b']));
+    await h.step(records('other', 2, ['x', 'y', 'z']));
+    expect(h.flow.stateOf('k')).toBeUndefined();
+    expect(h.backend.snapshots.entries(TP).get('k')).toEqual({ state: { offset: '1', count: 2 }, offset: 1 });
+    const pending = h.flow.handleBatch(records('k', 5, ['c']));
+    expect(pending).toBeInstanceOf(Promise);
+    await pending;
+    expect(h.flow.stateOf('k')).toEqual({ offset: '5', count: 3 });
+  });
+
+  test('folds with an async fold, in offset order per key', async () => {
+    const seen: string[] = [];
+    const h = await harness<string>({
+      fold: async (s, r) => {
+        await new Promise((resolve) => setTimeout(resolve, r.key === 'a' ? 2 : 0));
+        seen.push(`${r.key}${r.offset}`);
+        return `${s ?? ''}${r.value}`;
+      },
+    });
+    const result = h.flow.handleBatch([...records('a', 0, ['1', '2']), ...records('b', 2, ['3']), ...records('a', 3, ['4'])]);
+    expect(result).toBeInstanceOf(Promise);
+    await result;
+    expect(h.flow.stateOf('a')).toBe('124');
+    expect(h.flow.stateOf('b')).toBe('3');
+    expect(seen.filter((s) => s.startsWith('a'))).toEqual(['a0', 'a1', 'a3']);
+    expect(h.flow.position).toBe('4');
+  });
+
+  test('a throwing fold stops the partition with FoldError', async () => {
+    const h = await harness<string>({ fold: () => { throw new Error('bad state'); } });
+    expect(() => h.flow.handleBatch(records('k', 7, ['x']))).toThrow(FoldError);
+    expect(h.flow.failed).toMatchObject({ code: 'FOLD_FAILED', key: 'k', offset: '7' });
+  });
+
+  const picky: Codec<string> = {
+    encode: (s) => Buffer.from(s),
+    decode: (b) => {
+      const s = b.toString();
+      if (s === 'bad') throw new Error('not a value');
+      return s;
+    },
+  };
+
+  test('decode failure policy fail: DecodeError with its location', async () => {
+    const h = await harness<string>({ fold: (_, r) => r.value, extra: { codec: picky } });
+    let error: unknown;
+    try {
+      h.flow.handleBatch(records('k', 3, ['ok', 'bad']));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(DecodeError);
+    expect(error).toMatchObject({ topic: 'topic', partition: 0, key: 'k', offset: '4' });
+  });
+
+  test('decode failure policy skip: counted, and its offset still commits', async () => {
+    const h = await harness<string>({ fold: (_, r) => r.value, extra: { codec: picky, onDecodeFailure: 'skip' }, timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0 } } });
+    await h.step(records('k', 0, ['ok', 'bad']));
+    expect(h.flow.stateOf('k')).toBe('ok');
+    expect(h.committed()).toBe(2);
+    expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_decode_failures_total')).toMatch(/policy="skip"} 1/);
+  });
+
+  test('decode failure policy dead-letter: the sink is awaited before the batch completes', async () => {
+    const sent: string[] = [];
+    const h = await harness<string>({
+      fold: (_, r) => r.value,
+      extra: {
+        codec: picky,
+        onDecodeFailure: 'dead-letter',
+        deadLetter: async (m, e) => {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          sent.push(`${m.offset}:${e.code}`);
+        },
+      },
+    });
+    await h.flow.handleBatch(records('k', 0, ['bad', 'ok']));
+    expect(sent).toEqual(['0:DECODE']);
+    expect(h.flow.stateOf('k')).toBe('ok');
+  });
+
+  test('keyless records are dropped, counted, and move the offset on', async () => {
+    const h = await harness({ fold: countingFold(100) });
+    await h.flow.handleBatch(records(null, 0, ['a', 'b']));
+    expect(h.flow.liveKeys).toBe(0);
+    expect(h.flow.offsetToCommit()).toBe('2');
+    expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_keyless_records_dropped_total')).toMatch(/} 2/);
+    expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_keys_live')).toMatch(/} 0/);
+  });
+
+  test('the committed offset only moves forward', async () => {
+    const h = await harness({ fold: countingFold(100), timers: { persistPeriodically: { persistEvery: MINUTE } } });
+    await h.flow.handleBatch(records('k', 0, ['a']));
+    await h.flow.persist(h.clock.now(), 'shutdown');
+    expect(h.committed()).toBe(1);
+    await h.flow.handleBatch(records('j', 1, ['a']));
+    await h.flow.persist(h.clock.now(), 'periodic');
+    expect(h.flow.offsetToCommit()).toBeUndefined();
+    expect(h.backend.committer.history.map((c) => c.offset)).toEqual([1]);
+  });
+});
