@@ -122,18 +122,21 @@ describe('revoke point on the real broker', () => {
       expect(Number.isInteger(generation.generationId)).toBe(true);
       expect(generation.generationId).toBeGreaterThan(0);
       expect(generation.memberId).not.toBe('');
-      const before = revoked.length; // earlier generations' revokes (reason rebalance), if any
-      expect(revoked.every((r) => r.reason === 'rebalance' && r.generationId < generation.generationId)).toBe(true);
       await running.consumer.disconnect();
-      expect(revoked.slice(before)).toEqual([
-        {
-          groupId,
-          generationId: generation.generationId,
-          memberId: generation.memberId,
-          reason: 'leave',
-          assignment: [{ topic: input, partitions: [0, 1] }],
-        },
-      ]);
+      // kafkajs may still rejoin once after this (late topic metadata): the leave then belongs to
+      // the latest generation. Each generation is revoked exactly once, the last one by leaving.
+      const latest = running.membership.current()!;
+      expect(latest.generationId).toBeGreaterThanOrEqual(generation.generationId);
+      expect(revoked.at(-1)).toEqual({
+        groupId,
+        generationId: latest.generationId,
+        memberId: latest.memberId,
+        reason: 'leave',
+        assignment: [{ topic: input, partitions: [0, 1] }],
+      });
+      const generations = revoked.map((r) => r.generationId);
+      expect(generations).toEqual([...new Set(generations)].sort((a, b) => a - b));
+      expect(revoked.slice(0, -1).every((r) => r.reason === 'rebalance')).toBe(true);
     } finally {
       await closeAll(async () => member?.consumer.disconnect());
     }
