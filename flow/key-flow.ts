@@ -66,19 +66,47 @@ export class KeyFlow<S, V> implements KeyTimestamps {
     return this.foldFrom(fold, now, 0, 0);
   }
 
-  /** Restores state by replaying journal events through the fold (journal mode recovery). */
+  /**
+   * Restores state by replaying journal events through the fold (journal mode recovery). Runs
+   * apart from the queue, which may already hold this batch's records for the key.
+   */
   replay(fold: Fold<S, V>, events: readonly FlowRecord<V>[]): void | Promise<void> {
-    for (const event of events) this.enqueue(event, Number(event.offset));
-    const done = this.foldFrom(fold, undefined, 0, 0);
-    if (isPromise(done)) return done.then(() => this.markRestored());
+    let state = this.state;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
+      const offset = Number(event.offset);
+      if (offset <= this.lastOffset) continue;
+      let next: S | undefined | Promise<S | undefined>;
+      try {
+        next = fold(state, event);
+      } catch (err) {
+        throw new FoldError(event.topic, event.partition, event.key, event.offset, err);
+      }
+      if (isPromise(next)) {
+        this.state = state;
+        return this.replayAsync(fold, events, i, next);
+      }
+      state = next;
+      this.lastOffset = offset;
+    }
+    this.state = state;
     this.markRestored();
+  }
+
+  private async replayAsync(fold: Fold<S, V>, events: readonly FlowRecord<V>[], index: number, pending: Promise<S | undefined>): Promise<void> {
+    const event = events[index]!;
+    try {
+      this.state = await pending;
+    } catch (err) {
+      throw new FoldError(event.topic, event.partition, event.key, event.offset, err);
+    }
+    this.lastOffset = Number(event.offset);
+    await this.replay(fold, events.slice(index + 1));
   }
 
   private markRestored(): void {
     this.stored = true;
     this.persistedVersion = this.version;
-    if (this.events) this.events.length = 0;
-    this.processedAt = undefined;
   }
 
   private foldFrom(fold: Fold<S, V>, now: number | undefined, from: number, applied: number): number | Promise<number> {

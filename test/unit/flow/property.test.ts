@@ -1,0 +1,173 @@
+// Property: whatever the interleaving of batches, timers, persist failures and restarts from the
+// persisted state, the flow ends in the state a plain fold over the input gives, and no record is
+// applied twice (each key's state lists the offsets folded into it since its last reset).
+import fc from 'fast-check';
+import { ManualClock } from '../../../flow/clock';
+import type { Fold } from '../../../flow/fold';
+import { FlowMetrics } from '../../../flow/metrics';
+import { PartitionFlow } from '../../../flow/partition-flow';
+import type { InputMessage } from '../../../flow/record';
+import { timerPolicy, type TimersOptions } from '../../../flow/timers';
+import { InMemoryBackend } from '../../../persistence/memory';
+import type { PartitionPersistence } from '../../../persistence/partition-persistence';
+import type { PersistenceMode } from '../../../persistence/types';
+import { Registry } from 'prom-client';
+import { TP, textCodec } from './harness';
+
+type State = string[];
+const syncFold: Fold<State, string> = (s, r) => (r.value === 'reset' ? undefined : [...(s ?? []), r.offset]);
+const asyncFold: Fold<State, string> = (s, r) => Promise.resolve(syncFold(s, r));
+
+/** 0: the write goes through; 1: it fails, nothing lands; 2: writes land, the offset commit fails. */
+type Fault = 0 | 1 | 2;
+
+function faulty(inner: PartitionPersistence<State, string>, faults: () => Fault): PartitionPersistence<State, string> {
+  return {
+    maxWritesPerBatch: inner.maxWritesPerBatch,
+    recover: () => inner.recover(),
+    read: (key) => inner.read(key),
+    async write(batch) {
+      const fault = faults();
+      if (fault === 1) throw new Error('injected write failure');
+      if (fault === 2 && batch.commitOffset !== undefined) {
+        if (batch.writes.length === 0) throw new Error('injected commit failure');
+        const r = await inner.write({ writes: batch.writes });
+        return { ...r, committed: false, commitError: new Error('injected commit failure') };
+      }
+      return inner.write(batch);
+    },
+  };
+}
+
+function plainFold(messages: readonly InputMessage[]): Map<string, State> {
+  const states = new Map<string, State | undefined>();
+  for (const m of messages) {
+    if (m.key === null) continue;
+    const key = String(m.key);
+    const next = syncFold(states.get(key), { topic: TP.topic, partition: TP.partition, offset: m.offset, key, value: String(m.value), timestamp: '0', headers: {} });
+    states.set(key, next as State | undefined);
+  }
+  return new Map([...states].filter((e): e is [string, State] => e[1] !== undefined));
+}
+
+const op = fc.oneof(
+  fc.record({ kind: fc.constant('batch' as const), size: fc.integer({ min: 1, max: 8 }) }),
+  fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 3 }) }),
+  fc.record({ kind: fc.constant('restart' as const) }),
+  fc.record({ kind: fc.constant('revoke' as const) }),
+);
+
+const scenario = fc.record({
+  input: fc.array(
+    fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd', null), value: fc.constantFrom('x', 'x', 'y', 'reset') }),
+    { minLength: 1, maxLength: 60 },
+  ),
+  ops: fc.array(op, { maxLength: 40 }),
+  faults: fc.array(fc.constantFrom<Fault>(0, 0, 0, 1, 2), { minLength: 1, maxLength: 20 }),
+  mode: fc.constantFrom<PersistenceMode>('snapshots', 'journal', 'journal+snapshots'),
+  chunk: fc.constantFrom(1, 2, Number.POSITIVE_INFINITY),
+  async: fc.boolean(),
+  timers: fc.record({
+    persistPeriodically: fc.option(
+      fc.record({
+        fireEvery: fc.integer({ min: 0, max: 2 }),
+        persistEvery: fc.integer({ min: 0, max: 3 }),
+        ignorePersistErrors: fc.boolean(),
+        flushOnRevoke: fc.boolean(),
+      }),
+      { nil: undefined },
+    ),
+    unloadOrphaned: fc.option(
+      fc.record({ fireEvery: fc.integer({ min: 0, max: 2 }), maxOffsetDifference: fc.integer({ min: 1, max: 10 }), maxIdle: fc.integer({ min: 1, max: 5 }) }),
+      { nil: undefined },
+    ),
+  }),
+});
+
+describe('PartitionFlow property: restarts and failures never change the result', () => {
+  test('ends in the plain fold of the input, with no record applied twice', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async (s) => {
+        const messages: InputMessage[] = s.input.map((r, i) => ({
+          offset: String(i),
+          key: r.key === null ? null : Buffer.from(r.key),
+          value: Buffer.from(r.value),
+          timestamp: '0',
+        }));
+        const backend = new InMemoryBackend<State, string>();
+        const clock = new ManualClock(0);
+        let faultIndex = 0;
+        let faultsOn = true;
+        const nextFault = (): Fault => (faultsOn ? s.faults[faultIndex++ % s.faults.length]! : 0);
+        const timers: TimersOptions = {
+          persistPeriodically: s.timers.persistPeriodically,
+          unloadOrphaned: s.timers.unloadOrphaned,
+        };
+        const metrics = FlowMetrics.of(new Registry());
+
+        let flow!: PartitionFlow<State, string>;
+        let position = 0;
+        const start = async () => {
+          const committed = backend.committer.committed(TP) ?? 0;
+          flow = new PartitionFlow<State, string>({
+            flow: 'prop',
+            topic: TP.topic,
+            partition: TP.partition,
+            assignedAt: String(committed),
+            fold: s.async ? asyncFold : syncFold,
+            codec: textCodec,
+            persistence: faulty(backend.forPartition(TP, s.mode, s.chunk), nextFault),
+            mode: s.mode,
+            timers: timerPolicy(timers),
+            clock,
+            metrics,
+          });
+          await flow.recover();
+          position = committed;
+        };
+        const attempt = async (f: () => unknown) => {
+          try {
+            await f();
+          } catch {
+            await start(); // the partition stopped: the next owner recovers from what was persisted
+          }
+        };
+
+        await start();
+        for (const o of s.ops) {
+          if (o.kind === 'batch') {
+            const batch = messages.slice(position, position + o.size);
+            if (batch.length === 0) continue;
+            await attempt(async () => {
+              await flow.handleBatch(batch);
+              position += batch.length;
+            });
+          } else if (o.kind === 'tick') {
+            clock.advance(o.ms);
+            await attempt(async () => {
+              flow.triggerTimers();
+              await flow.persist(clock.now(), 'periodic');
+            });
+          } else if (o.kind === 'revoke') {
+            await attempt(() => flow.persist(clock.now(), 'revoke'));
+            await start();
+          } else {
+            await start();
+          }
+        }
+
+        // Drain the rest of the input without faults, persist everything, and restart once more.
+        faultsOn = false;
+        await flow.handleBatch(messages.slice(position));
+        const expected = plainFold(messages);
+        // Keys in memory hold the right state (unloaded orphans are only in the store).
+        for (const [key, state] of flow.states()) expect(state).toEqual(expected.get(key));
+        await flow.persist(clock.now(), 'shutdown');
+        expect(backend.committer.committed(TP) ?? 0).toBe(messages.length);
+        await start();
+        expect(new Map(flow.states())).toEqual(expected);
+      }),
+      { numRuns: Number(process.env.PROPERTY_RUNS ?? 300) },
+    );
+  });
+});
