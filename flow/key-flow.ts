@@ -165,7 +165,16 @@ export class KeyFlow<S, V> implements KeyTimestamps {
 
   private finishQueue(now: number | undefined): void {
     const n = this.queuedOffsets.length;
-    if (now !== undefined && n > 0) this.processedAt = { clock: now, offset: this.queuedOffsets[n - 1]! };
+    if (now !== undefined && n > 0) {
+      // Updated in place: this runs for every key of every batch.
+      const p = this.processedAt as { clock: number; offset: number } | undefined;
+      if (p) {
+        p.clock = now;
+        p.offset = this.queuedOffsets[n - 1]!;
+      } else {
+        this.processedAt = { clock: now, offset: this.queuedOffsets[n - 1]! };
+      }
+    }
     this.queued.length = 0;
     this.queuedOffsets.length = 0;
   }
