@@ -1,0 +1,55 @@
+import { ConfigError } from '../config/errors';
+import type { FlowDefinition } from '../flow/define-flow';
+import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';
+import type { OffsetCommitter } from '../persistence/offset-committer';
+import type { PartitionPersistence } from '../persistence/partition-persistence';
+import { StorePartitionPersistence } from '../persistence/store-partition-persistence';
+import type { TopicPartition } from '../persistence/types';
+
+/** What a backend needs from the worker to build one partition's persistence. */
+export interface PartitionOwnership extends TopicPartition {
+  readonly groupId: string;
+  readonly generation: number;
+  readonly memberId: string;
+  /** Commits the input offset with the consumer group's generation (non-transactional backends). */
+  readonly committer: OffsetCommitter;
+}
+
+/** A flow's persistence backend in a worker process. */
+export interface PersistenceBackend<S, V> {
+  forPartition(ownership: PartitionOwnership): Promise<PartitionPersistence<S, V>>;
+  close(): Promise<void>;
+}
+
+/**
+ * The `memory` backend: stores live in this process only, so state survives a rebalance that
+ * gives a partition back to the same process but not a restart. For tests and trying things out.
+ */
+export function memoryBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+  const snapshots = new InMemorySnapshotStore<S>();
+  const journal = new InMemoryJournalStore<V>();
+  const keys = new InMemoryKeyStore();
+  return {
+    forPartition: async (o) =>
+      new StorePartitionPersistence<S, V>({
+        partition: { topic: o.topic, partition: o.partition },
+        mode: definition.persistence.mode,
+        snapshots,
+        journal,
+        keys,
+        committer: o.committer,
+      }),
+    close: async () => {},
+  };
+}
+
+export function createBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+  switch (definition.persistence.backend) {
+    case 'memory':
+      return memoryBackend(definition);
+    default:
+      throw new ConfigError(
+        `flow "${definition.name}": persistence backend "${definition.persistence.backend}" is not available in workers yet`,
+      );
+  }
+}

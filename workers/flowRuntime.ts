@@ -1,0 +1,377 @@
+import type { Client } from '@temporalio/client';
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
+import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
+import type { Logger } from '../flow/logger';
+import type { FlowMetrics } from '../flow/metrics';
+import type { PartitionFlow } from '../flow/partition-flow';
+import { CommittedOffsets, createKafkaClient, GroupMembership, type GroupGeneration, type KafkaClient, type RevokedPartitions, withRevokePoint } from '../kafka';
+import { SnapshotWriteFenced } from '../persistence/errors';
+import { assignedSignal, partitionWorkflow, partitionWorkflowId, revokedSignal } from '../workflows/partitionWorkflow';
+import { searchAttributes } from '../workflows/searchAttributes';
+import type { PersistenceBackend } from './backends';
+import { WORKFLOW_TASK_QUEUE } from './taskQueues';
+
+/** Why an activity refuses to act: the generation it was scheduled for is not this process's. */
+export class StaleGenerationError extends Error {
+  override readonly name = 'StaleGenerationError';
+}
+
+type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
+
+/** One input partition as this process holds it. */
+interface Slot {
+  readonly topic: string;
+  readonly partition: number;
+  /** The generation under which this process was (last) assigned the partition. */
+  generation: number;
+  state: SlotState;
+  /** The engine, once recovered; kept across a revoke in case the partition comes back. */
+  flow?: PartitionFlow<unknown, unknown>;
+  /** The generation the engine's state was recovered or adopted under. */
+  flowGeneration?: number;
+  highWatermark?: string;
+}
+
+export interface FlowRuntimeOptions {
+  definition: FlowDefinition<unknown, unknown>;
+  brokers: string[];
+  temporal: Client;
+  /** This process's own activity task queue. */
+  taskQueue: string;
+  backend: PersistenceBackend<unknown, unknown>;
+  metrics: FlowMetrics;
+  logger: Logger;
+}
+
+const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/**
+ * A flow in one worker process: its group consumer, the partitions it owns, their engines. The
+ * consumer runs on its own; partition workflows drive recovery and persistence through the
+ * activities, which call into this object.
+ */
+export class FlowRuntime {
+  readonly definition: FlowDefinition<unknown, unknown>;
+  readonly taskQueue: string;
+  private readonly o: FlowRuntimeOptions;
+  private readonly kafka: KafkaClient;
+  private readonly consumer: Consumer;
+  private readonly membership = new GroupMembership();
+  private readonly committedOffsets: CommittedOffsets;
+  private readonly slots = new Map<string, Slot>();
+  private readonly log: Logger;
+  private timers?: NodeJS.Timeout;
+  private stopping = false;
+
+  constructor(options: FlowRuntimeOptions) {
+    this.o = options;
+    this.definition = options.definition;
+    this.taskQueue = options.taskQueue;
+    this.log = options.logger;
+    this.kafka = createKafkaClient({ brokers: options.brokers, clientId: `kafka-flow-temporal-${options.definition.name}` });
+    this.committedOffsets = new CommittedOffsets(this.kafka);
+    this.consumer = this.kafka.kafka.consumer(
+      withRevokePoint(
+        { groupId: options.definition.groupId, readUncommitted: false, allowAutoTopicCreation: false },
+        (revoked) => this.onRevoke(revoked),
+      ),
+    );
+  }
+
+  async start(): Promise<void> {
+    this.membership.attach(this.consumer);
+    this.membership.onJoin((g) => this.onJoin(g));
+    await this.consumer.connect();
+    for (const topic of this.definition.topics) await this.consumer.subscribe({ topic, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 4,
+      eachBatch: (payload) => this.eachBatch(payload),
+    });
+    const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000));
+    this.timers = setInterval(() => this.triggerTimers(), every);
+  }
+
+  /** Flushes (on revoke) and leaves the group; the revoke point runs before the member leaves. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timers) clearInterval(this.timers);
+    await this.consumer.disconnect();
+    await this.committedOffsets.close();
+    await this.o.backend.close();
+  }
+
+  // ---- consumer side -------------------------------------------------------------------------
+
+  private onJoin(g: GroupGeneration): void {
+    // Synchronous: runs before kafkajs fetches under the new generation, so every assigned
+    // partition is paused until its workflow has recovered it here.
+    const assigned = new Set<string>();
+    for (const [topic, partitions] of Object.entries(g.assignment)) {
+      if (partitions.length > 0) this.consumer.pause([{ topic, partitions }]);
+      for (const partition of partitions) {
+        const key = tpKey(topic, partition);
+        assigned.add(key);
+        const slot = this.slots.get(key);
+        if (slot) {
+          slot.generation = g.generationId;
+          if (slot.state !== 'fenced' && slot.state !== 'failed') slot.state = 'assigned';
+        } else {
+          this.slots.set(key, { topic, partition, generation: g.generationId, state: 'assigned' });
+        }
+      }
+    }
+    for (const [key, _slot] of this.slots) if (!assigned.has(key)) this.slots.delete(key);
+    this.log.info(
+      { generation: g.generationId, memberId: g.memberId, assignment: g.assignment },
+      'partitions assigned',
+    );
+    void this.signalAssignments(g).catch((err) => this.log.error({ err }, 'could not signal the partition workflows'));
+  }
+
+  private async signalAssignments(g: GroupGeneration): Promise<void> {
+    const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
+    await Promise.all(
+      Object.entries(g.assignment).flatMap(([topic, partitions]) =>
+        partitions.map(async (partition) => {
+          const ref = { flow: this.definition.name, topic, partition };
+          await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
+            this.o.temporal.workflow.signalWithStart(partitionWorkflow, {
+              workflowId: partitionWorkflowId(ref),
+              taskQueue: WORKFLOW_TASK_QUEUE,
+              args: [{ ...ref, persistEveryMs }],
+              signal: assignedSignal,
+              signalArgs: [{ generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue }],
+              typedSearchAttributes: [
+                { key: searchAttributes.flow, value: this.definition.name },
+                { key: searchAttributes.topic, value: topic },
+                { key: searchAttributes.partition, value: partition },
+              ],
+            }),
+          );
+        }),
+      ),
+    );
+  }
+
+  private async eachBatch({ batch, resolveOffset, pause, heartbeat }: EachBatchPayload): Promise<void> {
+    const slot = this.slots.get(tpKey(batch.topic, batch.partition));
+    const current = this.membership.current();
+    if (slot?.state !== 'running' || !slot.flow || !current || slot.generation !== current.generationId) {
+      pause(); // not (or no longer) ours to process: nothing resolved, so nothing is skipped
+      return;
+    }
+    slot.highWatermark = batch.highWatermark;
+    try {
+      const r = slot.flow.handleBatch(batch.messages);
+      if (r) await r;
+    } catch (err) {
+      slot.state = 'failed';
+      pause();
+      this.log.error({ err, topic: batch.topic, partition: batch.partition }, 'partition failed; it stops until reassigned');
+      return;
+    }
+    const last = batch.messages[batch.messages.length - 1];
+    if (last) resolveOffset(last.offset);
+    await heartbeat();
+  }
+
+  private triggerTimers(): void {
+    for (const slot of this.slots.values()) {
+      if (slot.state !== 'running' || !slot.flow) continue;
+      try {
+        slot.flow.triggerTimers();
+      } catch (err) {
+        slot.state = 'failed';
+        this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'timers failed');
+      }
+    }
+  }
+
+  /** The awaited revoke point: in-flight batches are done; flush under the generation being given up. */
+  private async onRevoke(revoked: RevokedPartitions): Promise<void> {
+    const reason = revoked.reason === 'leave' ? 'shutdown' : 'revoke';
+    await Promise.all(
+      revoked.assignment.flatMap(({ topic, partitions }) =>
+        partitions.map(async (partition) => {
+          const slot = this.slots.get(tpKey(topic, partition));
+          if (!slot || slot.generation !== revoked.generationId) return;
+          const wasRunning = slot.state === 'running';
+          if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
+          let flushed: WorkflowPersistResult | undefined;
+          if (wasRunning && slot.flow) {
+            try {
+              flushed = await this.persistSlot(slot, reason);
+            } catch (err) {
+              // Fenced or failed: counted and logged; the next owner replays from the last commit.
+              this.log.warn({ err, topic, partition }, 'flush on revoke did not land');
+            }
+          }
+          await this.withRetry(`signal revoke of ${topic}-${partition}`, () =>
+            this.o.temporal.workflow
+              .getHandle(partitionWorkflowId({ flow: this.definition.name, topic, partition }))
+              .signal(revokedSignal, { generation: revoked.generationId, memberId: revoked.memberId, flushed, reason }),
+          ).catch((err) => this.log.warn({ err, topic, partition }, 'could not signal the revoke'));
+        }),
+      ),
+    );
+  }
+
+  // ---- activity side ---------------------------------------------------------------------------
+
+  private slotFor(r: OwnerRequest): Slot {
+    const current = this.membership.current();
+    const slot = this.slots.get(tpKey(r.topic, r.partition));
+    if (!current || current.generationId !== r.owner.generation || current.memberId !== r.owner.memberId) {
+      throw new StaleGenerationError(
+        `${r.topic}-${r.partition}: scheduled for generation ${r.owner.generation}, this process is at ${current?.generationId ?? 'none'}`,
+      );
+    }
+    if (!slot || slot.generation !== r.owner.generation) {
+      throw new StaleGenerationError(`${r.topic}-${r.partition} is not assigned to this process in generation ${r.owner.generation}`);
+    }
+    return slot;
+  }
+
+  async recover(r: RecoverRequest): Promise<RecoverResult> {
+    const started = performance.now();
+    const slot = this.slotFor(r);
+    const tp = [{ topic: r.topic, partitions: [r.partition] }];
+    if (
+      r.keepFromGeneration !== undefined &&
+      slot.flow &&
+      slot.flowGeneration === r.keepFromGeneration &&
+      slot.flow.failed === undefined &&
+      slot.state !== 'failed' &&
+      slot.state !== 'fenced'
+    ) {
+      // Same process, next generation, nobody else in between: keep the in-memory state and
+      // continue from where this process was, not from the committed offset kafkajs rewound to.
+      slot.flowGeneration = r.owner.generation;
+      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: slot.flow.position });
+      this.consumer.pause(tp);
+      this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
+      return { fromMemory: true, keys: slot.flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: slot.flow.committedOffset };
+    }
+    const persistence = await this.o.backend.forPartition({
+      topic: r.topic,
+      partition: r.partition,
+      groupId: this.definition.groupId,
+      generation: r.owner.generation,
+      memberId: r.owner.memberId,
+      committer: {
+        commit: async (_tp, offset) => {
+          this.slotFor(r); // never commit for a generation this process no longer holds
+          await this.consumer.commitOffsets([{ topic: r.topic, partition: r.partition, offset: String(offset) }]);
+        },
+      },
+    });
+    const committed = (await this.committedOffsets.fetch(this.definition.groupId, r.topic, [r.partition])).get(r.partition);
+    const assignedAt = committed ?? '0';
+    const flow = createPartitionFlow(this.definition, {
+      topic: r.topic,
+      partition: r.partition,
+      assignedAt,
+      persistence,
+      logger: this.log,
+      metrics: this.o.metrics,
+    });
+    const keys = await flow.recover();
+    this.slotFor(r); // still ours after the (possibly long) read
+    slot.flow = flow;
+    slot.flowGeneration = r.owner.generation;
+    if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
+    this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
+    this.consumer.pause(tp);
+    const ms = performance.now() - started;
+    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, ms: Math.round(ms) }, 'recovered');
+    return { fromMemory: false, keys, snapshotsRead: keys, ms, committedOffset: assignedAt };
+  }
+
+  /** Starts processing; returns a function reporting progress, and whether it should go on. */
+  startFolding(r: OwnerRequest): () => { running: boolean; failure?: unknown; progress: Record<string, unknown> } {
+    const slot = this.slotFor(r);
+    if (!slot.flow || slot.flowGeneration !== r.owner.generation) {
+      throw new StaleGenerationError(`${r.topic}-${r.partition} was not recovered for generation ${r.owner.generation}`);
+    }
+    slot.state = 'running';
+    this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
+    return () => {
+      const flow = slot.flow!;
+      const running = slot.state === 'running' && slot.generation === r.owner.generation && !this.stopping;
+      return {
+        running,
+        failure: slot.state === 'failed' ? (flow.failed ?? new Error('partition failed')) : undefined,
+        progress: {
+          position: flow.position,
+          committed: flow.committedOffset,
+          liveKeys: flow.liveKeys,
+          highWatermark: slot.highWatermark,
+        },
+      };
+    };
+  }
+
+  /** The fold loop ended (cancelled): stop fetching the partition if it is still this generation's. */
+  stopFolding(r: OwnerRequest): void {
+    const slot = this.slots.get(tpKey(r.topic, r.partition));
+    if (slot && slot.generation === r.owner.generation && slot.state === 'running') {
+      slot.state = 'assigned';
+      this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
+    }
+  }
+
+  async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
+    const slot = this.slotFor(r);
+    if (!slot.flow || slot.state !== 'running') {
+      throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
+    }
+    return this.persistSlot(slot, 'periodic');
+  }
+
+  private async persistSlot(slot: Slot, reason: 'periodic' | 'revoke' | 'shutdown'): Promise<WorkflowPersistResult> {
+    const flow = slot.flow!;
+    const started = performance.now();
+    flow.triggerTimers();
+    let result: Awaited<ReturnType<typeof flow.persist>>;
+    try {
+      result = await flow.persist(undefined, reason);
+    } catch (err) {
+      slot.state = err instanceof SnapshotWriteFenced ? 'fenced' : 'failed';
+      this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
+      throw err;
+    }
+    if (result.fenced) {
+      slot.state = 'fenced';
+      this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
+      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'the persist was fenced');
+    }
+    const hw = slot.highWatermark;
+    return {
+      persistedKeys: result.written,
+      deletedKeys: 0,
+      committedOffset: flow.committedOffset,
+      liveKeys: flow.liveKeys,
+      logEndOffset: hw,
+      lag: hw !== undefined ? Math.max(0, Number(hw) - Number(flow.position)) : undefined,
+      ms: performance.now() - started,
+      at: Date.now(),
+    };
+  }
+
+  private async withRetry<T>(what: string, fn: () => Promise<T>, attempts = 10): Promise<T> {
+    let delay = 200;
+    for (let i = 1; ; i++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (i >= attempts || this.stopping) throw err;
+        this.log.warn({ err, attempt: i }, `retrying: ${what}`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+}

@@ -1,0 +1,105 @@
+import { Runtime, Worker } from '@temporalio/worker';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { formatHostPort, readEnv } from '../config/env';
+import { createFlowActivities } from '../activities/flowActivities';
+import type { FlowDefinition } from '../flow/define-flow';
+import { FlowMetrics } from '../flow/metrics';
+import { createBackend } from './backends';
+import { FlowRuntime } from './flowRuntime';
+import { createLogger, temporalLogger } from './logger';
+import { freePort, startMetricsServer } from './metricsServer';
+import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './taskQueues';
+import { connectTemporal } from './temporalConnection';
+
+export interface WorkerOptions {
+  /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
+  metricsPort?: number;
+}
+
+export interface RunningWorker {
+  readonly taskQueue: string;
+  readonly metricsUrl?: string;
+  /** Flush, commit, leave the group, stop the Temporal workers. */
+  stop(): Promise<void>;
+  /** Settles when the workers stop (rejects if one fails). */
+  readonly done: Promise<void>;
+}
+
+let runtimeInstalled: string | undefined;
+
+/**
+ * One worker process for one flow: Temporal workers on the shared workflow task queue and on this
+ * process's own activity task queue, plus the flow's Kafka group consumer.
+ */
+export async function runWorker(definition: FlowDefinition<unknown, unknown>, options: WorkerOptions = {}): Promise<RunningWorker> {
+  const env = readEnv();
+  const log = createLogger({ flow: definition.name });
+  if (runtimeInstalled === undefined) {
+    // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
+    // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
+    // Temporal core serves its metrics on a private port; /metrics appends them to ours.
+    runtimeInstalled = options.metricsPort !== undefined ? `127.0.0.1:${await freePort()}` : '';
+    Runtime.install({
+      logger: temporalLogger(log),
+      shutdownSignals: [],
+      telemetryOptions: runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : undefined,
+    });
+  }
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const metrics = FlowMetrics.of(registry);
+
+  const temporal = await connectTemporal(env);
+  const taskQueue = processTaskQueue(definition.name);
+  const connection = await temporal.connect();
+  const runtime = new FlowRuntime({
+    definition,
+    brokers: env.kafkaBrokers.map(formatHostPort),
+    temporal: temporal.client,
+    taskQueue,
+    backend: createBackend(definition),
+    metrics,
+    logger: log,
+  });
+  const workflowWorker = await Worker.create({
+    connection,
+    namespace: temporal.namespace,
+    taskQueue: WORKFLOW_TASK_QUEUE,
+    workflowsPath: require.resolve('../workflows'),
+  });
+  const activityWorker = await Worker.create({
+    connection,
+    namespace: temporal.namespace,
+    taskQueue,
+    activities: createFlowActivities(new Map([[definition.name, runtime]])),
+  });
+  const done = Promise.all([workflowWorker.run(), activityWorker.run()]).then(() => undefined);
+  done.catch((err) => log.error({ err }, 'a Temporal worker stopped with an error'));
+  await runtime.start();
+  const server =
+    options.metricsPort !== undefined
+      ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined)
+      : undefined;
+  log.info({ taskQueue, metrics: server?.url, kafka: env.kafkaBrokers.map(formatHostPort), temporal: temporal.address }, 'worker started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    taskQueue,
+    metricsUrl: server?.url,
+    done,
+    stop: () => {
+      stopping ??= (async () => {
+        log.info('stopping: flush, commit, leave the group');
+        await runtime.stop();
+        for (const w of [activityWorker, workflowWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+        await done.catch(() => undefined);
+        await server?.close();
+        await temporal.close();
+        log.info('stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+export { WORKFLOW_TASK_QUEUE };
