@@ -28,6 +28,8 @@ export type Phase = 'unassigned' | 'recovering' | 'running' | 'revoked' | 'fence
 
 export interface PartitionWorkflowInput extends PartitionRef {
   readonly persistEveryMs: number;
+  /** Overrides of the defaults below (tests use short ones). */
+  readonly limits?: Partial<Limits>;
   /** Carried across continueAsNew. */
   readonly carried?: Carried;
 }
@@ -86,11 +88,22 @@ export const partitionWorkflowId = (p: PartitionRef): string => `kafka-flow/${p.
 
 /** Owner history kept in the status (the most recent owners). */
 const OWNER_HISTORY = 20;
-/** Continue as new well before Temporal's warning at 10,240 events. */
-const MAX_HISTORY_EVENTS = 2_000;
+
+export interface Limits {
+  /** Continue as new past this many history events (well before Temporal's warning at 10,240). */
+  maxHistoryEvents: number;
+  /** An activity not picked up by its owner within this long means the owner is gone. */
+  scheduleToStartMs: number;
+  /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
+  heartbeatMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = { maxHistoryEvents: 2_000, scheduleToStartMs: 30_000, heartbeatMs: 10_000 };
 
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   const c = input.carried;
+  const limits: Limits = { ...DEFAULT_LIMITS, ...input.limits };
+  const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
   let owner: Owner | undefined = c?.owner;
   let phase: Phase = c?.phase ?? 'unassigned';
   const ownerHistory: OwnerRecord[] = c?.ownerHistory ?? [];
@@ -146,7 +159,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   const newerAssignment = () => latest !== undefined && (owner === undefined || latest.generation > owner.generation);
 
   for (;;) {
-    if (workflowInfo().historyLength > MAX_HISTORY_EVENTS || workflowInfo().continueAsNewSuggested) {
+    if (historyFull()) {
       await continueAsNew<typeof partitionWorkflow>({
         ...input,
         carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery },
@@ -167,7 +180,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       previous && previous.taskQueue === owner.taskQueue && (phase === 'running' || phase === 'revoked')
         ? previous.generation
         : undefined;
-    const acts = activitiesOn(owner);
+    const acts = activitiesOn(owner, limits);
 
     setPhase('recovering');
     const recovered = await raceNewerAssignment(() =>
@@ -198,7 +211,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     const stop = () => newerAssignment() || revokedGeneration === current.generation || loopEnded !== null;
 
     while (!stop()) {
-      if (workflowInfo().historyLength > MAX_HISTORY_EVENTS || workflowInfo().continueAsNewSuggested) break;
+      if (historyFull()) break;
       const persisted = await raceStop(stop, () =>
         acts.persist({ ...ref(input), owner: current, delayMs: input.persistEveryMs, reason: 'timer' }),
       );
@@ -277,14 +290,14 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   }
 }
 
-function activitiesOn(owner: Owner) {
-  // Timeouts make a dead owner visible instead of waiting forever on its task queue: a persist
-  // not picked up within 30 s, or a fold loop that stops heartbeating for 10 s, fails over.
+function activitiesOn(owner: Owner, limits: Limits) {
+  // Timeouts make a dead owner visible instead of waiting forever on its task queue: an activity
+  // not picked up, or one that stops heartbeating, ends as a TimeoutFailure: owner lost.
   return proxyActivities<FlowActivities>({
     taskQueue: owner.taskQueue,
-    scheduleToStartTimeout: '30 seconds',
+    scheduleToStartTimeout: limits.scheduleToStartMs,
     startToCloseTimeout: '1 day',
-    heartbeatTimeout: '10 seconds',
+    heartbeatTimeout: limits.heartbeatMs,
     retry: {
       maximumAttempts: 3,
       initialInterval: '1 second',

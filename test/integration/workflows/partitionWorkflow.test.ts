@@ -1,0 +1,257 @@
+import { Context } from '@temporalio/activity';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { FlowActivities, Owner, OwnerRequest, PersistRequest, RecoverRequest } from '../../../activities/types';
+import { FailureTypes } from '../../../activities/types';
+import {
+  assignedSignal,
+  type PartitionStatus,
+  partitionWorkflow,
+  partitionWorkflowId,
+  revokedSignal,
+  statusQuery,
+} from '../../../workflows/partitionWorkflow';
+import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
+
+// The partition workflow on the real Temporal server, with scripted activities standing in for
+// the owning processes: what is under test is the workflow's lifecycle logic (generations,
+// supersession, revoke, fences, dead owners, continueAsNew). The real activities run in the
+// worker end-to-end tests.
+
+interface Calls {
+  recover: RecoverRequest[];
+  foldLoopStarted: OwnerRequest[];
+  foldLoopCancelled: OwnerRequest[];
+  persist: PersistRequest[];
+}
+
+function scriptedOwner(calls: Calls, script: { persistFails?: () => ApplicationFailure | undefined } = {}): FlowActivities {
+  return {
+    async recover(r) {
+      calls.recover.push(r);
+      return { fromMemory: r.keepFromGeneration !== undefined, keys: 3, snapshotsRead: 3, ms: 1, committedOffset: '10' };
+    },
+    async foldLoop(r) {
+      calls.foldLoopStarted.push(r);
+      const ctx = Context.current();
+      try {
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(200);
+        }
+      } catch (err) {
+        calls.foldLoopCancelled.push(r);
+        throw err;
+      }
+    },
+    async persist(r) {
+      calls.persist.push(r);
+      await Context.current().sleep(r.delayMs);
+      const failure = script.persistFails?.();
+      if (failure) throw failure;
+      return { persistedKeys: 1, deletedKeys: 0, committedOffset: String(10 + calls.persist.length), liveKeys: 3, ms: 1, at: Date.now() };
+    },
+  };
+}
+
+const newCalls = (): Calls => ({ recover: [], foldLoopStarted: [], foldLoopCancelled: [], persist: [] });
+
+async function eventually<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+describe('partitionWorkflow on the real Temporal server', () => {
+  let connection: Connection;
+  let client: Client;
+  let native: NativeConnection;
+  const workflowQueue = unique('wf');
+  let workflowWorker: Worker;
+  let running: Promise<void>;
+  const owners: { worker: Worker; run: Promise<void> }[] = [];
+
+  beforeAll(async () => {
+    connection = await Connection.connect({ address: temporalAddress });
+    client = new Client({ connection, namespace: temporalNamespace });
+    native = await NativeConnection.connect({ address: temporalAddress });
+    workflowWorker = await Worker.create({
+      connection: native,
+      namespace: temporalNamespace,
+      taskQueue: workflowQueue,
+      workflowsPath: require.resolve('../../../workflows'),
+    });
+    running = workflowWorker.run();
+  });
+
+  afterAll(async () => {
+    for (const o of owners) o.worker.shutdown();
+    await Promise.all(owners.map((o) => o.run));
+    workflowWorker.shutdown();
+    await running;
+    await native.close();
+    await connection.close();
+  });
+
+  async function startOwner(calls: Calls, script?: Parameters<typeof scriptedOwner>[1]): Promise<string> {
+    const taskQueue = unique('owner');
+    const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue, activities: scriptedOwner(calls, script) });
+    owners.push({ worker, run: worker.run() });
+    return taskQueue;
+  }
+
+  async function start(limits = {}): Promise<{ handle: WorkflowHandle; assign: (o: Owner) => Promise<void>; status: () => Promise<PartitionStatus> }> {
+    const ref = { flow: unique('flow'), topic: 'orders', partition: 3 };
+    const workflowId = partitionWorkflowId(ref);
+    const assign = async (owner: Owner) => {
+      await client.workflow.signalWithStart(partitionWorkflow, {
+        workflowId,
+        taskQueue: workflowQueue,
+        args: [{ ...ref, persistEveryMs: 300, limits: { heartbeatMs: 3000, scheduleToStartMs: 2000, ...limits } }],
+        signal: assignedSignal,
+        signalArgs: [owner],
+      });
+    };
+    const handle = client.workflow.getHandle(workflowId);
+    return { handle, assign, status: () => handle.query(statusQuery) };
+  }
+
+  test('an assignment recovers on the owner, folds, and persists on the timer cadence', async () => {
+    const calls = newCalls();
+    const queue = await startOwner(calls);
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: queue });
+    const s = await eventually('two persists', async () => {
+      const st = await wf.status();
+      return st.counters.persists >= 2 ? st : undefined;
+    });
+    expect(s.phase).toBe('running');
+    expect(s.owner).toEqual({ generation: 1, memberId: 'a', taskQueue: queue });
+    expect(calls.recover).toHaveLength(1);
+    expect(calls.recover[0]!.keepFromGeneration).toBeUndefined();
+    expect(calls.foldLoopStarted).toHaveLength(1);
+    expect(calls.persist.every((p) => p.delayMs === 300 && p.owner.generation === 1)).toBe(true);
+    expect(Number(s.committedOffset)).toBeGreaterThanOrEqual(12);
+    await wf.handle.terminate();
+  });
+
+  test('a newer generation on another process cancels the old owner; older generations are ignored', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const qa = await startOwner(a);
+    const qb = await startOwner(b);
+    const wf = await start();
+    await wf.assign({ generation: 5, memberId: 'a', taskQueue: qa });
+    await eventually('A folding', () => a.foldLoopStarted.length === 1 || undefined);
+    await wf.assign({ generation: 6, memberId: 'b', taskQueue: qb });
+    await eventually('B folding', () => b.foldLoopStarted.length === 1 || undefined);
+    await eventually('A cancelled', () => a.foldLoopCancelled.length === 1 || undefined);
+    expect(b.recover[0]!.keepFromGeneration).toBeUndefined(); // another process: a real recovery
+
+    await wf.assign({ generation: 5, memberId: 'a', taskQueue: qa }); // late, stale
+    await new Promise((r) => setTimeout(r, 1000));
+    const s = await wf.status();
+    expect(s.owner?.generation).toBe(6);
+    expect(s.owner?.memberId).toBe('b');
+    expect(s.phase).toBe('running');
+    expect(a.recover).toHaveLength(1);
+    expect(s.ownerHistory.map((o) => `${o.memberId}@${o.generation}`)).toEqual(['a@5', 'b@6']);
+    await wf.handle.terminate();
+  });
+
+  test('revoked, then back on the same process with the next generation: keeps its in-memory state', async () => {
+    const a = newCalls();
+    const qa = await startOwner(a);
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('folding', () => a.foldLoopStarted.length === 1 || undefined);
+    const flushed = { persistedKeys: 7, deletedKeys: 0, committedOffset: '99', liveKeys: 3, ms: 1, at: Date.now() };
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', flushed, reason: 'revoke' });
+    const revoked = await eventually('revoked', async () => {
+      const s = await wf.status();
+      return s.phase === 'revoked' ? s : undefined;
+    });
+    expect(revoked.committedOffset).toBe('99');
+    // TRY_CANCEL: the workflow moves on at once; the activity learns on its next heartbeat.
+    await eventually('fold loop cancelled', () => a.foldLoopCancelled.length === 1 || undefined);
+
+    await wf.assign({ generation: 2, memberId: 'a2', taskQueue: qa });
+    await eventually('second recovery', () => a.recover.length === 2 || undefined);
+    expect(a.recover[1]!.keepFromGeneration).toBe(1);
+    await eventually('running again', async () => (await wf.status()).phase === 'running' || undefined);
+    await wf.handle.terminate();
+  });
+
+  test('a fenced persist stops the partition (counted) until the next assignment', async () => {
+    const a = newCalls();
+    let fence = true;
+    const qa = await startOwner(a, {
+      persistFails: () => (fence ? ApplicationFailure.create({ message: 'fenced', type: FailureTypes.fenced, nonRetryable: true }) : undefined),
+    });
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    const s = await eventually('fenced', async () => {
+      const st = await wf.status();
+      return st.phase === 'fenced' ? st : undefined;
+    });
+    expect(s.counters.fences).toBe(1);
+    expect(s.lastError).toContain('fenced');
+    expect(a.persist).toHaveLength(1); // non-retryable: not retried
+    await eventually('fold loop cancelled', () => a.foldLoopCancelled.length === 1 || undefined);
+
+    fence = false;
+    await wf.assign({ generation: 2, memberId: 'a', taskQueue: qa });
+    await eventually('running after reassignment', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.counters.persists >= 1 ? st : undefined;
+    });
+    expect(a.recover[1]!.keepFromGeneration).toBeUndefined(); // a fenced partition is recovered again
+    await wf.handle.terminate();
+  });
+
+  test('an owner whose task queue nobody polls is reported lost, not waited for forever', async () => {
+    const wf = await start({ scheduleToStartMs: 1000 });
+    await wf.assign({ generation: 1, memberId: 'ghost', taskQueue: unique('nobody-polls') });
+    const s = await eventually('owner lost', async () => {
+      const st = await wf.status();
+      return st.phase === 'owner-lost' ? st : undefined;
+    });
+    expect(s.counters.ownerLosses).toBe(1);
+    expect(s.lastError).toMatch(/Timeout/i);
+    await wf.handle.terminate();
+  });
+
+  test('history stays bounded: continueAsNew carries owner, offsets and counters, without a new recovery', async () => {
+    const a = newCalls();
+    const qa = await startOwner(a);
+    const wf = await start({ maxHistoryEvents: 40 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    const s = await eventually(
+      'a continued run',
+      async () => {
+        const st = await wf.status();
+        return st.counters.runs >= 2 && st.phase === 'running' ? st : undefined;
+      },
+      30_000,
+    );
+    expect(s.owner?.generation).toBe(1);
+    expect(s.counters.persists).toBeGreaterThanOrEqual(3);
+    expect(s.ownerHistory).toHaveLength(1);
+    // The continued run re-attaches to the same process: it recovers from memory.
+    expect(a.recover.length).toBeGreaterThanOrEqual(2);
+    expect(a.recover.slice(1).every((r) => r.keepFromGeneration === 1)).toBe(true);
+    const described = await wf.handle.describe();
+    expect(described.historyLength).toBeLessThan(80);
+    await wf.handle.terminate();
+  });
+});
