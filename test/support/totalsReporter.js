@@ -13,7 +13,14 @@ class TotalsReporter {
       failed: results.numFailedTests,
       skipped: results.numPendingTests + results.numTodoTests,
       failedSuites: results.numFailedTestSuites + results.numRuntimeErrorTestSuites,
-      success: results.success,
+      // jest sets results.success only after reporters ran, so decide here the way it will.
+      success:
+        results.numFailedTests === 0 &&
+        results.numFailedTestSuites === 0 &&
+        results.numRuntimeErrorTestSuites === 0 &&
+        !results.snapshot.failure &&
+        !results.runExecError &&
+        !results.wasInterrupted,
     };
     fs.writeFileSync(this.file, JSON.stringify(totals, null, 2));
   }
