@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { readInfraSettings } from '../../../infra/settings';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');
@@ -22,10 +23,12 @@ describe('kafka-flow-temporal infra', () => {
     const t0 = Date.now();
     const r = await cli(['infra', 'up']);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/kafka\s+4\.3\.1\s+127\.0\.0\.1:9092\s+already running/);
+    const s = readInfraSettings();
+    expect(r.out).toContain(`kafka      4.3.1      ${s.kafka.host}:${s.kafka.port}`);
+    expect(r.out).toMatch(/kafka .* already running/);
     expect(r.out).toMatch(/temporal .* already running/);
     expect(r.out).toMatch(/cassandra .* already running/);
-    expect(r.out).toContain('http://127.0.0.1:8233/namespaces/default/workflows');
+    expect(r.out).toContain(`http://${s.temporal.host}:${s.temporal.uiPort}/namespaces/${s.temporal.namespace}/workflows`);
     expect(Date.now() - t0).toBeLessThan(15_000);
   });
 
