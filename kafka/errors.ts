@@ -3,9 +3,10 @@
  * this transactional id)": the write must not land, the producer is spent, nothing is retried.
  */
 import { KafkaFlowError } from '../config/errors';
+import { type FenceReason, SnapshotWriteFenced } from '../persistence/errors';
 
-/** Which fence rejected the write. */
-export type FenceReason = 'generation' | 'member' | 'producer-epoch';
+// The project has one fence error, defined with the persistence port; re-exported for convenience.
+export { type FenceReason, SnapshotWriteFenced };
 
 /** kafkajs error types that are fences, by the reason we report. */
 const FENCE_TYPES: Record<string, FenceReason> = {
@@ -22,40 +23,32 @@ const FENCE_CODES: Record<number, FenceReason> = {
 };
 
 /**
- * A snapshot write (and its input-offset commit) was rejected because a newer owner exists. The
- * transaction was aborted (or is dead) and its producer discarded: nothing of it is visible.
- */
-export class SnapshotWriteFenced extends KafkaFlowError {
-  readonly reason: FenceReason;
-  readonly transactionalId: string;
-  constructor(reason: FenceReason, transactionalId: string, options?: { cause?: unknown }) {
-    super(
-      'FENCED',
-      `snapshot write of ${transactionalId} fenced (${reason}): a newer owner holds the partition; ` +
-        'the transaction was aborted and its producer discarded',
-      options,
-    );
-    this.reason = reason;
-    this.transactionalId = transactionalId;
-  }
-}
-
-/**
  * A transaction commit got no answer in time. The broker may have committed it or not (the
  * snapshots and the offset share the outcome); the producer was torn down, and the next
  * producer's initialization settles the transaction.
  */
 export class SnapshotCommitTimeout extends KafkaFlowError {
   readonly transactionalId: string;
-  constructor(transactionalId: string, timeoutMs: number, options?: { cause?: unknown }) {
+  /** Where the transaction's records went (first offset per partition), to learn its outcome later. */
+  readonly sent: readonly SentRecords[];
+  constructor(transactionalId: string, timeoutMs: number, options: { cause?: unknown; sent?: readonly SentRecords[] } = {}) {
     super(
       'COMMIT_TIMEOUT',
       `commit of ${transactionalId} got no answer within ${timeoutMs} ms; outcome unknown ` +
         '(snapshots and offset commit together or not at all); the producer was rebuilt',
-      options,
+      { cause: options.cause },
     );
     this.transactionalId = transactionalId;
+    this.sent = options.sent ?? [];
   }
+}
+
+/** The first offset the broker assigned to a transaction's records on one partition. */
+export interface SentRecords {
+  topic: string;
+  partition: number;
+  baseOffset: string;
+  count: number;
 }
 
 /** A group-less partition read made no progress for its deadline. */

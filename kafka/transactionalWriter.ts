@@ -10,9 +10,10 @@
  * publish the snapshots without the offsets) and discards the producer. A commit that gets no
  * answer tears the producer down; the next producer's initialization settles the transaction.
  */
-import type { Producer, Transaction } from 'kafkajs';
+import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import type { KafkaClient } from './client';
-import { fenceReason, SnapshotCommitTimeout, SnapshotWriteFenced } from './errors';
+import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeout, SnapshotWriteFenced } from './errors';
+import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './requestSize';
 
 export interface SnapshotMessage {
   topic: string;
@@ -48,6 +49,18 @@ export interface TransactionalWriterOptions {
   transactionTimeoutMs?: number;
   /** How long a commit may go unanswered before the producer is rebuilt; default 30 s. */
   commitTimeoutMs?: number;
+  /** The input topic whose offsets are committed (named in fence errors). */
+  inputTopic?: string;
+  /**
+   * Records are sent in produce requests of at most about this many bytes (one record batch per
+   * partition each, which the broker's max.message.bytes bounds, 1 MiB by default); default 1,000,000.
+   */
+  maxRequestBytes?: number;
+}
+
+/** What a committed transaction wrote: the first offset of its records on each partition. */
+export interface CommitResult {
+  sent: SentRecords[];
 }
 
 export interface CommitRequest {
@@ -81,10 +94,49 @@ export class TransactionalWriter {
    * @throws SnapshotWriteFenced when a newer owner exists (nothing became visible)
    * @throws SnapshotCommitTimeout when the commit went unanswered (outcome unknown; producer rebuilt)
    */
-  commit(request: CommitRequest): Promise<void> {
-    const run = this.queue.then(() => this.commitNow(request));
+  commit(request: CommitRequest): Promise<CommitResult> {
+    return this.enqueue(() => this.commitNow(request));
+  }
+
+  /**
+   * Fences now: initializes a producer with the partition's transactional.id (InitProducerId),
+   * which bumps the epoch, so every earlier producer with the id is fenced, and aborts (waiting
+   * it out) whatever transaction an earlier owner left open. A new owner calls it before it reads.
+   * @throws SnapshotWriteFenced if a still newer producer fenced us meanwhile
+   */
+  init(): Promise<void> {
+    return this.enqueue(async () => {
+      if (this.closed) throw new Error(`TransactionalWriter ${this.transactionalId} is closed`);
+      await this.discardProducer(); // a producer initialized earlier would not bump the epoch again
+      const producer = await this.currentProducer();
+      try {
+        // kafkajs initializes the transactional id lazily, at the first transaction; one that
+        // registered nothing ends without an EndTxn.
+        const transaction = await producer.transaction();
+        await transaction.abort();
+      } catch (err) {
+        await this.discardProducer();
+        throw this.fenced(err, undefined) ?? err;
+      }
+    });
+  }
+
+  private enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work);
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  private fenced(err: unknown, request: CommitRequest | undefined): SnapshotWriteFenced | undefined {
+    const reason = fenceReason(err);
+    if (!reason) return undefined;
+    const topic = request?.offsets[0]?.topic ?? this.options.inputTopic ?? '';
+    const detail = `${protocolErrorType(err) ?? 'fenced'} for transactional.id ${this.transactionalId}`;
+    return new SnapshotWriteFenced(topic, this.options.partition, detail, {
+      reason,
+      transactionalId: this.transactionalId,
+      cause: err,
+    });
   }
 
   /** Disconnects the producer. An open transaction is left to the next owner's fence (or timeout). */
@@ -94,21 +146,28 @@ export class TransactionalWriter {
     await this.discardProducer();
   }
 
-  private async commitNow({ messages, offsets, generation }: CommitRequest): Promise<void> {
+  private async commitNow(request: CommitRequest): Promise<CommitResult> {
+    const { messages, offsets, generation } = request;
     if (this.closed) throw new Error(`TransactionalWriter ${this.transactionalId} is closed`);
     const producer = await this.currentProducer();
     let transaction: Transaction | undefined;
+    const sent = new Map<string, SentRecords>();
     try {
       transaction = await producer.transaction();
-      const byTopic = new Map<string, SnapshotMessage[]>();
-      for (const m of messages) byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m]);
-      if (byTopic.size > 0) {
-        await transaction.sendBatch({
+      for (const chunk of chunkByBytes(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
+        const byTopic = new Map<string, SnapshotMessage[]>();
+        for (const m of chunk) {
+          const list = byTopic.get(m.topic);
+          if (list) list.push(m);
+          else byTopic.set(m.topic, [m]);
+        }
+        const metadata = await transaction.sendBatch({
           topicMessages: [...byTopic].map(([topic, ms]) => ({
             topic,
             messages: ms.map(({ partition, key, value, headers }) => ({ partition, key, value, headers })),
           })),
         });
+        recordSent(sent, chunk, metadata);
       }
       if (offsets.length > 0) {
         await transaction.sendOffsets({
@@ -120,9 +179,7 @@ export class TransactionalWriter {
       }
     } catch (err) {
       await this.abortAndDiscard(transaction);
-      const reason = fenceReason(err);
-      if (reason) throw new SnapshotWriteFenced(reason, this.transactionalId, { cause: err });
-      throw err;
+      throw this.fenced(err, request) ?? err;
     }
 
     const timeoutMs = this.options.commitTimeoutMs ?? 30_000;
@@ -136,18 +193,17 @@ export class TransactionalWriter {
       if (outcome === 'timeout') {
         committing.catch(() => undefined); // its late answer is no longer anyone's business
         await this.discardProducer();
-        throw new SnapshotCommitTimeout(this.transactionalId, timeoutMs);
+        throw new SnapshotCommitTimeout(this.transactionalId, timeoutMs, { sent: [...sent.values()] });
       }
     } catch (err) {
       if (err instanceof SnapshotCommitTimeout) throw err;
       // A failed EndTxn leaves kafkajs's transaction state machine in COMMITTING: unusable.
       await this.discardProducer();
-      const reason = fenceReason(err);
-      if (reason) throw new SnapshotWriteFenced(reason, this.transactionalId, { cause: err });
-      throw err;
+      throw this.fenced(err, request) ?? err;
     } finally {
       clearTimeout(timer);
     }
+    return { sent: [...sent.values()] };
   }
 
   private async abortAndDiscard(transaction: Transaction | undefined): Promise<void> {
@@ -191,6 +247,17 @@ export class TransactionalWriter {
     } catch {
       // Best effort: the producer is abandoned either way.
     }
+  }
+}
+
+/** Keeps, per partition, the offset of the first record sent and how many were sent. */
+function recordSent(sent: Map<string, SentRecords>, chunk: readonly SnapshotMessage[], metadata: RecordMetadata[]): void {
+  for (const m of metadata) {
+    const key = `${m.topicName}\u0000${m.partition}`;
+    const count = chunk.filter((c) => c.topic === m.topicName && c.partition === m.partition).length;
+    const known = sent.get(key);
+    if (known) known.count += count;
+    else if (m.baseOffset !== undefined) sent.set(key, { topic: m.topicName, partition: m.partition, baseOffset: m.baseOffset, count });
   }
 }
 

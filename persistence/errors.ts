@@ -24,21 +24,49 @@ export class SnapshotWriteConflict extends KafkaFlowError {
 }
 
 /**
+ * Which fence rejected a write. `generation`: a stale consumer generation (KIP-447,
+ * ILLEGAL_GENERATION); `member`: a member the group no longer knows (UNKNOWN_MEMBER_ID, evicted or
+ * left); `producer-epoch`: a newer producer with the partition's transactional.id
+ * (INVALID_PRODUCER_EPOCH / PRODUCER_FENCED); `not-assigned`: the live generation no longer assigns
+ * this partition to us (refused before anything was sent); `store`: a backend-level fence.
+ */
+export type FenceReason = 'generation' | 'member' | 'producer-epoch' | 'not-assigned' | 'store';
+
+export interface SnapshotWriteFencedOptions {
+  cause?: unknown;
+  /** Which fence, when the backend knows it. */
+  reason?: FenceReason;
+  /** The transactional.id whose write was rejected, when there is one. */
+  transactionalId?: string;
+}
+
+/**
  * The writer was fenced: a newer consumer generation or producer epoch owns the partition (KIP-447),
  * or a store-level fence rejected us. Nothing from the fenced batch landed, neither writes nor the
- * offset commit; the partition must stop and leave recovery to the new owner.
+ * offset commit; the partition must stop and leave recovery to the new owner. The one fence error
+ * of the project: the Kafka port (`kafka/`) throws this class too.
  */
 export class SnapshotWriteFenced extends KafkaFlowError {
   readonly topic: string;
   readonly partition: number;
-  constructor(topic: string, partition: number, reason: string, options?: { cause?: unknown }) {
+  /** What happened, in words (e.g. "ILLEGAL_GENERATION on TxnOffsetCommit"). */
+  readonly detail: string;
+  readonly reason: FenceReason | undefined;
+  readonly transactionalId: string | undefined;
+  constructor(topic: string, partition: number, detail: string, options: SnapshotWriteFencedOptions = {}) {
+    const by = [options.reason ? `fence: ${options.reason}` : undefined, options.transactionalId ? `transactional.id ${options.transactionalId}` : undefined]
+      .filter((x) => x !== undefined)
+      .join(', ');
     super(
-      'SNAPSHOT_WRITE_FENCED',
-      `writes for topic "${topic}" partition ${partition} were fenced (${reason}): this instance no ` +
+      'FENCED',
+      `writes for topic "${topic}" partition ${partition} were fenced (${detail}${by ? `; ${by}` : ''}): this instance no ` +
         'longer owns the partition. Nothing from the rejected batch landed; the new owner replays it.',
-      options,
+      { cause: options.cause },
     );
     this.topic = topic;
     this.partition = partition;
+    this.detail = detail;
+    this.reason = options.reason;
+    this.transactionalId = options.transactionalId;
   }
 }

@@ -78,7 +78,7 @@ describe('TransactionalWriter on the real broker', () => {
         generation: gen1,
       });
       await expect(stale).rejects.toBeInstanceOf(SnapshotWriteFenced);
-      await expect(stale).rejects.toMatchObject({ code: 'FENCED', reason: 'generation' });
+      await expect(stale).rejects.toMatchObject({ code: 'FENCED', reason: 'generation', topic: input, partition: 0 });
 
       expect(await readAll(client, snapshots)).toEqual(['v1']);
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('10');

@@ -51,7 +51,7 @@ describe('PartitionFlow persist', () => {
     const h = await harness({ fold: countingFold(100), persistence: fenced(), timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors: true } } });
     const error = await h.step(records('k', 0, ['e'])).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SnapshotWriteFenced);
-    expect((error as SnapshotWriteFenced).code).toBe('SNAPSHOT_WRITE_FENCED');
+    expect((error as SnapshotWriteFenced).code).toBe('FENCED');
     expect(() => h.flow.handleBatch(records('k', 1, ['e']))).toThrow(SnapshotWriteFenced);
   });
 

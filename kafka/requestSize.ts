@@ -1,0 +1,51 @@
+/**
+ * Produce requests are kept under the broker's record-batch limit: kafkajs puts every record of a
+ * `send` for one partition into ONE record batch, and the broker refuses a batch larger than the
+ * topic's `max.message.bytes` (1 MiB by default) — so a large group-committed transaction is sent
+ * as several requests inside the transaction.
+ */
+
+/** A little under the broker's default max.message.bytes (1,048,588), leaving room for batch headers. */
+export const DEFAULT_MAX_REQUEST_BYTES = 1_000_000;
+
+/** Per-record overhead in a v2 record batch (varints, attributes, deltas), rounded up. */
+const RECORD_OVERHEAD = 32;
+
+interface Sized {
+  key: string | Buffer | null;
+  value: string | Buffer | null;
+  headers?: Record<string, string | Buffer>;
+}
+
+export function recordBytes(m: Sized): number {
+  let n = RECORD_OVERHEAD + byteLength(m.key) + byteLength(m.value);
+  if (m.headers) for (const [k, v] of Object.entries(m.headers)) n += 8 + Buffer.byteLength(k) + byteLength(v);
+  return n;
+}
+
+function byteLength(v: string | Buffer | null | undefined): number {
+  if (v === null || v === undefined) return 0;
+  return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
+}
+
+/**
+ * Splits `items` in order into chunks of at most `maxBytes` (by recordBytes); a record larger than
+ * `maxBytes` goes alone (the broker decides about it). No chunks for no items.
+ */
+export function chunkByBytes<T extends Sized>(items: readonly T[], maxBytes: number): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let size = 0;
+  for (const item of items) {
+    const n = recordBytes(item);
+    if (current.length > 0 && size + n > maxBytes) {
+      chunks.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(item);
+    size += n;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
