@@ -1,6 +1,7 @@
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { ConfigError } from '../config/errors';
+import { type CassandraFlowOptions, cassandraFlowOptionsShape } from '../persistence/cassandra/options';
 import type { PartitionPersistence } from '../persistence/partition-persistence';
 import type { PersistenceMode } from '../persistence/types';
 import type { Clock } from './clock';
@@ -38,12 +39,13 @@ export interface KafkaPersistenceOptions {
   [option: string]: unknown;
 }
 
-export interface CassandraPersistenceOptions {
+/** Cassandra tables in kafka-flow's shape; every option is described in docs/cassandra.md. */
+export interface CassandraPersistenceOptions extends CassandraFlowOptions {
   backend: 'cassandra';
   /** Default 'snapshots'. */
   mode?: PersistenceMode;
+  /** Snapshots of at least this many bytes are compressed. Default 10000. */
   compressionThreshold?: number;
-  [option: string]: unknown;
 }
 
 export type PersistenceOptions = MemoryPersistenceOptions | KafkaPersistenceOptions | CassandraPersistenceOptions;
@@ -81,7 +83,7 @@ export type ResolvedPersistence =
       compressionThreshold: number;
       options: Readonly<Record<string, unknown>>;
     }
-  | { backend: 'cassandra'; mode: PersistenceMode; compressionThreshold: number; options: Readonly<Record<string, unknown>> };
+  | { backend: 'cassandra'; mode: PersistenceMode; compressionThreshold: number; options: Readonly<CassandraFlowOptions> };
 
 /** A validated flow, as `defineFlow` returns it. */
 export interface FlowDefinition<S, V> {
@@ -120,10 +122,11 @@ const schema = z.strictObject({
         snapshotTopic: z.string().min(1).optional(),
         compressionThreshold: z.number().int().nonnegative().optional(),
       }),
-      z.looseObject({
+      z.strictObject({
         backend: z.literal('cassandra'),
         mode: mode.optional(),
         compressionThreshold: z.number().int().nonnegative().optional(),
+        ...cassandraFlowOptionsShape,
       }),
     ])
     .optional(),

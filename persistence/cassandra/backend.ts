@@ -1,0 +1,249 @@
+import { Client, type ClientOptions } from 'cassandra-driver';
+import { formatHostPort, readEnv } from '../../config/env';
+import { ConfigError, KafkaFlowError } from '../../config/errors';
+import type { Codec } from '../../flow/codec/codec';
+import { Compressor, withCompression } from '../../flow/codec/compressor';
+import { jsonCodec } from '../../flow/codec/json';
+import type { FlowDefinition } from '../../flow/define-flow';
+import { type Logger, silentLogger } from '../../flow/logger';
+import type { OffsetCommitter } from '../offset-committer';
+import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
+import { CassandraPersistenceError } from './errors';
+import { CassandraJournalStore } from './journal-store';
+import { CassandraKeyStore } from './key-store';
+import { type CassandraFlowOptions, type ResolvedCassandraOptions, resolveCassandraOptions, type TableRole } from './options';
+import { CassandraPartitionPersistence, type RecoveryProgress } from './partition-persistence';
+import { type EnsureSchemaResult, ensureSchema } from './schema';
+import { CassandraSession } from './session';
+import { CassandraSnapshotStore } from './snapshot-store';
+
+export interface CassandraBackendOptions<S, V> extends CassandraFlowOptions {
+  /** kafka-flow's `application_id`. */
+  applicationId: string;
+  /** The consumer group (`group_id`). */
+  groupId: string;
+  /** Which tables are used: snapshots and/or journals, and keys. Default 'snapshots'. */
+  mode?: PersistenceMode;
+  /** A connected (or connectable) client to use; the backend then does not shut it down. */
+  client?: Client;
+  /** Extra driver options when the backend makes its own client (socketOptions, policies, …). */
+  clientOptions?: Partial<ClientOptions>;
+  /** The state codec. Default JSON. */
+  stateCodec?: Codec<S>;
+  /** The journal's event value codec (the flow's value codec). Default JSON. */
+  eventCodec?: Codec<V>;
+  /** Snapshots of at least this many bytes are LZ4-compressed (kafka-flow's format). Default 10,000. */
+  compressionThreshold?: number;
+  /** A compressor to use instead (metrics, header format), or false to store the codec's bytes as they are. */
+  compressor?: Compressor | false;
+  logger?: Logger;
+}
+
+/** What a partition's persistence is built from: the worker's PartitionOwnership fits. */
+export interface CassandraPartitionOwnership extends TopicPartition {
+  /** The consumer generation the partition was assigned under: the 'lwt' fence's owner generation. */
+  readonly generation?: number;
+  /** Commits the input offset after the writes (ConsumerOffsetCommitter for a real group). */
+  readonly committer: OffsetCommitter;
+  readonly onProgress?: (progress: RecoveryProgress) => void;
+}
+
+/**
+ * The Cassandra persistence backend of one flow: a session, the schema checked or created, and
+ * the three stores, from which `forPartition` builds each assigned partition's persistence.
+ * `start` connects and prepares; `close` shuts the client down if the backend made it.
+ */
+export class CassandraBackend<S, V> {
+  readonly settings: ResolvedCassandraOptions;
+  readonly mode: PersistenceMode;
+  readonly session: CassandraSession;
+  readonly groupId: string;
+  /** The snapshot store without a generation (forPartition makes one per assignment). */
+  readonly snapshots: CassandraSnapshotStore<S> | undefined;
+  readonly keys: CassandraKeyStore;
+  readonly journal: CassandraJournalStore<V> | undefined;
+  /** DDL run by start (empty when everything existed). */
+  readonly schema: EnsureSchemaResult;
+  private readonly ownsClient: boolean;
+  private readonly log: Logger;
+
+  private constructor(args: {
+    settings: ResolvedCassandraOptions;
+    mode: PersistenceMode;
+    session: CassandraSession;
+    groupId: string;
+    snapshots: CassandraSnapshotStore<S> | undefined;
+    keys: CassandraKeyStore;
+    journal: CassandraJournalStore<V> | undefined;
+    schema: EnsureSchemaResult;
+    ownsClient: boolean;
+    logger: Logger;
+  }) {
+    this.settings = args.settings;
+    this.mode = args.mode;
+    this.session = args.session;
+    this.groupId = args.groupId;
+    this.snapshots = args.snapshots;
+    this.keys = args.keys;
+    this.journal = args.journal;
+    this.schema = args.schema;
+    this.ownsClient = args.ownsClient;
+    this.log = args.logger;
+  }
+
+  /** Connects, checks or creates the keyspace and tables, and builds the stores. */
+  static async start<S, V>(options: CassandraBackendOptions<S, V>): Promise<CassandraBackend<S, V>> {
+    const {
+      applicationId,
+      groupId,
+      mode = 'snapshots',
+      client: given,
+      clientOptions,
+      stateCodec,
+      eventCodec,
+      compressionThreshold,
+      compressor,
+      logger = silentLogger,
+      ...flowOptions
+    } = options;
+    if (!groupId) throw new ConfigError('Cassandra persistence needs a groupId');
+    const settings = resolveCassandraOptions({ ...flowOptions, applicationId }, applicationId);
+    const contactPoints = settings.contactPoints ?? readEnv().cassandraContactPoints.map(formatHostPort);
+    const client =
+      given ??
+      new Client({
+        contactPoints,
+        localDataCenter: settings.localDataCenter,
+        ...clientOptions,
+      });
+    const shownContactPoints = given ? ((given as unknown as { options?: ClientOptions }).options?.contactPoints ?? contactPoints) : contactPoints;
+    try {
+      await client.connect();
+    } catch (err) {
+      if (!given) await client.shutdown().catch(() => undefined);
+      throw new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
+    }
+    try {
+      const roles: TableRole[] = ['keys'];
+      if (persistsSnapshots(mode)) roles.unshift('snapshots');
+      if (persistsJournal(mode)) roles.push('journals');
+      const schema =
+        mode === 'none'
+          ? { created: [] }
+          : await ensureSchema(
+              client,
+              { keyspace: settings.keyspace, replication: settings.replication, tables: settings.tables, autoCreate: settings.autoCreate },
+              roles,
+              settings.fencing === 'lwt' && persistsSnapshots(mode),
+            );
+      for (const cql of schema.created) logger.info({ cql }, 'cassandra: schema created');
+      const session = new CassandraSession(client, {
+        maxConcurrentReads: settings.maxConcurrentReads,
+        maxConcurrentWrites: settings.maxConcurrentWrites,
+        serialConsistency: settings.serialConsistency,
+        contactPoints: shownContactPoints,
+      });
+      const common = { session, keyspace: settings.keyspace, applicationId: settings.applicationId, groupId };
+      const keys = new CassandraKeyStore({
+        ...common,
+        table: settings.tables.keys,
+        segments: settings.keySegments,
+        consistency: settings.consistency.keys,
+        ttlSeconds: settings.ttlSeconds.keys,
+        listParallelism: settings.keyListParallelism,
+        segmentsPerQuery: settings.segmentsPerQuery,
+      });
+      const compress =
+        compressor === false ? undefined : (compressor ?? new Compressor({ compressionThreshold: compressionThreshold ?? 10_000 }));
+      const baseCodec = stateCodec ?? jsonCodec<S>();
+      const snapshots = persistsSnapshots(mode)
+        ? new CassandraSnapshotStore<S>({
+            ...common,
+            table: settings.tables.snapshots,
+            codec: compress ? withCompression(baseCodec, compress) : baseCodec,
+            consistency: settings.consistency.snapshots,
+            ttlSeconds: settings.ttlSeconds.snapshots,
+            fencing: settings.fencing,
+            fenceRowTtlSeconds: settings.fencing === 'lwt' ? settings.fenceRowTtlSeconds : 0,
+            keys,
+            logger,
+          })
+        : undefined;
+      const journal = persistsJournal(mode)
+        ? new CassandraJournalStore<V>({
+            ...common,
+            table: settings.tables.journals,
+            codec: eventCodec ?? jsonCodec<V>(),
+            consistency: settings.consistency.journals,
+            ttlSeconds: settings.ttlSeconds.journals,
+          })
+        : undefined;
+      return new CassandraBackend<S, V>({
+        settings,
+        mode,
+        session,
+        groupId,
+        snapshots,
+        keys,
+        journal,
+        schema,
+        ownsClient: !given,
+        logger,
+      });
+    } catch (err) {
+      if (!given) await client.shutdown().catch(() => undefined);
+      if (err instanceof KafkaFlowError) throw err; // ours: schema, config
+      throw new CassandraPersistenceError(
+        { operation: `schema check of keyspace ${settings.keyspace}`, contactPoints: shownContactPoints },
+        err,
+      );
+    }
+  }
+
+  /**
+   * The backend of a flow defined with `persistence: { backend: 'cassandra', ... }`: application
+   * id from the options (default the flow's name), group from the flow, journal values with the
+   * flow's value codec.
+   */
+  static forFlow<S, V>(
+    definition: FlowDefinition<S, V>,
+    extra: Pick<CassandraBackendOptions<S, V>, 'client' | 'clientOptions' | 'stateCodec' | 'compressor' | 'logger'> = {},
+  ): Promise<CassandraBackend<S, V>> {
+    const p = definition.persistence;
+    if (p.backend !== 'cassandra') {
+      throw new ConfigError(`flow "${definition.name}" persists with the ${p.backend} backend, not cassandra`);
+    }
+    return CassandraBackend.start<S, V>({
+      ...p.options,
+      applicationId: p.options.applicationId ?? definition.name,
+      groupId: definition.groupId,
+      mode: p.mode,
+      compressionThreshold: p.compressionThreshold,
+      eventCodec: definition.valueCodec,
+      ...extra,
+    });
+  }
+
+  /** One assigned partition's persistence, writing as `ownership.generation`. */
+  async forPartition(ownership: CassandraPartitionOwnership): Promise<CassandraPartitionPersistence<S, V>> {
+    const partition = { topic: ownership.topic, partition: ownership.partition };
+    const generation = this.settings.fencing === 'lwt' ? ownership.generation : undefined;
+    return new CassandraPartitionPersistence<S, V>({
+      partition,
+      mode: this.mode,
+      snapshots: this.snapshots?.withGeneration(generation),
+      journal: this.journal,
+      keys: this.keys,
+      committer: ownership.committer,
+      maxWritesPerBatch: this.settings.maxWritesPerBatch,
+      recoveryParallelism: this.settings.maxConcurrentReads,
+      logger: this.log,
+      onProgress: ownership.onProgress,
+    });
+  }
+
+  /** Shuts the client down if the backend made it. */
+  async close(): Promise<void> {
+    if (this.ownsClient) await this.session.client.shutdown();
+  }
+}

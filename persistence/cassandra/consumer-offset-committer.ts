@@ -1,0 +1,70 @@
+/**
+ * The input-offset commit of a non-transactional backend (Cassandra): the group member's own
+ * OffsetCommit, which kafkajs sends with the member's current generation and member id — so the
+ * group coordinator refuses a member that a rebalance has left behind (ILLEGAL_GENERATION,
+ * UNKNOWN_MEMBER_ID), and that refusal surfaces as the typed SnapshotWriteFenced.
+ *
+ * The broker checks generation and member only, not which partitions the member owns: after a
+ * rebalance a member commits under its new generation whatever the partition. So before asking
+ * the broker, the committer checks the member's latest assignment (GroupMembership) still
+ * holds the partition, and refuses locally otherwise.
+ *
+ * Structural types only: nothing outside kafka/ imports kafkajs.
+ */
+import { fenceReason, protocolErrorType } from '../../kafka/errors';
+import { SnapshotWriteFenced } from '../errors';
+import type { OffsetCommitter } from '../offset-committer';
+import type { TopicPartition } from '../types';
+
+/** The part of a kafkajs Consumer the committer uses. */
+export interface GroupConsumer {
+  commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void>;
+}
+
+/** The member's latest join (kafka/ GroupMembership). */
+export interface MembershipView {
+  current(): { readonly generationId: number; readonly memberId: string; readonly assignment: Record<string, number[]> } | undefined;
+}
+
+export interface ConsumerOffsetCommitterOptions {
+  /** The group member consuming the input (autoCommit off). */
+  readonly consumer: GroupConsumer;
+  /** Its membership, tracked from GROUP_JOIN: the local ownership check. */
+  readonly membership: MembershipView;
+}
+
+export class ConsumerOffsetCommitter implements OffsetCommitter {
+  private readonly o: ConsumerOffsetCommitterOptions;
+
+  constructor(options: ConsumerOffsetCommitterOptions) {
+    this.o = options;
+  }
+
+  async commit(partition: TopicPartition, offset: number): Promise<void> {
+    const { topic } = partition;
+    const member = this.o.membership.current();
+    if (!member) throw new SnapshotWriteFenced(topic, partition.partition, 'offset commit refused: this consumer has not joined the group');
+    if (!member.assignment[topic]?.includes(partition.partition)) {
+      throw new SnapshotWriteFenced(
+        topic,
+        partition.partition,
+        `offset commit refused: generation ${member.generationId} no longer assigns the partition to member ${member.memberId}`,
+      );
+    }
+    try {
+      await this.o.consumer.commitOffsets([{ topic, partition: partition.partition, offset: String(offset) }]);
+    } catch (err) {
+      const fence = fenceReason(err);
+      if (fence === 'generation' || fence === 'member') {
+        throw new SnapshotWriteFenced(
+          topic,
+          partition.partition,
+          `the group coordinator rejected the offset commit of generation ${member.generationId} (${protocolErrorType(err) ?? fence}); ` +
+            'the snapshot writes before it landed and the new owner skips what they cover',
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+  }
+}

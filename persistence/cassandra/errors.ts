@@ -1,0 +1,80 @@
+import { KafkaFlowError } from '../../config/errors';
+
+function causeText(cause: unknown): string {
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+/** What the driver's error means for the caller, in words an operator acts on. */
+function hint(cause: unknown, contactPoints: readonly string[], writing: boolean): string {
+  const name = (cause as { name?: unknown } | null)?.name;
+  const where = contactPoints.length > 0 ? ` at ${contactPoints.join(', ')}` : '';
+  if (name === 'NoHostAvailableError') {
+    return `no Cassandra node answered${where}: is it running and reachable?`;
+  }
+  const code = (cause as { code?: unknown } | null)?.code;
+  if (name === 'OperationTimedOutError' || code === 0x1100 || code === 0x1200) {
+    return writing
+      ? 'the request timed out, so whether these writes landed is unknown'
+      : 'the request timed out: Cassandra is overloaded or unreachable';
+  }
+  if (code === 0x1000) return 'not enough replicas are alive for the consistency level';
+  return '';
+}
+
+/**
+ * A Cassandra statement of the backend failed (unreachable, timed out, rejected). Writes: no
+ * offset past them was committed, so the partition stops (or, with `ignorePersistErrors`, keeps
+ * holding) and nothing is lost; processing resumes once Cassandra answers again.
+ */
+export class CassandraPersistenceError extends KafkaFlowError {
+  readonly operation: string;
+  readonly table: string | undefined;
+  readonly topic: string | undefined;
+  readonly partition: number | undefined;
+  readonly keys: readonly string[];
+  override readonly cause: unknown;
+
+  constructor(
+    where: {
+      operation: string;
+      table?: string;
+      topic?: string;
+      partition?: number;
+      keys?: readonly string[];
+      contactPoints?: readonly string[];
+      writing?: boolean;
+    },
+    cause: unknown,
+  ) {
+    const keys = where.keys ?? [];
+    const shown = keys.slice(0, 5).map((k) => JSON.stringify(k)).join(', ');
+    const scope =
+      where.topic === undefined ? '' : ` for topic "${where.topic}" partition ${where.partition}`;
+    const keyText = keys.length === 0 ? '' : ` (${keys.length} key(s): ${shown}${keys.length > 5 ? ', …' : ''})`;
+    const why = hint(cause, where.contactPoints ?? [], where.writing ?? false);
+    super(
+      'CASSANDRA',
+      `${where.operation}${where.table ? ` on table ${where.table}` : ''}${scope}${keyText} failed: ${causeText(cause)}` +
+        (why ? ` — ${why}` : '') +
+        (where.writing
+          ? '. No input offset past these writes was committed; they are written again once Cassandra answers.'
+          : '.'),
+      { cause },
+    );
+    this.operation = where.operation;
+    this.table = where.table;
+    this.topic = where.topic;
+    this.partition = where.partition;
+    this.keys = keys;
+    this.cause = cause;
+  }
+}
+
+/** The keyspace or a table is missing (and autoCreate is off) or does not have the columns the backend needs. */
+export class CassandraSchemaError extends KafkaFlowError {
+  readonly table: string | undefined;
+  constructor(message: string, table?: string, options?: { cause?: unknown }) {
+    super('CASSANDRA_SCHEMA', message, options);
+    this.table = table;
+  }
+}

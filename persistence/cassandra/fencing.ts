@@ -1,0 +1,70 @@
+/**
+ * The rule a fenced ('lwt') snapshot write follows, as a pure function of what the store answered.
+ *
+ * Every row carries the `offset` of its snapshot and the consumer `generation` of the owner that
+ * wrote it. A write by generation G at offset O lands when the stored (generation, offset) is
+ * older in this order: a higher generation always wins; within one generation, a higher offset
+ * wins. Cassandra's IF conditions cannot say "or", so a write is a short conversation:
+ *
+ *   1. the optimistic statement: INSERT … IF NOT EXISTS for a key not known to have a row, else
+ *      UPDATE/DELETE … IF generation <= G AND offset < O (≤ O for a delete);
+ *   2. if refused, Cassandra answers with the stored generation and offset, and `nextStep`
+ *      decides: refuse (a newer owner wrote), count it as done (our own identical write already
+ *      landed, e.g. retried after a timeout), retry the optimistic statement (the row changed
+ *      under us), or compare-and-set over exactly the stored version (an older generation wrote
+ *      a higher offset: the stale owner got ahead before our first write, and we are newer).
+ *
+ * Without a generation (none was given) only offsets are compared.
+ */
+
+/** A row's version as stored. `generation` is null for rows written without one (kafka-flow, 'none'). */
+export interface StoredVersion {
+  readonly generation: number | null;
+  readonly offset: number;
+}
+
+export interface WriteAttempt {
+  readonly kind: 'put' | 'delete';
+  /** The writer's consumer generation; undefined compares offsets only. */
+  readonly generation: number | undefined;
+  readonly offset: number;
+}
+
+export type NextStep =
+  /** The row already is what we meant to write (or, for a delete, there is no row). */
+  | { readonly step: 'done' }
+  | { readonly step: 'refuse'; readonly reason: string }
+  /** INSERT … IF NOT EXISTS (a put found no row). */
+  | { readonly step: 'insert' }
+  /** The optimistic conditional statement again (the row moved between our reads). */
+  | { readonly step: 'conditional' }
+  /** UPDATE/DELETE … IF generation = stored.generation AND offset = stored.offset. */
+  | { readonly step: 'cas'; readonly expected: StoredVersion };
+
+/** What to do after a refused statement; `stored` is undefined when the store has no row. */
+export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttempt): NextStep {
+  if (stored === undefined) return attempt.kind === 'delete' ? { step: 'done' } : { step: 'insert' };
+  const { offset } = attempt;
+  if (attempt.generation !== undefined && stored.generation !== null && stored.generation !== attempt.generation) {
+    if (stored.generation > attempt.generation) {
+      return {
+        step: 'refuse',
+        reason: `stored by generation ${stored.generation} (offset ${stored.offset}), newer than this writer's generation ${attempt.generation}`,
+      };
+    }
+    return { step: 'cas', expected: stored };
+  }
+  if (attempt.generation !== undefined && stored.generation === null) return { step: 'cas', expected: stored };
+  // Same generation, or offsets only.
+  if (stored.offset === offset && attempt.kind === 'put') return { step: 'done' };
+  const older = attempt.kind === 'put' ? stored.offset < offset : stored.offset <= offset;
+  if (older) return { step: 'conditional' };
+  return {
+    step: 'refuse',
+    reason: `stored offset ${stored.offset} is newer than this ${attempt.kind}'s offset ${offset}` +
+      (attempt.generation === undefined ? '' : ` (both generation ${attempt.generation})`),
+  };
+}
+
+/** How many statements one key's write may take before it is refused as contended. */
+export const MAX_ROUNDS = 5;

@@ -1,0 +1,96 @@
+/**
+ * Bounded concurrency: at most `max` tasks run at once, the rest wait in arrival order. A slot is
+ * handed straight to the next waiter when a task ends, so the bound holds under any interleaving.
+ */
+export class Limiter {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly max: number) {
+    if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a limiter needs at least one slot; got ${max}`);
+  }
+
+  /** Tasks running now. */
+  get running(): number {
+    return this.active;
+  }
+
+  /** Tasks waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active < this.max) this.active++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
+
+/**
+ * Maps `source` through `fn` with at most `concurrency` calls in flight, yielding results as they
+ * complete (not in source order). The first failure is thrown once the calls in flight settle
+ * (so none is left running unobserved); the source is then closed.
+ */
+export async function* mapConcurrent<T, R>(
+  source: AsyncIterable<T> | Iterable<T>,
+  concurrency: number,
+  fn: (item: T) => Promise<R>,
+): AsyncGenerator<R> {
+  if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`concurrency must be ≥ 1; got ${concurrency}`);
+  const it =
+    Symbol.asyncIterator in source
+      ? (source as AsyncIterable<T>)[Symbol.asyncIterator]()
+      : toAsync((source as Iterable<T>)[Symbol.iterator]());
+  type Settled = { id: number; ok: true; value: R } | { id: number; ok: false; error: unknown };
+  const inFlight = new Map<number, Promise<Settled>>();
+  let nextId = 0;
+  let exhausted = false;
+  let failure: { error: unknown } | undefined;
+  try {
+    for (;;) {
+      while (!exhausted && !failure && inFlight.size < concurrency) {
+        const n = await it.next();
+        if (n.done) {
+          exhausted = true;
+          break;
+        }
+        const id = nextId++;
+        let call: Promise<R>;
+        try {
+          call = fn(n.value);
+        } catch (error) {
+          call = Promise.reject(error);
+        }
+        inFlight.set(
+          id,
+          call.then(
+            (value): Settled => ({ id, ok: true, value }),
+            (error: unknown): Settled => ({ id, ok: false, error }),
+          ),
+        );
+      }
+      if (inFlight.size === 0) break;
+      const settled = await Promise.race(inFlight.values());
+      inFlight.delete(settled.id);
+      if (!settled.ok) {
+        failure ??= { error: settled.error };
+        continue;
+      }
+      if (!failure) yield settled.value;
+    }
+    if (failure) throw failure.error;
+  } finally {
+    if (!exhausted) await it.return?.();
+  }
+}
+
+function toAsync<T>(it: Iterator<T>): AsyncIterator<T> {
+  return { next: async () => it.next(), return: async () => it.return?.() ?? { done: true, value: undefined } };
+}

@@ -1,0 +1,205 @@
+/**
+ * The Cassandra backend's options: the zod shape `defineFlow` validates a flow's
+ * `persistence: { backend: 'cassandra', ... }` with, and their resolution (defaults, units) into
+ * what the stores use. No cassandra-driver import here: `flow/` loads this module.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../../config/errors';
+import { type Duration, toMillis } from '../../flow/duration';
+
+/** Cassandra consistency levels by their CQL names. */
+export const CONSISTENCY_LEVELS = [
+  'ANY',
+  'ONE',
+  'TWO',
+  'THREE',
+  'QUORUM',
+  'ALL',
+  'LOCAL_QUORUM',
+  'EACH_QUORUM',
+  'LOCAL_ONE',
+] as const;
+export type ConsistencyLevelName = (typeof CONSISTENCY_LEVELS)[number];
+export type SerialConsistencyName = 'SERIAL' | 'LOCAL_SERIAL';
+
+/** How snapshot writes are guarded against a stale owner (see docs/cassandra.md). */
+export type Fencing = 'lwt' | 'none';
+
+/** The three tables, for per-table settings. */
+export type TableRole = 'snapshots' | 'keys' | 'journals';
+
+export interface ConsistencyOverride {
+  read?: ConsistencyLevelName;
+  write?: ConsistencyLevelName;
+}
+
+/** kafka-flow's table names (CassandraSnapshots, CassandraKeys, CassandraJournals). */
+export const DEFAULT_TABLES: Readonly<Record<TableRole, string>> = Object.freeze({
+  snapshots: 'snapshots_v2',
+  keys: 'keys',
+  journals: 'records',
+});
+export const DEFAULT_KEYSPACE = 'kafka_flow';
+/** kafka-flow's CassandraKeys.DefaultSegments. */
+export const DEFAULT_KEY_SEGMENTS = 10_000;
+export const DEFAULT_REPLICATION: Readonly<Record<string, string | number>> = Object.freeze({
+  class: 'SimpleStrategy',
+  replication_factor: 1,
+});
+export const DEFAULT_CONSISTENCY: ConsistencyLevelName = 'LOCAL_QUORUM';
+/** How long a deleted key's fence row (offset and generation, no value) is kept under 'lwt'. */
+export const DEFAULT_FENCE_ROW_TTL_MS = 86_400_000;
+/** Cassandra's largest TTL: 20 years, in seconds. */
+export const MAX_TTL_SECONDS = 630_720_000;
+
+/**
+ * The options a flow gives in `persistence: { backend: 'cassandra', ... }` besides `mode` and
+ * `compressionThreshold`. Every one has a default.
+ */
+export interface CassandraFlowOptions {
+  /** host:port of the first nodes to contact. Default: CASSANDRA_CONTACT_POINTS (127.0.0.1:9042). */
+  contactPoints?: string[];
+  /** The driver's local data center. Default 'datacenter1' (a single node's SimpleSnitch). */
+  localDataCenter?: string;
+  /** Default 'kafka_flow', as kafka-flow. */
+  keyspace?: string;
+  /** Replication of the keyspace when it is created here. Default SimpleStrategy, factor 1. */
+  replication?: Record<string, string | number>;
+  /** Create the keyspace, tables and missing `generation` column on start. Default true. */
+  autoCreate?: boolean;
+  /** The `application_id` column. Default: the flow's name. */
+  applicationId?: string;
+  /** Table names. Default kafka-flow's: snapshots_v2, keys, records. */
+  tables?: Partial<Record<TableRole, string>>;
+  /** Segments the keys table spreads a group's keys over. Default 10,000. Never lower it later. */
+  keySegments?: number;
+  /** TTL of written rows, per table. Default none. */
+  ttl?: Partial<Record<TableRole, Duration>>;
+  /** Read/write consistency per table. Default LOCAL_QUORUM. */
+  consistency?: Partial<Record<TableRole, ConsistencyOverride>>;
+  /** Serial consistency of the conditional snapshot writes. Default 'SERIAL'. */
+  serialConsistency?: SerialConsistencyName;
+  /** Default 'lwt': every snapshot write is a lightweight transaction (see docs/cassandra.md). */
+  fencing?: Fencing;
+  /** How long a deleted key's fence row stays under 'lwt' (0: plain conditional delete). Default 1 day. */
+  fenceRowTtl?: Duration;
+  /** Statements reading at once, over all partitions of the backend. Default 64. */
+  maxConcurrentReads?: number;
+  /** Statements writing at once, over all partitions of the backend. Default 64. */
+  maxConcurrentWrites?: number;
+  /** Key-listing queries at once during recovery. Default 32. */
+  keyListParallelism?: number;
+  /** Segments per key-listing query (`segment IN (...)`). Default 100. */
+  segmentsPerQuery?: number;
+  /** The most key writes in one persist batch (one offset commit per batch). Default 1,000. */
+  maxWritesPerBatch?: number;
+}
+
+const name = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,47}$/, 'a Cassandra name: a lowercase letter, then lowercase letters, digits or "_", 48 at most');
+const duration = z.union([z.number().nonnegative(), z.string().min(1)]);
+const consistency = z.enum(CONSISTENCY_LEVELS);
+const override = z.strictObject({ read: consistency.optional(), write: consistency.optional() });
+const perTable = <T extends z.ZodType>(t: T) =>
+  z.strictObject({ snapshots: t.optional(), keys: t.optional(), journals: t.optional() });
+
+/** The zod fields of CassandraFlowOptions, spread into define-flow's cassandra schema. */
+export const cassandraFlowOptionsShape = {
+  contactPoints: z.array(z.string().regex(/^\S+:\d{1,5}$/, 'host:port')).min(1).optional(),
+  localDataCenter: z.string().min(1).optional(),
+  keyspace: name.optional(),
+  replication: z
+    .record(z.string().min(1), z.union([z.string(), z.number()]))
+    .refine((r) => typeof r.class === 'string', 'needs a "class" (e.g. SimpleStrategy, NetworkTopologyStrategy)')
+    .optional(),
+  autoCreate: z.boolean().optional(),
+  applicationId: z.string().min(1).optional(),
+  tables: perTable(name).optional(),
+  keySegments: z.number().int().min(1).max(2_147_483_647).optional(),
+  ttl: perTable(duration).optional(),
+  consistency: perTable(override).optional(),
+  serialConsistency: z.enum(['SERIAL', 'LOCAL_SERIAL']).optional(),
+  fencing: z.enum(['lwt', 'none']).optional(),
+  fenceRowTtl: duration.optional(),
+  maxConcurrentReads: z.number().int().positive().optional(),
+  maxConcurrentWrites: z.number().int().positive().optional(),
+  keyListParallelism: z.number().int().positive().optional(),
+  segmentsPerQuery: z.number().int().min(1).max(1000).optional(),
+  maxWritesPerBatch: z.number().int().positive().optional(),
+};
+
+export const cassandraFlowOptionsSchema = z.strictObject(cassandraFlowOptionsShape);
+
+/** CassandraFlowOptions with every default filled in and durations as TTL seconds (0: none). */
+export interface ResolvedCassandraOptions {
+  contactPoints: string[] | undefined;
+  localDataCenter: string;
+  keyspace: string;
+  replication: Record<string, string | number>;
+  autoCreate: boolean;
+  applicationId: string;
+  tables: Record<TableRole, string>;
+  keySegments: number;
+  ttlSeconds: Record<TableRole, number>;
+  consistency: Record<TableRole, Required<ConsistencyOverride>>;
+  serialConsistency: SerialConsistencyName;
+  fencing: Fencing;
+  fenceRowTtlSeconds: number;
+  maxConcurrentReads: number;
+  maxConcurrentWrites: number;
+  keyListParallelism: number;
+  segmentsPerQuery: number;
+  maxWritesPerBatch: number;
+}
+
+/** Validates and resolves; throws ConfigError naming the option. `applicationId` falls back to `defaultApplicationId`. */
+export function resolveCassandraOptions(options: CassandraFlowOptions, defaultApplicationId: string): ResolvedCassandraOptions {
+  const parsed = cassandraFlowOptionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'}: ${i.message}`).join('; ');
+    throw new ConfigError(`invalid Cassandra persistence options: ${problems}`, { cause: parsed.error });
+  }
+  const o = parsed.data;
+  const tables = { ...DEFAULT_TABLES, ...o.tables };
+  const distinct = new Set(Object.values(tables));
+  if (distinct.size !== 3) throw new ConfigError(`Cassandra tables must have three different names; got ${JSON.stringify(tables)}`);
+  const ttl = (role: TableRole) => ttlSeconds(o.ttl?.[role] ?? 0, `persistence.ttl.${role}`);
+  const level = (role: TableRole, kind: 'read' | 'write') => o.consistency?.[role]?.[kind] ?? DEFAULT_CONSISTENCY;
+  const applicationId = o.applicationId ?? defaultApplicationId;
+  if (!applicationId) throw new ConfigError('Cassandra persistence needs an applicationId');
+  return {
+    contactPoints: o.contactPoints,
+    localDataCenter: o.localDataCenter ?? 'datacenter1',
+    keyspace: o.keyspace ?? DEFAULT_KEYSPACE,
+    replication: o.replication ?? { ...DEFAULT_REPLICATION },
+    autoCreate: o.autoCreate ?? true,
+    applicationId,
+    tables,
+    keySegments: o.keySegments ?? DEFAULT_KEY_SEGMENTS,
+    ttlSeconds: { snapshots: ttl('snapshots'), keys: ttl('keys'), journals: ttl('journals') },
+    consistency: {
+      snapshots: { read: level('snapshots', 'read'), write: level('snapshots', 'write') },
+      keys: { read: level('keys', 'read'), write: level('keys', 'write') },
+      journals: { read: level('journals', 'read'), write: level('journals', 'write') },
+    },
+    serialConsistency: o.serialConsistency ?? 'SERIAL',
+    fencing: o.fencing ?? 'lwt',
+    fenceRowTtlSeconds: ttlSeconds(o.fenceRowTtl ?? DEFAULT_FENCE_ROW_TTL_MS, 'persistence.fenceRowTtl'),
+    maxConcurrentReads: o.maxConcurrentReads ?? 64,
+    maxConcurrentWrites: o.maxConcurrentWrites ?? 64,
+    keyListParallelism: o.keyListParallelism ?? 32,
+    segmentsPerQuery: o.segmentsPerQuery ?? 100,
+    maxWritesPerBatch: o.maxWritesPerBatch ?? 1000,
+  };
+}
+
+/** A duration as Cassandra TTL seconds (rounded up; 0 means no TTL). */
+export function ttlSeconds(value: Duration, what: string): number {
+  const ms = toMillis(value, what);
+  const seconds = Math.ceil(ms / 1000);
+  if (seconds > MAX_TTL_SECONDS) {
+    throw new ConfigError(`${what} is ${seconds} s; Cassandra's TTL is at most ${MAX_TTL_SECONDS} s (20 years)`);
+  }
+  return seconds;
+}

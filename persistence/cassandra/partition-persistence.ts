@@ -1,0 +1,140 @@
+import { type Logger, silentLogger } from '../../flow/logger';
+import type { OffsetCommitter } from '../offset-committer';
+import type { PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
+import { StorePartitionPersistence } from '../store-partition-persistence';
+import type { PersistenceMode, TopicPartition } from '../types';
+import type { CassandraJournalStore } from './journal-store';
+import type { CassandraKeyStore } from './key-store';
+import { mapConcurrent } from './limiter';
+import type { CassandraSnapshotStore } from './snapshot-store';
+
+/** Where a recovery is, reported every `progressIntervalMs` and once at the end (`done`). */
+export interface RecoveryProgress {
+  readonly topic: string;
+  readonly partition: number;
+  /** Keys listed from the keys table so far. */
+  readonly keysListed: number;
+  /** Keys read back with state (a snapshot, or a non-empty journal). */
+  readonly keysRecovered: number;
+  /** Listed keys without state (expired by TTL, or deleted between the key and snapshot writes). */
+  readonly keysMissing: number;
+  /** Journal events read (journal mode). */
+  readonly journalEvents: number;
+  readonly elapsedMs: number;
+  readonly done: boolean;
+}
+
+export interface CassandraPartitionPersistenceOptions<S, V> {
+  readonly partition: TopicPartition;
+  readonly mode: PersistenceMode;
+  readonly snapshots?: CassandraSnapshotStore<S>;
+  readonly journal?: CassandraJournalStore<V>;
+  readonly keys: CassandraKeyStore;
+  /** Commits the input offset after the writes it covers (ConsumerOffsetCommitter: with the group generation). */
+  readonly committer: OffsetCommitter;
+  /** Default 1,000. */
+  readonly maxWritesPerBatch?: number;
+  /** Keys read at once during recovery. Default 64 (reads also wait for the backend's read limiter). */
+  readonly recoveryParallelism?: number;
+  readonly logger?: Logger;
+  readonly onProgress?: (progress: RecoveryProgress) => void;
+  /** Default 5 s. */
+  readonly progressIntervalMs?: number;
+}
+
+/**
+ * One input partition on Cassandra: writes through StorePartitionPersistence (journals, then
+ * snapshots, then the keys table, then — only when every write was applied — the offset commit),
+ * and an eager recovery that lists the partition's keys from the keys table and reads their
+ * snapshots (or journals) with bounded parallelism, logging progress and a final report.
+ */
+export class CassandraPartitionPersistence<S, V> implements PartitionPersistence<S, V> {
+  readonly maxWritesPerBatch: number;
+  readonly partition: TopicPartition;
+  /** The last recovery's final figures. */
+  lastRecovery: RecoveryProgress | undefined;
+  private readonly o: CassandraPartitionPersistenceOptions<S, V>;
+  private readonly inner: StorePartitionPersistence<S, V>;
+  private readonly log: Logger;
+
+  constructor(options: CassandraPartitionPersistenceOptions<S, V>) {
+    this.o = options;
+    this.partition = options.partition;
+    this.maxWritesPerBatch = options.maxWritesPerBatch ?? 1000;
+    this.log = options.logger ?? silentLogger;
+    this.inner = new StorePartitionPersistence<S, V>({
+      partition: options.partition,
+      mode: options.mode,
+      snapshots: options.snapshots,
+      journal: options.journal,
+      keys: options.keys,
+      committer: options.committer,
+      maxWritesPerBatch: this.maxWritesPerBatch,
+    });
+  }
+
+  /** The snapshot store this partition writes with (its generation, its counters). */
+  get snapshots(): CassandraSnapshotStore<S> | undefined {
+    return this.o.snapshots;
+  }
+
+  async *recover(): AsyncIterable<RecoveredKey<S, V>> {
+    const { mode, partition } = this.o;
+    if (mode === 'none') return;
+    const started = performance.now();
+    const intervalMs = this.o.progressIntervalMs ?? 5000;
+    let keysListed = 0;
+    let keysRecovered = 0;
+    let keysMissing = 0;
+    let journalEvents = 0;
+    let lastReport = started;
+    const progress = (done: boolean): RecoveryProgress => ({
+      topic: partition.topic,
+      partition: partition.partition,
+      keysListed,
+      keysRecovered,
+      keysMissing,
+      journalEvents,
+      elapsedMs: Math.round(performance.now() - started),
+      done,
+    });
+    const report = (p: RecoveryProgress) => {
+      this.o.onProgress?.(p);
+      this.log.info({ ...p }, p.done ? 'cassandra: partition recovered' : 'cassandra: recovering partition');
+    };
+    const self = this;
+    async function* listed(): AsyncGenerator<string> {
+      for await (const key of self.o.keys.list(partition)) {
+        keysListed++;
+        yield key;
+      }
+    }
+    this.log.info({ topic: partition.topic, partition: partition.partition, mode }, 'cassandra: recovering partition');
+    const reads = mapConcurrent(listed(), this.o.recoveryParallelism ?? 64, (key) => this.inner.read(key).then((found) => ({ key, found })));
+    for await (const { found } of reads) {
+      if (found) {
+        keysRecovered++;
+        journalEvents += found.events?.length ?? 0;
+        yield found;
+      } else {
+        keysMissing++;
+      }
+      const now = performance.now();
+      if (now - lastReport >= intervalMs) {
+        lastReport = now;
+        report(progress(false));
+      }
+    }
+    const final = progress(true);
+    this.lastRecovery = final;
+    report(final);
+  }
+
+  read(key: string): Promise<RecoveredKey<S, V> | undefined> {
+    return this.inner.read(key);
+  }
+
+  write(batch: WriteBatch<S, V>): Promise<WriteBatchResult> {
+    return this.inner.write(batch);
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The stores' one door to Cassandra: every statement is prepared (the driver caches it by text),
+ * runs under the table's consistency, and waits for a slot of the backend's read or write
+ * limiter. Values cross here: offsets and segments as bigint columns, whatever the client's
+ * Long/BigInt setting.
+ */
+import { type Client, types } from 'cassandra-driver';
+import { Limiter } from './limiter';
+import type { ConsistencyLevelName, SerialConsistencyName } from './options';
+
+export type Params = unknown[];
+
+const LEVELS: Record<ConsistencyLevelName | SerialConsistencyName, number> = {
+  ANY: types.consistencies.any,
+  ONE: types.consistencies.one,
+  TWO: types.consistencies.two,
+  THREE: types.consistencies.three,
+  QUORUM: types.consistencies.quorum,
+  ALL: types.consistencies.all,
+  LOCAL_QUORUM: types.consistencies.localQuorum,
+  EACH_QUORUM: types.consistencies.eachQuorum,
+  LOCAL_ONE: types.consistencies.localOne,
+  SERIAL: types.consistencies.serial,
+  LOCAL_SERIAL: types.consistencies.localSerial,
+};
+
+export function consistencyCode(level: ConsistencyLevelName | SerialConsistencyName): number {
+  return LEVELS[level];
+}
+
+export interface CassandraSessionOptions {
+  maxConcurrentReads: number;
+  maxConcurrentWrites: number;
+  serialConsistency: SerialConsistencyName;
+  /** Where the client connects, for error messages. */
+  contactPoints: readonly string[];
+}
+
+export class CassandraSession {
+  readonly reads: Limiter;
+  readonly writes: Limiter;
+  readonly serialConsistency: number;
+  readonly contactPoints: readonly string[];
+
+  constructor(
+    readonly client: Client,
+    options: CassandraSessionOptions,
+  ) {
+    this.reads = new Limiter(options.maxConcurrentReads);
+    this.writes = new Limiter(options.maxConcurrentWrites);
+    this.serialConsistency = consistencyCode(options.serialConsistency);
+    this.contactPoints = options.contactPoints;
+  }
+
+  read(query: string, params: Params, consistency: ConsistencyLevelName, fetchSize?: number, pageState?: string): Promise<types.ResultSet> {
+    return this.reads.run(() =>
+      this.client.execute(query, params, {
+        prepare: true,
+        consistency: LEVELS[consistency],
+        fetchSize,
+        pageState,
+      }),
+    );
+  }
+
+  write(query: string, params: Params, consistency: ConsistencyLevelName): Promise<types.ResultSet> {
+    return this.writes.run(() =>
+      this.client.execute(query, params, {
+        prepare: true,
+        consistency: LEVELS[consistency],
+        serialConsistency: this.serialConsistency,
+      }),
+    );
+  }
+
+  /** Every row of a query, page by page (each page a read slot), bounded by the query itself. */
+  async *rows(query: string, params: Params, consistency: ConsistencyLevelName, fetchSize = 5000): AsyncGenerator<types.Row> {
+    let pageState: string | undefined;
+    do {
+      const rs = await this.read(query, params, consistency, fetchSize, pageState);
+      yield* rs.rows;
+      pageState = rs.pageState ?? undefined;
+    } while (pageState);
+  }
+}
+
+/** A bigint column's value for the driver. */
+export function long(n: number): types.Long {
+  return types.Long.fromNumber(n);
+}
+
+/** A bigint column's value as a number, whether the client hands out Long, bigint or number. */
+export function toNumber(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof types.Long) return value.toNumber();
+  if (value && typeof (value as { toNumber?: unknown }).toNumber === 'function') return (value as { toNumber(): number }).toNumber();
+  throw new TypeError(`not a bigint column value: ${String(value)}`);
+}
+
+/** A nullable bigint column's value. */
+export function toNumberOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : toNumber(value);
+}
+
+/** Today (UTC) as a CQL date, as kafka-flow's `created_date`. */
+export function utcDate(at: Date): types.LocalDate {
+  return new types.LocalDate(at.getUTCFullYear(), at.getUTCMonth() + 1, at.getUTCDate());
+}
+
+/** Whether a result row has a column (a refused LWT answers with the row's columns only if it exists). */
+export function hasColumn(rs: types.ResultSet, column: string): boolean {
+  return rs.columns?.some((c) => c.name === column) ?? false;
+}

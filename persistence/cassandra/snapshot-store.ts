@@ -1,0 +1,334 @@
+import { types } from 'cassandra-driver';
+import type { Codec } from '../../flow/codec/codec';
+import { decodeSnapshot } from '../../flow/codec/errors';
+import { type Logger, silentLogger } from '../../flow/logger';
+import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
+import type { Snapshot, TopicPartition, WriteStatus } from '../types';
+import { CassandraPersistenceError } from './errors';
+import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
+import type { KeyLister } from './key-store';
+import { mapConcurrent } from './limiter';
+import type { ConsistencyOverride, Fencing } from './options';
+import { type CassandraSession, hasColumn, long, toNumber, toNumberOrNull } from './session';
+
+export interface CassandraSnapshotStoreOptions<S> {
+  readonly session: CassandraSession;
+  readonly keyspace: string;
+  readonly table: string;
+  readonly applicationId: string;
+  readonly groupId: string;
+  /** The bytes stored in `value`: the state codec, compression included (withCompression). */
+  readonly codec: Codec<S>;
+  readonly consistency: Required<ConsistencyOverride>;
+  /** TTL of written snapshots in seconds; 0: none. */
+  readonly ttlSeconds: number;
+  readonly fencing: Fencing;
+  /** 'lwt': how long a deleted key's fence row lives, in seconds; 0: deletes remove the row. */
+  readonly fenceRowTtlSeconds: number;
+  /** The writer's consumer generation ('lwt'); without one, only offsets are compared. */
+  readonly generation?: number;
+  /** Lists a partition's keys, for readAll (recovery without a key store of its own). */
+  readonly keys?: KeyLister;
+  readonly logger?: Logger;
+  /** Shared counters (views made with withGeneration share their parent's). */
+  readonly stats?: SnapshotStoreStats;
+}
+
+/** Counters since the store was created. */
+export interface SnapshotStoreStats {
+  /** Puts and deletes applied. */
+  applied: number;
+  /** Writes the fence refused ('not-applied'). */
+  refused: number;
+  /** Statements sent for writes (an 'lwt' write takes one, sometimes two or more). */
+  writeStatements: number;
+}
+
+/** A refusal, as logged. */
+export interface Refusal {
+  readonly key: string;
+  readonly kind: 'put' | 'delete';
+  readonly offset: number;
+  readonly reason: string;
+}
+
+/**
+ * Snapshots in kafka-flow's snapshots table (one Cassandra partition per key). With fencing
+ * 'lwt' every put and delete is a lightweight transaction ordered by (generation, offset) — see
+ * fencing.ts and docs/cassandra.md; with 'none' they are kafka-flow's plain last-write-wins
+ * UPDATE and DELETE. A refused write is `not-applied` (the engine raises SnapshotWriteConflict
+ * and stops the partition); a failed statement fails the batch with CassandraPersistenceError.
+ */
+export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
+  readonly stats: SnapshotStoreStats;
+  readonly generation: number | undefined;
+  readonly table: string;
+  private readonly o: CassandraSnapshotStoreOptions<S>;
+  private readonly log: Logger;
+  /** Keys known to have a row (live or fence row), per partition: a put to them starts with UPDATE … IF, not INSERT. */
+  private readonly rows = new Map<string, Set<string>>();
+  private readonly q: ReturnType<typeof statements>;
+
+  constructor(options: CassandraSnapshotStoreOptions<S>) {
+    this.o = options;
+    this.log = options.logger ?? silentLogger;
+    this.stats = options.stats ?? { applied: 0, refused: 0, writeStatements: 0 };
+    this.generation = options.generation;
+    this.table = `${options.keyspace}.${options.table}`;
+    this.q = statements(this.table, options.fenceRowTtlSeconds > 0);
+  }
+
+  /** The same store writing as `generation` (one per assignment of a partition), sharing statements and counters. */
+  withGeneration(generation: number | undefined): CassandraSnapshotStore<S> {
+    return new CassandraSnapshotStore<S>({ ...this.o, generation, stats: this.stats });
+  }
+
+  get fencing(): Fencing {
+    return this.o.fencing;
+  }
+
+  async read(partition: TopicPartition, key: string): Promise<Snapshot<S> | undefined> {
+    let rs: types.ResultSet;
+    try {
+      rs = await this.o.session.read(this.q.select, this.pk(partition, key), this.o.consistency.read);
+    } catch (err) {
+      throw this.error('snapshot read', partition, [key], err, false);
+    }
+    const row = rs.first();
+    if (!row) return undefined;
+    this.remember(partition, key, true);
+    const value = row.get('value') as Buffer | null;
+    // A fence row (a deleted key under 'lwt') has an offset but no value: no snapshot.
+    if (value === null || value === undefined) return undefined;
+    const offset = toNumber(row.get('offset'));
+    const state = decodeSnapshot(this.o.codec, value, {
+      topic: partition.topic,
+      partition: partition.partition,
+      key,
+      offset: String(offset),
+    });
+    return { state, offset };
+  }
+
+  async *readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, snapshot: Snapshot<S>]> {
+    const keys = this.o.keys;
+    if (!keys) {
+      throw new TypeError(
+        'CassandraSnapshotStore.readAll needs a key lister (the keys table): the snapshots table cannot list a partition without a full scan',
+      );
+    }
+    const found = mapConcurrent(keys.list(partition), this.o.session.reads.max, async (key) => [key, await this.read(partition, key)] as const);
+    for await (const [key, snapshot] of found) if (snapshot) yield [key, snapshot] as const;
+  }
+
+  async writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]> {
+    const refusals: Refusal[] = [];
+    const settled = await Promise.allSettled(writes.map((w) => this.writeOne(partition, w, refusals)));
+    const failedKeys: string[] = [];
+    let firstError: unknown;
+    const statuses = settled.map((s, i): WriteStatus => {
+      if (s.status === 'fulfilled') return s.value;
+      const key = writes[i]!.key;
+      failedKeys.push(key);
+      this.forget(partition, key); // its row is unknown now
+      firstError ??= s.reason;
+      return 'not-applied';
+    });
+    if (refusals.length > 0) {
+      this.stats.refused += refusals.length;
+      this.log.warn(
+        {
+          topic: partition.topic,
+          partition: partition.partition,
+          generation: this.generation,
+          refused: refusals.length,
+          examples: refusals.slice(0, 5),
+        },
+        'cassandra: the snapshot fence refused writes: another owner wrote newer state',
+      );
+    }
+    if (failedKeys.length > 0) throw this.error('snapshot write', partition, failedKeys, firstError, true);
+    return statuses;
+  }
+
+  private async writeOne(partition: TopicPartition, w: SnapshotWrite<S>, refusals: Refusal[]): Promise<WriteStatus> {
+    const offset = w.kind === 'put' ? w.snapshot.offset : w.offset;
+    const value = w.kind === 'put' ? this.o.codec.encode(w.snapshot.state) : undefined;
+    const pk = this.pk(partition, w.key);
+    if (this.o.fencing === 'none') {
+      if (w.kind === 'put') {
+        await this.exec(this.q.plainPut, [this.o.ttlSeconds, long(offset), new Date(), '', value, ...pk]);
+      } else {
+        await this.exec(this.q.plainDelete, pk);
+      }
+      this.stats.applied++;
+      return 'applied';
+    }
+
+    const attempt: WriteAttempt = { kind: w.kind, generation: this.generation, offset };
+    let step: NextStep =
+      w.kind === 'put' && !this.known(partition, w.key) ? { step: 'insert' } : { step: 'conditional' };
+    for (let round = 1; round <= MAX_ROUNDS; round++) {
+      if (step.step === 'done') break;
+      if (step.step === 'refuse') {
+        refusals.push({ key: w.key, kind: w.kind, offset, reason: step.reason });
+        this.remember(partition, w.key, true);
+        return 'not-applied';
+      }
+      const rs = await this.exec(...this.lwt(step, w.kind, offset, value, pk));
+      if (rs.wasApplied()) {
+        step = { step: 'done' };
+        break;
+      }
+      step = nextStep(storedVersion(rs), attempt);
+    }
+    if (step.step !== 'done') {
+      refusals.push({ key: w.key, kind: w.kind, offset, reason: `still contended after ${MAX_ROUNDS} conditional statements` });
+      return 'not-applied';
+    }
+    // A fenced delete leaves a fence row (unless fenceRowTtl is 0), so the key still has a row.
+    this.remember(partition, w.key, w.kind === 'put' || this.o.fenceRowTtlSeconds > 0);
+    this.stats.applied++;
+    return 'applied';
+  }
+
+  /** The statement and parameters of one step of a fenced write. */
+  private lwt(
+    step: Exclude<NextStep, { step: 'done' } | { step: 'refuse' }>,
+    kind: 'put' | 'delete',
+    offset: number,
+    value: Buffer | undefined,
+    pk: unknown[],
+  ): [string, unknown[]] {
+    const g = this.generation;
+    const gen = g === undefined ? undefined : long(g);
+    const now = new Date();
+    const q = this.q;
+    if (kind === 'put') {
+      const set = [this.o.ttlSeconds, long(offset), now, '', value];
+      switch (step.step) {
+        case 'insert':
+          return [q.insert, [...pk, long(offset), now, '', value, gen ?? types.unset, this.o.ttlSeconds]];
+        case 'conditional':
+          return gen === undefined
+            ? [q.putIfOffsetNewer, [...set, ...pk, long(offset)]]
+            : [q.putIfNewer, [...set, gen, ...pk, gen, long(offset)]];
+        case 'cas':
+          return [q.putIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+      }
+    }
+    if (q.fenceRows) {
+      const set = [this.o.fenceRowTtlSeconds, long(offset), now];
+      switch (step.step) {
+        case 'insert':
+        case 'conditional':
+          return gen === undefined
+            ? [q.deleteIfOffsetNotNewer, [...set, ...pk, long(offset)]]
+            : [q.deleteIfNotNewer, [...set, gen, ...pk, gen, long(offset)]];
+        case 'cas':
+          return [q.deleteIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+      }
+    }
+    switch (step.step) {
+      case 'insert':
+      case 'conditional':
+        return gen === undefined ? [q.deleteIfOffsetNotNewer, [...pk, long(offset)]] : [q.deleteIfNotNewer, [...pk, gen, long(offset)]];
+      case 'cas':
+        return [q.deleteIfSame, [...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+    }
+  }
+
+  private async exec(query: string, params: unknown[]): Promise<types.ResultSet> {
+    this.stats.writeStatements++;
+    return this.o.session.write(query, params, this.o.consistency.write);
+  }
+
+  private pk(partition: TopicPartition, key: string): unknown[] {
+    return [this.o.applicationId, this.o.groupId, partition.topic, partition.partition, key];
+  }
+
+  private partitionRows(partition: TopicPartition): Set<string> {
+    const id = `${partition.topic}\u0000${partition.partition}`;
+    let set = this.rows.get(id);
+    if (!set) {
+      set = new Set();
+      this.rows.set(id, set);
+    }
+    return set;
+  }
+
+  private known(partition: TopicPartition, key: string): boolean {
+    return this.partitionRows(partition).has(key);
+  }
+
+  private remember(partition: TopicPartition, key: string, exists: boolean): void {
+    if (this.o.fencing === 'none') return;
+    if (exists) this.partitionRows(partition).add(key);
+    else this.partitionRows(partition).delete(key);
+  }
+
+  private forget(partition: TopicPartition, key: string): void {
+    this.partitionRows(partition).delete(key);
+  }
+
+  private error(operation: string, partition: TopicPartition, keys: readonly string[], cause: unknown, writing: boolean) {
+    return new CassandraPersistenceError(
+      {
+        operation,
+        table: this.table,
+        topic: partition.topic,
+        partition: partition.partition,
+        keys,
+        contactPoints: this.o.session.contactPoints,
+        writing,
+      },
+      cause,
+    );
+  }
+}
+
+function expectedGeneration(v: StoredVersion): types.Long | null {
+  return v.generation === null ? null : long(v.generation);
+}
+
+/** The stored version a refused conditional statement answered with; undefined when there is no row. */
+function storedVersion(rs: types.ResultSet): StoredVersion | undefined {
+  if (!hasColumn(rs, 'offset')) return undefined;
+  const row = rs.first();
+  if (!row) return undefined;
+  const offset = toNumberOrNull(row.get('offset'));
+  const generation = hasColumn(rs, 'generation') ? toNumberOrNull(row.get('generation')) : null;
+  return { generation, offset: offset ?? -1 };
+}
+
+/** The CQL of the snapshots table, by what it does. */
+function statements(t: string, fenceRows: boolean) {
+  const where = 'application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key = ?';
+  const setPut = 'offset = ?, created = ?, metadata = ?, value = ?';
+  const setFence = 'offset = ?, created = ?, metadata = null, value = null';
+  return {
+    fenceRows,
+    select: `SELECT offset, metadata, value FROM ${t} WHERE ${where}`,
+    // fencing 'none': kafka-flow's statements.
+    plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
+    plainDelete: `DELETE FROM ${t} WHERE ${where}`,
+    // fencing 'lwt'.
+    insert:
+      `INSERT INTO ${t} (application_id, group_id, topic, partition, key, offset, created, metadata, value, generation) ` +
+      'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?',
+    putIfNewer: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation <= ? AND offset < ?`,
+    putIfOffsetNewer: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where} IF offset < ?`,
+    putIfSame: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
+    ...(fenceRows
+      ? {
+          deleteIfNotNewer: `UPDATE ${t} USING TTL ? SET ${setFence}, generation = ? WHERE ${where} IF generation <= ? AND offset <= ?`,
+          deleteIfOffsetNotNewer: `UPDATE ${t} USING TTL ? SET ${setFence} WHERE ${where} IF offset <= ?`,
+          deleteIfSame: `UPDATE ${t} USING TTL ? SET ${setFence}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
+        }
+      : {
+          deleteIfNotNewer: `DELETE FROM ${t} WHERE ${where} IF generation <= ? AND offset <= ?`,
+          deleteIfOffsetNotNewer: `DELETE FROM ${t} WHERE ${where} IF offset <= ?`,
+          deleteIfSame: `DELETE FROM ${t} WHERE ${where} IF generation = ? AND offset = ?`,
+        }),
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * Shared helpers of the Cassandra integration tests: the real server from
+ * CASSANDRA_CONTACT_POINTS, a keyspace per test file (dropped after), backends on their own
+ * clients, and a driver for PartitionFlows on a manual clock.
+ */
+import { Socket } from 'node:net';
+import { Client } from 'cassandra-driver';
+import { ManualClock } from '../../../flow/clock';
+import type { Fold } from '../../../flow/fold';
+import { PartitionFlow } from '../../../flow/partition-flow';
+import type { InputMessage } from '../../../flow/record';
+import { timerPolicy } from '../../../flow/timers';
+import { CassandraBackend, type CassandraBackendOptions } from '../../../persistence/cassandra';
+import type { PartitionPersistence } from '../../../persistence/partition-persistence';
+import type { PersistenceMode } from '../../../persistence/types';
+import { cassandraContactPoints, unique } from '../../support/servers';
+
+export { unique };
+
+/** Fails (never skips) when Cassandra does not answer, saying how to start it. */
+export async function requireCassandra(contactPoints: readonly string[] = cassandraContactPoints): Promise<void> {
+  const [host, port] = splitHostPort(contactPoints[0] ?? '');
+  const ok = await new Promise<boolean>((resolve) => {
+    const socket = new Socket();
+    const done = (result: boolean) => {
+      socket.destroy();
+      resolve(result);
+    };
+    socket.setTimeout(2000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.connect(port, host, () => done(true));
+  });
+  if (!ok) {
+    throw new Error(
+      `Cassandra does not answer at ${contactPoints.join(',')} (CASSANDRA_CONTACT_POINTS). Start it with \`npm run infra:up\`.`,
+    );
+  }
+}
+
+function splitHostPort(hp: string): [string, number] {
+  const i = hp.lastIndexOf(':');
+  return [hp.slice(0, i).replace(/^\[|\]$/g, '') || '127.0.0.1', Number(hp.slice(i + 1))];
+}
+
+/** A keyspace name no other test uses. */
+export function keyspaceName(prefix: string): string {
+  return unique(prefix).replace(/-/g, '_').toLowerCase();
+}
+
+/** A plain driver client for raw CQL in tests (the caller shuts it down). */
+export async function rawClient(contactPoints: readonly string[] = cassandraContactPoints): Promise<Client> {
+  await requireCassandra(contactPoints);
+  const client = new Client({ contactPoints: [...contactPoints], localDataCenter: 'datacenter1' });
+  await client.connect();
+  return client;
+}
+
+export async function dropKeyspace(keyspace: string): Promise<void> {
+  const client = new Client({ contactPoints: [...cassandraContactPoints], localDataCenter: 'datacenter1' });
+  try {
+    await client.connect();
+    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+  } finally {
+    await client.shutdown().catch(() => undefined);
+  }
+}
+
+/** A backend on its own client (a separate session, as another process would have). */
+export async function startBackend<S, V = unknown>(
+  keyspace: string,
+  options: Partial<CassandraBackendOptions<S, V>> = {},
+): Promise<CassandraBackend<S, V>> {
+  await requireCassandra(options.contactPoints ?? cassandraContactPoints);
+  return CassandraBackend.start<S, V>({
+    applicationId: 'app',
+    groupId: 'group',
+    keyspace,
+    contactPoints: [...cassandraContactPoints],
+    ...options,
+  });
+}
+
+/** Closes every backend or client given, even when one throws. */
+export async function closeAll(...closers: Array<(() => Promise<unknown>) | undefined>): Promise<void> {
+  for (const close of closers) {
+    try {
+      await close?.();
+    } catch {
+      // keep closing the rest
+    }
+  }
+}
+
+/** Records for `keys` keys round-robin at offsets from..to−1; each value is its offset. */
+export function roundRobin(keys: number, from: number, to: number): InputMessage[] {
+  const out: InputMessage[] = [];
+  for (let o = from; o < to; o++) {
+    out.push({ offset: String(o), key: Buffer.from(`k${o % keys}`), value: Buffer.from(String(o)), timestamp: String(1_600_000_000_000 + o) });
+  }
+  return out;
+}
+
+/** A fold whose state is exactly the input it saw: the sum, count and last offset of the key's values. */
+export interface Tally {
+  sum: number;
+  count: number;
+  last: number;
+}
+export const tallyFold: Fold<Tally, number> = (state, record) => ({
+  sum: (state?.sum ?? 0) + record.value,
+  count: (state?.count ?? 0) + 1,
+  last: Number(record.offset),
+});
+
+/** The tallies a correct processing of `records` ends with, by key. */
+export function expectedTallies(records: readonly InputMessage[]): Map<string, Tally> {
+  const out = new Map<string, Tally>();
+  for (const r of records) {
+    const key = String(r.key);
+    const prev = out.get(key);
+    const value = Number(String(r.value));
+    out.set(key, { sum: (prev?.sum ?? 0) + value, count: (prev?.count ?? 0) + 1, last: Number(r.offset) });
+  }
+  return out;
+}
+
+export const numberCodec = {
+  encode: (n: number) => Buffer.from(String(n)),
+  decode: (b: Buffer) => Number(b.toString('utf8')),
+};
+
+/** A PartitionFlow on a manual clock whose every key is due at each `step` (persistEvery 1 s). */
+export function tallyFlow(
+  persistence: PartitionPersistence<Tally, number>,
+  assignedAt: string,
+  options: { mode?: PersistenceMode; ignorePersistErrors?: boolean; topic?: string; partition?: number } = {},
+): { flow: PartitionFlow<Tally, number>; clock: ManualClock } {
+  const clock = new ManualClock(1_700_000_000_000);
+  const flow = new PartitionFlow<Tally, number>({
+    flow: 'tally',
+    topic: options.topic ?? 'orders',
+    partition: options.partition ?? 0,
+    assignedAt,
+    fold: tallyFold,
+    codec: numberCodec,
+    persistence,
+    mode: options.mode ?? 'snapshots',
+    timers: timerPolicy({
+      persistPeriodically: { fireEvery: 1000, persistEvery: 1000, ignorePersistErrors: options.ignorePersistErrors ?? false },
+    }),
+    clock,
+  });
+  return { flow, clock };
+}
+
+/** One poll: fold `batch`, let 2 s pass, fire the timers, persist the due keys (periodic). */
+export async function step(flow: PartitionFlow<Tally, number>, clock: ManualClock, batch: InputMessage[]) {
+  await flow.handleBatch(batch);
+  clock.advance(2000);
+  flow.triggerTimers();
+  return flow.persist(clock.now(), 'periodic');
+}
+
+/** Every key's state after a fresh recovery of `persistence`. */
+export async function recoverStates<S, V>(persistence: PartitionPersistence<S, V>): Promise<Map<string, { state?: S; offset?: number; events?: number }>> {
+  const out = new Map<string, { state?: S; offset?: number; events?: number }>();
+  for await (const found of persistence.recover()) {
+    out.set(found.key, { state: found.snapshot?.state, offset: found.snapshot?.offset, events: found.events?.length });
+  }
+  return out;
+}
