@@ -43,12 +43,17 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
   async commit(partition: TopicPartition, offset: number): Promise<void> {
     const { topic } = partition;
     const member = this.o.membership.current();
-    if (!member) throw new SnapshotWriteFenced(topic, partition.partition, 'offset commit refused: this consumer has not joined the group');
+    if (!member) {
+      throw new SnapshotWriteFenced(topic, partition.partition, 'offset commit refused: this consumer has not joined the group', {
+        reason: 'not-assigned',
+      });
+    }
     if (!member.assignment[topic]?.includes(partition.partition)) {
       throw new SnapshotWriteFenced(
         topic,
         partition.partition,
         `offset commit refused: generation ${member.generationId} no longer assigns the partition to member ${member.memberId}`,
+        { reason: 'not-assigned' },
       );
     }
     try {
@@ -61,7 +66,7 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
           partition.partition,
           `the group coordinator rejected the offset commit of generation ${member.generationId} (${protocolErrorType(err) ?? fence}); ` +
             'the snapshot writes before it landed and the new owner skips what they cover',
-          { cause: err },
+          { cause: err, reason: fence },
         );
       }
       throw err;
