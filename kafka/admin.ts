@@ -3,7 +3,7 @@
  * has a leader. (kafkajs retries only LEADER_NOT_AVAILABLE while KRaft answers
  * UNKNOWN_TOPIC_OR_PARTITION during auto-creation, so we never rely on auto-creation.)
  */
-import type { Admin } from 'kafkajs';
+import { type Admin, ConfigResourceTypes } from 'kafkajs';
 import type { KafkaClient } from './client';
 
 export interface TopicSpec {
@@ -12,6 +12,12 @@ export interface TopicSpec {
   replicationFactor?: number;
   /** Topic configs, e.g. { 'cleanup.policy': 'compact' }. */
   config?: Record<string, string>;
+}
+
+export interface TopicDescription {
+  topic: string;
+  partitions: number;
+  config: Record<string, string>;
 }
 
 export class KafkaAdmin {
@@ -49,6 +55,29 @@ export class KafkaAdmin {
       }
     }
     await this.waitForLeaders(specs, timeoutMs);
+  }
+
+  /**
+   * An existing topic's partition count and the given configs (their effective values, defaults
+   * included); undefined when the topic does not exist.
+   */
+  async describeTopic(topic: string, configNames: string[] = []): Promise<TopicDescription | undefined> {
+    await this.connect();
+    const existing = await this.admin.listTopics();
+    if (!existing.includes(topic)) return undefined;
+    const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
+    const partitions = topics.find((t) => t.name === topic)?.partitions.length ?? 0;
+    const config: Record<string, string> = {};
+    if (configNames.length > 0) {
+      const described = await this.admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames }],
+      });
+      for (const resource of described.resources) {
+        for (const entry of resource.configEntries) config[entry.configName] = entry.configValue;
+      }
+    }
+    return { topic, partitions, config };
   }
 
   async deleteTopics(topics: string[]): Promise<void> {

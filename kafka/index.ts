@@ -1,5 +1,5 @@
 /** The project's narrow Kafka port. Nothing outside `kafka/` imports kafkajs. */
-export { type TopicSpec, KafkaAdmin } from './admin';
+export { KafkaAdmin, type TopicDescription, type TopicSpec } from './admin';
 export { brokersFromEnv, createKafkaClient, DEFAULT_BROKERS, type KafkaClient, type KafkaClientOptions } from './client';
 export { type CommittedOffsetsOptions, CommittedOffsets } from './committedOffsets';
 export {
@@ -7,14 +7,19 @@ export {
   fenceReason,
   isFence,
   PartitionReadStalled,
+  protocolErrorType,
+  type SentRecords,
   SnapshotCommitTimeout,
   SnapshotWriteFenced,
 } from './errors';
 export { type GroupGeneration, GroupMembership } from './groupMembership';
+export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plainWriter';
 export { PartitionReader, type ReadOptions, type ReadRecord, type ReadResult, type StallInfo } from './partitionReader';
 export { type RevokedPartitions, type RevokeHandler, withRevokePoint } from './revokePoint';
+export { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './requestSize';
 export {
   type CommitRequest,
+  type CommitResult,
   type OffsetToCommit,
   type SnapshotMessage,
   snapshotTransactionalId,

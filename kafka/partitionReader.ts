@@ -8,7 +8,7 @@
  * Aborted records are dropped by kafkajs's (patched) filter; see docs/kafkajs-patch.md.
  */
 import type { KafkaClient } from './client';
-import { PartitionReadStalled } from './errors';
+import { PartitionReadStalled, protocolErrorType } from './errors';
 import { createBatch, createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage } from './internals';
 
 export interface ReadRecord {
@@ -40,6 +40,13 @@ export interface ReadOptions {
   stallTimeoutMs?: number;
   /** The error to raise when the deadline passes; default PartitionReadStalled. */
   onStall?: (info: StallInfo) => Error | Promise<Error>;
+  /**
+   * Called while the read makes no progress: once it has lasted `noticeEveryMs`, then every
+   * `noticeEveryMs` (a short pause is routine: a fetch parked at an open transaction for a moment).
+   */
+  onNoProgress?: (info: StallInfo) => void;
+  /** Default 5 s. */
+  noticeEveryMs?: number;
   /** Called with each fetch's committed records below the bound, in offset order. */
   onRecords: (records: ReadRecord[]) => void | Promise<void>;
 }
@@ -79,22 +86,34 @@ export class PartitionReader {
     return this.listOffset(topic, partition, ISOLATION.READ_COMMITTED);
   }
 
+  /** The log start offset (the earliest offset still in the log). */
+  async logStartOffset(topic: string, partition: number): Promise<string> {
+    return this.listOffset(topic, partition, ISOLATION.READ_UNCOMMITTED, -2);
+  }
+
   async read(options: ReadOptions): Promise<ReadResult> {
     const { topic, partition } = options;
     const bound = BigInt(options.toOffset ?? (await this.logEndOffset(topic, partition)));
     const stallTimeoutMs = options.stallTimeoutMs ?? 180_000;
+    const noticeEveryMs = options.noticeEveryMs ?? 5_000;
     let position = BigInt(options.fromOffset);
     let lastProgress = Date.now();
+    let lastNotice = lastProgress;
     let records = 0;
     let fetches = 0;
 
     while (position < bound) {
-      const stalledForMs = Date.now() - lastProgress;
+      const now = Date.now();
+      const stalledForMs = now - lastProgress;
+      const info = () => ({ topic, partition, position: String(position), bound: String(bound), stalledForMs });
       if (stalledForMs > stallTimeoutMs) {
-        const info = { topic, partition, position: String(position), bound: String(bound), stalledForMs };
         throw options.onStall
-          ? await options.onStall(info)
-          : new PartitionReadStalled(topic, partition, info.position, info.bound, stalledForMs);
+          ? await options.onStall(info())
+          : new PartitionReadStalled(topic, partition, String(position), String(bound), stalledForMs);
+      }
+      if (options.onNoProgress && now - lastNotice >= noticeEveryMs) {
+        lastNotice = now;
+        options.onNoProgress(info());
       }
 
       const data = await this.fetchOnce(topic, partition, String(position), options.maxBytes ?? 4 * 1024 * 1024);
@@ -111,6 +130,7 @@ export class PartitionReader {
       if (next > position) {
         position = next;
         lastProgress = Date.now();
+        lastNotice = lastProgress;
       }
     }
     return { bound: String(bound), records, fetches };
@@ -134,17 +154,18 @@ export class PartitionReader {
     const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
     const nodeId = Object.keys(leaders)[0];
     if (nodeId === undefined) {
-      await this.cluster.refreshMetadata();
-      throw new Error(`no leader known for ${topic}/${partition}`);
+      await this.cluster.refreshMetadata().catch(() => undefined);
+      // Typed like the broker's answer, so a read waits for a leader instead of failing.
+      throw Object.assign(new Error(`no leader known for ${topic}/${partition}`), { type: 'LEADER_NOT_AVAILABLE' });
     }
     return this.cluster.findBroker({ nodeId });
   }
 
-  private async listOffset(topic: string, partition: number, isolationLevel: number): Promise<string> {
+  private async listOffset(topic: string, partition: number, isolationLevel: number, timestamp = -1): Promise<string> {
     const broker = await this.leader(topic, partition);
     const { responses } = await broker.listOffsets({
       isolationLevel,
-      topics: [{ topic, partitions: [{ partition, timestamp: -1 }] }], // -1: latest
+      topics: [{ topic, partitions: [{ partition, timestamp }] }], // -1: latest, -2: earliest
     });
     const offset = responses.find((r) => r.topic === topic)?.partitions.find((p) => p.partition === partition)?.offset;
     if (offset === undefined) throw new Error(`no offset for ${topic}/${partition} in ListOffsets response`);
@@ -167,10 +188,16 @@ export class PartitionReader {
       if (data.errorCode !== 0) throw createErrorFromCode(data.errorCode);
       return data;
     } catch (err) {
-      const type = (err as { type?: string }).type;
+      const type = protocolErrorType(err);
       if (type && RETRIABLE_FETCH_ERRORS.has(type)) {
-        await this.cluster.refreshMetadata();
+        await this.cluster.refreshMetadata().catch(() => undefined);
         await new Promise((r) => setTimeout(r, 100));
+        return undefined;
+      }
+      if (type === 'OFFSET_OUT_OF_RANGE') {
+        // The log no longer holds the position (it was truncated or its start moved past it): no
+        // progress is possible here; the caller's no-progress deadline decides, and diagnoses.
+        await new Promise((r) => setTimeout(r, 200));
         return undefined;
       }
       throw err;

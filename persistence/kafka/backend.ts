@@ -1,0 +1,357 @@
+/**
+ * The Kafka snapshot backend of one flow's input topic in one worker process: builds each assigned
+ * partition's PartitionPersistence, owns the shared clients (plain producer, reader, committed
+ * offsets, admin) and the snapshot topic.
+ */
+import { Registry } from 'prom-client';
+import type { Codec } from '../../flow/codec/codec';
+import { Compressor, compressorMetrics } from '../../flow/codec/compressor';
+import { decodeSnapshot } from '../../flow/codec/errors';
+import type { Logger } from '../../flow/logger';
+import { silentLogger } from '../../flow/logger';
+import { FlowMetrics } from '../../flow/metrics';
+import { KafkaAdmin } from '../../kafka/admin';
+import type { KafkaClient } from '../../kafka/client';
+import { CommittedOffsets } from '../../kafka/committedOffsets';
+import { PartitionReader } from '../../kafka/partitionReader';
+import { PlainWriter } from '../../kafka/plainWriter';
+import { TransactionalWriter } from '../../kafka/transactionalWriter';
+import type { OffsetCommitter } from '../offset-committer';
+import type { Snapshot } from '../types';
+import { DeadLetterProducer } from './dead-letter';
+import { type GenerationSource, KafkaPartitionPersistence, type OutcomeProbe, type WriteGeneration } from './kafka-partition-persistence';
+import { KafkaPersistenceMetrics } from './metrics';
+import { readSnapshotPartition } from './recovery';
+import { type SnapshotFormat, snapshotFormat } from './snapshot-format';
+import { defaultDeadLetterTopic, defaultSnapshotTopic, defaultTransactionalIdPrefix, ensureSnapshotTopic } from './topic';
+
+export const DEFAULT_MAX_WRITES_PER_TRANSACTION = 256;
+export const DEFAULT_RECOVERY_STALL_TIMEOUT_MS = 180_000;
+/** Caching mode has no transaction to bound; the engine still hands it at most this many writes at once. */
+export const CACHING_MAX_WRITES_PER_BATCH = 4096;
+
+export interface KafkaSnapshotBackendOptions<S> {
+  readonly client: KafkaClient;
+  readonly flowName: string;
+  readonly groupId: string;
+  /** The input topic whose partitions this backend persists. */
+  readonly inputTopic: string;
+  /** Default `<groupId>-<flowName>-snapshots`. Exclusive to this flow and input topic. */
+  readonly snapshotTopic?: string;
+  /** Default `<groupId>-<flowName>`; partition p's producer is `<prefix>-snapshot-<p>`. Unique per flow. */
+  readonly transactionalIdPrefix?: string;
+  /** Default false (caching mode). */
+  readonly transactional?: boolean;
+  /** Group-commit cap; default 256. */
+  readonly maxWritesPerTransaction?: number;
+  /** Default 3 min. */
+  readonly recoveryStallTimeoutMs?: number;
+  /** How often a recovery read without progress is logged; default 5 s. */
+  readonly stallNoticeEveryMs?: number;
+  /** Default 10,000 bytes; Infinity never compresses (the frame is still written). */
+  readonly compressionThreshold?: number;
+  readonly stateCodec?: Codec<S>;
+  /** Snapshot topic creation; default 1 (use 3 with min.insync.replicas=2 in production). */
+  readonly replicationFactor?: number;
+  /** transaction.timeout.ms of the partition producers; default 60 s. */
+  readonly transactionTimeoutMs?: number;
+  /** How long a transaction commit may go unanswered; default 30 s. */
+  readonly commitTimeoutMs?: number;
+  readonly maxRequestBytes?: number;
+  readonly logger?: Logger;
+  /** The process's flow metrics (their registry gets this backend's metrics too). */
+  readonly metrics?: FlowMetrics;
+}
+
+/** One partition's ownership, as the worker knows it when the partition is assigned. */
+export interface KafkaPartitionAssignment {
+  readonly topic: string;
+  readonly partition: number;
+  /** Default: the backend's groupId. */
+  readonly groupId?: string;
+  /**
+   * The consumer generation, read for each transaction: a function (the live generation, e.g.
+   * `() => membership.current()`), or the generation number captured at assignment with `memberId`.
+   */
+  readonly generation: GenerationSource | WriteGeneration | number;
+  readonly memberId?: string;
+  /** Caching mode: commits the input offset with the consumer's generation. */
+  readonly committer?: OffsetCommitter;
+  /** The committed offset at assignment (seeds the offset every transaction commits); default: fetched (require_stable). */
+  readonly assignedOffset?: string | number;
+}
+
+/** A persisted key as `inspect` prints it. */
+export interface InspectedSnapshot<S> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly key: string;
+  /** The offset of the last input record folded into the state. */
+  readonly offset: string;
+  readonly state: S;
+}
+
+export class KafkaSnapshotBackend<S, V = unknown> {
+  readonly flowName: string;
+  readonly groupId: string;
+  readonly inputTopic: string;
+  readonly snapshotTopic: string;
+  readonly transactionalIdPrefix: string;
+  readonly transactional: boolean;
+  readonly maxWritesPerTransaction: number;
+  readonly recoveryStallTimeoutMs: number;
+  readonly format: SnapshotFormat<S>;
+  /** Fences seen by this backend's partitions (each stops its partition until the next assignment). */
+  fences = 0;
+  private readonly o: KafkaSnapshotBackendOptions<S>;
+  private readonly log: Logger;
+  private readonly metrics: KafkaPersistenceMetrics;
+  private readonly admin: KafkaAdmin;
+  private readonly reader: PartitionReader;
+  private readonly offsets: CommittedOffsets;
+  private plain: PlainWriter | undefined;
+  private deadLetters: DeadLetterProducer | undefined;
+  private topicReady: Promise<void> | undefined;
+  private readonly partitions = new Map<number, KafkaPartitionPersistence<S, V>>();
+  private closed = false;
+
+  constructor(options: KafkaSnapshotBackendOptions<S>) {
+    const max = options.maxWritesPerTransaction ?? DEFAULT_MAX_WRITES_PER_TRANSACTION;
+    if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxWritesPerTransaction must be a whole number ≥ 1, got ${max}`);
+    this.o = options;
+    this.flowName = options.flowName;
+    this.groupId = options.groupId;
+    this.inputTopic = options.inputTopic;
+    this.snapshotTopic = options.snapshotTopic ?? defaultSnapshotTopic(options.groupId, options.flowName);
+    this.transactionalIdPrefix = options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(options.groupId, options.flowName);
+    this.transactional = options.transactional ?? false;
+    this.maxWritesPerTransaction = max;
+    this.recoveryStallTimeoutMs = options.recoveryStallTimeoutMs ?? DEFAULT_RECOVERY_STALL_TIMEOUT_MS;
+    this.log = options.logger ?? silentLogger;
+    const flowMetrics = options.metrics ?? FlowMetrics.of(new Registry());
+    this.metrics = KafkaPersistenceMetrics.of(flowMetrics.registry);
+    this.format = snapshotFormat<S>({
+      stateCodec: options.stateCodec,
+      compressor: new Compressor({
+        compressionThreshold: options.compressionThreshold,
+        metrics: compressorMetrics(`${options.flowName}-snapshots`, {
+          raw: flowMetrics.compressorRawBytes,
+          compressed: flowMetrics.compressorCompressedBytes,
+        }),
+      }),
+    });
+    this.admin = new KafkaAdmin(options.client);
+    this.reader = new PartitionReader(options.client);
+    this.offsets = new CommittedOffsets(options.client);
+  }
+
+  /**
+   * Creates the snapshot topic (compacted, `inputPartitionCount` partitions; default: the input
+   * topic's count) or checks the existing one. Throws SnapshotTopicMismatchError on a partition
+   * count or cleanup policy that does not fit.
+   */
+  ensureTopic(inputPartitionCount?: number): Promise<void> {
+    if (!this.topicReady) {
+      this.topicReady = (async () => {
+        const partitions = inputPartitionCount ?? (await this.inputPartitionCount());
+        const outcome = await ensureSnapshotTopic(this.admin, {
+          topic: this.snapshotTopic,
+          partitions,
+          replicationFactor: this.o.replicationFactor,
+        });
+        this.log.info({ flow: this.flowName, snapshotTopic: this.snapshotTopic, partitions, outcome }, 'snapshot topic ready');
+      })();
+      this.topicReady.catch(() => {
+        this.topicReady = undefined; // try again next time
+      });
+    }
+    return this.topicReady;
+  }
+
+  /**
+   * The persistence of one assigned input partition. Transactional mode fences first: the
+   * partition's producer is initialized (aborting what a crashed owner left open) before this
+   * returns, so the recovery read that follows sees only settled transactions of its own id.
+   */
+  async forPartition(a: KafkaPartitionAssignment): Promise<KafkaPartitionPersistence<S, V>> {
+    if (this.closed) throw new Error('KafkaSnapshotBackend is closed');
+    if (a.topic !== this.inputTopic) {
+      throw new RangeError(`this backend persists input topic "${this.inputTopic}", not "${a.topic}"`);
+    }
+    await this.ensureTopic();
+    const previous = this.partitions.get(a.partition);
+    if (previous) {
+      this.partitions.delete(a.partition);
+      await previous.close().catch(() => undefined);
+    }
+    const input = { topic: a.topic, partition: a.partition };
+    const groupId = a.groupId ?? this.groupId;
+    const common = {
+      flow: this.flowName,
+      input,
+      snapshotTopic: this.snapshotTopic,
+      format: this.format,
+      reader: this.reader,
+      recoveryStallTimeoutMs: this.recoveryStallTimeoutMs,
+      noticeEveryMs: this.o.stallNoticeEveryMs,
+      logger: this.log,
+      metrics: this.metrics,
+      onFence: () => {
+        this.fences++;
+      },
+    };
+    let persistence: KafkaPartitionPersistence<S, V>;
+    if (this.transactional) {
+      const transactions = new TransactionalWriter({
+        client: this.o.client,
+        transactionalIdPrefix: this.transactionalIdPrefix,
+        partition: a.partition,
+        groupId,
+        inputTopic: a.topic,
+        transactionTimeoutMs: this.o.transactionTimeoutMs,
+        commitTimeoutMs: this.o.commitTimeoutMs,
+        maxRequestBytes: this.o.maxRequestBytes,
+      });
+      persistence = new KafkaPartitionPersistence<S, V>({
+        ...common,
+        mode: 'transactional',
+        maxWritesPerBatch: this.maxWritesPerTransaction,
+        transactions,
+        generation: generationSource(a),
+        assignedOffset: 0, // set below, once fenced
+        probe: this.probe(groupId, a.topic, a.partition),
+      });
+      await persistence.fenceNow();
+      const seed = a.assignedOffset ?? (await this.offsets.fetch(groupId, a.topic, [a.partition])).get(a.partition) ?? 0;
+      persistence.seedOffset(Number(seed));
+    } else {
+      if (!a.committer) throw new TypeError('caching mode needs the consumer\'s OffsetCommitter');
+      this.plain ??= new PlainWriter({ client: this.o.client, maxRequestBytes: this.o.maxRequestBytes });
+      persistence = new KafkaPartitionPersistence<S, V>({
+        ...common,
+        mode: 'caching',
+        maxWritesPerBatch: CACHING_MAX_WRITES_PER_BATCH,
+        sender: this.plain,
+        committer: a.committer,
+      });
+    }
+    this.partitions.set(a.partition, persistence);
+    return persistence;
+  }
+
+  /**
+   * Every persisted key, read from the snapshot topic without a group and without fencing anyone
+   * (what `kafka-flow-temporal inspect` prints). One partition, or all of them.
+   */
+  async *readAll(partition?: number): AsyncIterable<InspectedSnapshot<S>> {
+    const partitions =
+      partition !== undefined ? [partition] : Array.from({ length: await this.snapshotPartitionCount() }, (_, p) => p);
+    const reader = new PartitionReader(this.o.client);
+    try {
+      for (const p of partitions) {
+        const read = await readSnapshotPartition({
+          reader,
+          topic: this.snapshotTopic,
+          partition: p,
+          stallTimeoutMs: this.recoveryStallTimeoutMs,
+          noticeEveryMs: this.o.stallNoticeEveryMs,
+          logger: this.log,
+        });
+        for (const [key, stored] of read.snapshots) {
+          const snapshot: Snapshot<S> = decodeSnapshot(this.format, stored.bytes, {
+            topic: this.snapshotTopic,
+            partition: p,
+            key,
+            offset: stored.offset,
+          });
+          yield { topic: this.inputTopic, partition: p, key, offset: String(snapshot.offset), state: snapshot.state };
+        }
+      }
+    } finally {
+      await reader.close();
+    }
+  }
+
+  /** The dead-letter producer of this flow (created on first use): a DeadLetterSink for the engine. */
+  deadLetter(topic: string = defaultDeadLetterTopic(this.groupId, this.flowName)): DeadLetterProducer {
+    this.deadLetters ??= new DeadLetterProducer({ client: this.o.client, topic, logger: this.log });
+    return this.deadLetters;
+  }
+
+  /** The persistence currently built for a partition, if any. */
+  partition(partition: number): KafkaPartitionPersistence<S, V> | undefined {
+    return this.partitions.get(partition);
+  }
+
+  /** Closes one partition's producer (the partition was revoked for good). */
+  async release(partition: number): Promise<void> {
+    const p = this.partitions.get(partition);
+    this.partitions.delete(partition);
+    await p?.close();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const closers = [...this.partitions.values()].map((p) => () => p.close());
+    this.partitions.clear();
+    for (const close of [
+      ...closers,
+      () => this.plain?.close(),
+      () => this.deadLetters?.close(),
+      () => this.reader.close(),
+      () => this.offsets.close(),
+      () => this.admin.close(),
+    ]) {
+      try {
+        await close();
+      } catch (err) {
+        this.log.warn({ err }, 'closing the Kafka snapshot backend');
+      }
+    }
+  }
+
+  private probe(groupId: string, topic: string, partition: number): OutcomeProbe {
+    return {
+      recordCommitted: async (sent) => {
+        let visible = false;
+        await this.reader.read({
+          topic: sent.topic,
+          partition: sent.partition,
+          fromOffset: sent.baseOffset,
+          toOffset: String(BigInt(sent.baseOffset) + 1n),
+          stallTimeoutMs: this.recoveryStallTimeoutMs,
+          onRecords: (records) => {
+            if (records.some((r) => r.offset === sent.baseOffset)) visible = true;
+          },
+        });
+        return visible;
+      },
+      committedOffset: async () => {
+        const offset = (await this.offsets.fetch(groupId, topic, [partition])).get(partition);
+        return offset === null || offset === undefined ? undefined : Number(offset);
+      },
+    };
+  }
+
+  private async inputPartitionCount(): Promise<number> {
+    const input = await this.admin.describeTopic(this.inputTopic);
+    if (!input) throw new RangeError(`input topic "${this.inputTopic}" does not exist: cannot size the snapshot topic`);
+    return input.partitions;
+  }
+
+  private async snapshotPartitionCount(): Promise<number> {
+    const topic = await this.admin.describeTopic(this.snapshotTopic);
+    if (!topic) throw new RangeError(`snapshot topic "${this.snapshotTopic}" does not exist`);
+    return topic.partitions;
+  }
+}
+
+function generationSource(a: KafkaPartitionAssignment): GenerationSource {
+  const g = a.generation;
+  if (typeof g === 'function') return g;
+  if (typeof g === 'number') {
+    const fixed = { generationId: g, memberId: a.memberId ?? '' };
+    return () => fixed;
+  }
+  return () => g;
+}

@@ -1,0 +1,68 @@
+/**
+ * A flow's Kafka snapshot persistence across its input topics: one KafkaSnapshotBackend per input
+ * topic (snapshots are keyed by partition number, so topics cannot share a snapshot topic or
+ * transactional ids). A single-topic flow uses the plain defaults (`<groupId>-<flowName>-snapshots`,
+ * `<groupId>-<flowName>`); a multi-topic flow gets the input topic in both names.
+ */
+import { ConfigError } from '../../config/errors';
+import {
+  type InspectedSnapshot,
+  type KafkaPartitionAssignment,
+  KafkaSnapshotBackend,
+  type KafkaSnapshotBackendOptions,
+} from './backend';
+import type { KafkaPartitionPersistence } from './kafka-partition-persistence';
+import { defaultSnapshotTopic, defaultTransactionalIdPrefix } from './topic';
+
+export interface KafkaFlowBackendOptions<S> extends Omit<KafkaSnapshotBackendOptions<S>, 'inputTopic'> {
+  readonly topics: readonly string[];
+}
+
+export class KafkaFlowBackend<S, V = unknown> {
+  readonly backends = new Map<string, KafkaSnapshotBackend<S, V>>();
+
+  constructor(options: KafkaFlowBackendOptions<S>) {
+    const { topics, ...rest } = options;
+    if (topics.length === 0) throw new ConfigError(`flow "${options.flowName}": no input topics`);
+    const several = topics.length > 1;
+    if (several && (options.snapshotTopic !== undefined || options.transactionalIdPrefix !== undefined)) {
+      throw new ConfigError(
+        `flow "${options.flowName}" reads ${topics.length} topics: each needs its own snapshot topic and transactional ids, ` +
+          'so persistence.snapshotTopic cannot be set (the defaults name the input topic)',
+      );
+    }
+    for (const topic of topics) {
+      this.backends.set(
+        topic,
+        new KafkaSnapshotBackend<S, V>({
+          ...rest,
+          inputTopic: topic,
+          snapshotTopic: several ? defaultSnapshotTopic(options.groupId, options.flowName, topic) : options.snapshotTopic,
+          transactionalIdPrefix: several
+            ? defaultTransactionalIdPrefix(options.groupId, options.flowName, topic)
+            : options.transactionalIdPrefix,
+        }),
+      );
+    }
+  }
+
+  forTopic(topic: string): KafkaSnapshotBackend<S, V> {
+    const backend = this.backends.get(topic);
+    if (!backend) throw new RangeError(`topic "${topic}" is not an input topic of this flow`);
+    return backend;
+  }
+
+  forPartition(assignment: KafkaPartitionAssignment): Promise<KafkaPartitionPersistence<S, V>> {
+    return this.forTopic(assignment.topic).forPartition(assignment);
+  }
+
+  /** Every persisted key of every input topic (or of `topic`), optionally of one partition. */
+  async *readAll(options: { topic?: string; partition?: number } = {}): AsyncIterable<InspectedSnapshot<S>> {
+    const backends = options.topic !== undefined ? [this.forTopic(options.topic)] : [...this.backends.values()];
+    for (const backend of backends) yield* backend.readAll(options.partition);
+  }
+
+  async close(): Promise<void> {
+    for (const backend of this.backends.values()) await backend.close();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Kafka snapshot persistence: per-key snapshots in a compacted topic, one partition per input
+ * partition; caching mode (plain producer, consumer offset commit) or transactional mode
+ * (snapshots + input-offset commit in one transaction per partition, fenced by consumer
+ * generation). See docs/kafka-persistence.md.
+ */
+export {
+  CACHING_MAX_WRITES_PER_BATCH,
+  DEFAULT_MAX_WRITES_PER_TRANSACTION,
+  DEFAULT_RECOVERY_STALL_TIMEOUT_MS,
+  type InspectedSnapshot,
+  type KafkaPartitionAssignment,
+  KafkaSnapshotBackend,
+  type KafkaSnapshotBackendOptions,
+} from './backend';
+export { DEAD_LETTER_HEADERS, DeadLetterProducer, type DeadLetterProducerOptions } from './dead-letter';
+export { diagnoseStall, type StallDiagnosis } from './diagnose';
+export {
+  MissingGenerationError,
+  RecoveryReadStalledError,
+  type StallCause,
+  type StallObservation,
+  SnapshotTopicMismatchError,
+} from './errors';
+export { KafkaFlowBackend, type KafkaFlowBackendOptions } from './flow-backend';
+export {
+  type GenerationSource,
+  KafkaPartitionPersistence,
+  type KafkaPartitionPersistenceOptions,
+  type OutcomeProbe,
+  type PersistenceStats,
+  type RecoveryStats,
+  type SnapshotSender,
+  type SnapshotTransactions,
+  type WriteGeneration,
+} from './kafka-partition-persistence';
+export { KafkaPersistenceMetrics } from './metrics';
+export { readSnapshotPartition, type RecoveryReadResult, type SnapshotLogReader, type StoredSnapshot } from './recovery';
+export { type SnapshotFormat, snapshotFormat } from './snapshot-format';
+export {
+  defaultDeadLetterTopic,
+  defaultSnapshotTopic,
+  defaultTransactionalIdPrefix,
+  ensureSnapshotTopic,
+  type SnapshotTopicSpec,
+  snapshotTopicProblems,
+} from './topic';

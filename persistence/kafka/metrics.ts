@@ -1,0 +1,89 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+type Labels = 'flow' | 'topic' | 'partition';
+
+/**
+ * The Kafka snapshot backend's Prometheus metrics (on the process's registry, created once per
+ * registry). Labels: flow, input topic, partition — never a key.
+ */
+export class KafkaPersistenceMetrics {
+  /** Transactions (or, caching mode, sends) by outcome: committed, fenced, timeout, failed. */
+  readonly transactions: Counter<Labels | 'outcome'>;
+  readonly transactionDuration: Histogram<Labels>;
+  /** Snapshot records written (puts and tombstones) that landed. */
+  readonly records: Counter<Labels | 'kind'>;
+  /** Fences, by reason (generation, member, producer-epoch, not-assigned). */
+  readonly fences: Counter<Labels | 'reason'>;
+  /** Commits that got no answer in time, by the outcome learned afterwards. */
+  readonly commitTimeouts: Counter<Labels | 'outcome'>;
+  readonly recoveryDuration: Histogram<Labels>;
+  readonly recoveredKeys: Counter<Labels>;
+  /** Recovery reads that failed at the no-progress deadline, by diagnosed cause. */
+  readonly recoveryStalls: Counter<Labels | 'cause'>;
+
+  private static readonly byRegistry = new WeakMap<Registry, KafkaPersistenceMetrics>();
+
+  static of(registry: Registry): KafkaPersistenceMetrics {
+    let m = KafkaPersistenceMetrics.byRegistry.get(registry);
+    if (!m) {
+      m = new KafkaPersistenceMetrics(registry);
+      KafkaPersistenceMetrics.byRegistry.set(registry, m);
+    }
+    return m;
+  }
+
+  private constructor(registry: Registry) {
+    const registers = [registry];
+    const labelNames: Labels[] = ['flow', 'topic', 'partition'];
+    this.transactions = new Counter({
+      name: 'kafka_flow_snapshot_transactions_total',
+      help: 'Snapshot transactions (caching mode: snapshot sends), by outcome',
+      labelNames: [...labelNames, 'outcome'],
+      registers,
+    });
+    this.transactionDuration = new Histogram({
+      name: 'kafka_flow_snapshot_transaction_duration_seconds',
+      help: 'Duration of a snapshot transaction (caching mode: send and offset commit)',
+      labelNames,
+      buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.records = new Counter({
+      name: 'kafka_flow_snapshot_records_total',
+      help: 'Snapshot records that landed, by kind (put, tombstone)',
+      labelNames: [...labelNames, 'kind'],
+      registers,
+    });
+    this.fences = new Counter({
+      name: 'kafka_flow_snapshot_fences_total',
+      help: 'Snapshot writes rejected because a newer owner exists, by fence reason',
+      labelNames: [...labelNames, 'reason'],
+      registers,
+    });
+    this.commitTimeouts = new Counter({
+      name: 'kafka_flow_snapshot_commit_timeouts_total',
+      help: 'Transaction commits without an answer in time, by the outcome learned after rebuilding the producer',
+      labelNames: [...labelNames, 'outcome'],
+      registers,
+    });
+    this.recoveryDuration = new Histogram({
+      name: 'kafka_flow_snapshot_recovery_duration_seconds',
+      help: 'Duration of a partition recovery: fence, bound capture and snapshot read',
+      labelNames,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180],
+      registers,
+    });
+    this.recoveredKeys = new Counter({
+      name: 'kafka_flow_snapshot_recovered_keys_total',
+      help: 'Keys recovered from the snapshot topic',
+      labelNames,
+      registers,
+    });
+    this.recoveryStalls = new Counter({
+      name: 'kafka_flow_snapshot_recovery_stalls_total',
+      help: 'Recovery reads that made no progress for recoveryStallTimeout, by diagnosed cause',
+      labelNames: [...labelNames, 'cause'],
+      registers,
+    });
+  }
+}
