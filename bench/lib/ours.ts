@@ -83,7 +83,7 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
   } finally {
     if (child) {
       const code = await stopChild(child, 60_000);
-      if (code !== 0 && code !== null) process.stderr.write(`warning: the worker exited with ${code} after SIGTERM\n${logTail.slice(-10).join('\n')}\n`);
+      if (code !== 0 && code !== null) process.stderr.write(`warning: the worker exited with code ${code}\n${logTail.slice(-10).join('\n')}\n`);
     }
     await deleteTopics([snapshotTopic], brokers);
     await deleteGroups([flow], brokers);
