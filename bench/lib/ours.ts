@@ -13,7 +13,7 @@ import { connectTemporal } from '../../workers/temporalConnection';
 import { stopChild } from './anchors';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
 import type { ContestantResult } from './raw';
-import { deleteGroups, deleteTopics, uniqueName } from './records';
+import { deleteGroups, deleteTopics, topicsWithPrefix, uniqueName } from './records';
 import { PACKAGE_ROOT } from './results';
 
 export interface OursOptions {
@@ -85,7 +85,8 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
       const code = await stopChild(child, 60_000);
       if (code !== 0 && code !== null) process.stderr.write(`warning: the worker exited with code ${code}\n${logTail.slice(-10).join('\n')}\n`);
     }
-    await deleteTopics([snapshotTopic], brokers);
+    // The snapshot topic, and whatever else the backend named after this run's unique flow (dead letters).
+    await deleteTopics([...new Set([snapshotTopic, ...(await topicsWithPrefix(`${flow}-`, brokers).catch(() => []))])], brokers);
     await deleteGroups([flow], brokers);
     await terminateWorkflows(flow, topic, [...end.keys()]);
   }
