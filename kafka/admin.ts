@@ -80,6 +80,11 @@ export class KafkaAdmin {
     return { topic, partitions, config };
   }
 
+  async listTopics(): Promise<string[]> {
+    await this.connect();
+    return this.admin.listTopics();
+  }
+
   async deleteTopics(topics: string[]): Promise<void> {
     await this.connect();
     await this.admin.deleteTopics({ topics, timeout: 10_000 });

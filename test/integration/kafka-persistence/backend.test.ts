@@ -1,0 +1,216 @@
+// The backend's other duties on the real broker: the snapshot topic created right (or refused at
+// start when it does not fit), a rolling deploy between caching and transactional mode with no
+// migration, an unanswered commit whose outcome is learned before going on, inspect without a
+// group, and the dead-letter producer.
+import { Registry } from 'prom-client';
+import { DecodeError } from '../../../flow/codec/errors';
+import { FlowMetrics } from '../../../flow/metrics';
+import { KafkaAdmin } from '../../../kafka/admin';
+import type { KafkaClient } from '../../../kafka/client';
+import { CommittedOffsets } from '../../../kafka/committedOffsets';
+import { SnapshotCommitTimeout } from '../../../kafka/errors';
+import { PartitionReader, type ReadRecord } from '../../../kafka/partitionReader';
+import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../../persistence/kafka/backend';
+import { DEAD_LETTER_HEADERS } from '../../../persistence/kafka/dead-letter';
+import { SnapshotTopicMismatchError } from '../../../persistence/kafka/errors';
+import { KafkaFlowBackend } from '../../../persistence/kafka/flow-backend';
+import { closeAll, type RunningMember, sleep, startMember, testClient, unique } from '../kafka/support';
+import { snapshotsOf } from './harness';
+
+describe('the Kafka snapshot backend on the real broker', () => {
+  let client: KafkaClient;
+  let admin: KafkaAdmin;
+  let input: string;
+  let groupId: string;
+  let member: RunningMember | undefined;
+  const topics: string[] = [];
+  const closers: Array<() => Promise<unknown>> = [];
+
+  beforeEach(async () => {
+    client = await testClient('backend');
+    admin = new KafkaAdmin(client);
+    input = unique('input');
+    groupId = unique('group');
+    topics.push(input);
+    await admin.ensureTopics([{ topic: input, partitions: 3 }]);
+  });
+
+  afterEach(async () => {
+    const created = async () => {
+      const existing = new Set(await admin.listTopics());
+      return topics.splice(0).filter((t) => existing.has(t));
+    };
+    await closeAll(...closers.splice(0).reverse(), async () => member?.consumer.disconnect(), async () => admin.deleteTopics(await created()), () => admin.close());
+    member = undefined;
+  });
+
+  function backend(o: Partial<KafkaSnapshotBackendOptions<string>> & { snapshotTopic: string }): KafkaSnapshotBackend<string> {
+    if (!topics.includes(o.snapshotTopic)) topics.push(o.snapshotTopic);
+    const b = new KafkaSnapshotBackend<string>({ client, flowName: 'f', groupId, inputTopic: input, ...o });
+    closers.push(() => b.close());
+    return b;
+  }
+
+  async function joined(): Promise<RunningMember> {
+    member ??= await startMember(client, { groupId }, input);
+    await member.membership.waitForJoin(30_000);
+    return member;
+  }
+
+  it('creates the snapshot topic compacted with the input topic\'s partition count, and refuses one that does not fit', async () => {
+    const snapshotTopic = unique('snapshots');
+    await backend({ snapshotTopic }).ensureTopic();
+    expect(await admin.describeTopic(snapshotTopic, ['cleanup.policy'])).toMatchObject({ partitions: 3, config: { 'cleanup.policy': 'compact' } });
+    await backend({ snapshotTopic }).ensureTopic(); // an existing topic that fits is fine
+
+    const fewer = unique('snapshots');
+    const deleting = unique('snapshots');
+    topics.push(fewer, deleting);
+    await admin.ensureTopics([
+      { topic: fewer, partitions: 2, config: { 'cleanup.policy': 'compact' } },
+      { topic: deleting, partitions: 3 },
+    ]);
+    await expect(backend({ snapshotTopic: fewer }).ensureTopic()).rejects.toThrow(/it has 2 partition\(s\), the input topic has 3/);
+    const error = await backend({ snapshotTopic: deleting }).ensureTopic().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SnapshotTopicMismatchError);
+    expect(error).toMatchObject({ code: 'SNAPSHOT_TOPIC_MISMATCH' });
+    expect((error as Error).message).toMatch(/cleanup.policy is "delete"/);
+  });
+
+  it('rolls from caching to transactional mode and back with no migration (one record format)', async () => {
+    const m = await joined();
+    const snapshotTopic = unique('snapshots');
+    const committer = { commit: async (_tp: unknown, offset: number) => m.consumer.commitOffsets([{ topic: input, partition: 0, offset: String(offset) }]) };
+    const caching = backend({ snapshotTopic });
+    const c = await caching.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
+    await c.write({ writes: [{ key: 'a', snapshot: { state: 'a1', offset: 1 } }, { key: 'b', snapshot: { state: 'b1', offset: 2 } }], commitOffset: 3 });
+
+    const transactional = backend({ snapshotTopic, transactional: true, transactionalIdPrefix: unique('app') });
+    const t = await transactional.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
+    const recovered = new Map<string, unknown>();
+    for await (const k of t.recover()) recovered.set(k.key, k.snapshot);
+    expect(recovered).toEqual(new Map([['a', { state: 'a1', offset: 1 }], ['b', { state: 'b1', offset: 2 }]]));
+    expect(t.committedOffset).toBe(3); // seeded from the consumer's commit
+    await t.write({ writes: [{ key: 'b', delete: { offset: 4 } }, { key: 'c', snapshot: { state: 'c1', offset: 5 } }], commitOffset: 6 });
+
+    const back = backend({ snapshotTopic });
+    const again = await back.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
+    const keys = new Map<string, unknown>();
+    for await (const k of again.recover()) keys.set(k.key, k.snapshot);
+    expect(keys).toEqual(new Map([['a', { state: 'a1', offset: 1 }], ['c', { state: 'c1', offset: 5 }]]));
+  });
+
+  /**
+   * A client whose transactional producers' commits get no answer in time: `late` — the broker
+   * commits, its answer arrives after 2 s; `lost` — the commit request never goes out, so the
+   * transaction stays open until the next producer's initialization aborts it.
+   */
+  function silentCommits(mode: 'late' | 'lost'): KafkaClient {
+    const kafka = Object.create(client.kafka) as KafkaClient['kafka'];
+    kafka.producer = (config) => {
+      const producer = client.kafka.producer(config);
+      if (!config?.transactionalId) return producer;
+      const begin = producer.transaction.bind(producer);
+      producer.transaction = async () => {
+        const transaction = await begin();
+        const commit = transaction.commit.bind(transaction);
+        transaction.commit = () => (mode === 'late' ? commit().then(() => sleep(2_000)) : new Promise<void>(() => {}));
+        return transaction;
+      };
+      return producer;
+    };
+    return { ...client, kafka };
+  }
+
+  it('an unanswered commit that landed: the producer is rebuilt, the outcome learned, the write succeeds', async () => {
+    const m = await joined();
+    const snapshotTopic = unique('snapshots');
+    const registry = new Registry();
+    const b = backend({ snapshotTopic, client: silentCommits('late'), transactional: true, transactionalIdPrefix: unique('app'), commitTimeoutMs: 300, metrics: FlowMetrics.of(registry) });
+    const p = await b.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
+    const result = await p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 } }], commitOffset: 8 });
+    expect(result).toEqual({ statuses: ['applied'], committed: true });
+    expect(await p.write({ writes: [], commitOffset: 9 })).toEqual({ statuses: [], committed: true });
+    expect(p.stats.commitTimeouts).toBe(2);
+    expect(await registry.getSingleMetricAsString('kafka_flow_snapshot_commit_timeouts_total')).toMatch(/outcome="committed"} 2/);
+    const offsets = new CommittedOffsets(client);
+    try {
+      expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('9');
+    } finally {
+      await offsets.close();
+    }
+    expect((await snapshotsOf(b)).get('k')).toEqual({ offset: '7', state: 'v1' });
+  });
+
+  it('an unanswered commit that never happened: the rebuilt producer aborts it, the write fails, nothing landed', async () => {
+    const m = await joined();
+    const snapshotTopic = unique('snapshots');
+    const b = backend({ snapshotTopic, client: silentCommits('lost'), transactional: true, transactionalIdPrefix: unique('app'), commitTimeoutMs: 300 });
+    const p = await b.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
+    const error = await p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 } }], commitOffset: 8 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SnapshotCommitTimeout);
+    expect(p.stats.commitTimeouts).toBe(1);
+    expect(p.fenced).toBeUndefined(); // not a rejection: the partition goes on
+    expect(await p.read('k')).toBeUndefined();
+    expect((await snapshotsOf(b)).size).toBe(0);
+    const offsets = new CommittedOffsets(client);
+    try {
+      expect((await offsets.fetch(groupId, input, [0])).get(0)).toBeNull();
+    } finally {
+      await offsets.close();
+    }
+  });
+
+  it('inspects every input topic\'s snapshots without a group; a multi-topic flow gets a snapshot topic per input topic', async () => {
+    const second = unique('input');
+    topics.push(second);
+    await admin.ensureTopics([{ topic: second, partitions: 1 }]);
+    const flow = new KafkaFlowBackend<string>({ client, flowName: 'f', groupId, topics: [input, second], transactional: false });
+    closers.push(() => flow.close());
+    for (const b of flow.backends.values()) topics.push(b.snapshotTopic);
+    expect(flow.forTopic(second).snapshotTopic).toBe(`${groupId}-f-${second}-snapshots`);
+    const commits: number[] = [];
+    const committer = { commit: async (_tp: unknown, offset: number) => void commits.push(offset) };
+    const p2 = await flow.forPartition({ topic: input, partition: 2, generation: 1, memberId: 'm', committer });
+    await p2.write({ writes: [{ key: 'x', snapshot: { state: 'x2', offset: 11 } }], commitOffset: 12 });
+    const q0 = await flow.forPartition({ topic: second, partition: 0, generation: 1, memberId: 'm', committer });
+    await q0.write({ writes: [{ key: 'y', snapshot: { state: 'y0', offset: 3 } }], commitOffset: 4 });
+    const seen = [];
+    for await (const s of flow.readAll()) seen.push(s);
+    expect(seen).toEqual([
+      { topic: input, partition: 2, key: 'x', offset: '11', state: 'x2' },
+      { topic: second, partition: 0, key: 'y', offset: '3', state: 'y0' },
+    ]);
+    expect(commits).toEqual([12, 4]);
+    expect(() => new KafkaFlowBackend<string>({ client, flowName: 'f', groupId, topics: [input, second], snapshotTopic: 'one' })).toThrow(/cannot be set/);
+  });
+
+  it('dead-letters an undecodable record as it was, saying where it came from and why', async () => {
+    const snapshotTopic = unique('snapshots');
+    const b = backend({ snapshotTopic });
+    const dlq = b.deadLetter(unique('dead-letters'));
+    topics.push(dlq.topic);
+    await dlq.ensureTopic();
+    const message = { offset: '41', key: Buffer.from('k'), value: Buffer.from('{not json'), timestamp: '0', headers: { trace: 'abc' } };
+    await dlq.sink(message, new DecodeError({ topic: input, partition: 2, key: 'k', offset: '41' }, new Error('Unexpected token')), { topic: input, partition: 2 });
+    expect(dlq.count).toBe(1);
+    const reader = new PartitionReader(client);
+    const got: ReadRecord[] = [];
+    try {
+      await reader.read({ topic: dlq.topic, partition: 0, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });
+    } finally {
+      await reader.close();
+    }
+    expect(got).toHaveLength(1);
+    expect(String(got[0]!.key)).toBe('k');
+    expect(String(got[0]!.value)).toBe('{not json');
+    const headers = Object.fromEntries(Object.entries(got[0]!.headers).map(([k, v]) => [k, String(v)]));
+    expect(headers).toMatchObject({
+      trace: 'abc',
+      [DEAD_LETTER_HEADERS.topic]: input,
+      [DEAD_LETTER_HEADERS.partition]: '2',
+      [DEAD_LETTER_HEADERS.offset]: '41',
+    });
+    expect(headers[DEAD_LETTER_HEADERS.error]).toMatch(/cannot decode the record at topic .* offset 41/);
+  });
+});
