@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 import { FailureTypes } from './types';
+import { KafkaFlowError } from '../config/errors';
 import { SnapshotWriteFenced } from '../persistence/errors';
 import { type FlowRuntime, StaleGenerationError } from '../workers/flowRuntime';
 
@@ -76,8 +77,10 @@ function typed(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof SnapshotWriteFenced) return ApplicationFailure.create({ message: err.message, type: FailureTypes.fenced, nonRetryable: true, cause: err });
   if (err instanceof StaleGenerationError) return ApplicationFailure.create({ message: err.message, type: FailureTypes.staleGeneration, nonRetryable: true });
-  if (err instanceof Error && (err as { code?: string }).code === 'PERSIST_FAILED') {
-    return ApplicationFailure.create({ message: err.message, type: FailureTypes.persistFailed, nonRetryable: true, cause: err });
+  if (err instanceof KafkaFlowError) {
+    // The partition stopped for a reason of ours (a fold or decode failure, a failed persist):
+    // retrying the activity would not help; the workflow records it and waits for reassignment.
+    return ApplicationFailure.create({ message: `${err.name}: ${err.message}`, type: FailureTypes.persistFailed, nonRetryable: true, cause: err });
   }
   return err;
 }

@@ -71,6 +71,6 @@ export const FailureTypes = {
   fenced: 'SnapshotWriteFenced',
   /** The activity was scheduled for a generation this process no longer holds. */
   staleGeneration: 'StaleGeneration',
-  /** A persist failed and the flow does not ignore persist errors. */
+  /** The partition stopped here: a fold or decode failure, or a persist that failed without ignorePersistErrors. */
   persistFailed: 'PersistFailed',
 } as const;

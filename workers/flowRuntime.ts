@@ -31,6 +31,8 @@ interface Slot {
   /** The generation the engine's state was recovered or adopted under. */
   flowGeneration?: number;
   highWatermark?: string;
+  /** Why the partition stopped here (state 'failed'). */
+  failure?: unknown;
 }
 
 export interface FlowRuntimeOptions {
@@ -73,7 +75,9 @@ export class FlowRuntime {
     this.committedOffsets = new CommittedOffsets(this.kafka);
     this.consumer = this.kafka.kafka.consumer(
       withRevokePoint(
-        { groupId: options.definition.groupId, readUncommitted: false, allowAutoTopicCreation: false },
+        // maxWaitTimeInMs: kafkajs sleeps this long whenever every assigned partition is paused
+        // (all are, until recovered), so its 5 s default would delay every start and rebalance.
+        { groupId: options.definition.groupId, readUncommitted: false, allowAutoTopicCreation: false, maxWaitTimeInMs: 250 },
         (revoked) => this.onRevoke(revoked),
       ),
     );
@@ -133,6 +137,7 @@ export class FlowRuntime {
 
   private async signalAssignments(g: GroupGeneration): Promise<void> {
     const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
+    const maxHistoryEvents = process.env.KFT_MAX_HISTORY_EVENTS ? Number(process.env.KFT_MAX_HISTORY_EVENTS) : undefined;
     await Promise.all(
       Object.entries(g.assignment).flatMap(([topic, partitions]) =>
         partitions.map(async (partition) => {
@@ -141,7 +146,7 @@ export class FlowRuntime {
             this.o.temporal.workflow.signalWithStart(partitionWorkflow, {
               workflowId: partitionWorkflowId(ref),
               taskQueue: WORKFLOW_TASK_QUEUE,
-              args: [{ ...ref, persistEveryMs }],
+              args: [{ ...ref, persistEveryMs, limits: maxHistoryEvents ? { maxHistoryEvents } : undefined }],
               signal: assignedSignal,
               signalArgs: [{ generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue }],
               typedSearchAttributes: [
@@ -169,6 +174,7 @@ export class FlowRuntime {
       if (r) await r;
     } catch (err) {
       slot.state = 'failed';
+      slot.failure = err;
       pause();
       this.log.error({ err, topic: batch.topic, partition: batch.partition }, 'partition failed; it stops until reassigned');
       return;
@@ -185,6 +191,7 @@ export class FlowRuntime {
         slot.flow.triggerTimers();
       } catch (err) {
         slot.state = 'failed';
+        slot.failure = err;
         this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'timers failed');
       }
     }
@@ -303,7 +310,7 @@ export class FlowRuntime {
       const running = slot.state === 'running' && slot.generation === r.owner.generation && !this.stopping;
       return {
         running,
-        failure: slot.state === 'failed' ? (flow.failed ?? new Error('partition failed')) : undefined,
+        failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
         progress: {
           position: flow.position,
           committed: flow.committedOffset,
@@ -325,6 +332,7 @@ export class FlowRuntime {
 
   async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
     const slot = this.slotFor(r);
+    if (slot.state === 'failed') throw slot.failure ?? new Error(`${r.topic}-${r.partition} failed`);
     if (!slot.flow || slot.state !== 'running') {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
@@ -340,6 +348,7 @@ export class FlowRuntime {
       result = await flow.persist(undefined, reason);
     } catch (err) {
       slot.state = err instanceof SnapshotWriteFenced ? 'fenced' : 'failed';
+      slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
     }

@@ -66,6 +66,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     namespace: temporal.namespace,
     taskQueue: WORKFLOW_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
+    // A workflow cached on a worker that died is handed to another after this long (default 10 s).
+    stickyQueueScheduleToStartTimeout: '2 seconds',
   });
   const activityWorker = await Worker.create({
     connection,
