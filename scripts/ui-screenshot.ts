@@ -1,0 +1,30 @@
+/**
+ * Takes the README's screenshot of a flow in the Temporal UI and checks, in the rendered page,
+ * that every running partition workflow of the flow is listed:
+ *   node bin/run-ts.js scripts/ui-screenshot.ts examples/sales/flow.ts [docs/temporal-ui.png]
+ */
+import path from 'node:path';
+import { readInfraSettings } from '../infra/settings';
+import { loadFlowModule } from '../workers/flowModule';
+import { flowStatus } from '../workers/statusCommand';
+import { flowUiUrl, renderedWorkflowList, screenshot } from './temporalUi';
+
+async function main(): Promise<void> {
+  const [modulePath, out = 'docs/temporal-ui.png'] = process.argv.slice(2);
+  if (!modulePath) throw new Error('usage: scripts/ui-screenshot.ts <flow-module> [out.png]');
+  const flow = loadFlowModule(modulePath);
+  const s = readInfraSettings();
+  const url = flowUiUrl(`http://${s.temporal.host}:${s.temporal.uiPort}`, s.temporal.namespace, flow.name);
+  const expected = (await flowStatus(flow.name)).map((p) => `kafka-flow/${flow.name}/${p.topic}/${p.partition}`);
+  if (expected.length === 0) throw new Error(`no running partition workflows of "${flow.name}": start the example first (npm start)`);
+  const html = await renderedWorkflowList(url);
+  const missing = expected.filter((id) => !html.includes(id));
+  if (missing.length > 0) throw new Error(`the Temporal UI does not list ${missing.join(', ')} at ${url}`);
+  await screenshot(url, path.resolve(out));
+  console.log(`the UI lists all ${expected.length} partitions of "${flow.name}"; screenshot: ${out}\n${url}`);
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
