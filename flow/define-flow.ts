@@ -36,6 +36,10 @@ export interface KafkaPersistenceOptions {
   snapshotTopic?: string;
   /** Snapshots of at least this many bytes are compressed. Default 10000. */
   compressionThreshold?: number;
+  /** Partition p's producer is `<prefix>-snapshot-<p>`; unique per flow. Default `<groupId>-<name>`. */
+  transactionalIdPrefix?: string;
+  /** Replication factor of the snapshot topic when it is created. Default 1 (use 3 in production). */
+  replicationFactor?: number;
   [option: string]: unknown;
 }
 
@@ -121,6 +125,8 @@ const schema = z.strictObject({
         recoveryStallTimeout: duration.optional(),
         snapshotTopic: z.string().min(1).optional(),
         compressionThreshold: z.number().int().nonnegative().optional(),
+        transactionalIdPrefix: z.string().min(1).optional(),
+        replicationFactor: z.number().int().positive().optional(),
       }),
       z.strictObject({
         backend: z.literal('cassandra'),

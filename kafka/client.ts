@@ -2,8 +2,9 @@
  * Broker address and client construction for the whole Kafka port. Everything else in `kafka/`
  * receives a `KafkaClient` (or brokers) from here; nothing outside `kafka/` imports kafkajs.
  */
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, type logCreator, logLevel } from 'kafkajs';
 import { ConfigError } from '../config/errors';
+import { kafkajsConsoleLogCreator } from './internals';
 
 export const DEFAULT_BROKERS = '127.0.0.1:9092';
 
@@ -45,8 +46,22 @@ export interface KafkaClient {
   readonly logLevel: number;
 }
 
+/**
+ * Messages kafkajs logs that are wrong for this project. Our partition producers bound their
+ * retries on purpose (a failed transaction is aborted and its producer discarded, so a give-up
+ * cannot leave a sequence gap behind), and kafkajs warns about it once per producer.
+ */
+const MISLEADING = new Set(['Limiting retries for the idempotent producer may invalidate EoS guarantees']);
+
+const projectLogCreator: logCreator = (level) => {
+  const log = kafkajsConsoleLogCreator(level);
+  return (entry) => {
+    if (!MISLEADING.has(entry.log.message)) log(entry);
+  };
+};
+
 export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
   const level = LOG_LEVELS[options.logLevel ?? 'warn'];
-  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level });
+  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator: projectLogCreator });
   return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level };
 }

@@ -76,6 +76,9 @@ const { createLogger } = requireKafkajs('./src/loggers') as {
   createLogger(args: { level: number; logCreator: unknown }): unknown;
 };
 const LoggerConsole = requireKafkajs('./src/loggers/console') as unknown;
+
+/** kafkajs's own console log creator (its default). */
+export const kafkajsConsoleLogCreator = LoggerConsole as (level: number) => (entry: { log: { message?: string } }) => void;
 const defaultSocketFactory = requireKafkajs('./src/network/socketFactory') as () => unknown;
 const { createErrorFromCode: createError } = requireKafkajs('./src/protocol/error') as {
   createErrorFromCode(code: number): Error;

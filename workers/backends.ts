@@ -1,5 +1,7 @@
 import { ConfigError } from '../config/errors';
 import type { FlowDefinition } from '../flow/define-flow';
+import { brokersFromEnv, createKafkaClient } from '../kafka/client';
+import { KafkaFlowBackend, type WriteGeneration } from '../persistence/kafka';
 import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';
 import type { OffsetCommitter } from '../persistence/offset-committer';
 import type { PartitionPersistence } from '../persistence/partition-persistence';
@@ -43,10 +45,46 @@ export function memoryBackend<S, V>(definition: FlowDefinition<S, V>): Persisten
   };
 }
 
+/**
+ * The `kafka` backend: snapshots in a compacted topic per input topic (see
+ * docs/kafka-persistence.md). A transient flow (`mode: 'none'`) persists nothing: it only commits
+ * offsets, through the consumer.
+ */
+export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+  const p = definition.persistence;
+  if (p.backend !== 'kafka') throw new TypeError('not a kafka flow');
+  if (p.mode === 'none') return memoryBackend(definition);
+  const extra = p.options as { transactionalIdPrefix?: string; replicationFactor?: number };
+  const backend = new KafkaFlowBackend<S, V>({
+    client: createKafkaClient({ brokers: brokersFromEnv(), clientId: `kafka-flow-temporal-${definition.name}-snapshots` }),
+    flowName: definition.name,
+    groupId: definition.groupId,
+    topics: definition.topics,
+    transactional: p.transactional,
+    maxWritesPerTransaction: p.maxWritesPerTransaction,
+    recoveryStallTimeoutMs: p.recoveryStallTimeoutMs,
+    snapshotTopic: p.snapshotTopic,
+    compressionThreshold: p.compressionThreshold,
+    transactionalIdPrefix: extra.transactionalIdPrefix,
+    replicationFactor: extra.replicationFactor,
+  });
+  return {
+    forPartition: (o) => {
+      // The generation is read for each transaction: a live reader when the worker offers one
+      // (a rebalance that keeps the partition still bumps it), else the one captured at assignment.
+      const live = (o as PartitionOwnership & { liveGeneration?: () => WriteGeneration | undefined }).liveGeneration;
+      return backend.forPartition({ ...o, generation: live ?? { generationId: o.generation, memberId: o.memberId } });
+    },
+    close: () => backend.close(),
+  };
+}
+
 export function createBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
   switch (definition.persistence.backend) {
     case 'memory':
       return memoryBackend(definition);
+    case 'kafka':
+      return kafkaBackend(definition);
     default:
       throw new ConfigError(
         `flow "${definition.name}": persistence backend "${definition.persistence.backend}" is not available in workers yet`,
