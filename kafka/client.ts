@@ -53,10 +53,29 @@ export interface KafkaClient {
  */
 const MISLEADING = new Set(['Limiting retries for the idempotent producer may invalidate EoS guarantees']);
 
+/**
+ * CONCURRENT_TRANSACTIONS is the coordinator's routine answer while it still completes the
+ * previous transaction of the id (back-to-back group commits meet it every time); kafkajs retries
+ * it and logs every attempt as an ERROR. Kept at debug level only; a give-up still surfaces as
+ * the error it causes.
+ */
+const ROUTINE_ERRORS = new Set([
+  'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing',
+]);
+
+function isRoutine(log: { message?: string; error?: unknown }): boolean {
+  for (const text of ROUTINE_ERRORS) {
+    if (log.error === text || (typeof log.message === 'string' && log.message.endsWith(text))) return true;
+  }
+  return false;
+}
+
 const projectLogCreator: logCreator = (level) => {
   const log = kafkajsConsoleLogCreator(level);
   return (entry) => {
-    if (!MISLEADING.has(entry.log.message)) log(entry);
+    if (MISLEADING.has(entry.log.message)) return;
+    if (entry.level !== logLevel.DEBUG && isRoutine(entry.log)) return;
+    log(entry);
   };
 };
 

@@ -78,7 +78,7 @@ const { createLogger } = requireKafkajs('./src/loggers') as {
 const LoggerConsole = requireKafkajs('./src/loggers/console') as unknown;
 
 /** kafkajs's own console log creator (its default). */
-export const kafkajsConsoleLogCreator = LoggerConsole as (level: number) => (entry: { log: { message?: string } }) => void;
+export const kafkajsConsoleLogCreator = LoggerConsole as (level: number) => (entry: { level: number; log: { message?: string; error?: unknown } }) => void;
 const defaultSocketFactory = requireKafkajs('./src/network/socketFactory') as () => unknown;
 const { createErrorFromCode: createError } = requireKafkajs('./src/protocol/error') as {
   createErrorFromCode(code: number): Error;
