@@ -15,6 +15,12 @@ export interface PartitionOwnership extends TopicPartition {
   readonly memberId: string;
   /** Commits the input offset with the consumer group's generation (non-transactional backends). */
   readonly committer: OffsetCommitter;
+  /**
+   * The generation under which this process holds the partition now, read for each transaction:
+   * the assignment's, or a later one if the partition came back to this process and kept its
+   * state. A commit under it fails once the group has moved on without us.
+   */
+  readonly liveGeneration?: () => WriteGeneration;
 }
 
 /** A flow's persistence backend in a worker process. */
@@ -46,16 +52,14 @@ export function memoryBackend<S, V>(definition: FlowDefinition<S, V>): Persisten
 }
 
 /**
- * The `kafka` backend: snapshots in a compacted topic per input topic (see
- * docs/kafka-persistence.md). A transient flow (`mode: 'none'`) persists nothing: it only commits
- * offsets, through the consumer.
+ * A kafka flow's snapshot backends (one per input topic), for workers and for `inspect`
+ * (`readAll({ topic?, partition? })` reads the snapshot topics without a group or a fence).
  */
-export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>): KafkaFlowBackend<S, V> {
   const p = definition.persistence;
-  if (p.backend !== 'kafka') throw new TypeError('not a kafka flow');
-  if (p.mode === 'none') return memoryBackend(definition);
+  if (p.backend !== 'kafka') throw new TypeError(`flow "${definition.name}" does not persist to Kafka`);
   const extra = p.options as { transactionalIdPrefix?: string; replicationFactor?: number };
-  const backend = new KafkaFlowBackend<S, V>({
+  return new KafkaFlowBackend<S, V>({
     client: createKafkaClient({ brokers: brokersFromEnv(), clientId: `kafka-flow-temporal-${definition.name}-snapshots` }),
     flowName: definition.name,
     groupId: definition.groupId,
@@ -68,12 +72,21 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): Persistenc
     transactionalIdPrefix: extra.transactionalIdPrefix,
     replicationFactor: extra.replicationFactor,
   });
+}
+
+/**
+ * The `kafka` backend: snapshots in a compacted topic per input topic (see
+ * docs/kafka-persistence.md). A transient flow (`mode: 'none'`) persists nothing: it only commits
+ * offsets, through the consumer.
+ */
+export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+  if (definition.persistence.mode === 'none') return memoryBackend(definition);
+  const backend = kafkaFlowBackend(definition);
   return {
     forPartition: (o) => {
       // The generation is read for each transaction: a live reader when the worker offers one
       // (a rebalance that keeps the partition still bumps it), else the one captured at assignment.
-      const live = (o as PartitionOwnership & { liveGeneration?: () => WriteGeneration | undefined }).liveGeneration;
-      return backend.forPartition({ ...o, generation: live ?? { generationId: o.generation, memberId: o.memberId } });
+      return backend.forPartition({ ...o, generation: o.liveGeneration ?? { generationId: o.generation, memberId: o.memberId } });
     },
     close: () => backend.close(),
   };
