@@ -23,8 +23,9 @@ type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
 interface Slot {
   readonly topic: string;
   readonly partition: number;
-  /** The generation under which this process was (last) assigned the partition. */
+  /** The generation under which this process was (last) assigned the partition, and its member id then. */
   generation: number;
+  memberId: string;
   state: SlotState;
   /** The engine, once recovered; kept across a revoke in case the partition comes back. */
   flow?: PartitionFlow<unknown, unknown>;
@@ -121,9 +122,10 @@ export class FlowRuntime {
         const slot = this.slots.get(key);
         if (slot) {
           slot.generation = g.generationId;
+          slot.memberId = g.memberId;
           if (slot.state !== 'fenced' && slot.state !== 'failed') slot.state = 'assigned';
         } else {
-          this.slots.set(key, { topic, partition, generation: g.generationId, state: 'assigned' });
+          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned' });
         }
       }
     }
@@ -242,6 +244,14 @@ export class FlowRuntime {
     return slot;
   }
 
+  /** The process still holds the slot's partition under the generation its state belongs to. */
+  private assertHolds(slot: Slot): void {
+    const current = this.membership.current();
+    if (!current || slot.generation !== current.generationId || slot.flowGeneration !== slot.generation) {
+      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
+    }
+  }
+
   async recover(r: RecoverRequest): Promise<RecoverResult> {
     const started = performance.now();
     const slot = this.slotFor(r);
@@ -270,10 +280,13 @@ export class FlowRuntime {
       memberId: r.owner.memberId,
       committer: {
         commit: async (_tp, offset) => {
-          this.slotFor(r); // never commit for a generation this process no longer holds
+          // kafkajs commits with the member's live generation, which the broker accepts even when
+          // the new generation gave this partition to someone else: check that we still hold it.
+          this.assertHolds(slot);
           await this.consumer.commitOffsets([{ topic: r.topic, partition: r.partition, offset: String(offset) }]);
         },
       },
+      liveGeneration: () => ({ generationId: slot.flowGeneration ?? r.owner.generation, memberId: slot.memberId }),
     });
     const committed = (await this.committedOffsets.fetch(this.definition.groupId, r.topic, [r.partition])).get(r.partition);
     const assignedAt = committed ?? '0';
