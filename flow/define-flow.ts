@@ -72,6 +72,16 @@ export interface FlowOptions<S, V> {
   filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
   remapKey?: (key: string, record: FlowRecord<V>) => string;
+  /** The group consumer's timeouts (kafkajs defaults: session 30 s, heartbeat 3 s, rebalance 60 s). */
+  consumer?: ConsumerOptions;
+}
+
+export interface ConsumerOptions {
+  /** A member silent for this long is evicted and its partitions move (failover time after a crash). */
+  sessionTimeout?: Duration;
+  heartbeatInterval?: Duration;
+  /** How long a rebalance waits for members to rejoin (and for their flush on revoke). */
+  rebalanceTimeout?: Duration;
 }
 
 /** Resolved persistence options: defaults filled in, durations in milliseconds. */
@@ -102,6 +112,7 @@ export interface FlowDefinition<S, V> {
   readonly onDecodeFailure: DecodeFailurePolicy;
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
   readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
+  readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
 }
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
@@ -165,6 +176,9 @@ const schema = z.strictObject({
   onDecodeFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
+  consumer: z
+    .strictObject({ sessionTimeout: duration.optional(), heartbeatInterval: duration.optional(), rebalanceTimeout: duration.optional() })
+    .optional(),
 });
 
 /**
@@ -191,6 +205,11 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     onDecodeFailure: options.onDecodeFailure ?? 'fail',
     filter: options.filter,
     remapKey: options.remapKey,
+    consumer: {
+      sessionTimeoutMs: toMillis(options.consumer?.sessionTimeout ?? 30_000, 'consumer.sessionTimeout'),
+      heartbeatIntervalMs: toMillis(options.consumer?.heartbeatInterval ?? 3_000, 'consumer.heartbeatInterval'),
+      rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
+    },
   });
 }
 

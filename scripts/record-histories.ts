@@ -11,7 +11,7 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { formatHostPort, readEnv } from '../config/env';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { flowStatus } from '../workers/statusCommand';
+import { flowStatus } from '../workers/flowStatus';
 import { connectTemporal } from '../workers/temporalConnection';
 
 const root = path.resolve(__dirname, '..');

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { readInfraSettings } from '../infra/settings';
 import { loadFlowModule } from '../workers/flowModule';
-import { flowStatus } from '../workers/statusCommand';
+import { flowStatus } from '../workers/flowStatus';
 import { flowUiUrl, renderedWorkflowList, screenshot } from './temporalUi';
 
 async function main(): Promise<void> {

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { infraCommand } from './infraCommand';
+import { inspectCommand } from './inspectCommand';
 import { statusCommand } from './statusCommand';
 import { workerCommand } from './workerCommand';
 
@@ -10,6 +11,7 @@ export function buildCli(): Command {
     .showHelpAfterError();
   program.addCommand(workerCommand());
   program.addCommand(statusCommand());
+  program.addCommand(inspectCommand());
   program.addCommand(infraCommand());
   return program;
 }

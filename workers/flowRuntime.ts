@@ -78,7 +78,15 @@ export class FlowRuntime {
       withRevokePoint(
         // maxWaitTimeInMs: kafkajs sleeps this long whenever every assigned partition is paused
         // (all are, until recovered), so its 5 s default would delay every start and rebalance.
-        { groupId: options.definition.groupId, readUncommitted: false, allowAutoTopicCreation: false, maxWaitTimeInMs: 250 },
+        {
+          groupId: options.definition.groupId,
+          readUncommitted: false,
+          allowAutoTopicCreation: false,
+          maxWaitTimeInMs: 250,
+          sessionTimeout: options.definition.consumer.sessionTimeoutMs,
+          heartbeatInterval: options.definition.consumer.heartbeatIntervalMs,
+          rebalanceTimeout: options.definition.consumer.rebalanceTimeoutMs,
+        },
         (revoked) => this.onRevoke(revoked),
       ),
     );

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { up } from '../../infra/infra';
 import { readInfraSettings } from '../../infra/settings';
 import { createKafkaClient, KafkaAdmin } from '../../kafka';
-import { flowStatus } from '../../workers/statusCommand';
+import { flowStatus } from '../../workers/flowStatus';
 import flow, { topic } from './flow';
 import { order } from './orders';
 

@@ -1,0 +1,36 @@
+import { eventually, FlowCluster } from './harness';
+
+// Real worker processes, real Kafka (transactional snapshots) and Temporal: partitions move from
+// one worker to two and back to one, and the persisted state is exactly a plain fold of the input.
+test('assignment → recovery → processing → a second worker joins → partitions move → state continues exactly', async () => {
+  const cluster = new FlowCluster(4);
+  try {
+    await cluster.start();
+    await cluster.produce(2000);
+    const a = cluster.startWorker('a');
+    const alone = await eventually('worker a runs all 4 partitions', () => cluster.runningOn(1), 90_000);
+    expect(alone.every((p) => p.counters.recoveries >= 1)).toBe(true);
+    await eventually('a caught up', () => cluster.caughtUp(), 60_000);
+
+    const b = cluster.startWorker('b');
+    const shared = await eventually('a and b share the partitions', () => cluster.runningOn(2), 90_000);
+    expect(shared.every((p) => p.owner && p.owner.generation >= 2)).toBe(true);
+    await cluster.produce(2000);
+    await eventually('caught up after the rebalance', () => cluster.caughtUp(), 60_000);
+
+    expect(await cluster.stop(a)).toBe(0); // graceful: flush, commit, leave
+    await eventually('b runs all 4 partitions', () => cluster.runningOn(1), 90_000);
+    await cluster.produce(1000);
+    await eventually('caught up on b alone', () => cluster.caughtUp(), 60_000);
+    expect(await cluster.stop(b)).toBe(0);
+
+    // Graceful shutdown leaves committed offset == persisted state: nothing held back.
+    expect(await cluster.caughtUp()).toBe(true);
+    const reference = await cluster.reference();
+    expect(reference.size).toBe(50);
+    expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(5000);
+    expect(await cluster.persisted()).toEqual(reference);
+  } finally {
+    await cluster.close();
+  }
+}, 400_000);
