@@ -66,6 +66,7 @@ export class CassandraBackend<S, V> {
   readonly schema: EnsureSchemaResult;
   private readonly ownsClient: boolean;
   private readonly log: Logger;
+  private readonly hosts: Set<unknown> | undefined;
 
   private constructor(args: {
     settings: ResolvedCassandraOptions;
@@ -78,6 +79,7 @@ export class CassandraBackend<S, V> {
     schema: EnsureSchemaResult;
     ownsClient: boolean;
     logger: Logger;
+    hosts: Set<unknown> | undefined;
   }) {
     this.settings = args.settings;
     this.mode = args.mode;
@@ -89,6 +91,7 @@ export class CassandraBackend<S, V> {
     this.schema = args.schema;
     this.ownsClient = args.ownsClient;
     this.log = args.logger;
+    this.hosts = args.hosts;
   }
 
   /** Connects, checks or creates the keyspace and tables, and builds the stores. */
@@ -117,8 +120,10 @@ export class CassandraBackend<S, V> {
         ...clientOptions,
       });
     const shownContactPoints = given ? ((given as unknown as { options?: ClientOptions }).options?.contactPoints ?? contactPoints) : contactPoints;
+    const hosts = given ? undefined : trackHosts(client);
     try {
       await client.connect();
+      if (hosts) for (const h of client.hosts.values()) hosts.add(h);
     } catch (err) {
       if (!given) await client.shutdown().catch(() => undefined);
       throw new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
@@ -189,6 +194,7 @@ export class CassandraBackend<S, V> {
         schema,
         ownsClient: !given,
         logger,
+        hosts,
       });
     } catch (err) {
       if (!given) await client.shutdown().catch(() => undefined);
@@ -244,6 +250,22 @@ export class CassandraBackend<S, V> {
 
   /** Shuts the client down if the backend made it. */
   async close(): Promise<void> {
-    if (this.ownsClient) await this.session.client.shutdown();
+    if (!this.ownsClient) return;
+    await this.session.client.shutdown();
+    // cassandra-driver 4.10: when every node was down, the control connection re-creates the
+    // Host of a contact point without shutting the old one down; that orphan's pool survives
+    // client.shutdown() and reconnects forever (keeping the process alive). Shut down every
+    // Host this client ever had.
+    for (const host of this.hosts ?? []) {
+      await (host as { shutdown?: (waitForPending: boolean) => Promise<void> }).shutdown?.(false)?.catch(() => undefined);
+    }
   }
+}
+
+/** Every Host object `client` announces (see close()). */
+function trackHosts(client: Client): Set<unknown> {
+  const hosts = new Set<unknown>();
+  client.on('hostAdd', (h: unknown) => hosts.add(h));
+  client.on('hostUp', (h: unknown) => hosts.add(h));
+  return hosts;
 }

@@ -1,0 +1,144 @@
+// Cassandra down mid-run, on a private Cassandra this test starts, stops and starts again (the
+// shared server is never touched): a persist fails with a clear error, no offset is committed
+// past what was written, and once Cassandra is back processing resumes with nothing lost — in
+// the same flow with ignorePersistErrors, and through the next assignment's recovery without.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { policies } from 'cassandra-driver';
+import { PersistFailedError } from '../../../flow/errors';
+import { CassandraBackend, CassandraPersistenceError } from '../../../persistence/cassandra';
+import { InMemoryOffsetCommitter } from '../../../persistence/memory';
+import { expectedTallies, keyspaceName, recoverStates, roundRobin, step, type Tally, tallyFlow } from './support';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** `infra up|down` of a private Cassandra: its own data dir and ports. */
+function privateCassandra(dataDir: string, port: number, storagePort: number) {
+  const env = {
+    ...process.env,
+    KFT_INFRA_SERVERS: 'cassandra',
+    KFT_DATA_DIR: dataDir,
+    CASSANDRA_CONTACT_POINTS: `127.0.0.1:${port}`,
+    KFT_CASSANDRA_STORAGE_PORT: String(storagePort),
+  };
+  const infra = async (command: 'up' | 'down') => {
+    try {
+      await run(process.execPath, [path.join(ROOT, 'bin', 'kafka-flow-temporal.js'), 'infra', command], { env, timeout: 90_000 });
+    } catch (err) {
+      let log = '';
+      try {
+        log = readFileSync(path.join(dataDir, 'logs', 'cassandra.log'), 'utf8').split('\n').slice(-30).join('\n');
+      } catch {
+        // no log yet
+      }
+      throw new Error(`private Cassandra \`infra ${command}\` failed: ${(err as Error).message}\n${log}`);
+    }
+  };
+  return { up: () => infra('up'), down: () => infra('down'), contactPoint: `127.0.0.1:${port}` };
+}
+
+describe('Cassandra down mid-run (a private Cassandra)', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'kft-cassandra-outage-'));
+  let cassandra: ReturnType<typeof privateCassandra> | undefined;
+  let backend: CassandraBackend<Tally, number> | undefined;
+
+  afterAll(async () => {
+    try {
+      await backend?.close().catch(() => undefined);
+      await cassandra?.down().catch(() => undefined);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('fails the persist clearly, commits nothing past the writes, resumes with nothing lost', async () => {
+    const started = Date.now();
+    cassandra = privateCassandra(dataDir, await freePort(), await freePort());
+    await cassandra.up();
+
+    backend = await CassandraBackend.start<Tally, number>({
+      applicationId: 'app',
+      groupId: 'group',
+      keyspace: keyspaceName('kft_outage'),
+      contactPoints: [cassandra.contactPoint],
+      clientOptions: {
+        socketOptions: { connectTimeout: 1000, readTimeout: 3000 },
+        policies: { reconnection: new policies.reconnection.ConstantReconnectionPolicy(250) },
+      },
+    });
+    const group = new InMemoryOffsetCommitter();
+    const strictP = { topic: 'orders', partition: 0 };
+    const lenientP = { topic: 'orders', partition: 1 };
+    const input = roundRobin(20, 0, 250);
+    const strict = tallyFlow(await backend.forPartition({ ...strictP, generation: 1, committer: group }), '0', strictP);
+    const lenient = tallyFlow(await backend.forPartition({ ...lenientP, generation: 1, committer: group }), '0', {
+      ...lenientP,
+      ignorePersistErrors: true,
+    });
+    await strict.flow.recover();
+    await lenient.flow.recover();
+    await step(strict.flow, strict.clock, input.slice(0, 100));
+    await step(lenient.flow, lenient.clock, input.slice(0, 100));
+    expect(group.committed(strictP)).toBe(100);
+    expect(group.committed(lenientP)).toBe(100);
+
+    await cassandra.down();
+
+    // Without ignorePersistErrors the persist throws and the partition stops.
+    const failed = await step(strict.flow, strict.clock, input.slice(100, 200)).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(PersistFailedError);
+    const cause = (failed as PersistFailedError).cause;
+    expect(cause).toBeInstanceOf(CassandraPersistenceError);
+    expect((cause as Error).message).toMatch(
+      new RegExp(`snapshot write on table kft_outage_\\w+\\.snapshots_v2 for topic "orders" partition 0 \\(20 key\\(s\\).*failed: .*(no Cassandra node answered at ${cassandra.contactPoint}|timed out)`),
+    );
+    expect(strict.flow.failed).toBe(failed);
+    // With it, the keys keep holding their offsets: failed writes, no commit, processing goes on.
+    const held = await step(lenient.flow, lenient.clock, input.slice(100, 200));
+    expect(held).toMatchObject({ written: 0, failed: 20, committed: undefined });
+    expect(await step(lenient.flow, lenient.clock, input.slice(200, 250))).toMatchObject({ written: 0, committed: undefined });
+    expect(group.committed(strictP)).toBe(100);
+    expect(group.committed(lenientP)).toBe(100);
+
+    await cassandra.up();
+
+    // The same flow catches up once the driver has reconnected (bounded: 30 s, 200 persists).
+    const deadline = Date.now() + 30_000;
+    let attempts = 0;
+    while (group.committed(lenientP) !== 250 && Date.now() < deadline && attempts++ < 200) {
+      await step(lenient.flow, lenient.clock, []);
+      if (group.committed(lenientP) !== 250) await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(group.committed(lenientP)).toBe(250);
+    expect(lenient.flow.failed).toBeUndefined();
+
+    // The stopped partition's next assignment recovers what was written and replays from the commit.
+    const next = tallyFlow(await backend.forPartition({ ...strictP, generation: 2, committer: group }), String(group.committed(strictP)), strictP);
+    expect(await next.flow.recover()).toBe(20);
+    await step(next.flow, next.clock, input.slice(100, 200));
+    expect(group.committed(strictP)).toBe(200);
+
+    // Nothing lost: fresh recoveries hold exactly the fold of every record.
+    const states = async (p: typeof strictP) =>
+      new Map([...(await recoverStates(await backend!.forPartition({ ...p, generation: 3, committer: group })))].map(([k, v]) => [k, v.state]));
+    expect(await states(strictP)).toEqual(expectedTallies(input.slice(0, 200)));
+    expect(await states(lenientP)).toEqual(expectedTallies(input));
+    expect(Date.now() - started).toBeLessThan(90_000);
+  }, 150_000);
+});
