@@ -1,7 +1,9 @@
 import { KafkaFlowError } from '../../config/errors';
 
+/** The cause's first line (driver messages can carry whole inner errors); the rest stays in `cause`. */
 function causeText(cause: unknown): string {
-  return cause instanceof Error ? cause.message : String(cause);
+  const text = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0]!.trim();
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
 /** What the driver's error means for the caller, in words an operator acts on. */

@@ -1,0 +1,120 @@
+// The schema on the real Cassandra: created on start with the configured replication and table
+// names, left alone when present, a kafka-flow snapshots table gets the generation column, and a
+// table whose columns do not match (or a missing one with autoCreate off) is a clear error.
+import type { Client } from 'cassandra-driver';
+import { CassandraBackend, CassandraSchemaError } from '../../../persistence/cassandra';
+import { closeAll, dropKeyspace, keyspaceName, rawClient, startBackend } from './support';
+
+const keyspace = keyspaceName('kft_schema');
+let raw: Client;
+
+beforeAll(async () => {
+  raw = await rawClient();
+});
+
+afterAll(async () => {
+  await closeAll(
+    () => raw?.shutdown(),
+    () => dropKeyspace(keyspace),
+  );
+});
+
+async function columns(table: string): Promise<Record<string, string>> {
+  const rs = await raw.execute('SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [keyspace, table], {
+    prepare: true,
+  });
+  return Object.fromEntries(rs.rows.map((r) => [String(r.get('column_name')), String(r.get('type'))]));
+}
+
+test('created on start with the replication and table names given; a second start creates nothing', async () => {
+  const first = await startBackend(keyspace, {
+    mode: 'journal+snapshots',
+    replication: { class: 'SimpleStrategy', replication_factor: 1 },
+    tables: { snapshots: 'snaps', keys: 'flow_keys', journals: 'events' },
+  });
+  try {
+    expect(first.schema.created).toHaveLength(5); // keyspace, 3 tables, the keys table's created_date index
+    expect(first.schema.created[0]).toMatch(new RegExp(`^CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication`));
+    const ks = (await raw.execute('SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?', [keyspace], { prepare: true })).first();
+    expect(ks.get('replication')).toMatchObject({ class: 'org.apache.cassandra.locator.SimpleStrategy', replication_factor: '1' });
+    expect(await columns('snaps')).toEqual({
+      application_id: 'text',
+      group_id: 'text',
+      topic: 'text',
+      partition: 'int',
+      key: 'text',
+      offset: 'bigint',
+      created: 'timestamp',
+      metadata: 'text',
+      value: 'blob',
+      generation: 'bigint',
+    });
+    expect(await columns('flow_keys')).toMatchObject({ segment: 'bigint', created_date: 'date' });
+    expect(await columns('events')).toMatchObject({ offset: 'bigint', headers: 'map<text, text>', timestamp_type: 'text' });
+  } finally {
+    await first.close();
+  }
+  const second = await startBackend(keyspace, { mode: 'journal+snapshots', tables: { snapshots: 'snaps', keys: 'flow_keys', journals: 'events' } });
+  try {
+    expect(second.schema.created).toEqual([]);
+  } finally {
+    await second.close();
+  }
+});
+
+test("a kafka-flow snapshots table (no generation column) gets it for fencing 'lwt'; not with 'none' or autoCreate off", async () => {
+  await raw.execute(
+    `CREATE TABLE ${keyspace}.kafka_flow_snapshots (application_id TEXT, group_id TEXT, topic TEXT, partition INT, key TEXT, offset BIGINT, created TIMESTAMP, metadata TEXT, value BLOB, PRIMARY KEY((application_id, group_id, topic, partition, key)))`,
+  );
+  const tables = { snapshots: 'kafka_flow_snapshots', keys: 'kf_keys' };
+  const plain = await startBackend(keyspace, { tables, fencing: 'none' });
+  await plain.close();
+  expect(await columns('kafka_flow_snapshots')).not.toHaveProperty('generation');
+
+  const refused = startBackend(keyspace, { tables, autoCreate: false });
+  await expect(refused).rejects.toBeInstanceOf(CassandraSchemaError);
+  await expect(refused).rejects.toThrow(`run ALTER TABLE ${keyspace}.kafka_flow_snapshots ADD generation bigint`);
+
+  const fenced = await startBackend(keyspace, { tables });
+  await fenced.close();
+  expect(fenced.schema.created).toEqual([`ALTER TABLE ${keyspace}.kafka_flow_snapshots ADD generation bigint`]);
+  expect(await columns('kafka_flow_snapshots')).toHaveProperty('generation', 'bigint');
+});
+
+test('an existing table with other columns is refused, naming what differs', async () => {
+  await raw.execute(
+    `CREATE TABLE ${keyspace}.wrong_snapshots (application_id TEXT, group_id TEXT, topic TEXT, partition INT, key TEXT, offset INT, value TEXT, PRIMARY KEY((application_id, group_id, topic), partition, key))`,
+  );
+  const start = startBackend(keyspace, { tables: { snapshots: 'wrong_snapshots', keys: 'kf_keys' } });
+  await expect(start).rejects.toBeInstanceOf(CassandraSchemaError);
+  await expect(start).rejects.toThrow(
+    new RegExp(
+      `table ${keyspace}\\.wrong_snapshots \\(snapshots\\) exists but does not match what the backend needs: ` +
+        'column offset is int, needs bigint; column created \\(timestamp\\) is missing; column metadata \\(text\\) is missing; ' +
+        'column value is text, needs blob; partition key is \\(application_id, group_id, topic\\), needs \\(application_id, group_id, topic, partition, key\\); ' +
+        'clustering columns is \\(partition, key\\), needs \\(\\)',
+    ),
+  );
+});
+
+test('with autoCreate off, a missing keyspace or table is an error that shows the CQL to run', async () => {
+  const missingKeyspace = keyspaceName('kft_absent');
+  await expect(startBackend(missingKeyspace, { autoCreate: false })).rejects.toThrow(
+    new RegExp(`keyspace ${missingKeyspace} does not exist and autoCreate is off: create it \\(e\\.g\\. CREATE KEYSPACE IF NOT EXISTS ${missingKeyspace}`),
+  );
+  await expect(startBackend(keyspace, { autoCreate: false, tables: { snapshots: 'nowhere', keys: 'kf_keys' } })).rejects.toThrow(
+    new RegExp(`table ${keyspace}\\.nowhere \\(snapshots\\) does not exist and autoCreate is off: create it with\\nCREATE TABLE IF NOT EXISTS ${keyspace}\\.nowhere`),
+  );
+});
+
+test('an unreachable Cassandra fails start with a CassandraPersistenceError naming the contact points', async () => {
+  const start = CassandraBackend.start({
+    applicationId: 'app',
+    groupId: 'group',
+    keyspace,
+    contactPoints: ['127.0.0.1:1'],
+    clientOptions: { socketOptions: { connectTimeout: 500 } },
+  });
+  await expect(start).rejects.toMatchObject({ name: 'CassandraPersistenceError', code: 'CASSANDRA', operation: 'connect' });
+  await expect(start).rejects.toThrow(/^connect failed: .*no Cassandra node answered at 127\.0\.0\.1:1: is it running and reachable\?/);
+});
