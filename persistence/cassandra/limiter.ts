@@ -36,7 +36,9 @@ export class Limiter {
 /**
  * Maps `source` through `fn` with at most `concurrency` calls in flight, yielding results as they
  * complete (not in source order). The first failure is thrown once the calls in flight settle
- * (so none is left running unobserved); the source is then closed.
+ * (so none is left running unobserved); the source is then closed. Completions go through a
+ * queue (not Promise.race over everything in flight, which re-subscribes to every pending call
+ * on each turn: quadratic).
  */
 export async function* mapConcurrent<T, R>(
   source: AsyncIterable<T> | Iterable<T>,
@@ -48,37 +50,42 @@ export async function* mapConcurrent<T, R>(
     Symbol.asyncIterator in source
       ? (source as AsyncIterable<T>)[Symbol.asyncIterator]()
       : toAsync((source as Iterable<T>)[Symbol.iterator]());
-  type Settled = { id: number; ok: true; value: R } | { id: number; ok: false; error: unknown };
-  const inFlight = new Map<number, Promise<Settled>>();
-  let nextId = 0;
+  type Settled = { ok: true; value: R } | { ok: false; error: unknown };
+  const completed: Settled[] = [];
+  let wake: (() => void) | undefined;
+  const settle = (s: Settled) => {
+    completed.push(s);
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  let inFlight = 0;
   let exhausted = false;
   let failure: { error: unknown } | undefined;
   try {
     for (;;) {
-      while (!exhausted && !failure && inFlight.size < concurrency) {
+      while (!exhausted && !failure && inFlight < concurrency) {
         const n = await it.next();
         if (n.done) {
           exhausted = true;
           break;
         }
-        const id = nextId++;
+        inFlight++;
         let call: Promise<R>;
         try {
           call = fn(n.value);
         } catch (error) {
           call = Promise.reject(error);
         }
-        inFlight.set(
-          id,
-          call.then(
-            (value): Settled => ({ id, ok: true, value }),
-            (error: unknown): Settled => ({ id, ok: false, error }),
-          ),
+        call.then(
+          (value) => settle({ ok: true, value }),
+          (error: unknown) => settle({ ok: false, error }),
         );
       }
-      if (inFlight.size === 0) break;
-      const settled = await Promise.race(inFlight.values());
-      inFlight.delete(settled.id);
+      if (inFlight === 0) break;
+      if (completed.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      const settled = completed.shift()!;
+      inFlight--;
       if (!settled.ok) {
         failure ??= { error: settled.error };
         continue;
