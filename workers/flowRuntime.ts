@@ -379,6 +379,10 @@ export class FlowRuntime {
       throw new SnapshotWriteFenced(slot.topic, slot.partition, 'the persist was fenced');
     }
     const hw = slot.highWatermark;
+    this.log.debug(
+      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset },
+      'persisted',
+    );
     return {
       persistedKeys: result.written,
       deletedKeys: 0,
