@@ -2,15 +2,17 @@ import { Client, type ClientOptions } from 'cassandra-driver';
 import { formatHostPort, readEnv } from '../../config/env';
 import { ConfigError, KafkaFlowError } from '../../config/errors';
 import type { Codec } from '../../flow/codec/codec';
-import { Compressor, withCompression } from '../../flow/codec/compressor';
+import { Compressor, compressorMetrics, withCompression } from '../../flow/codec/compressor';
 import { jsonCodec } from '../../flow/codec/json';
 import type { FlowDefinition } from '../../flow/define-flow';
 import { type Logger, silentLogger } from '../../flow/logger';
+import type { FlowMetrics } from '../../flow/metrics';
 import type { OffsetCommitter } from '../offset-committer';
 import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
 import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
 import { CassandraKeyStore } from './key-store';
+import { CassandraPersistenceMetrics } from './metrics';
 import { type CassandraFlowOptions, type ResolvedCassandraOptions, resolveCassandraOptions, type TableRole } from './options';
 import { CassandraPartitionPersistence, type RecoveryProgress } from './partition-persistence';
 import { type EnsureSchemaResult, ensureSchema } from './schema';
@@ -37,6 +39,10 @@ export interface CassandraBackendOptions<S, V> extends CassandraFlowOptions {
   /** A compressor to use instead (metrics, header format), or false to store the codec's bytes as they are. */
   compressor?: Compressor | false;
   logger?: Logger;
+  /** The process's flow metrics: their registry gets this backend's metrics (and the compressor's). */
+  metrics?: FlowMetrics;
+  /** The `flow` label of the metrics. Default: the application id. */
+  flowName?: string;
 }
 
 /** What a partition's persistence is built from: the worker's PartitionOwnership fits. */
@@ -67,6 +73,7 @@ export class CassandraBackend<S, V> {
   private readonly ownsClient: boolean;
   private readonly log: Logger;
   private readonly hosts: Set<unknown> | undefined;
+  private readonly metrics: { registry: CassandraPersistenceMetrics; flow: string } | undefined;
 
   private constructor(args: {
     settings: ResolvedCassandraOptions;
@@ -80,6 +87,7 @@ export class CassandraBackend<S, V> {
     ownsClient: boolean;
     logger: Logger;
     hosts: Set<unknown> | undefined;
+    metrics: { registry: CassandraPersistenceMetrics; flow: string } | undefined;
   }) {
     this.settings = args.settings;
     this.mode = args.mode;
@@ -92,6 +100,7 @@ export class CassandraBackend<S, V> {
     this.ownsClient = args.ownsClient;
     this.log = args.logger;
     this.hosts = args.hosts;
+    this.metrics = args.metrics;
   }
 
   /** Connects, checks or creates the keyspace and tables, and builds the stores. */
@@ -107,6 +116,8 @@ export class CassandraBackend<S, V> {
       compressionThreshold,
       compressor,
       logger = silentLogger,
+      metrics: flowMetrics,
+      flowName = applicationId,
       ...flowOptions
     } = options;
     if (!groupId) throw new ConfigError('Cassandra persistence needs a groupId');
@@ -158,8 +169,20 @@ export class CassandraBackend<S, V> {
         listParallelism: settings.keyListParallelism,
         segmentsPerQuery: settings.segmentsPerQuery,
       });
+      const metrics = flowMetrics ? { registry: CassandraPersistenceMetrics.of(flowMetrics.registry), flow: flowName } : undefined;
       const compress =
-        compressor === false ? undefined : (compressor ?? new Compressor({ compressionThreshold: compressionThreshold ?? 10_000 }));
+        compressor === false
+          ? undefined
+          : (compressor ??
+            new Compressor({
+              compressionThreshold: compressionThreshold ?? 10_000,
+              metrics: flowMetrics
+                ? compressorMetrics(`${flowName}-snapshots`, {
+                    raw: flowMetrics.compressorRawBytes,
+                    compressed: flowMetrics.compressorCompressedBytes,
+                  })
+                : undefined,
+            }));
       const baseCodec = stateCodec ?? jsonCodec<S>();
       const snapshots = persistsSnapshots(mode)
         ? new CassandraSnapshotStore<S>({
@@ -172,6 +195,7 @@ export class CassandraBackend<S, V> {
             fenceRowTtlSeconds: settings.fencing === 'lwt' ? settings.fenceRowTtlSeconds : 0,
             keys,
             logger,
+            metrics,
           })
         : undefined;
       const journal = persistsJournal(mode)
@@ -195,6 +219,7 @@ export class CassandraBackend<S, V> {
         ownsClient: !given,
         logger,
         hosts,
+        metrics,
       });
     } catch (err) {
       if (!given) await client.shutdown().catch(() => undefined);
@@ -213,7 +238,7 @@ export class CassandraBackend<S, V> {
    */
   static forFlow<S, V>(
     definition: FlowDefinition<S, V>,
-    extra: Pick<CassandraBackendOptions<S, V>, 'client' | 'clientOptions' | 'stateCodec' | 'compressor' | 'logger'> = {},
+    extra: Pick<CassandraBackendOptions<S, V>, 'client' | 'clientOptions' | 'stateCodec' | 'compressor' | 'logger' | 'metrics'> = {},
   ): Promise<CassandraBackend<S, V>> {
     const p = definition.persistence;
     if (p.backend !== 'cassandra') {
@@ -226,6 +251,7 @@ export class CassandraBackend<S, V> {
       mode: p.mode,
       compressionThreshold: p.compressionThreshold,
       eventCodec: definition.valueCodec,
+      flowName: definition.name,
       ...extra,
     });
   }
@@ -245,6 +271,7 @@ export class CassandraBackend<S, V> {
       recoveryParallelism: this.settings.maxConcurrentReads,
       logger: this.log,
       onProgress: ownership.onProgress,
+      metrics: this.metrics,
     });
   }
 

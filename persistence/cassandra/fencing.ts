@@ -33,7 +33,7 @@ export interface WriteAttempt {
 export type NextStep =
   /** The row already is what we meant to write (or, for a delete, there is no row). */
   | { readonly step: 'done' }
-  | { readonly step: 'refuse'; readonly reason: string }
+  | { readonly step: 'refuse'; readonly by: 'generation' | 'offset'; readonly reason: string }
   /** INSERT … IF NOT EXISTS (a put found no row). */
   | { readonly step: 'insert' }
   /** The optimistic conditional statement again (the row moved between our reads). */
@@ -49,6 +49,7 @@ export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttemp
     if (stored.generation > attempt.generation) {
       return {
         step: 'refuse',
+        by: 'generation',
         reason: `stored by generation ${stored.generation} (offset ${stored.offset}), newer than this writer's generation ${attempt.generation}`,
       };
     }
@@ -61,6 +62,7 @@ export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttemp
   if (older) return { step: 'conditional' };
   return {
     step: 'refuse',
+    by: 'offset',
     reason: `stored offset ${stored.offset} is newer than this ${attempt.kind}'s offset ${offset}` +
       (attempt.generation === undefined ? '' : ` (both generation ${attempt.generation})`),
   };

@@ -11,6 +11,7 @@ export { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAtte
 export { CassandraJournalStore, type CassandraJournalStoreOptions, headersToMap } from './journal-store';
 export { CassandraKeyStore, type CassandraKeyStoreOptions, type KeyLister } from './key-store';
 export { Limiter, mapConcurrent } from './limiter';
+export { CassandraPersistenceMetrics } from './metrics';
 export {
   CONSISTENCY_LEVELS,
   type CassandraFlowOptions,

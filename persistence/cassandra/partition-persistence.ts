@@ -6,6 +6,7 @@ import type { PersistenceMode, TopicPartition } from '../types';
 import type { CassandraJournalStore } from './journal-store';
 import type { CassandraKeyStore } from './key-store';
 import { mapConcurrent } from './limiter';
+import type { CassandraPersistenceMetrics } from './metrics';
 import type { CassandraSnapshotStore } from './snapshot-store';
 
 /** Where a recovery is, reported every `progressIntervalMs` and once at the end (`done`). */
@@ -40,6 +41,8 @@ export interface CassandraPartitionPersistenceOptions<S, V> {
   readonly onProgress?: (progress: RecoveryProgress) => void;
   /** Default 5 s. */
   readonly progressIntervalMs?: number;
+  /** Prometheus metrics, labelled with this flow name. */
+  readonly metrics?: { readonly registry: CassandraPersistenceMetrics; readonly flow: string };
 }
 
 /**
@@ -127,6 +130,12 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
     }
     const final = progress(true);
     this.lastRecovery = final;
+    const m = this.o.metrics;
+    if (m) {
+      const labels = { flow: m.flow, topic: partition.topic, partition: String(partition.partition) };
+      m.registry.recoveryDuration.observe(labels, final.elapsedMs / 1000);
+      m.registry.recoveredKeys.inc(labels, final.keysRecovered);
+    }
     report(final);
   }
 

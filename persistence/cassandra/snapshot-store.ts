@@ -8,6 +8,7 @@ import { CassandraPersistenceError } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import type { KeyLister } from './key-store';
 import { mapConcurrent } from './limiter';
+import type { CassandraPersistenceMetrics } from './metrics';
 import type { ConsistencyOverride, Fencing } from './options';
 import { type CassandraSession, hasColumn, long, toNumber, toNumberOrNull } from './session';
 
@@ -32,6 +33,8 @@ export interface CassandraSnapshotStoreOptions<S> {
   readonly logger?: Logger;
   /** Shared counters (views made with withGeneration share their parent's). */
   readonly stats?: SnapshotStoreStats;
+  /** Prometheus metrics, labelled with this flow name. */
+  readonly metrics?: { readonly registry: CassandraPersistenceMetrics; readonly flow: string };
 }
 
 /** Counters since the store was created. */
@@ -49,6 +52,8 @@ export interface Refusal {
   readonly key: string;
   readonly kind: 'put' | 'delete';
   readonly offset: number;
+  /** What the stored row had newer; 'contended': it kept changing under us. */
+  readonly by: 'generation' | 'offset' | 'contended';
   readonly reason: string;
 }
 
@@ -123,6 +128,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
 
   async writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]> {
     const refusals: Refusal[] = [];
+    const statementsBefore = this.stats.writeStatements;
     const settled = await Promise.allSettled(writes.map((w) => this.writeOne(partition, w, refusals)));
     const failedKeys: string[] = [];
     let firstError: unknown;
@@ -146,6 +152,16 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         },
         'cassandra: the snapshot fence refused writes: another owner wrote newer state',
       );
+    }
+    const m = this.o.metrics;
+    if (m) {
+      const labels = { flow: m.flow, topic: partition.topic, partition: String(partition.partition) };
+      const applied = writes.length - refusals.length - failedKeys.length;
+      if (applied > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'applied' }, applied);
+      if (refusals.length > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'refused' }, refusals.length);
+      if (failedKeys.length > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'failed' }, failedKeys.length);
+      for (const r of refusals) m.registry.fenceRefusals.inc({ ...labels, by: r.by });
+      m.registry.writeStatements.inc(labels, this.stats.writeStatements - statementsBefore);
     }
     if (failedKeys.length > 0) throw this.error('snapshot write', partition, failedKeys, firstError, true);
     return statuses;
@@ -171,7 +187,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     for (let round = 1; round <= MAX_ROUNDS; round++) {
       if (step.step === 'done') break;
       if (step.step === 'refuse') {
-        refusals.push({ key: w.key, kind: w.kind, offset, reason: step.reason });
+        refusals.push({ key: w.key, kind: w.kind, offset, by: step.by, reason: step.reason });
         this.remember(partition, w.key, true);
         return 'not-applied';
       }
@@ -183,7 +199,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       step = nextStep(storedVersion(rs), attempt);
     }
     if (step.step !== 'done') {
-      refusals.push({ key: w.key, kind: w.kind, offset, reason: `still contended after ${MAX_ROUNDS} conditional statements` });
+      refusals.push({ key: w.key, kind: w.kind, offset, by: 'contended', reason: `still contended after ${MAX_ROUNDS} conditional statements` });
       return 'not-applied';
     }
     // A fenced delete leaves a fence row (unless fenceRowTtl is 0), so the key still has a row.

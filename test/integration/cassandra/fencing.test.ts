@@ -3,6 +3,8 @@
 // that keeps flushing after the new owner recovered and wrote newer state — corrupts the next
 // recovery with fencing 'none' and does not with 'lwt'.
 import type { Client } from 'cassandra-driver';
+import { Registry } from 'prom-client';
+import { FlowMetrics } from '../../../flow/metrics';
 import type { CassandraBackend, CassandraPartitionPersistence } from '../../../persistence/cassandra';
 import { SnapshotWriteConflict, SnapshotWriteFenced } from '../../../persistence/errors';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
@@ -62,12 +64,13 @@ async function storedRow(table: string, key: string) {
 }
 
 describe("fencing 'lwt': conditional writes ordered by (generation, offset)", () => {
+  const registry = new Registry();
   let a: CassandraBackend<{ n: number }, unknown>;
   let b: CassandraBackend<{ n: number }, unknown>;
 
   beforeAll(async () => {
     // Two processes: the old owner (generation 1) and the new owner (generation 2), own clients.
-    a = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'cond_snapshots' } });
+    a = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'cond_snapshots' }, metrics: FlowMetrics.of(registry), flowName: 'old' });
     b = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'cond_snapshots' } });
   });
 
@@ -108,6 +111,12 @@ describe("fencing 'lwt': conditional writes ordered by (generation, offset)", ()
 
     expect(a.snapshots!.stats.refused).toBe(5);
     expect(b.snapshots!.stats.refused).toBe(0);
+    // Counted: refusals by what was newer, writes by outcome.
+    const refusals = (await registry.getSingleMetric('kafka_flow_cassandra_fence_refusals_total')!.get()).values;
+    expect(refusals.map((v) => [v.labels.by, v.value])).toEqual([['generation', 5]]);
+    expect(refusals[0]!.labels).toMatchObject({ flow: 'old', topic: 'orders', partition: '0' });
+    const writes = (await registry.getSingleMetric('kafka_flow_cassandra_snapshot_writes_total')!.get()).values;
+    expect(Object.fromEntries(writes.map((v) => [v.labels.outcome, v.value]))).toEqual({ applied: 1, refused: 5 });
   });
 
   test('a stale owner that got ahead before the new owner\'s first write is overtaken, then refused', async () => {

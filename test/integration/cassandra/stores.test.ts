@@ -3,6 +3,8 @@
 // typed error naming the key, and recovery lists exactly one partition's keys across segments.
 import { createHash } from 'node:crypto';
 import type { Client } from 'cassandra-driver';
+import { Registry } from 'prom-client';
+import { FlowMetrics } from '../../../flow/metrics';
 import { CorruptSnapshotError } from '../../../flow/codec/errors';
 import { type CassandraBackend, CassandraPersistenceError, keySegment } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
@@ -20,6 +22,8 @@ type State = { n: number; text?: string };
 
 let raw: Client;
 let backend: CassandraBackend<State, unknown>;
+/** More backends a test starts, closed after all. */
+const others: CassandraBackend<State, unknown>[] = [];
 
 beforeAll(async () => {
   raw = await rawClient();
@@ -29,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeAll(
     () => backend?.close(),
+    ...others.map((o) => () => o.close()),
     () => raw?.shutdown(),
     () => dropKeyspace(keyspace),
   );
@@ -209,13 +214,18 @@ describe('CassandraKeyStore and recovery', () => {
     expect(committer.committed(R0)).toBe(600);
 
     const progress: unknown[] = [];
-    const fresh = await backend.forPartition({ ...R0, generation: 2, committer, onProgress: (p) => progress.push(p) });
+    const registry = new Registry();
+    const measured = await startBackend<State>(keyspace, { mode: 'journal+snapshots', metrics: FlowMetrics.of(registry), flowName: 'sales' });
+    others.push(measured);
+    const fresh = await measured.forPartition({ ...R0, generation: 2, committer, onProgress: (p) => progress.push(p) });
     const recovered = await recoverStates(fresh);
     const expected = new Set(keys0);
     expect(new Set(recovered.keys())).toEqual(expected);
     for (const [i, key] of keys0.entries()) expect(recovered.get(key)).toMatchObject({ state: { n: i }, offset: i });
     expect(fresh.lastRecovery).toMatchObject({ topic: 'recovery', partition: 0, keysListed: expected.size, keysRecovered: expected.size, done: true });
     expect(progress.at(-1)).toEqual(fresh.lastRecovery);
+    const recoveredKeys = (await registry.getSingleMetric('kafka_flow_cassandra_recovered_keys_total')!.get()).values;
+    expect(recoveredKeys).toEqual([{ labels: { flow: 'sales', topic: 'recovery', partition: '0' }, value: expected.size }]);
 
     // The keys really are spread over the 10,000 segments, into every 100-segment listing chunk.
     const segments = keys0.map((k) => keySegment(k, 10_000));
