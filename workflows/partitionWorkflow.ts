@@ -96,9 +96,11 @@ export interface Limits {
   scheduleToStartMs: number;
   /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
   heartbeatMs: number;
+  /** After losing its owner, try the same owner again after this long (unless a newer one came). */
+  ownerRetryMs: number;
 }
 
-export const DEFAULT_LIMITS: Limits = { maxHistoryEvents: 2_000, scheduleToStartMs: 30_000, heartbeatMs: 10_000 };
+export const DEFAULT_LIMITS: Limits = { maxHistoryEvents: 2_000, scheduleToStartMs: 30_000, heartbeatMs: 10_000, ownerRetryMs: 10_000 };
 
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   const c = input.carried;
@@ -165,11 +167,19 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
         carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery },
       });
     }
+    let retryingOwner = false;
     if (!newerAssignment() && phase !== 'running') {
-      await condition(newerAssignment);
+      if (phase === 'owner-lost' && owner) {
+        // The owner may be alive and only unreachable for a while — or Temporal itself was down
+        // and its timeouts fired on restart. Try it again, unless a newer owner comes first.
+        retryingOwner = !(await condition(newerAssignment, limits.ownerRetryMs));
+      } else {
+        await condition(newerAssignment);
+      }
     }
     const previous = owner;
-    const resuming = phase === 'running' && previous !== undefined && !newerAssignment(); // after continueAsNew
+    // After continueAsNew, or retrying a lost owner: the same owner, no new history entry.
+    const resuming = (phase === 'running' || retryingOwner) && previous !== undefined && !newerAssignment();
     owner = latest!;
     if (!resuming) {
       ownerHistory.push({ ...owner, at: Date.now() });
@@ -177,7 +187,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     }
     // Same process, next generation, nobody else in between: it keeps its in-memory state.
     const keepFromGeneration =
-      previous && previous.taskQueue === owner.taskQueue && (phase === 'running' || phase === 'revoked')
+      previous && previous.taskQueue === owner.taskQueue && (phase === 'running' || phase === 'revoked' || phase === 'owner-lost')
         ? previous.generation
         : undefined;
     const acts = activitiesOn(owner, limits);
