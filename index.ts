@@ -61,3 +61,8 @@ export type {
 export type { SnapshotStore, SnapshotWrite } from './persistence/snapshot-store';
 export { StorePartitionPersistence, type StorePartitionPersistenceOptions } from './persistence/store-partition-persistence';
 export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './persistence/types';
+export { CompressionError, CorruptSnapshotError } from './flow/codec/errors';
+export { Compressor, withCompression } from './flow/codec/compressor';
+export { SnapshotCommitTimeout } from './kafka/errors';
+export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
+export { TemporalUnreachableError } from './workers/temporalConnection';

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/errors';
+import type { DeadLetterSink } from '../flow/decode-policy';
 import type { FlowDefinition } from '../flow/define-flow';
 import { brokersFromEnv, createKafkaClient } from '../kafka/client';
 import { KafkaFlowBackend, type WriteGeneration } from '../persistence/kafka';
@@ -26,6 +27,10 @@ export interface PartitionOwnership extends TopicPartition {
 /** A flow's persistence backend in a worker process. */
 export interface PersistenceBackend<S, V> {
   forPartition(ownership: PartitionOwnership): Promise<PartitionPersistence<S, V>>;
+  /** The partition was revoked for good: close what it held (its transactional producer). */
+  release?(partition: TopicPartition): Promise<void>;
+  /** Where the `dead-letter` decode policy sends undecodable records. */
+  deadLetter?(): DeadLetterSink;
   close(): Promise<void>;
 }
 
@@ -88,6 +93,8 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): Persistenc
       // (a rebalance that keeps the partition still bumps it), else the one captured at assignment.
       return backend.forPartition({ ...o, generation: o.liveGeneration ?? { generationId: o.generation, memberId: o.memberId } });
     },
+    release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
+    deadLetter: () => backend.forTopic(definition.topics[0]!).deadLetter().sink,
     close: () => backend.close(),
   };
 }

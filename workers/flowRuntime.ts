@@ -137,7 +137,11 @@ export class FlowRuntime {
         }
       }
     }
-    for (const [key, _slot] of this.slots) if (!assigned.has(key)) this.slots.delete(key);
+    for (const [key, slot] of this.slots) {
+      if (assigned.has(key)) continue;
+      this.slots.delete(key); // revoked for good: its state and producer go
+      void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
+    }
     this.log.info(
       { generation: g.generationId, memberId: g.memberId, assignment: g.assignment },
       'partitions assigned',
@@ -303,10 +307,12 @@ export class FlowRuntime {
       partition: r.partition,
       assignedAt,
       persistence,
+      deadLetter: this.definition.onDecodeFailure === 'dead-letter' ? this.o.backend.deadLetter?.() : undefined,
       logger: this.log,
       metrics: this.o.metrics,
     });
     const keys = await flow.recover();
+    const read = (persistence as { lastRecovery?: { records?: number } }).lastRecovery?.records ?? keys;
     this.slotFor(r); // still ours after the (possibly long) read
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
@@ -314,8 +320,8 @@ export class FlowRuntime {
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
     const ms = performance.now() - started;
-    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, ms: Math.round(ms) }, 'recovered');
-    return { fromMemory: false, keys, snapshotsRead: keys, ms, committedOffset: assignedAt };
+    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms) }, 'recovered');
+    return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt };
   }
 
   /** Starts processing; returns a function reporting progress, and whether it should go on. */
