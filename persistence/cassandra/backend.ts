@@ -47,7 +47,7 @@ export interface CassandraBackendOptions<S, V> extends CassandraFlowOptions {
 
 /** What a partition's persistence is built from: the worker's PartitionOwnership fits. */
 export interface CassandraPartitionOwnership extends TopicPartition {
-  /** The consumer generation the partition was assigned under: the 'lwt' fence's owner generation. */
+  /** The consumer generation the partition was assigned under: the 'lwt' fence's owner generation (plus fenceEpoch × 2³²). */
   readonly generation?: number;
   /** Commits the input offset after the writes (ConsumerOffsetCommitter for a real group). */
   readonly committer: OffsetCommitter;
@@ -259,7 +259,9 @@ export class CassandraBackend<S, V> {
   /** One assigned partition's persistence, writing as `ownership.generation`. */
   async forPartition(ownership: CassandraPartitionOwnership): Promise<CassandraPartitionPersistence<S, V>> {
     const partition = { topic: ownership.topic, partition: ownership.partition };
-    const generation = this.settings.fencing === 'lwt' ? ownership.generation : undefined;
+    const { fencing, fenceEpoch } = this.settings;
+    const generation =
+      fencing === 'lwt' && ownership.generation !== undefined ? fenceEpoch * 2 ** 32 + ownership.generation : undefined;
     return new CassandraPartitionPersistence<S, V>({
       partition,
       mode: this.mode,

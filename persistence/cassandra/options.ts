@@ -83,6 +83,12 @@ export interface CassandraFlowOptions {
   fencing?: Fencing;
   /** How long a deleted key's fence row stays under 'lwt' (0: plain conditional delete). Default 1 day. */
   fenceRowTtl?: Duration;
+  /**
+   * Added to every owner generation as `fenceEpoch × 2³²`. Raise it by one after the consumer
+   * group was deleted and recreated (Kafka then restarts generations at 1, below the stored ones,
+   * and every fenced write would be refused). Default 0.
+   */
+  fenceEpoch?: number;
   /** Statements reading at once, over all partitions of the backend. Default 64. */
   maxConcurrentReads?: number;
   /** Statements writing at once, over all partitions of the backend. Default 64. */
@@ -122,6 +128,7 @@ export const cassandraFlowOptionsShape = {
   serialConsistency: z.enum(['SERIAL', 'LOCAL_SERIAL']).optional(),
   fencing: z.enum(['lwt', 'none']).optional(),
   fenceRowTtl: duration.optional(),
+  fenceEpoch: z.number().int().min(0).max(2 ** 20).optional(),
   maxConcurrentReads: z.number().int().positive().optional(),
   maxConcurrentWrites: z.number().int().positive().optional(),
   keyListParallelism: z.number().int().positive().optional(),
@@ -146,6 +153,7 @@ export interface ResolvedCassandraOptions {
   serialConsistency: SerialConsistencyName;
   fencing: Fencing;
   fenceRowTtlSeconds: number;
+  fenceEpoch: number;
   maxConcurrentReads: number;
   maxConcurrentWrites: number;
   keyListParallelism: number;
@@ -186,6 +194,7 @@ export function resolveCassandraOptions(options: CassandraFlowOptions, defaultAp
     serialConsistency: o.serialConsistency ?? 'SERIAL',
     fencing: o.fencing ?? 'lwt',
     fenceRowTtlSeconds: ttlSeconds(o.fenceRowTtl ?? DEFAULT_FENCE_ROW_TTL_MS, 'persistence.fenceRowTtl'),
+    fenceEpoch: o.fenceEpoch ?? 0,
     maxConcurrentReads: o.maxConcurrentReads ?? 64,
     maxConcurrentWrites: o.maxConcurrentWrites ?? 64,
     keyListParallelism: o.keyListParallelism ?? 32,

@@ -140,6 +140,26 @@ describe("fencing 'lwt': conditional writes ordered by (generation, offset)", ()
     expect(await storedRow('cond_snapshots', 'o')).toMatchObject({ offset: 8, generation: null });
   });
 
+  test('after the consumer group was recreated (generations restart), a raised fenceEpoch puts the new owners ahead', async () => {
+    const before = b.snapshots!.withGeneration(57);
+    expect(await before.writeBatch(P, [put('epoch', 10)])).toEqual(['applied']);
+    const restarted = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'cond_snapshots' } });
+    const raised = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'cond_snapshots' }, fenceEpoch: 1 });
+    try {
+      const committer = new InMemoryOffsetCommitter();
+      const refused = await restarted.forPartition({ ...P, generation: 1, committer });
+      expect((await refused.write({ writes: [{ key: 'epoch', snapshot: { state: { n: 11 }, offset: 11 } }] })).statuses).toEqual(['not-applied']);
+      const ahead = await raised.forPartition({ ...P, generation: 1, committer });
+      expect(ahead.snapshots!.generation).toBe(2 ** 32 + 1);
+      expect((await ahead.write({ writes: [{ key: 'epoch', snapshot: { state: { n: 11 }, offset: 11 } }] })).statuses).toEqual(['applied']);
+    } finally {
+      await closeAll(
+        () => restarted.close(),
+        () => raised.close(),
+      );
+    }
+  });
+
   test("rows written without a generation (kafka-flow, fencing 'none') are taken over by a fenced writer", async () => {
     const plain = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'cond_snapshots' }, fencing: 'none' });
     try {

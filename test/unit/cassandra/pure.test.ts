@@ -114,6 +114,7 @@ describe('options', () => {
       serialConsistency: 'SERIAL',
       ttlSeconds: { snapshots: 0, keys: 0, journals: 0 },
       fenceRowTtlSeconds: 86_400,
+      fenceEpoch: 0,
       consistency: { snapshots: { read: 'LOCAL_QUORUM', write: 'LOCAL_QUORUM' } },
       replication: { class: 'SimpleStrategy', replication_factor: 1 },
     });
@@ -140,6 +141,7 @@ describe('options', () => {
     [{ consistency: { keys: { read: 'SERIAL' } } }, /consistency\.keys\.read/],
     [{ replication: { replication_factor: 3 } }, /class/],
     [{ colour: 'blue' }, /colour/],
+    [{ fenceEpoch: -1 }, /fenceEpoch/],
   ])('%j is refused with a ConfigError naming it', (options, message) => {
     expect(() => resolveCassandraOptions(options as never, 'sales')).toThrow(ConfigError);
     expect(() => resolveCassandraOptions(options as never, 'sales')).toThrow(message);
