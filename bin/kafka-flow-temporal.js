@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // The CLI entry. The project (and users' flow modules) are TypeScript; tsx compiles them on load.
+// kafkajs warns at every producer about a partitioner change from 2019; we use its default on purpose.
+process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 require('tsx/cjs');
 require('../workers/cli.ts')
   .main(process.argv)

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // Runs a TypeScript script of this project (benchmarks, examples, recorders) with tsx.
+// kafkajs warns at every producer about a partitioner change from 2019; we use its default on purpose.
+process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 require('tsx/cjs');
 const path = require('node:path');
 const [script, ...rest] = process.argv.slice(2);

@@ -1,0 +1,55 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { expectedTotals } from '../../../examples/sales/orders';
+import { renderedWorkflowList } from '../../../scripts/temporalUi';
+import { inspectFlow } from '../../../workers/inspect';
+import { unique } from '../../support/servers';
+
+const root = path.resolve(__dirname, '../../..');
+
+// `npm start` as a user runs it: servers, topic, two workers, the producer, the UI link and the
+// live summary; it stops cleanly, and the persisted totals per store are exactly those of the
+// orders produced. While it runs, the Temporal UI (in a real headless Chromium) lists the flow's
+// partition workflows.
+test('the sales example runs, shows up in the Temporal UI, stops cleanly, and persists exact totals', async () => {
+  const id = unique('sales');
+  const env = { ...process.env, SALES_TOPIC: id, SALES_FLOW: id, SALES_GROUP: id, SALES_RATE: '400', SALES_PERSIST_EVERY: '2s' };
+  const child: ChildProcess = spawn(process.execPath, [path.join(root, 'bin/run-ts.js'), 'examples/sales/run.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    const deadline = Date.now() + 120_000;
+    while (!/partitions running 3\+3/.test(out)) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the example did not get both workers running:\n${out}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const ui = /Temporal UI: (\S+)/.exec(out)?.[1];
+    expect(ui).toContain(encodeURIComponent(`KafkaFlow="${id}"`));
+    const html = await renderedWorkflowList(ui!);
+    for (let p = 0; p < 6; p++) expect(html).toContain(`kafka-flow/${id}/${id}/${p}`);
+
+    await new Promise((r) => setTimeout(r, 3000));
+    child.kill('SIGINT'); // Ctrl-C
+    const code = await exited;
+    if (code !== 0) throw new Error(`the example exited with ${code} after Ctrl-C; its output ends:\n${out.slice(-6000)}`);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+  const produced = Number(/produced (\d+) orders; workers exited with 0, 0/.exec(out)?.[1]);
+  expect(produced).toBeGreaterThan(0);
+
+  process.env.SALES_TOPIC = id;
+  process.env.SALES_FLOW = id;
+  process.env.SALES_GROUP = id;
+  jest.resetModules();
+  const flow = (await import('../../../examples/sales/flow')).default;
+  const persisted = new Map<string, unknown>();
+  for await (const k of inspectFlow(flow as never)) persisted.set(k.key, k.state);
+  expect(persisted).toEqual(expectedTotals(produced));
+}, 300_000);
