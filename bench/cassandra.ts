@@ -1,0 +1,164 @@
+// The Cassandra backend on the local Cassandra: persist 10,000 keys × 1 KiB snapshots through a
+// partition's persistence (snapshot rows, key rows, then the offset commit, in batches of 1,000 as
+// the engine hands them over), with the snapshot fence on ('lwt') and off ('none'), then recover
+// them (list the keys table's segments, read every snapshot).
+//
+// - write: the keys' first persist (new rows: INSERT … IF NOT EXISTS vs kafka-flow's plain UPDATE)
+// - update: a second persist of the same keys at newer offsets (UPDATE … IF generation <= ? AND
+//   offset < ? vs plain UPDATE) — what a running partition does every persistEvery
+// - cassandra_lwt_vs_plain_write / _update: time with LWT ÷ time without, same run, interleaved
+// - recovery: a fresh client recovers the partition's 10,000 keys
+// Each configuration writes its own tables and a fresh partition per run; figures are medians of
+// 3 runs after one untimed warm-up. `npm run bench:cassandra [-- --quick]` (quick: 1,000 keys, 1 run).
+import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { Client } from 'cassandra-driver';
+import { sized } from './lib/args';
+import { startProgress } from './lib/progress';
+import { writeResults } from './lib/results';
+import { printTable } from './lib/table';
+import { measure, median, perSecond, ratio } from './lib/timing';
+import { formatHostPort, readEnv } from '../config/env';
+import { CassandraBackend, type Fencing } from '../persistence/cassandra';
+import { InMemoryOffsetCommitter } from '../persistence/memory';
+import type { KeyWrite } from '../persistence/partition-persistence';
+import { VERSIONS } from '../infra/settings';
+
+const KEYS = sized(10_000, 1_000);
+const RUNS = sized(3, 1);
+const BATCH = 1_000;
+const TOPIC = 'bench';
+
+type State = { payload: string };
+
+/** A 1 KiB state: base64 of random bytes, so compression (off below 10 KB anyway) has nothing to gain. */
+function state(i: number): State {
+  return { payload: `${i}:${randomBytes(760).toString('base64')}`.slice(0, 1024 - 14) };
+}
+
+async function main(): Promise<void> {
+  const contactPoints = readEnv().cassandraContactPoints.map(formatHostPort);
+  const keyspace = `bench_cassandra_${Date.now()}`;
+  const start = (fencing: Fencing) =>
+    CassandraBackend.start<State, unknown>({
+      applicationId: 'bench',
+      groupId: 'bench',
+      keyspace,
+      contactPoints,
+      fencing,
+      tables: { snapshots: `${fencing}_snapshots`, keys: `${fencing}_keys` },
+    });
+  const backends = { none: await start('none'), lwt: await start('lwt') };
+  const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}-${randomBytes(4).toString('hex')}`);
+  const states = keys.map((_, i) => state(i));
+  const times: Record<string, number[]> = { none_write: [], lwt_write: [], none_update: [], lwt_update: [], recovery: [] };
+  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 4 + RUNS * KEYS, { plainEveryMs: 5_000 });
+
+  type Persistence = Awaited<ReturnType<(typeof backends)['lwt']['forPartition']>>;
+  const persist = (persistence: Persistence, fencing: Fencing, offsetBase: number, addKey: boolean) =>
+    measure(async () => {
+      for (let from = 0; from < KEYS; from += BATCH) {
+        const writes: KeyWrite<State, unknown>[] = [];
+        for (let i = from; i < Math.min(KEYS, from + BATCH); i++) {
+          writes.push({ key: keys[i]!, snapshot: { state: states[i]!, offset: offsetBase + i }, addKey });
+        }
+        const result = await persistence.write({ writes, commitOffset: offsetBase + from + writes.length });
+        if (!result.committed || result.statuses.some((s) => s !== 'applied')) throw new Error(`bench: a ${fencing} write was not applied`);
+        progress.tick(writes.length);
+      }
+    });
+
+  try {
+    // run 0 is the warm-up (prepared statements, JIT, Cassandra's memtables): not counted.
+    for (let run = 0; run <= RUNS; run++) {
+      const order: Fencing[] = run % 2 === 0 ? ['none', 'lwt'] : ['lwt', 'none'];
+      for (const fencing of order) {
+        // One partition's persistence for both persists, as a running partition keeps it.
+        const persistence = await backends[fencing].forPartition({
+          topic: TOPIC,
+          partition: run,
+          generation: 1,
+          committer: new InMemoryOffsetCommitter(),
+        });
+        const write = await persist(persistence, fencing, 0, true);
+        const update = await persist(persistence, fencing, KEYS, false);
+        if (run > 0) {
+          times[`${fencing}_write`]!.push(write);
+          times[`${fencing}_update`]!.push(update);
+        }
+      }
+    }
+    for (let run = 1; run <= RUNS; run++) {
+      // A fresh client, as a newly assigned owner would have.
+      const fresh = await start('lwt');
+      try {
+        const persistence = await fresh.forPartition({ topic: TOPIC, partition: run, generation: 2, committer: new InMemoryOffsetCommitter() });
+        let recovered = 0;
+        times.recovery!.push(
+          await measure(async () => {
+            for await (const found of persistence.recover()) {
+              if (found.snapshot?.offset === undefined) throw new Error('bench: recovered a key without a snapshot');
+              recovered++;
+              progress.tick();
+            }
+          }),
+        );
+        if (recovered !== KEYS) throw new Error(`bench: recovered ${recovered} keys, wrote ${KEYS}`);
+      } finally {
+        await fresh.close();
+      }
+    }
+  } finally {
+    progress.stop();
+    const lwtStats = backends.lwt.snapshots!.stats;
+    await backends.none.close();
+    await backends.lwt.close();
+    const admin = new Client({ contactPoints, localDataCenter: 'datacenter1' });
+    await admin.connect();
+    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch(() => undefined);
+    await admin.shutdown();
+    process.stdout.write(`lwt statements per snapshot write: ${(lwtStats.writeStatements / Math.max(1, lwtStats.applied)).toFixed(3)}\n`);
+  }
+
+  const ms = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) as Record<string, number>;
+  const figures = {
+    cassandra_plain_write_keys_per_s: round(perSecond(KEYS, ms.none_write!)),
+    cassandra_lwt_write_keys_per_s: round(perSecond(KEYS, ms.lwt_write!)),
+    cassandra_lwt_vs_plain_write: round(ratio(ms.lwt_write!, ms.none_write!), 3),
+    cassandra_plain_update_keys_per_s: round(perSecond(KEYS, ms.none_update!)),
+    cassandra_lwt_update_keys_per_s: round(perSecond(KEYS, ms.lwt_update!)),
+    cassandra_lwt_vs_plain_update: round(ratio(ms.lwt_update!, ms.none_update!), 3),
+    cassandra_recovery_keys_per_s: round(perSecond(KEYS, ms.recovery!)),
+  };
+  printTable(`cassandra: ${KEYS.toLocaleString('en-US')} keys × 1 KiB, batches of ${BATCH}, median of ${RUNS}`, [
+    { persist: 'first write (new keys)', 'plain ms': ms.none_write!, 'lwt ms': ms.lwt_write!, 'plain keys/s': figures.cassandra_plain_write_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_write_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_write },
+    { persist: 'update (newer offsets)', 'plain ms': ms.none_update!, 'lwt ms': ms.lwt_update!, 'plain keys/s': figures.cassandra_plain_update_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_update_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_update },
+  ]);
+  printTable('cassandra recovery (fresh client: list 10,000 segments, read every snapshot)', [
+    { keys: KEYS, ms: ms.recovery!, 'keys/s': figures.cassandra_recovery_keys_per_s },
+  ]);
+  const file = writeResults('cassandra', figures, {
+    versions: { cassandra: VERSIONS.cassandra },
+    notes: {
+      keys: KEYS,
+      stateBytes: 1024,
+      batch: BATCH,
+      runs: RUNS,
+      medianMs: ms,
+      settings: 'defaults: maxConcurrentWrites 64, maxConcurrentReads 64, LOCAL_QUORUM, serial SERIAL, one node',
+      timed: 'per batch: snapshot rows, key rows (first write only), then the offset commit (in memory)',
+      loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100),
+    },
+  });
+  process.stdout.write(`results: ${file}\n`);
+}
+
+function round(n: number, digits = 0): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
