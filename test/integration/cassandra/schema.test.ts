@@ -2,8 +2,11 @@
 // names, left alone when present, a kafka-flow snapshots table gets the generation column, and a
 // table whose columns do not match (or a missing one with autoCreate off) is a clear error.
 import type { Client } from 'cassandra-driver';
+import { defineFlow } from '../../../flow/define-flow';
 import { CassandraBackend, CassandraSchemaError } from '../../../persistence/cassandra';
-import { closeAll, dropKeyspace, keyspaceName, rawClient, startBackend } from './support';
+import { InMemoryOffsetCommitter } from '../../../persistence/memory';
+import { cassandraContactPoints } from '../../support/servers';
+import { closeAll, dropKeyspace, keyspaceName, rawClient, recoverStates, startBackend } from './support';
 
 const keyspace = keyspaceName('kft_schema');
 let raw: Client;
@@ -117,4 +120,39 @@ test('an unreachable Cassandra fails start with a CassandraPersistenceError nami
   });
   await expect(start).rejects.toMatchObject({ name: 'CassandraPersistenceError', code: 'CASSANDRA', operation: 'connect' });
   await expect(start).rejects.toThrow(/^connect failed: .*no Cassandra node answered at 127\.0\.0\.1:1: is it running and reachable\?/);
+});
+
+test("forFlow: a defined flow's cassandra options reach the backend (application id = flow name, journals with its value codec)", async () => {
+  const definition = defineFlow<{ n: number }, string>({
+    name: 'sales',
+    groupId: 'sales-group',
+    topics: ['sales'],
+    fold: (s, r) => ({ n: (s?.n ?? 0) + r.value.length }),
+    valueCodec: { encode: (v) => Buffer.from(v.toUpperCase()), decode: (b) => b.toString('utf8') },
+    persistence: {
+      backend: 'cassandra',
+      mode: 'journal+snapshots',
+      keyspace,
+      contactPoints: [...cassandraContactPoints],
+      tables: { snapshots: 'flow_snapshots', keys: 'flow_keys2', journals: 'flow_records' },
+      fencing: 'none',
+      keySegments: 50,
+    },
+  });
+  const backend = await CassandraBackend.forFlow(definition);
+  try {
+    expect(backend.settings).toMatchObject({ applicationId: 'sales', fencing: 'none', keySegments: 50, keyspace });
+    expect(backend.groupId).toBe('sales-group');
+    const p = await backend.forPartition({ topic: 'sales', partition: 0, generation: 3, committer: new InMemoryOffsetCommitter() });
+    expect(p.snapshots!.generation).toBeUndefined(); // no fence, no generation written
+    const event = { topic: 'sales', partition: 0, key: 'k', offset: '4', value: 'abc', timestamp: '0', headers: {} };
+    await p.write({ writes: [{ key: 'k', snapshot: { state: { n: 3 }, offset: 4 }, events: [event], addKey: true }] });
+    const row = (
+      await raw.execute(`SELECT application_id, group_id, value FROM ${keyspace}.flow_records WHERE application_id = 'sales' AND group_id = 'sales-group' AND topic = 'sales' AND partition = 0 AND key = 'k'`)
+    ).first();
+    expect((row.get('value') as Buffer).toString()).toBe('ABC'); // the flow's value codec
+    expect([...(await recoverStates(p))]).toEqual([['k', { state: { n: 3 }, offset: 4, events: undefined }]]);
+  } finally {
+    await backend.close();
+  }
 });
