@@ -34,6 +34,14 @@ export interface RecoverResult {
   readonly ms: number;
   /** The committed input offset the partition resumes from, as kafkajs spells offsets. */
   readonly committedOffset?: string;
+  /** Local state on (docs/local-state.md): keys taken from the local store. */
+  readonly fromLocal?: number;
+  /** Local state on: records read from the snapshot topic (the delta after the checkpoint, or all). */
+  readonly fromTopic?: number;
+  /** Local state on: `delta` (local copy plus the records after its checkpoint) or `full`. */
+  readonly restore?: 'delta' | 'full';
+  /** Local state on, full restore: why (no checkpoint, or why the local copy was discarded). */
+  readonly fullRestoreReason?: string;
 }
 
 export interface OwnerRequest extends PartitionRef {

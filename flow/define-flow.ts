@@ -40,6 +40,13 @@ export interface KafkaPersistenceOptions {
   transactionalIdPrefix?: string;
   /** Replication factor of the snapshot topic when it is created. Default 1 (use 3 in production). */
   replicationFactor?: number;
+  /**
+   * A local state store per partition under `dir` (like Kafka Streams' state.dir), so a restart or a
+   * partition coming back reads only the snapshots written after its checkpoint. Needs
+   * `transactional: true`. Default off; the worker's `KFT_STATE_DIR` turns it on (and overrides
+   * `dir`) for transactional flows. See docs/local-state.md.
+   */
+  localState?: { dir: string };
   [option: string]: unknown;
 }
 
@@ -95,6 +102,8 @@ export type ResolvedPersistence =
       recoveryStallTimeoutMs: number;
       snapshotTopic: string | undefined;
       compressionThreshold: number;
+      /** The local state store (docs/local-state.md); undefined: off. */
+      localState?: { readonly dir: string };
       options: Readonly<Record<string, unknown>>;
     }
   | { backend: 'cassandra'; mode: PersistenceMode; compressionThreshold: number; options: Readonly<CassandraFlowOptions> };
@@ -138,6 +147,7 @@ const schema = z.strictObject({
         compressionThreshold: z.number().int().nonnegative().optional(),
         transactionalIdPrefix: z.string().min(1).optional(),
         replicationFactor: z.number().int().positive().optional(),
+        localState: z.strictObject({ dir: z.string().min(1) }).optional(),
       }),
       z.strictObject({
         backend: z.literal('cassandra'),
@@ -218,7 +228,10 @@ function resolvePersistence(p: PersistenceOptions): ResolvedPersistence {
     case 'memory':
       return { backend: 'memory', mode: p.mode ?? 'snapshots' };
     case 'kafka': {
-      const { backend, mode, transactional, maxWritesPerTransaction, recoveryStallTimeout, snapshotTopic, compressionThreshold, ...rest } = p;
+      const { backend, mode, transactional, maxWritesPerTransaction, recoveryStallTimeout, snapshotTopic, compressionThreshold, localState, ...rest } = p;
+      if (localState && !transactional) {
+        throw new ConfigError('persistence.localState needs transactional: true (its checkpoint relies on the snapshot partition having one fenced writer)');
+      }
       return {
         backend,
         mode: mode ?? 'snapshots',
@@ -227,6 +240,7 @@ function resolvePersistence(p: PersistenceOptions): ResolvedPersistence {
         recoveryStallTimeoutMs: toMillis(recoveryStallTimeout ?? 180_000, 'persistence.recoveryStallTimeout'),
         snapshotTopic,
         compressionThreshold: compressionThreshold ?? 10_000,
+        ...(localState ? { localState: { dir: localState.dir } } : {}),
         options: rest,
       };
     }

@@ -1,6 +1,8 @@
 import { ConfigError } from '../config/errors';
 import type { DeadLetterSink } from '../flow/decode-policy';
 import type { FlowDefinition } from '../flow/define-flow';
+import type { Logger } from '../flow/logger';
+import type { FlowMetrics } from '../flow/metrics';
 import { brokersFromEnv, createKafkaClient } from '../kafka/client';
 import { KafkaFlowBackend, type WriteGeneration } from '../persistence/kafka';
 import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';
@@ -60,11 +62,14 @@ export function memoryBackend<S, V>(definition: FlowDefinition<S, V>): Persisten
  * A kafka flow's snapshot backends (one per input topic), for workers and for `inspect`
  * (`readAll({ topic?, partition? })` reads the snapshot topics without a group or a fence).
  */
-export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>): KafkaFlowBackend<S, V> {
+export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): KafkaFlowBackend<S, V> {
   const p = definition.persistence;
   if (p.backend !== 'kafka') throw new TypeError(`flow "${definition.name}" does not persist to Kafka`);
   const extra = p.options as { transactionalIdPrefix?: string; replicationFactor?: number };
+  const localState = worker.localState ? localStateOf(definition, worker.logger) : undefined;
   return new KafkaFlowBackend<S, V>({
+    // Local state on: the backend logs and counts its restores on the worker's logger and registry.
+    ...(localState ? { localState, logger: worker.logger, metrics: worker.metrics } : {}),
     client: createKafkaClient({ brokers: brokersFromEnv(), clientId: `kafka-flow-temporal-${definition.name}-snapshots` }),
     flowName: definition.name,
     groupId: definition.groupId,
@@ -79,14 +84,35 @@ export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>): KafkaF
   });
 }
 
+/** What a worker offers the backend it builds. */
+export interface WorkerContext {
+  readonly logger?: Logger;
+  readonly metrics?: FlowMetrics;
+  /** Honour persistence.localState and KFT_STATE_DIR (workers; not `inspect`). */
+  readonly localState?: boolean;
+}
+
+/** persistence.localState, or KFT_STATE_DIR (which turns it on for transactional flows and overrides the dir). */
+function localStateOf(definition: Pick<FlowDefinition<unknown, unknown>, 'name' | 'persistence'>, log?: Logger): { dir: string } | undefined {
+  const p = definition.persistence;
+  if (p.backend !== 'kafka') return undefined;
+  const env = process.env.KFT_STATE_DIR;
+  if (env) {
+    if (p.transactional) return { dir: env };
+    log?.warn({ flow: definition.name }, 'KFT_STATE_DIR ignored: local state needs transactional Kafka persistence');
+    return undefined;
+  }
+  return p.localState;
+}
+
 /**
  * The `kafka` backend: snapshots in a compacted topic per input topic (see
  * docs/kafka-persistence.md). A transient flow (`mode: 'none'`) persists nothing: it only commits
  * offsets, through the consumer.
  */
-export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): PersistenceBackend<S, V> {
   if (definition.persistence.mode === 'none') return memoryBackend(definition);
-  const backend = kafkaFlowBackend(definition);
+  const backend = kafkaFlowBackend(definition, { ...worker, localState: true });
   return {
     forPartition: (o) => {
       // The generation is read for each transaction: a live reader when the worker offers one
@@ -99,12 +125,12 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>): Persistenc
   };
 }
 
-export function createBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+export function createBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): PersistenceBackend<S, V> {
   switch (definition.persistence.backend) {
     case 'memory':
       return memoryBackend(definition);
     case 'kafka':
-      return kafkaBackend(definition);
+      return kafkaBackend(definition, worker);
     default:
       throw new ConfigError(
         `flow "${definition.name}": persistence backend "${definition.persistence.backend}" is not available in workers yet`,

@@ -57,7 +57,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     brokers: env.kafkaBrokers.map(formatHostPort),
     temporal: temporal.client,
     taskQueue,
-    backend: createBackend(definition),
+    backend: createBackend(definition, { logger: log, metrics }),
     metrics,
     logger: log,
   });

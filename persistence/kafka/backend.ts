@@ -4,6 +4,7 @@
  * offsets, admin) and the snapshot topic.
  */
 import { Registry } from 'prom-client';
+import { ConfigError } from '../../config/errors';
 import type { Codec } from '../../flow/codec/codec';
 import { Compressor, compressorMetrics } from '../../flow/codec/compressor';
 import { decodeSnapshot } from '../../flow/codec/errors';
@@ -20,8 +21,10 @@ import type { OffsetCommitter } from '../offset-committer';
 import type { Snapshot } from '../types';
 import { DeadLetterProducer } from './dead-letter';
 import { type GenerationSource, KafkaPartitionPersistence, type OutcomeProbe, type WriteGeneration } from './kafka-partition-persistence';
+import { LocalPartitionStore } from './local-state';
 import { KafkaPersistenceMetrics } from './metrics';
 import { readSnapshotPartition } from './recovery';
+import { RestoreRound } from './restore-round';
 import { type SnapshotFormat, snapshotFormat } from './snapshot-format';
 import { defaultDeadLetterTopic, defaultSnapshotTopic, defaultTransactionalIdPrefix, ensureSnapshotTopic } from './topic';
 
@@ -61,7 +64,23 @@ export interface KafkaSnapshotBackendOptions<S> {
   readonly logger?: Logger;
   /** The process's flow metrics (their registry gets this backend's metrics too). */
   readonly metrics?: FlowMetrics;
+  /**
+   * A local state store per partition under `dir` (Kafka Streams' state.dir): restores load it and
+   * read only the snapshot records after its checkpoint. Transactional mode only. Default off.
+   * See docs/local-state.md.
+   */
+  readonly localState?: LocalStateOptions;
+  /** Shared by a flow's backends: one restore summary line per rebalance. Default: this backend's own. */
+  readonly restoreRound?: RestoreRound;
 }
+
+export interface LocalStateOptions {
+  /** The state directory; each worker process needs its own. */
+  readonly dir: string;
+}
+
+/** Kafka's default delete.retention.ms (1 day), when the topic's cannot be read. */
+const DEFAULT_DELETE_RETENTION_MS = 86_400_000;
 
 /** One partition's ownership, as the worker knows it when the partition is assigned. */
 export interface KafkaPartitionAssignment {
@@ -114,6 +133,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   private topicReady: Promise<void> | undefined;
   private readonly partitions = new Map<number, KafkaPartitionPersistence<S, V>>();
   private closed = false;
+  private readonly restoreRound: RestoreRound | undefined;
+  private deleteRetention: Promise<number> | undefined;
 
   constructor(options: KafkaSnapshotBackendOptions<S>) {
     const max = options.maxWritesPerTransaction ?? DEFAULT_MAX_WRITES_PER_TRANSACTION;
@@ -143,6 +164,20 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     this.admin = new KafkaAdmin(options.client);
     this.reader = new PartitionReader(options.client);
     this.offsets = new CommittedOffsets(options.client);
+    if (options.localState) {
+      if (!this.transactional) {
+        throw new ConfigError(
+          `flow "${options.flowName}": persistence.localState needs transactional: true (its checkpoint relies on the snapshot partition having one fenced writer)`,
+        );
+      }
+      if (!options.localState.dir) throw new ConfigError(`flow "${options.flowName}": persistence.localState.dir is empty`);
+      this.restoreRound = options.restoreRound ?? new RestoreRound(options.flowName, this.log);
+    }
+  }
+
+  /** The local state directory, when local state is on. */
+  get stateDir(): string | undefined {
+    return this.o.localState?.dir;
   }
 
   /**
@@ -220,6 +255,19 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         generation: generationSource(a),
         assignedOffset: 0, // set below, once fenced
         probe: this.probe(groupId, a.topic, a.partition),
+        local: this.o.localState
+          ? {
+              store: new LocalPartitionStore(this.o.localState.dir, {
+                flow: this.flowName,
+                groupId,
+                snapshotTopic: this.snapshotTopic,
+                partition: a.partition,
+                transactionalId: transactions.transactionalId,
+              }),
+              deleteRetentionMs: () => this.deleteRetentionMs(),
+              round: this.restoreRound,
+            }
+          : undefined,
       });
       await persistence.fenceNow();
       const seed = a.assignedOffset ?? (await this.offsets.fetch(groupId, a.topic, [a.partition])).get(a.partition) ?? 0;
@@ -331,6 +379,20 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         return offset === null || offset === undefined ? undefined : Number(offset);
       },
     };
+  }
+
+  /** The snapshot topic's delete.retention.ms (read once). */
+  private deleteRetentionMs(): Promise<number> {
+    if (!this.deleteRetention) {
+      this.deleteRetention = this.admin.describeTopic(this.snapshotTopic, ['delete.retention.ms']).then((t) => {
+        const ms = Number(t?.config['delete.retention.ms']);
+        return Number.isFinite(ms) && ms > 0 ? ms : DEFAULT_DELETE_RETENTION_MS;
+      });
+      this.deleteRetention.catch(() => {
+        this.deleteRetention = undefined;
+      });
+    }
+    return this.deleteRetention;
   }
 
   private async inputPartitionCount(): Promise<number> {

@@ -12,6 +12,8 @@ import {
   type KafkaSnapshotBackendOptions,
 } from './backend';
 import type { KafkaPartitionPersistence } from './kafka-partition-persistence';
+import { silentLogger } from '../../flow/logger';
+import { RestoreRound } from './restore-round';
 import { defaultSnapshotTopic, defaultTransactionalIdPrefix } from './topic';
 
 export interface KafkaFlowBackendOptions<S> extends Omit<KafkaSnapshotBackendOptions<S>, 'inputTopic'> {
@@ -25,6 +27,7 @@ export class KafkaFlowBackend<S, V = unknown> {
     const { topics, ...rest } = options;
     if (topics.length === 0) throw new ConfigError(`flow "${options.flowName}": no input topics`);
     const several = topics.length > 1;
+    const restoreRound = options.localState ? new RestoreRound(options.flowName, options.logger ?? silentLogger) : undefined;
     if (several && (options.snapshotTopic !== undefined || options.transactionalIdPrefix !== undefined)) {
       throw new ConfigError(
         `flow "${options.flowName}" reads ${topics.length} topics: each needs its own snapshot topic and transactional ids, ` +
@@ -36,6 +39,7 @@ export class KafkaFlowBackend<S, V = unknown> {
         topic,
         new KafkaSnapshotBackend<S, V>({
           ...rest,
+          restoreRound,
           inputTopic: topic,
           snapshotTopic: several ? defaultSnapshotTopic(options.groupId, options.flowName, topic) : options.snapshotTopic,
           transactionalIdPrefix: several

@@ -12,6 +12,7 @@ export {
   type KafkaPartitionAssignment,
   KafkaSnapshotBackend,
   type KafkaSnapshotBackendOptions,
+  type LocalStateOptions,
 } from './backend';
 export { DEAD_LETTER_HEADERS, DeadLetterProducer, type DeadLetterProducerOptions } from './dead-letter';
 export { diagnoseStall, type StallDiagnosis } from './diagnose';
@@ -26,6 +27,7 @@ export { KafkaFlowBackend, type KafkaFlowBackendOptions } from './flow-backend';
 export {
   type GenerationSource,
   KafkaPartitionPersistence,
+  type LocalStateHook,
   type KafkaPartitionPersistenceOptions,
   type OutcomeProbe,
   type PersistenceStats,
@@ -34,8 +36,16 @@ export {
   type SnapshotTransactions,
   type WriteGeneration,
 } from './kafka-partition-persistence';
+export {
+  type LocalCheckpoint,
+  type LocalLoad,
+  LocalPartitionStore,
+  type LocalStateIdentity,
+  localStatePath,
+} from './local-state';
 export { KafkaPersistenceMetrics } from './metrics';
 export { readSnapshotPartition, type RecoveryReadResult, type SnapshotLogReader, type StoredSnapshot } from './recovery';
+export { RestoreRound, type RestoreRoundSummary } from './restore-round';
 export { type SnapshotFormat, snapshotFormat } from './snapshot-format';
 export {
   defaultDeadLetterTopic,

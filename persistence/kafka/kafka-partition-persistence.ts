@@ -26,8 +26,10 @@ import type { OffsetCommitter } from '../offset-committer';
 import type { KeyWrite, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
 import type { TopicPartition, WriteStatus } from '../types';
 import { MissingGenerationError, RecoveryReadStalledError } from './errors';
+import type { LocalDiscardCause, LocalPartitionStore, LocalUpdate } from './local-state';
 import type { KafkaPersistenceMetrics } from './metrics';
 import { readSnapshotPartition, type SnapshotLogReader, type StoredSnapshot } from './recovery';
+import type { RestoreRound } from './restore-round';
 import type { SnapshotFormat } from './snapshot-format';
 
 /** The consumer generation a transaction commits its offset under. */
@@ -76,6 +78,18 @@ interface Common<S> {
   readonly metrics?: KafkaPersistenceMetrics;
   /** Called once when a fence stops this partition. */
   readonly onFence?: (err: SnapshotWriteFenced) => void;
+  /** The local state store (transactional mode): restore from it plus the delta. See docs/local-state.md. */
+  readonly local?: LocalStateHook;
+}
+
+/** A partition's local state store and what its restore checks need. */
+export interface LocalStateHook {
+  readonly store: LocalPartitionStore;
+  /** The snapshot topic's delete.retention.ms: tombstones older than that may be compacted away. */
+  readonly deleteRetentionMs: () => Promise<number>;
+  /** The worker-wide summary of a rebalance's restores. */
+  readonly round?: RestoreRound;
+  readonly now?: () => number;
 }
 
 export interface TransactionalModeOptions<S> extends Common<S> {
@@ -114,6 +128,14 @@ export interface RecoveryStats {
   readonly fenceMs: number;
   readonly readMs: number;
   readonly ms: number;
+  /** Keys taken from the local state store (0 without one). */
+  readonly fromLocal: number;
+  /** Records read from the snapshot topic (the delta after a checkpoint, or everything). */
+  readonly fromTopic: number;
+  /** Local state on: `delta` (local state plus the records after its checkpoint) or `full` (the whole partition). */
+  readonly restore?: 'delta' | 'full';
+  /** Why the local state could not be used (no checkpoint, or why it was discarded). */
+  readonly fullRestoreReason?: string;
 }
 
 export interface PersistenceStats {
@@ -127,7 +149,8 @@ export interface PersistenceStats {
 
 interface Prepared {
   readonly messages: SnapshotMessage[];
-  readonly apply: () => void;
+  /** Each key's change, in message order (offset WRITTEN_HERE until the records' offsets are known). */
+  readonly updates: Array<[string, StoredSnapshot | undefined]>;
   readonly puts: number;
   readonly tombstones: number;
 }
@@ -154,6 +177,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   private chain: Promise<unknown> = Promise.resolve();
   private fenceMs = 0;
   private recovery: RecoveryStats | undefined;
+  /** Local state: the offset the next transaction's records must start at for the checkpoint to advance. */
+  private localExpect: bigint | undefined;
+  /** Local writes, in order (each one LMDB transaction). */
+  private localChain: Promise<unknown> = Promise.resolve();
+  private localBroken = false;
 
   constructor(options: KafkaPartitionPersistenceOptions<S>) {
     if (!(options.maxWritesPerBatch >= 1)) throw new RangeError(`maxWritesPerBatch must be at least 1, got ${options.maxWritesPerBatch}`);
@@ -217,44 +245,143 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   async *recover(): AsyncIterable<RecoveredKey<S, V>> {
     const started = performance.now();
     const { reader, snapshotTopic, input } = this.o;
-    let read: Awaited<ReturnType<typeof readSnapshotPartition>>;
+    const local = this.o.mode === 'transactional' ? this.o.local : undefined;
+    local?.round?.begin();
+    let restored = false;
     try {
-      read = await readSnapshotPartition({
-        reader,
-        topic: snapshotTopic,
-        partition: input.partition,
-        stallTimeoutMs: this.o.recoveryStallTimeoutMs,
-        noticeEveryMs: this.o.noticeEveryMs,
-        logger: this.log,
-      });
-    } catch (err) {
-      if (err instanceof RecoveryReadStalledError) {
-        this.o.metrics?.recoveryStalls.inc({ ...this.labels, cause: err.cause });
-        this.log.error({ ...this.where(), cause: err.cause, err }, 'snapshot recovery read stalled');
+      const fromLocal = local ? await this.loadLocal(local) : undefined;
+      let read: Awaited<ReturnType<typeof readSnapshotPartition>>;
+      try {
+        read = await readSnapshotPartition({
+          reader,
+          topic: snapshotTopic,
+          partition: input.partition,
+          stallTimeoutMs: this.o.recoveryStallTimeoutMs,
+          noticeEveryMs: this.o.noticeEveryMs,
+          fromOffset: fromLocal?.kind === 'loaded' ? fromLocal.checkpoint : undefined,
+          logger: this.log,
+        });
+      } catch (err) {
+        if (err instanceof RecoveryReadStalledError) {
+          this.o.metrics?.recoveryStalls.inc({ ...this.labels, cause: err.cause });
+          this.log.error({ ...this.where(), cause: err.cause, err }, 'snapshot recovery read stalled');
+        }
+        throw err;
       }
-      throw err;
+      const readMs = performance.now() - started;
+      const localKeys = fromLocal?.kind === 'loaded' ? fromLocal.entries.size : 0;
+      if (local && fromLocal?.kind === 'loaded') {
+        // Local copy + delta: tombstones delete locally, every record of the delta overwrites.
+        const merged = fromLocal.entries;
+        const updates: LocalUpdate[] = [];
+        const previous = new Map<string, StoredSnapshot | undefined>();
+        for (const key of read.deleted) {
+          previous.set(key, merged.get(key));
+          updates.push([key, undefined]);
+          merged.delete(key);
+        }
+        for (const [key, stored] of read.snapshots) {
+          previous.set(key, merged.get(key));
+          updates.push([key, stored]);
+          merged.set(key, stored);
+        }
+        this.snapshots = merged;
+        this.localWrite(local, updates, (k) => previous.get(k), read.bound);
+      } else {
+        this.snapshots = read.snapshots;
+        if (local) this.localWrite(local, [...read.snapshots], () => undefined, read.bound);
+      }
+      this.localExpect = local ? BigInt(read.bound) : undefined;
+      const ms = this.fenceMs + readMs;
+      this.recovery = {
+        snapshotTopic,
+        partition: input.partition,
+        fromOffset: read.fromOffset,
+        bound: read.bound,
+        lastStableAtStart: read.lastStableAtStart,
+        waitedForOpenTransactions: BigInt(read.lastStableAtStart) < BigInt(read.bound),
+        keys: this.snapshots.size,
+        records: read.records,
+        tombstones: read.tombstones,
+        bytes: read.bytes,
+        fetches: read.fetches,
+        fenceMs: this.fenceMs,
+        readMs,
+        ms,
+        fromLocal: localKeys,
+        fromTopic: read.records,
+        restore: local ? (fromLocal?.kind === 'loaded' ? 'delta' : 'full') : undefined,
+        fullRestoreReason: fromLocal && fromLocal.kind !== 'loaded' ? fromLocal.reason : undefined,
+      };
+      this.o.metrics?.recoveryDuration.observe(this.labels, ms / 1000);
+      this.o.metrics?.recoveredKeys.inc(this.labels, this.snapshots.size);
+      if (local) {
+        const m = this.o.metrics;
+        const kind = this.recovery.restore ?? 'full';
+        m?.restores.inc({ ...this.labels, kind, reason: fromLocal?.kind === 'loaded' ? 'checkpoint' : (fromLocal?.cause ?? 'none') });
+        m?.restoreLocalKeys.inc(this.labels, localKeys);
+        m?.restoreTopicRecords.inc({ ...this.labels, kind }, read.records);
+        this.log.info(
+          { ...this.where(), fromLocal: localKeys, fromTopic: read.records, keys: this.snapshots.size, fromOffset: read.fromOffset, bound: read.bound, ms: Math.round(ms) },
+          `restored ${snapshotTopic}-${input.partition}: ${localKeys} from local state, ${read.records} from the topic, ${Math.round(ms)} ms`,
+        );
+        local.round?.end({ fromLocal: localKeys, fromTopic: read.records, full: kind === 'full' });
+        restored = true;
+      }
+    } finally {
+      if (local && !restored) local.round?.end(undefined);
     }
-    this.snapshots = read.snapshots;
-    const readMs = performance.now() - started;
-    this.recovery = {
-      snapshotTopic,
-      partition: input.partition,
-      fromOffset: read.fromOffset,
-      bound: read.bound,
-      lastStableAtStart: read.lastStableAtStart,
-      waitedForOpenTransactions: BigInt(read.lastStableAtStart) < BigInt(read.bound),
-      keys: read.snapshots.size,
-      records: read.records,
-      tombstones: read.tombstones,
-      bytes: read.bytes,
-      fetches: read.fetches,
-      fenceMs: this.fenceMs,
-      readMs,
-      ms: this.fenceMs + readMs,
-    };
-    this.o.metrics?.recoveryDuration.observe(this.labels, this.recovery.ms / 1000);
-    this.o.metrics?.recoveredKeys.inc(this.labels, read.snapshots.size);
     for (const [key, stored] of [...this.snapshots]) yield { key, snapshot: this.decode(key, stored) };
+  }
+
+  /** The local copy and its checkpoint if they can be trusted; otherwise why not (and the store is emptied). */
+  private async loadLocal(
+    local: LocalStateHook,
+  ): Promise<{ kind: 'loaded'; entries: Map<string, StoredSnapshot>; checkpoint: string } | { kind: 'full'; cause: LocalDiscardCause | 'none'; reason: string }> {
+    const { snapshotTopic, input, reader } = this.o;
+    const tp = `${snapshotTopic}-${input.partition}`;
+    const loaded = await local.store.load();
+    let untrusted: { cause: LocalDiscardCause; reason: string } | undefined;
+    if (loaded.kind === 'untrusted') untrusted = loaded;
+    else if (loaded.kind === 'loaded') {
+      const c = loaded.checkpoint;
+      const checkpoint = BigInt(c.checkpoint);
+      const logStart = BigInt(await reader.logStartOffset(snapshotTopic, input.partition));
+      const logEnd = BigInt(await reader.logEndOffset(snapshotTopic, input.partition));
+      const age = (local.now ?? Date.now)() - c.currentAt;
+      const retention = await local.deleteRetentionMs();
+      if (checkpoint < logStart) untrusted = { cause: 'log-start', reason: `checkpoint ${checkpoint} is below the log start offset ${logStart}` };
+      else if (checkpoint > logEnd) untrusted = { cause: 'beyond-log-end', reason: `checkpoint ${checkpoint} is beyond the log end offset ${logEnd} (topic recreated or truncated?)` };
+      else if (age > retention) {
+        untrusted = { cause: 'retention', reason: `checkpoint last current ${Math.round(age / 1000)} s ago, longer than delete.retention.ms ${retention} (tombstones may be gone)` };
+      } else {
+        this.log.info({ ...this.where(), checkpoint: c.checkpoint, keys: loaded.entries.size }, `local state of ${tp}: ${loaded.entries.size} keys, checkpoint ${c.checkpoint}`);
+        return { kind: 'loaded', entries: loaded.entries, checkpoint: c.checkpoint };
+      }
+    }
+    if (untrusted) {
+      this.log.warn({ ...this.where(), cause: untrusted.cause, reason: untrusted.reason, path: local.store.path }, `local state of ${tp} discarded: ${untrusted.reason}; restoring from the start of ${tp}`);
+      this.o.metrics?.localStateDiscarded.inc({ ...this.labels, cause: untrusted.cause });
+    } else {
+      this.log.info({ ...this.where(), path: local.store.path }, `no checkpoint, restoring from the start of ${tp}`);
+    }
+    await local.store.discard();
+    return untrusted ? { kind: 'full', ...untrusted } : { kind: 'full', cause: 'none', reason: 'no checkpoint' };
+  }
+
+  /** Queues one local write (one LMDB transaction: entries and checkpoint); a failure stops mirroring, never the partition. */
+  private localWrite(local: LocalStateHook, updates: readonly LocalUpdate[], previous: (key: string) => StoredSnapshot | undefined, checkpoint: string | undefined): void {
+    if (this.localBroken) return;
+    this.localChain = this.localChain
+      .then(() => (this.localBroken ? undefined : local.store.write(updates, previous, checkpoint, (local.now ?? Date.now)())))
+      .catch((err) => {
+        this.localBroken = true;
+        this.o.metrics?.localStateWriteFailures.inc(this.labels);
+        this.log.warn(
+          { ...this.where(), err, path: local.store.path },
+          'local state write failed: the local copy stays at its last checkpoint (the next restore reads more of the topic)',
+        );
+      });
   }
 
   async read(key: string): Promise<RecoveredKey<S, V> | undefined> {
@@ -272,7 +399,18 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   /** Disconnects this partition's producer (transactional mode); an open transaction is left to the next owner's fence. */
   async close(): Promise<void> {
     await this.chain;
-    if (this.o.mode === 'transactional') await this.o.transactions.close();
+    if (this.o.mode === 'transactional') {
+      await this.o.transactions.close();
+      if (this.o.local) {
+        await this.localChain;
+        await this.o.local.store.close();
+      }
+    }
+  }
+
+  /** Resolves once every queued local write has committed (tests, benchmarks). */
+  async localWritesDone(): Promise<void> {
+    await this.localChain;
   }
 
   // ---- transactional ----------------------------------------------------------------------------
@@ -284,8 +422,9 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     const offset = Math.max(this.offsetToCommit, batch.commitOffset ?? 0);
     const prepared = this.prepare(batch.writes);
     const started = performance.now();
+    let result: CommitResult;
     try {
-      await o.transactions.commit({
+      result = await o.transactions.commit({
         messages: prepared.messages,
         offsets: [{ topic: o.input.topic, partition: o.input.partition, offset: String(offset) }],
         generation: { generationId: generation.generationId, memberId: generation.memberId },
@@ -300,18 +439,19 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
         this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'timeout' });
         this.log.warn({ ...this.where(), err }, 'snapshot transaction commit got no answer: rebuilding the producer to learn its outcome');
         this.unsettled = { error: err, offset, prepared };
-        if ((await this.settle(o)) === 'committed') return this.landed(batch, prepared, offset, started);
+        if ((await this.settle(o)) === 'committed') return this.landed(batch, prepared, offset, started, undefined);
       } else {
         this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });
       }
       throw err;
     }
     this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'committed' });
-    return this.landed(batch, prepared, offset, started);
+    return this.landed(batch, prepared, offset, started, result.sent);
   }
 
-  private landed(batch: WriteBatch<S, V>, prepared: Prepared, offset: number, started: number): WriteBatchResult {
-    prepared.apply();
+  /** `sent`: where the records landed; undefined when settle() applied them already. */
+  private landed(batch: WriteBatch<S, V>, prepared: Prepared, offset: number, started: number, sent: readonly SentRecords[] | undefined): WriteBatchResult {
+    if (sent) this.applyLanded(prepared, sent);
     this.offsetToCommit = Math.max(this.offsetToCommit, offset);
     this.count(prepared, started);
     return { statuses: applied(batch.writes), committed: batch.commitOffset !== undefined };
@@ -342,7 +482,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     const outcome = committed ? 'committed' : 'aborted';
     this.o.metrics?.commitTimeouts.inc({ ...this.labels, outcome });
     if (committed) {
-      u.prepared.apply();
+      this.applyLanded(u.prepared, u.error.sent);
       this.offsetToCommit = Math.max(this.offsetToCommit, u.offset);
     }
     this.log.warn({ ...this.where(), outcome, offset: u.offset }, `the unanswered snapshot transaction was ${outcome}`);
@@ -378,7 +518,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
         this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });
         throw err;
       }
-      prepared.apply();
+      this.apply(prepared.updates);
       this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'committed' });
     }
     this.count(prepared, started);
@@ -422,13 +562,58 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
         puts++;
       }
     }
-    const apply = () => {
-      for (const [key, stored] of updates) {
-        if (stored) this.snapshots.set(key, stored);
-        else this.snapshots.delete(key);
+    return { messages, updates, puts, tombstones };
+  }
+
+  private apply(updates: readonly (readonly [string, StoredSnapshot | undefined])[]): void {
+    for (const [key, stored] of updates) {
+      if (stored) this.snapshots.set(key, stored);
+      else this.snapshots.delete(key);
+    }
+  }
+
+  /**
+   * A transaction landed: its records get their offsets, the in-memory copy its updates, and the
+   * local store (if any) the same updates in one LMDB transaction with the new checkpoint — which
+   * advances to just after our records only when they start exactly where the checkpoint expects
+   * (after the recovery bound, or after our previous transaction's commit marker). Anything else in
+   * between (an aborted transaction's records, a foreign writer) holds the checkpoint where it is:
+   * still correct, the next restore reads a little more.
+   */
+  private applyLanded(prepared: Prepared, sent: readonly SentRecords[]): void {
+    const ours = sent.find((x) => x.topic === this.o.snapshotTopic && x.partition === this.o.input.partition);
+    const updates = ours
+      ? prepared.updates.map(([key, stored], i): [string, StoredSnapshot | undefined] => [
+          key,
+          stored ? { bytes: stored.bytes, offset: String(BigInt(ours.baseOffset) + BigInt(i)) } : undefined,
+        ])
+      : prepared.updates;
+    const local = this.o.mode === 'transactional' ? this.o.local : undefined;
+    if (!local || this.localBroken) {
+      this.apply(updates);
+      return;
+    }
+    const previous = new Map<string, StoredSnapshot | undefined>();
+    for (const [key] of updates) if (!previous.has(key)) previous.set(key, this.snapshots.get(key));
+    this.apply(updates);
+    let checkpoint: string | undefined;
+    if (ours) {
+      const base = BigInt(ours.baseOffset);
+      if (this.localExpect !== undefined && base === this.localExpect && ours.count === prepared.messages.length) {
+        const end = base + BigInt(ours.count);
+        checkpoint = String(end);
+        this.localExpect = end + 1n; // our commit marker takes the next offset
+      } else if (this.localExpect !== undefined) {
+        this.log.info(
+          { ...this.where(), expected: String(this.localExpect), baseOffset: ours.baseOffset, checkpoint: local.store.lastCheckpoint },
+          'local state checkpoint held: records between the checkpoint and this transaction that this process did not write',
+        );
+        this.localExpect = undefined; // held for the rest of this ownership
       }
-    };
-    return { messages, apply, puts, tombstones };
+    } else if (prepared.messages.length > 0) {
+      this.localExpect = undefined; // records landed where we cannot tell: hold
+    }
+    this.localWrite(local, updates, (k) => previous.get(k), checkpoint);
   }
 
   private count(prepared: Prepared, started: number): void {

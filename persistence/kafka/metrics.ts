@@ -20,6 +20,15 @@ export class KafkaPersistenceMetrics {
   readonly recoveredKeys: Counter<Labels>;
   /** Recovery reads that failed at the no-progress deadline, by diagnosed cause. */
   readonly recoveryStalls: Counter<Labels | 'cause'>;
+  /** Restores with a local state store, by kind (delta, full) and why (checkpoint, none, or the discard cause). */
+  readonly restores: Counter<Labels | 'kind' | 'reason'>;
+  /** Keys taken from the local state store on restore. */
+  readonly restoreLocalKeys: Counter<Labels>;
+  /** Records read from the snapshot topic on restore (local state on), by kind (delta, full). */
+  readonly restoreTopicRecords: Counter<Labels | 'kind'>;
+  /** Local stores discarded as untrustworthy, by cause. */
+  readonly localStateDiscarded: Counter<Labels | 'cause'>;
+  readonly localStateWriteFailures: Counter<Labels>;
 
   private static readonly byRegistry = new WeakMap<Registry, KafkaPersistenceMetrics>();
 
@@ -83,6 +92,36 @@ export class KafkaPersistenceMetrics {
       name: 'kafka_flow_snapshot_recovery_stalls_total',
       help: 'Recovery reads that made no progress for recoveryStallTimeout, by diagnosed cause',
       labelNames: [...labelNames, 'cause'],
+      registers,
+    });
+    this.restores = new Counter({
+      name: 'kafka_flow_restores_total',
+      help: 'Partition restores with local state on, by kind (delta: local state plus the records after its checkpoint; full) and reason',
+      labelNames: [...labelNames, 'kind', 'reason'],
+      registers,
+    });
+    this.restoreLocalKeys = new Counter({
+      name: 'kafka_flow_restore_local_keys_total',
+      help: 'Keys restored from the local state store',
+      labelNames,
+      registers,
+    });
+    this.restoreTopicRecords = new Counter({
+      name: 'kafka_flow_restore_topic_records_total',
+      help: 'Snapshot records read from the topic by restores with local state on, by kind (delta, full)',
+      labelNames: [...labelNames, 'kind'],
+      registers,
+    });
+    this.localStateDiscarded = new Counter({
+      name: 'kafka_flow_local_state_discarded_total',
+      help: 'Local state stores discarded on restore as untrustworthy, by cause',
+      labelNames: [...labelNames, 'cause'],
+      registers,
+    });
+    this.localStateWriteFailures = new Counter({
+      name: 'kafka_flow_local_state_write_failures_total',
+      help: 'Local state writes that failed (mirroring stops until the next assignment)',
+      labelNames,
       registers,
     });
   }

@@ -40,6 +40,8 @@ export interface RecoveryReadOptions {
 export interface RecoveryReadResult {
   /** Each key's latest record (tombstoned keys removed). */
   readonly snapshots: Map<string, StoredSnapshot>;
+  /** Keys whose last record in the range is a tombstone (what a delta read deletes from a local copy). */
+  readonly deleted: Set<string>;
   readonly fromOffset: string;
   /** The log end (read_uncommitted) captured before the read: what it read up to. */
   readonly bound: string;
@@ -66,6 +68,7 @@ export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<Rec
     );
   }
   const snapshots = new Map<string, StoredSnapshot>();
+  const deleted = new Set<string>();
   let records = 0;
   let tombstones = 0;
   let bytes = 0;
@@ -90,7 +93,9 @@ export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<Rec
         if (r.value === null) {
           tombstones++;
           snapshots.delete(key);
+          deleted.add(key);
         } else {
+          deleted.delete(key);
           bytes += r.value.length;
           // A copy: the decoded value shares the whole fetch response's memory otherwise.
           snapshots.set(key, { bytes: Buffer.from(r.value), offset: r.offset });
@@ -103,7 +108,7 @@ export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<Rec
     { topic, partition, fromOffset, bound, keys: snapshots.size, records, tombstones, ms: Math.round(ms) },
     'snapshot partition read',
   );
-  return { snapshots, fromOffset, bound: result.bound, lastStableAtStart, records, tombstones, bytes, fetches: result.fetches, ms };
+  return { snapshots, deleted, fromOffset, bound: result.bound, lastStableAtStart, records, tombstones, bytes, fetches: result.fetches, ms };
 }
 
 /** The deadline passed: re-read the offsets (best effort; a failure is itself an observation). */

@@ -1,0 +1,335 @@
+/**
+ * The local state store of one snapshot partition (Kafka Streams' state.dir task store, for the
+ * snapshot topic as changelog): an LMDB environment under `<stateDir>/<group>/<flow>/<snapshot
+ * topic>-<p>` holding each key's latest snapshot record and ONE checkpoint, always committed
+ * together in one LMDB transaction, so a crash at any moment leaves a consistent pair.
+ *
+ * What the pair means: the local copy reflects every committed record of the snapshot partition
+ * below `checkpoint`, and possibly some of this partition's own later records (written after a
+ * transaction of ours landed). Reading the partition from `checkpoint` to the bound on top of it
+ * then gives exactly what a full read gives: every key whose local value could be stale has a
+ * record in the delta. See docs/local-state.md.
+ *
+ * What can be trusted is checked on load: a format version, the identity (flow, group, snapshot
+ * topic, partition, transactional.id), a checksum over the checkpoint record and an
+ * order-independent digest over every entry (XOR of each entry's MD5), maintained incrementally
+ * on every write and recomputed while loading.
+ *
+ * LMDB does not checksum its pages, and a damaged file can crash the process that reads it
+ * (SIGSEGV). So the file is never opened blind: a clean close records the data file's SHA-256 in
+ * `clean.json` (checked before the next open); after an unclean end (no marker: kill -9, power
+ * loss) a child process reads the whole store first, and a crash there only discards the store.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { StoredSnapshot } from './recovery';
+
+export const LOCAL_STATE_FORMAT = 1;
+
+/** What a local store belongs to; any difference discards it. */
+export interface LocalStateIdentity {
+  readonly flow: string;
+  readonly groupId: string;
+  readonly snapshotTopic: string;
+  readonly partition: number;
+  readonly transactionalId: string;
+}
+
+/** The checkpoint record, written in the same LMDB transaction as the entries it describes. */
+export interface LocalCheckpoint {
+  readonly format: number;
+  readonly identity: LocalStateIdentity;
+  /** The snapshot-partition offset below which the local copy is complete. */
+  readonly checkpoint: string;
+  /** When the checkpoint was last known current (ms since epoch): bounds the tombstone-retention check. */
+  readonly currentAt: number;
+  readonly keys: number;
+  /** XOR of every entry's digest, hex. */
+  readonly digest: string;
+  /** sha256 over the fields above, hex. */
+  readonly checksum: string;
+}
+
+export type LocalLoad =
+  | { readonly kind: 'loaded'; readonly entries: Map<string, StoredSnapshot>; readonly checkpoint: LocalCheckpoint }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'untrusted'; readonly reason: string; readonly cause: LocalDiscardCause };
+
+export type LocalDiscardCause = 'unreadable' | 'format' | 'identity' | 'checksum' | 'log-start' | 'beyond-log-end' | 'retention';
+
+/** One key's change in a local write: a new record, or a removal (tombstone). */
+export type LocalUpdate = readonly [key: string, next: StoredSnapshot | undefined];
+
+const CHECKPOINT_KEY = 'checkpoint';
+const CLEAN_MARKER = 'clean.json';
+const DATA_FILE = 'data.mdb';
+const DIGEST_BYTES = 16;
+
+/** `<dir>/<group>/<flow>/<snapshotTopic>-<p>` with every part made safe for a file name. */
+export function localStatePath(dir: string, id: LocalStateIdentity): string {
+  return path.join(dir, safe(id.groupId), safe(id.flow), `${safe(id.snapshotTopic)}-${id.partition}`);
+}
+
+function safe(part: string): string {
+  return part.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** The digest of one entry: MD5 over key, offset and bytes (length-prefixed). */
+export function entryDigest(key: string, stored: StoredSnapshot): Buffer {
+  const h = createHash('md5');
+  const k = Buffer.from(key, 'utf8');
+  const head = Buffer.allocUnsafe(8);
+  head.writeUInt32BE(k.length, 0);
+  head.writeUInt32BE(stored.bytes.length, 4);
+  h.update(head);
+  h.update(k);
+  h.update(stored.offset);
+  h.update('\u0000');
+  h.update(stored.bytes);
+  return h.digest();
+}
+
+function xorInto(target: Buffer, d: Buffer): void {
+  for (let i = 0; i < DIGEST_BYTES; i++) target[i]! ^= d[i]!;
+}
+
+export function checkpointChecksum(c: Omit<LocalCheckpoint, 'checksum'>): string {
+  const { flow, groupId, snapshotTopic, partition, transactionalId } = c.identity;
+  const canonical = JSON.stringify([c.format, flow, groupId, snapshotTopic, partition, transactionalId, c.checkpoint, c.currentAt, c.keys, c.digest]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** Entry frame: 8-byte big-endian record offset, then the record's value bytes. */
+function frame(stored: StoredSnapshot): Buffer {
+  const out = Buffer.allocUnsafe(8 + stored.bytes.length);
+  out.writeBigInt64BE(BigInt(stored.offset), 0);
+  stored.bytes.copy(out, 8);
+  return out;
+}
+
+function unframe(value: Buffer): StoredSnapshot {
+  if (value.length < 8) throw new Error(`entry of ${value.length} bytes is shorter than its header`);
+  return { offset: value.readBigInt64BE(0).toString(), bytes: Buffer.from(value.subarray(8)) };
+}
+
+function sameIdentity(a: LocalStateIdentity, b: LocalStateIdentity): string | undefined {
+  for (const f of ['flow', 'groupId', 'snapshotTopic', 'partition', 'transactionalId'] as const) {
+    if (a[f] !== b[f]) return `${f} is ${JSON.stringify(a[f])}, expected ${JSON.stringify(b[f])}`;
+  }
+  return undefined;
+}
+
+/**
+ * One partition's local store. Not shared between processes: give every worker its own state
+ * directory (a store written by two processes fails its digest check and is rebuilt).
+ */
+export class LocalPartitionStore {
+  readonly path: string;
+  readonly identity: LocalStateIdentity;
+  private env: RootDatabase | undefined;
+  private entries: Database<Buffer, string> | undefined;
+  private meta: Database<LocalCheckpoint, string> | undefined;
+  private digest = Buffer.alloc(DIGEST_BYTES);
+  private keys = 0;
+  private checkpoint: string | undefined;
+
+  constructor(dir: string, identity: LocalStateIdentity) {
+    this.identity = identity;
+    this.path = localStatePath(dir, identity);
+  }
+
+  /** The checkpoint of the last local write (undefined before any). */
+  get lastCheckpoint(): string | undefined {
+    return this.checkpoint;
+  }
+
+  /**
+   * Reads the local copy and checks it can be trusted (format, identity, checksum, digest); the
+   * topic-side checks (log start, retention) are the caller's. An unreadable store is reported,
+   * never thrown. Yields to the event loop every few thousand entries (other partitions go on).
+   */
+  async load(): Promise<LocalLoad> {
+    const data = path.join(this.path, DATA_FILE);
+    if (!fs.existsSync(data)) return { kind: 'none' };
+    const marker = readMarker(path.join(this.path, CLEAN_MARKER));
+    if (marker) {
+      const sha = await fileSha256(data);
+      if (sha !== marker.sha256) return { kind: 'untrusted', cause: 'checksum', reason: 'state file checksum mismatch (it changed after it was closed)' };
+    } else {
+      const verdict = await verifyInChild(this.path);
+      if (verdict) return { kind: 'untrusted', cause: 'unreadable', reason: `the state file fails verification after an unclean shutdown: ${verdict}` };
+    }
+    let c: LocalCheckpoint | undefined;
+    try {
+      this.openEnv();
+      c = this.meta!.get(CHECKPOINT_KEY);
+    } catch (err) {
+      return { kind: 'untrusted', cause: 'unreadable', reason: `the store cannot be opened: ${(err as Error).message}` };
+    }
+    if (c === undefined) return { kind: 'none' };
+    try {
+      if (typeof c !== 'object' || c === null || c.format !== LOCAL_STATE_FORMAT) {
+        return { kind: 'untrusted', cause: 'format', reason: `checkpoint format ${JSON.stringify((c as { format?: unknown })?.format)}, expected ${LOCAL_STATE_FORMAT}` };
+      }
+      const { checksum, ...rest } = c;
+      if (checkpointChecksum(rest) !== checksum) return { kind: 'untrusted', cause: 'checksum', reason: 'checkpoint checksum mismatch' };
+      const differs = sameIdentity(c.identity, this.identity);
+      if (differs) return { kind: 'untrusted', cause: 'identity', reason: `the store belongs elsewhere: ${differs}` };
+      const entries = new Map<string, StoredSnapshot>();
+      const digest = Buffer.alloc(DIGEST_BYTES);
+      let n = 0;
+      for (const { key, value } of this.entries!.getRange()) {
+        if (++n % 4096 === 0) await new Promise((r) => setImmediate(r));
+        const stored = unframe(value);
+        entries.set(key, stored);
+        xorInto(digest, entryDigest(key, stored));
+      }
+      if (entries.size !== c.keys) return { kind: 'untrusted', cause: 'checksum', reason: `${entries.size} entries, the checkpoint says ${c.keys}` };
+      if (digest.toString('hex') !== c.digest) return { kind: 'untrusted', cause: 'checksum', reason: 'state digest mismatch (an entry changed on disk)' };
+      this.digest = digest;
+      this.keys = entries.size;
+      this.checkpoint = c.checkpoint;
+      return { kind: 'loaded', entries, checkpoint: c };
+    } catch (err) {
+      return { kind: 'untrusted', cause: 'unreadable', reason: `the store cannot be read: ${(err as Error).message}` };
+    }
+  }
+
+  /** Deletes the store's files and starts empty. */
+  async discard(): Promise<void> {
+    await this.closeEnv();
+    fs.rmSync(this.path, { recursive: true, force: true });
+    this.digest = Buffer.alloc(DIGEST_BYTES);
+    this.keys = 0;
+    this.checkpoint = undefined;
+  }
+
+  /**
+   * Applies updates and sets the checkpoint (undefined keeps it) in ONE LMDB transaction; `previous`
+   * gives each updated key's current entry (for the digest). Resolves once committed (not yet
+   * fsynced: a process crash keeps it, a power loss may roll back to an earlier consistent pair).
+   */
+  async write(updates: readonly LocalUpdate[], previous: (key: string) => StoredSnapshot | undefined, checkpoint: string | undefined, currentAt = Date.now()): Promise<void> {
+    this.openEnv();
+    const digest = Buffer.from(this.digest);
+    let keys = this.keys;
+    const framed: Array<[string, Buffer | undefined]> = [];
+    const seen = new Map<string, StoredSnapshot | undefined>();
+    for (const [key, next] of updates) {
+      const before = seen.has(key) ? seen.get(key) : previous(key);
+      if (before) {
+        xorInto(digest, entryDigest(key, before));
+        keys--;
+      }
+      if (next) {
+        xorInto(digest, entryDigest(key, next));
+        keys++;
+      }
+      seen.set(key, next);
+      framed.push([key, next ? frame(next) : undefined]);
+    }
+    const at = checkpoint ?? this.checkpoint;
+    if (at === undefined) throw new Error('local state: the first write needs a checkpoint');
+    const body = { format: LOCAL_STATE_FORMAT, identity: { ...this.identity }, checkpoint: at, currentAt, keys, digest: digest.toString('hex') };
+    const record: LocalCheckpoint = { ...body, checksum: checkpointChecksum(body) };
+    const entries = this.entries!;
+    const meta = this.meta!;
+    await this.env!.transaction(() => {
+      for (const [key, value] of framed) {
+        if (value) entries.put(key, value);
+        else entries.remove(key);
+      }
+      meta.put(CHECKPOINT_KEY, record);
+    });
+    this.digest = digest;
+    this.keys = keys;
+    this.checkpoint = at;
+  }
+
+  /** Waits for every committed write to reach the disk, closes, and marks the store closed cleanly. */
+  async close(): Promise<void> {
+    const wasOpen = this.env !== undefined;
+    await this.closeEnv();
+    if (!wasOpen) return;
+    const data = path.join(this.path, DATA_FILE);
+    if (!fs.existsSync(data)) return;
+    const marker = path.join(this.path, CLEAN_MARKER);
+    fs.writeFileSync(`${marker}.tmp`, JSON.stringify({ sha256: await fileSha256(data) }));
+    fs.renameSync(`${marker}.tmp`, marker);
+  }
+
+  private openEnv(): void {
+    if (this.env) return;
+    fs.mkdirSync(this.path, { recursive: true });
+    // Open for writing: no longer closed cleanly until close() says so again.
+    fs.rmSync(path.join(this.path, CLEAN_MARKER), { force: true });
+    const env = open({ path: this.path, compression: false, maxDbs: 4 });
+    try {
+      this.entries = env.openDB<Buffer, string>({ name: 'entries', encoding: 'binary', compression: false });
+      this.meta = env.openDB<LocalCheckpoint, string>({ name: 'meta', encoding: 'msgpack', compression: false });
+    } catch (err) {
+      void env.close();
+      throw err;
+    }
+    this.env = env;
+  }
+
+  private async closeEnv(): Promise<void> {
+    const env = this.env;
+    this.env = undefined;
+    this.entries = undefined;
+    this.meta = undefined;
+    if (!env) return;
+    try {
+      await env.flushed;
+    } finally {
+      await env.close();
+    }
+  }
+}
+
+function readMarker(file: string): { sha256: string } | undefined {
+  try {
+    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { sha256?: unknown };
+    return typeof m.sha256 === 'string' ? { sha256: m.sha256 } : { sha256: '' };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return { sha256: '' }; // a damaged marker: the data file cannot match it
+  }
+}
+
+async function fileSha256(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+/** Reads every entry in a child process; undefined when it got through, else what went wrong. */
+async function verifyInChild(dir: string): Promise<string | undefined> {
+  const script = `
+    const { open } = require(${JSON.stringify(require.resolve('lmdb'))});
+    const env = open({ path: ${JSON.stringify(dir)}, readOnly: true, maxDbs: 4, compression: false });
+    let n = 0;
+    for (const name of ['entries', 'meta']) {
+      const db = env.openDB({ name, encoding: 'binary', compression: false });
+      for (const { value } of db.getRange()) n += value.length >= 0 ? 1 : 0;
+    }
+    process.stdout.write(String(n));
+  `;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    child.stdout.resume();
+    child.on('error', (e) => resolve(e.message));
+    child.on('exit', (code, signal) => {
+      if (code === 0) resolve(undefined);
+      else resolve(signal ? `the reader died of ${signal}` : `the reader failed: ${err.trim().split('\n').slice(-1)[0] ?? `exit ${code}`}`);
+    });
+  });
+}
