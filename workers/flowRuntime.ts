@@ -47,6 +47,9 @@ export interface FlowRuntimeOptions {
   logger: Logger;
 }
 
+/** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
+type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
+
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 /**
@@ -312,7 +315,12 @@ export class FlowRuntime {
       metrics: this.o.metrics,
     });
     const keys = await flow.recover();
-    const read = (persistence as { lastRecovery?: { records?: number } }).lastRecovery?.records ?? keys;
+    const stats = (persistence as { lastRecovery?: RecoveryFigures }).lastRecovery;
+    const read = stats?.records ?? keys;
+    // Local state on: where the keys came from (the workflow's status query shows it).
+    const local = stats?.restore && stats.fromLocal !== undefined
+      ? { fromLocal: stats.fromLocal, fromTopic: stats.fromTopic, restore: stats.restore, fullRestoreReason: stats.fullRestoreReason }
+      : {};
     this.slotFor(r); // still ours after the (possibly long) read
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
@@ -321,7 +329,7 @@ export class FlowRuntime {
     this.consumer.pause(tp);
     const ms = performance.now() - started;
     this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms) }, 'recovered');
-    return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt };
+    return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
   }
 
   /** Starts processing; returns a function reporting progress, and whether it should go on. */
