@@ -35,5 +35,8 @@ export function workerCommand(): Command {
         process.once('SIGINT', onSignal);
         worker.done.catch(reject);
       });
+      // Stopped cleanly: exit now rather than wait for every client library's last handle
+      // (a lingering socket or retry timer would otherwise keep the process up).
+      setTimeout(() => process.exit(0), 100);
     });
 }
