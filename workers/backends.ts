@@ -1,9 +1,9 @@
-import { ConfigError } from '../config/errors';
 import type { DeadLetterSink } from '../flow/decode-policy';
 import type { FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import { brokersFromEnv, createKafkaClient } from '../kafka/client';
+import { CassandraBackend } from '../persistence/cassandra';
 import { KafkaFlowBackend, type WriteGeneration } from '../persistence/kafka';
 import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';
 import type { OffsetCommitter } from '../persistence/offset-committer';
@@ -125,15 +125,32 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: Wor
   };
 }
 
+/**
+ * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
+ * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
+ */
+export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+  let started: Promise<CassandraBackend<S, V>> | undefined;
+  const backend = () => {
+    started ??= CassandraBackend.forFlow<S, V>(definition);
+    return started;
+  };
+  return {
+    forPartition: async (o) =>
+      (await backend()).forPartition({ topic: o.topic, partition: o.partition, generation: o.generation, committer: o.committer }),
+    close: async () => {
+      if (started) await (await started.catch(() => undefined))?.close();
+    },
+  };
+}
+
 export function createBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): PersistenceBackend<S, V> {
   switch (definition.persistence.backend) {
     case 'memory':
       return memoryBackend(definition);
     case 'kafka':
       return kafkaBackend(definition, worker);
-    default:
-      throw new ConfigError(
-        `flow "${definition.name}": persistence backend "${definition.persistence.backend}" is not available in workers yet`,
-      );
+    case 'cassandra':
+      return cassandraBackend(definition);
   }
 }

@@ -1,5 +1,8 @@
 import { ConfigError } from '../config/errors';
 import type { FlowDefinition } from '../flow/define-flow';
+import { formatHostPort, readEnv } from '../config/env';
+import { createKafkaClient, KafkaAdmin } from '../kafka';
+import { CassandraBackend } from '../persistence/cassandra';
 import { kafkaFlowBackend } from './backends';
 
 /** A persisted key as `inspect` prints it: one JSON line each. */
@@ -33,9 +36,38 @@ export async function* inspectFlow(definition: FlowDefinition<unknown, unknown>,
     }
     return;
   }
+  if (p.backend === 'cassandra') {
+    yield* inspectCassandra(definition, filter);
+    return;
+  }
   if (p.backend === 'memory') {
     throw new ConfigError(`flow "${definition.name}" uses the memory backend: its state lives inside each worker process and cannot be inspected`);
   }
-  throw new ConfigError(`inspect does not support the ${p.backend} backend yet`);
+  throw new ConfigError(`inspect does not support the ${(p as { backend: string }).backend} backend`);
+}
+
+/** Cassandra: each input partition's keys from the keys table, then their snapshots (recovery's path). */
+async function* inspectCassandra(definition: FlowDefinition<unknown, unknown>, filter: InspectFilter): AsyncIterable<InspectedKey> {
+  const env = readEnv();
+  const admin = new KafkaAdmin(createKafkaClient({ brokers: env.kafkaBrokers.map(formatHostPort), clientId: 'kafka-flow-temporal-inspect', logLevel: 'nothing' }));
+  const backend = await CassandraBackend.forFlow(definition);
+  try {
+    await admin.connect();
+    for (const topic of definition.topics) {
+      if (filter.topic !== undefined && topic !== filter.topic) continue;
+      const count = (await admin.describeTopic(topic))?.partitions ?? 0;
+      const partitions = filter.partition !== undefined ? [filter.partition] : Array.from({ length: count }, (_, p) => p);
+      for (const partition of partitions) {
+        const persistence = await backend.forPartition({ topic, partition, committer: { commit: async () => {} } });
+        for await (const found of persistence.recover()) {
+          if (filter.key !== undefined && found.key !== filter.key) continue;
+          if (found.snapshot) yield { topic, partition, key: found.key, offset: String(found.snapshot.offset), state: found.snapshot.state };
+        }
+      }
+    }
+  } finally {
+    await admin.close();
+    await backend.close();
+  }
 }
 

@@ -36,10 +36,10 @@ export class FlowCluster {
 
   constructor(
     readonly partitions: number,
-    opts: { persistEveryMs?: number; sessionTimeoutMs?: number; keys?: number; env?: NodeJS.ProcessEnv } = {},
+    opts: { persistEveryMs?: number; sessionTimeoutMs?: number; keys?: number; env?: NodeJS.ProcessEnv; backend?: OffsetHashNames['backend'] } = {},
   ) {
     const id = unique('e2e');
-    this.names = { name: id, group: id, topic: id, backend: 'kafka', persistEveryMs: opts.persistEveryMs ?? 1000, sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000 };
+    this.names = { name: id, group: id, topic: id, backend: opts.backend ?? 'kafka', persistEveryMs: opts.persistEveryMs ?? 1000, sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000 };
     this.definition = offsetHashFlow(this.names);
     this.keys = opts.keys ?? 50;
     this.env = opts.env ?? {};
@@ -76,7 +76,7 @@ export class FlowCluster {
         TEST_FLOW_NAME: this.names.name,
         TEST_FLOW_GROUP: this.names.group,
         TEST_FLOW_TOPIC: this.names.topic,
-        TEST_FLOW_BACKEND: 'kafka',
+        TEST_FLOW_BACKEND: this.names.backend,
         TEST_PERSIST_EVERY_MS: String(this.names.persistEveryMs),
         TEST_SESSION_TIMEOUT_MS: String(this.names.sessionTimeoutMs),
         LOG_LEVEL: 'info',
