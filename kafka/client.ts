@@ -3,24 +3,14 @@
  * receives a `KafkaClient` (or brokers) from here; nothing outside `kafka/` imports kafkajs.
  */
 import { Kafka, type logCreator, logLevel } from 'kafkajs';
-import { ConfigError } from '../config/errors';
+import { defaults, formatHostPort, readEnv } from '../config/env';
 import { kafkajsConsoleLogCreator } from './internals';
 
-export const DEFAULT_BROKERS = '127.0.0.1:9092';
+export const DEFAULT_BROKERS = defaults.KAFKA_BROKERS;
 
-/** Brokers from `KAFKA_BROKERS` (comma-separated host:port), default 127.0.0.1:9092. */
+/** Brokers from `KAFKA_BROKERS` (validated with the other environment variables in config/env). */
 export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
-  const raw = env.KAFKA_BROKERS?.trim() || DEFAULT_BROKERS;
-  const brokers = raw
-    .split(',')
-    .map((b) => b.trim())
-    .filter((b) => b.length > 0);
-  for (const broker of brokers) {
-    if (!/^[^\s:]+:\d{1,5}$/.test(broker)) {
-      throw new ConfigError(`KAFKA_BROKERS: '${broker}' is not host:port (got '${raw}')`);
-    }
-  }
-  return brokers;
+  return readEnv(env).kafkaBrokers.map(formatHostPort);
 }
 
 export interface KafkaClientOptions {
