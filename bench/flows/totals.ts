@@ -4,24 +4,38 @@
 // topic, group and flow name per run through the environment:
 //   BENCH_TOPIC, BENCH_GROUP, BENCH_FLOW   (defaults: bench-totals)
 //   BENCH_SNAPSHOT_TOPIC                   the Kafka backend's snapshot topic (default: the backend's)
-//   BENCH_BACKEND                          'kafka' (default) or 'memory' while a worker has no Kafka backend
+//   BENCH_BACKEND                          'kafka' (default) or 'memory'
+//   BENCH_RECORDS                          when set, the fold prints `BENCH FIRST_FOLD` on stdout at
+//                                          its first record and `BENCH ALL_FOLDED` once it has folded
+//                                          this many: the driver's steady-state start and a
+//                                          fold-only finishing line (one counter per record)
 import { defineFlow, type PersistenceOptions } from '../../index';
 import type { BenchRecordValue, Totals } from '../lib/records';
 
 const name = process.env.BENCH_FLOW ?? 'bench-totals';
 const backend = process.env.BENCH_BACKEND ?? 'kafka';
 const snapshotTopic = process.env.BENCH_SNAPSHOT_TOPIC;
+const expected = process.env.BENCH_RECORDS ? Number(process.env.BENCH_RECORDS) : undefined;
 
 const persistence: PersistenceOptions =
   backend === 'memory'
     ? { backend: 'memory' }
     : { backend: 'kafka', transactional: true, ...(snapshotTopic ? { snapshotTopic } : {}) };
 
+let folded = 0;
+
 export default defineFlow<Totals, BenchRecordValue>({
   name,
   groupId: process.env.BENCH_GROUP ?? name,
   topics: [process.env.BENCH_TOPIC ?? 'bench-totals'],
-  fold: (state, record) => ({ count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + record.value.amount }),
+  fold: (state, record) => {
+    if (expected !== undefined) {
+      folded++;
+      if (folded === 1) process.stdout.write('BENCH FIRST_FOLD\n');
+      if (folded === expected) process.stdout.write('BENCH ALL_FOLDED\n');
+    }
+    return { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + record.value.amount };
+  },
   persistence,
   timers: { persistPeriodically: { persistEvery: '1s', fireEvery: '1s' } },
 });

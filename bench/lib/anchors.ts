@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { findJava17 } from '../../infra/java';
 import { brokersFromEnv } from '../../kafka/client';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
+import { processCpuMs } from './cpu';
 import type { ContestantResult } from './raw';
 import { deleteGroups, deleteTopics, topicsWithPrefix, uniqueName } from './records';
 import { PACKAGE_ROOT } from './results';
@@ -99,6 +100,8 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
   let child: ChildProcess | undefined;
   let exited: Error | undefined;
   let runningAt: bigint | undefined;
+  let firstRecordAt: bigint | undefined;
+  let firstRecordCpuMs: number | undefined;
   const stderrTail: string[] = [];
 
   const start = process.hrtime.bigint();
@@ -127,13 +130,17 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
     });
     createInterface({ input: proc.stdout! }).on('line', (line) => {
       if (line.startsWith('STATE RUNNING')) runningAt ??= process.hrtime.bigint();
+      if (line.startsWith('FIRST_RECORD') && firstRecordAt === undefined) {
+        firstRecordAt = process.hrtime.bigint();
+        firstRecordCpuMs = processCpuMs(proc.pid);
+      }
     });
     createInterface({ input: proc.stderr! }).on('line', (line) => {
       stderrTail.push(line);
       if (stderrTail.length > 30) stderrTail.shift();
       if (/FATAL|ERROR/.test(line)) process.stderr.write(`[kafka-streams] ${line}\n`);
     });
-    const { reachedAt, firstCommitAt } = await waitForCommittedEnd({
+    const { reachedAt, firstCommitAt, firstCommitted } = await waitForCommittedEnd({
       groupId: applicationId,
       topic: options.topic,
       end,
@@ -142,12 +149,21 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
       label: `kafka streams ${options.topic}`,
       failure: () => exited,
     });
+    const reachedCpuMs = processCpuMs(child.pid);
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
+      steady: firstRecordAt === undefined ? undefined : {
+              ms: Number(reachedAt - firstRecordAt) / 1e6,
+              records,
+              from: 'first record through mapValues',
+              cpuMs: firstRecordCpuMs === undefined || reachedCpuMs === undefined ? undefined : reachedCpuMs - firstRecordCpuMs,
+            },
       details: {
         running_after_ms: runningAt === undefined ? undefined : Math.round(Number(runningAt - start) / 1e6),
+        first_record_after_ms: firstRecordAt === undefined ? undefined : Math.round(Number(firstRecordAt - start) / 1e6),
         first_commit_after_ms: Math.round(Number(firstCommitAt - start) / 1e6),
+        first_committed: firstCommitted,
         threads,
         heap,
         application_id: applicationId,

@@ -42,6 +42,8 @@ export interface CommittedEnd {
   reachedAt: bigint;
   /** `process.hrtime.bigint()` when any committed offset was first seen: start-up is behind it. */
   firstCommitAt: bigint;
+  /** Records covered by the committed offsets at `firstCommitAt` (the start of the steady-state window). */
+  firstCommitted: number;
 }
 
 /** Polls until the group's committed offsets reach `end` on every partition. */
@@ -52,6 +54,7 @@ export async function waitForCommittedEnd(options: WaitForCommittedOptions): Pro
   const deadline = Date.now() + (options.timeoutMs ?? 600_000);
   const pollMs = options.pollMs ?? 50;
   let firstCommitAt: bigint | undefined;
+  let firstCommitted = 0;
   try {
     await admin.connect();
     for (;;) {
@@ -71,11 +74,15 @@ export async function waitForCommittedEnd(options: WaitForCommittedOptions): Pro
         for (const [partition, end] of options.end) {
           const c = committed.get(partition) ?? -1n;
           if (c > 0n) done += c > end ? end : c;
-          if (c < end) reached = false;
+          // An empty partition (end 0) has nothing to commit: contestants leave it without an offset.
+          if (c < end && end > 0n) reached = false;
         }
         progress?.update(Number(done));
-        if (done > 0n) firstCommitAt ??= now;
-        if (reached) return { reachedAt: now, firstCommitAt: firstCommitAt ?? now };
+        if (done > 0n && firstCommitAt === undefined) {
+          firstCommitAt = now;
+          firstCommitted = Number(done);
+        }
+        if (reached) return { reachedAt: now, firstCommitAt: firstCommitAt ?? now, firstCommitted: firstCommitAt === undefined ? Number(done) : firstCommitted };
       }
       if (Date.now() > deadline) {
         throw new Error(`group ${options.groupId}: committed offsets did not reach the end of ${options.topic} in ${options.timeoutMs ?? 600_000} ms`);

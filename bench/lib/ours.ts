@@ -5,6 +5,7 @@
 // and offsets has committed). Then SIGTERM (flush, leave the group) and cleanup: the group, the
 // snapshot topic, the partition workflows.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { brokersFromEnv } from '../../kafka/client';
@@ -12,6 +13,7 @@ import { partitionWorkflowId } from '../../workflows/partitionWorkflow';
 import { connectTemporal } from '../../workers/temporalConnection';
 import { stopChild } from './anchors';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
+import { cpuUsPerRecord, processCpuMs } from './cpu';
 import type { ContestantResult } from './raw';
 import { deleteGroups, deleteTopics, topicsWithPrefix, uniqueName } from './records';
 import { PACKAGE_ROOT } from './results';
@@ -21,7 +23,19 @@ export interface OursOptions {
   /** The flow's persistence: 'kafka' (transactional, the benchmark's subject) or 'memory'. Default BENCH_BACKEND or 'kafka'. */
   backend?: 'kafka' | 'memory';
   timeoutMs?: number;
+  /** Write a V8 CPU profile of the worker here (`node --cpu-prof`); default BENCH_CPU_PROF. */
+  cpuProfDir?: string;
+  /** Append every line the worker prints to this file, each prefixed with ms since spawn; default BENCH_WORKER_LOG. */
+  logFile?: string;
+  /** Another flow module (default bench/flows/totals.ts); it must print the same markers when BENCH_RECORDS is set. */
+  flowModule?: string;
+  /** More environment for the worker, given the run's flow name (also its group) and input topic. */
+  env?: (flow: string, topic: string) => NodeJS.ProcessEnv;
+  /** Label of the progress bar; default `ours (<backend>)`. */
+  label?: string;
 }
+
+const sinceMs = (at: bigint | undefined, start: bigint) => (at === undefined ? undefined : Math.round(Number(at - start) / 1e6));
 
 export const FLOW_MODULE = path.join(PACKAGE_ROOT, 'bench', 'flows', 'totals.ts');
 
@@ -35,10 +49,17 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
   let child: ChildProcess | undefined;
   let exited: Error | undefined;
   const logTail: string[] = [];
+  const cpuProfDir = options.cpuProfDir ?? process.env.BENCH_CPU_PROF;
+  const logFile = options.logFile ?? process.env.BENCH_WORKER_LOG;
+  // Phases of the worker's start, as it reports them: its log (info level: a few lines per
+  // partition, none per record or persist) and the bench flow's markers on stdout.
+  const at: { started?: bigint; firstFold?: bigint; allFolded?: bigint; recovered: bigint[] } = { recovered: [] };
+  const cpu: { firstFold?: number; allFolded?: number; reached?: number } = {};
 
   const start = process.hrtime.bigint();
   try {
-    child = spawn(process.execPath, [path.join(PACKAGE_ROOT, 'bin', 'kafka-flow-temporal.js'), 'worker', FLOW_MODULE], {
+    const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [];
+    child = spawn(process.execPath, [...nodeArgs, path.join(PACKAGE_ROOT, 'bin', 'kafka-flow-temporal.js'), 'worker', options.flowModule ?? FLOW_MODULE], {
       cwd: PACKAGE_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -49,7 +70,9 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
         BENCH_FLOW: flow,
         BENCH_BACKEND: backend,
         BENCH_SNAPSHOT_TOPIC: snapshotTopic,
-        LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+        BENCH_RECORDS: String(records),
+        LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+        ...options.env?.(flow, topic),
       },
     });
     const proc = child;
@@ -60,25 +83,61 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
       exited = new Error(`the worker exited early (${signal ?? `exit ${code}`}):\n${logTail.join('\n')}`);
     });
     const keep = (line: string) => {
+      const now = process.hrtime.bigint();
+      if (line === 'BENCH FIRST_FOLD' && at.firstFold === undefined) {
+        at.firstFold = now;
+        cpu.firstFold = processCpuMs(proc.pid);
+      } else if (line === 'BENCH ALL_FOLDED' && at.allFolded === undefined) {
+        at.allFolded = now;
+        cpu.allFolded = processCpuMs(proc.pid);
+      }
+      else if (line.includes('"msg":"worker started"')) at.started ??= now;
+      else if (line.includes('"msg":"recovered"')) at.recovered.push(now);
       logTail.push(line);
       if (logTail.length > 30) logTail.shift();
+      if (logFile) appendFileSync(logFile, `${sinceMs(now, start)} ${line}\n`);
       if (/"level":(50|60)/.test(line)) process.stderr.write(`[worker] ${line}\n`);
     };
     createInterface({ input: proc.stdout! }).on('line', keep);
     createInterface({ input: proc.stderr! }).on('line', keep);
-    const { reachedAt, firstCommitAt } = await waitForCommittedEnd({
+    const { reachedAt, firstCommitAt, firstCommitted } = await waitForCommittedEnd({
       groupId: flow,
       topic,
       end,
       brokers,
       timeoutMs: options.timeoutMs ?? 600_000,
-      label: `ours (${backend}) ${topic}`,
+      label: `${options.label ?? `ours (${backend})`} ${topic}`,
       failure: () => exited,
     });
+    cpu.reached = processCpuMs(proc.pid);
+    const lastRecovered = at.recovered.length > 0 ? at.recovered[at.recovered.length - 1] : undefined;
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
-      details: { backend, flow, first_commit_after_ms: Math.round(Number(firstCommitAt - start) / 1e6) },
+      steady: at.firstFold === undefined ? undefined : {
+              ms: Number(reachedAt - at.firstFold) / 1e6,
+              records,
+              from: 'first record folded',
+              cpuMs: cpu.firstFold === undefined || cpu.reached === undefined ? undefined : cpu.reached - cpu.firstFold,
+            },
+      details: {
+        backend,
+        flow,
+        worker_started_after_ms: sinceMs(at.started, start),
+        partitions_recovered: at.recovered.length,
+        last_recovered_after_ms: sinceMs(lastRecovered, start),
+        first_fold_after_ms: sinceMs(at.firstFold, start),
+        all_folded_after_ms: sinceMs(at.allFolded, start),
+        first_commit_after_ms: sinceMs(firstCommitAt, start),
+        first_committed: firstCommitted,
+        // Folding alone (first record folded → last record folded), and what the committed finishing line adds after it.
+        fold_only_records_per_s:
+          at.firstFold !== undefined && at.allFolded !== undefined && at.allFolded > at.firstFold
+            ? Math.round((records * 1e9) / Number(at.allFolded - at.firstFold))
+            : undefined,
+        commit_tail_ms: at.allFolded === undefined ? undefined : Math.round(Number(reachedAt - at.allFolded) / 1e6),
+        fold_only_cpu_us_per_record: cpuUsPerRecord(cpu.firstFold, cpu.allFolded, records),
+      },
     };
   } finally {
     if (child) {

@@ -2,6 +2,7 @@
 // that JSON-parses every value (and sums `amount`, so the parse is not dead code), then commits
 // each partition's end once everything is consumed. Timed like every contestant: from creating
 // the consumer until the group's committed offsets reach the end offsets.
+import { ownCpuMs } from './cpu';
 import { startProgress } from './progress';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
 import { benchKafka, type BenchRecordValue, deleteGroups, uniqueName } from './records';
@@ -19,6 +20,11 @@ export interface ContestantResult {
   ms: number;
   /** Records the finishing line covers (sum of end offsets). */
   records: number;
+  /**
+   * The steady-state window: from the first record processed (start-up behind it: process or JVM
+   * start, group join, recovery) to the same finishing line, covering all `records`.
+   */
+  steady?: { ms: number; records: number; from: string; /** CPU ms the contestant's process spent in the window. */ cpuMs?: number };
   /** Anything worth keeping with the figure. */
   details?: Record<string, unknown>;
 }
@@ -46,6 +52,8 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
   let consumed = 0;
   let amountSum = 0;
   let joinedAt: bigint | undefined;
+  let firstBatchAt: bigint | undefined;
+  let firstBatchCpuMs: number | undefined;
   const next = new Map<number, bigint>();
   let allConsumed!: () => void;
   const consumedAll = new Promise<void>((resolve) => {
@@ -65,9 +73,13 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
+        if (firstBatchAt === undefined) {
+          firstBatchAt = process.hrtime.bigint();
+          firstBatchCpuMs = ownCpuMs();
+        }
         for (const message of batch.messages) {
           const value = JSON.parse(message.value!.toString()) as BenchRecordValue;
-          amountSum += value.amount;
+          amountSum += value.amount ?? 0; // records of other shapes (the sales example's orders) parse all the same
         }
         consumed += batch.messages.length;
         next.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
@@ -88,10 +100,13 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
     );
     progress.stop();
     const { reachedAt } = await reached;
+    const cpuMs = firstBatchCpuMs === undefined ? undefined : ownCpuMs() - firstBatchCpuMs;
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
+      steady: firstBatchAt === undefined ? undefined : { ms: Number(reachedAt - firstBatchAt) / 1e6, records, from: 'first batch handed to eachBatch', cpuMs },
       details: {
+        first_batch_after_ms: firstBatchAt === undefined ? undefined : Math.round(Number(firstBatchAt - start) / 1e6),
         group_join_ms: joinedAt === undefined ? undefined : Math.round(Number(joinedAt - start) / 1e6),
         consume_ms: Math.round(Number(consumedAt - start) / 1e6),
         amount_sum: amountSum,

@@ -30,7 +30,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
  *
  * It runs until SIGTERM; the driver (bench/lib/anchors.ts) decides when it is done by watching the
  * group's committed offsets reach the input's end offsets, the same criterion as every contestant.
- * Prints "STATE <new state> <epoch ms>" on each state change, so the driver can tell start-up time.
+ * Prints "STATE <new state> <epoch ms>" on each state change, so the driver can tell start-up time,
+ * and "FIRST_RECORD <epoch ms>" when the first record passes mapValues: the start of the driver's
+ * steady-state window (start-up — JVM, group join, task and store creation — is behind it).
  */
 public final class TotalsApp {
 
@@ -74,11 +76,16 @@ public final class TotalsApp {
     props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
     ObjectMapper json = new ObjectMapper();
+    java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
     Serde<Totals> totalsSerde = new TotalsSerde();
     StreamsBuilder builder = new StreamsBuilder();
     builder
         .stream(topic, Consumed.with(Serdes.String(), Serdes.ByteArray()))
         .mapValues(value -> {
+          if (first.get() && first.compareAndSet(true, false)) {
+            System.out.println("FIRST_RECORD " + System.currentTimeMillis());
+            System.out.flush();
+          }
           try {
             JsonNode node = json.readTree(value);
             return node.get("amount").asLong();
