@@ -1,0 +1,323 @@
+// Failover (issue 8, item 4): two workers of the offset-hash flow (test/fixtures/offsetHashFlow.ts:
+// per key a count and a running hash over the offsets folded, so a lost or a twice-applied record
+// shows) under steady load from a producer; kill -9 one of them, and measure
+//   failover_ms   kill → every partition `running` on the survivor (the partition workflows'
+//                 status) and the group's committed offset of every partition past where it was
+//                 at the kill (so the survivor is folding and persisting them);
+//   records_lost / records_duplicated / keys_mismatched
+//                 after the load stops and the survivor has caught up and stopped (flushing), the
+//                 persisted state (inspect) against a plain fold of the input topic: per key, count
+//                 short of the reference = lost, count beyond it = duplicated, a hash that differs =
+//                 mismatched. All must be 0.
+// The flow's consumer session timeout is set short (the broker's minimum, 6 s): the coordinator
+// notices the dead member only when it expires, so failover_ms is dominated by it;
+// failover_minus_session_timeout_ms is the rest (rebalance, the partition workflows moving the
+// partitions, recovery, the first persist). Each trial has its own topic, group and workflows.
+// `npm run bench:failover [-- --quick]`: full 3 trials at 2,000 records/s; quick 1 at 500/s.
+import os from 'node:os';
+import path from 'node:path';
+import { Partitioners } from 'kafkajs';
+import { sized } from './lib/args';
+import { deleteRunTopicsAndGroup, type FlowWorker, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flowWorkers';
+import { startProgress } from './lib/progress';
+import { benchKafka, uniqueName } from './lib/records';
+import { PACKAGE_ROOT, writeResults } from './lib/results';
+import { printTable, type Row } from './lib/table';
+import { median } from './lib/timing';
+import { brokersFromEnv, createKafkaClient, PartitionReader } from '../kafka';
+import { inspectFlow } from '../workers/inspect';
+import { type HashState, offsetHashFlow, step } from '../test/fixtures/offsetHashFlow';
+
+const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offsetHashFlow.ts');
+const PARTITIONS = 6;
+const KEYS = 1_000;
+const RATE = sized(2_000, 500);
+const TRIALS = Number(process.env.BENCH_RUNS ?? sized(3, 1));
+/** The broker's group.min.session.timeout.ms: the shortest a member may ask for. */
+const SESSION_TIMEOUT_MS = Number(process.env.BENCH_SESSION_TIMEOUT_MS ?? 6_000);
+const PERSIST_EVERY_MS = 1_000;
+/** Load before the kill, once both workers run their partitions; and after the failover. */
+const BEFORE_KILL_MS = sized(8_000, 5_000);
+const AFTER_FAILOVER_MS = sized(5_000, 3_000);
+const FAILOVER_DEADLINE_MS = 120_000;
+
+interface Trial {
+  failover_ms: number;
+  /** kill → the survivor's consumer is assigned the dead worker's partitions (its log). */
+  reassigned_ms?: number;
+  /** kill → the survivor logged the last of those partitions recovered. */
+  recovered_ms?: number;
+  /** kill → every partition running on the survivor (workflow status). */
+  running_ms?: number;
+  /** kill → the committed offset of every partition past its value at the kill. */
+  committed_ms?: number;
+  killed_partitions: number[];
+  /** Produced, and found in the input topic by the reference fold. */
+  records: number;
+  records_in_topic: number;
+  keys: number;
+  records_lost: number;
+  records_duplicated: number;
+  keys_mismatched: number;
+  survivor_exit: number | null;
+  load_avg_1m: number;
+}
+
+async function main(): Promise<void> {
+  const trials: Trial[] = [];
+  for (let t = 1; t <= TRIALS; t++) {
+    process.stdout.write(`trial ${t}/${TRIALS}: ${RATE} records/s over ${PARTITIONS} partitions, session timeout ${SESSION_TIMEOUT_MS} ms\n`);
+    const trial = await runTrial();
+    trials.push(trial);
+    process.stdout.write(`  ${JSON.stringify(trial)}\n`);
+  }
+  const failover = median(trials.map((t) => t.failover_ms));
+  const sum = (k: 'records_lost' | 'records_duplicated' | 'keys_mismatched') => trials.reduce((a, t) => a + t[k], 0);
+  const med = (k: 'reassigned_ms' | 'recovered_ms' | 'running_ms' | 'committed_ms') => {
+    const values = trials.flatMap((t) => (t[k] === undefined ? [] : [t[k]!]));
+    return values.length === trials.length ? Math.round(median(values)) : undefined;
+  };
+  const exactness = { records_lost: sum('records_lost'), records_duplicated: sum('records_duplicated'), keys_mismatched: sum('keys_mismatched') };
+  const figures: Record<string, number> = {
+    failover_ms: Math.round(failover),
+    failover_minus_session_timeout_ms: Math.round(failover - SESSION_TIMEOUT_MS),
+    session_timeout_ms: SESSION_TIMEOUT_MS,
+    ...exactness,
+  };
+  const phases = { reassigned_ms: med('reassigned_ms'), recovered_ms: med('recovered_ms'), running_ms: med('running_ms'), committed_ms: med('committed_ms') };
+  for (const [k, v] of Object.entries(phases)) if (v !== undefined) figures[`failover_${k}`] = v;
+  const rows: Row[] = trials.map((t, i) => ({
+    trial: i + 1,
+    failover_ms: Math.round(t.failover_ms),
+    reassigned_ms: t.reassigned_ms ?? '-',
+    recovered_ms: t.recovered_ms ?? '-',
+    running_ms: t.running_ms ?? '-',
+    committed_ms: t.committed_ms ?? '-',
+    records: t.records,
+    lost: t.records_lost,
+    duplicated: t.records_duplicated,
+    mismatched_keys: t.keys_mismatched,
+  }));
+  printTable(`failover: kill -9 of one of two workers, ${RATE} records/s, session timeout ${SESSION_TIMEOUT_MS} ms (median of ${TRIALS})`, rows);
+  process.stdout.write(
+    `failover_ms = ${figures.failover_ms} (session timeout ${SESSION_TIMEOUT_MS} ms; the rest ${figures.failover_minus_session_timeout_ms} ms); ` +
+      `lost ${figures.records_lost}, duplicated ${figures.records_duplicated}, mismatched keys ${figures.keys_mismatched} (all must be 0)\n`,
+  );
+  const file = writeResults('failover', figures, {
+    versions: { kafka: '4.3.1' },
+    notes: {
+      flow: 'test/fixtures/offsetHashFlow.ts (per key: count and a running hash over the folded offsets), transactional Kafka persistence',
+      partitions: PARTITIONS,
+      keys: KEYS,
+      rate_records_per_s: RATE,
+      persist_every_ms: PERSIST_EVERY_MS,
+      session_timeout_ms: SESSION_TIMEOUT_MS,
+      heartbeat_interval_ms: 1_000,
+      load_before_kill_ms: BEFORE_KILL_MS,
+      load_after_failover_ms: AFTER_FAILOVER_MS,
+      trials: TRIALS,
+      statistic: 'median of the trials; lost/duplicated/mismatched summed over them',
+      phases: 'ms after the kill: reassigned (survivor logs the new assignment), recovered (last of the dead worker\'s partitions recovered on the survivor), running (all partitions running on the survivor per the workflows), committed (every partition\'s committed offset past its value at the kill); failover_ms is when both of the last two hold',
+      runs: trials,
+    },
+  });
+  process.stdout.write(`results: ${file}\n`);
+  if (exactness.records_lost + exactness.records_duplicated + exactness.keys_mismatched > 0) process.exitCode = 1;
+}
+
+async function runTrial(): Promise<Trial> {
+  const brokers = brokersFromEnv();
+  const id = uniqueName('bench-failover');
+  const names = { name: id, group: id, topic: id, backend: 'kafka' as const, persistEveryMs: PERSIST_EVERY_MS, sessionTimeoutMs: SESSION_TIMEOUT_MS };
+  const kafka = benchKafka('bench-failover', brokers);
+  const admin = kafka.admin();
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const workers: FlowWorker[] = [];
+  let watcher: StatusWatcher | undefined;
+  let produced = 0;
+  let producing = false;
+  let loop: Promise<void> | undefined;
+  const load = os.loadavg()[0] ?? 0;
+  try {
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
+    await producer.connect();
+    // Steady load: every 50 ms, what is due at RATE records/s, each send acknowledged before the next.
+    producing = true;
+    loop = (async () => {
+      const started = performance.now();
+      while (producing) {
+        const due = Math.floor(((performance.now() - started) / 1000) * RATE) - produced;
+        if (due > 0) {
+          const from = produced;
+          await producer.send({
+            topic: id,
+            acks: -1,
+            messages: Array.from({ length: due }, (_, j) => ({ key: `k${(from + j) % KEYS}`, value: JSON.stringify({ n: from + j }) })),
+          });
+          produced += due;
+        }
+        await sleep(50);
+      }
+    })();
+    const env = {
+      TEST_FLOW_NAME: id,
+      TEST_FLOW_GROUP: id,
+      TEST_FLOW_TOPIC: id,
+      TEST_FLOW_BACKEND: 'kafka',
+      TEST_PERSIST_EVERY_MS: String(PERSIST_EVERY_MS),
+      TEST_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
+      LOG_LEVEL: 'info',
+    };
+    const logFile = process.env.BENCH_WORKER_LOG;
+    const a = spawnWorker('a', FLOW_MODULE, env, logFile);
+    const b = spawnWorker('b', FLOW_MODULE, env, logFile);
+    workers.push(a, b);
+    watcher = await StatusWatcher.connect();
+    const w = watcher;
+    const both = await eventually('both workers run partitions', () => w.runningOn(id, id, PARTITIONS, 2), 180_000, [a, b]);
+    // The dead worker's partitions: those whose owner's task queue names its pid.
+    const ownedBy = (worker: FlowWorker, rows: typeof both) =>
+      rows.filter((r) => r.owner?.taskQueue.includes(`/${worker.process.pid}-`)).map((r) => r.partition);
+    if (ownedBy(a, both).length === 0 || ownedBy(b, both).length === 0) throw new Error('both workers should own partitions');
+    await sleep(BEFORE_KILL_MS);
+
+    const atKill = await committed(admin, id);
+    const killedPartitions = ownedBy(a, (await w.runningOn(id, id, PARTITIONS, 2)) ?? both);
+    a.kill();
+    const killedAt = performance.now();
+    const survivorQueue = `/${b.process.pid}-`;
+    const progress = startProgress('failover', PARTITIONS, { plainEveryMs: 2_000 });
+    let runningAt: number | undefined;
+    let committedAt: number | undefined;
+    let failoverAt: number | undefined;
+    try {
+      while (failoverAt === undefined) {
+        if (performance.now() - killedAt > FAILOVER_DEADLINE_MS) throw new Error(`no failover within ${FAILOVER_DEADLINE_MS} ms`);
+        if (b.process.exitCode !== null) throw new Error(`the survivor exited (${b.process.exitCode})`);
+        const [rows, now] = await Promise.all([w.statuses(id, id, PARTITIONS), committed(admin, id)]);
+        const at = performance.now();
+        const running = rows.filter((r) => r?.phase === 'running' && r.owner?.taskQueue.includes(survivorQueue)).length;
+        const advanced = [...atKill].filter(([p, offset]) => (now.get(p) ?? -1n) > offset).length;
+        progress.update(Math.min(running, advanced));
+        if (running === PARTITIONS) runningAt ??= at;
+        if (advanced === PARTITIONS) committedAt ??= at;
+        if (running === PARTITIONS && advanced === PARTITIONS) failoverAt = at;
+        else await sleep(100);
+      }
+    } finally {
+      progress.stop();
+    }
+    const after = (match: (msg: string | undefined, json: Record<string, unknown>) => boolean) =>
+      b.lines.filter((l) => l.at >= killedAt && l.json && match(l.json.msg, l.json));
+    const reassigned = after((msg) => msg === 'partitions assigned')[0];
+    const recoveredLines = after((msg, json) => msg === 'recovered' && killedPartitions.includes(json.partition as number));
+    const recoveredAt = recoveredLines.length >= killedPartitions.length ? recoveredLines[recoveredLines.length - 1]!.at : undefined;
+
+    await sleep(AFTER_FAILOVER_MS);
+    producing = false;
+    await loop;
+    await eventually('the survivor caught up', async () => caughtUp(admin, id), 120_000, [b]);
+    const survivorExit = await b.stop();
+    const exact = await compare(names, brokers);
+    return {
+      failover_ms: Math.round(failoverAt - killedAt),
+      reassigned_ms: reassigned ? Math.round(reassigned.at - killedAt) : undefined,
+      recovered_ms: recoveredAt === undefined ? undefined : Math.round(recoveredAt - killedAt),
+      running_ms: runningAt === undefined ? undefined : Math.round(runningAt - killedAt),
+      committed_ms: committedAt === undefined ? undefined : Math.round(committedAt - killedAt),
+      killed_partitions: killedPartitions,
+      records: produced,
+      ...exact,
+      survivor_exit: survivorExit,
+      load_avg_1m: Number(load.toFixed(2)),
+    };
+  } finally {
+    producing = false;
+    await loop?.catch(() => undefined);
+    for (const w of workers) w.kill();
+    await Promise.all(workers.map((w) => w.exited));
+    await watcher?.close();
+    await producer.disconnect().catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+    await terminateFlowWorkflows(id, id, PARTITIONS);
+    await deleteRunTopicsAndGroup(id, id, brokers);
+  }
+}
+
+async function committed(admin: ReturnType<ReturnType<typeof benchKafka>['admin']>, topic: string): Promise<Map<number, bigint>> {
+  const [response] = await admin.fetchOffsets({ groupId: topic, topics: [topic] });
+  return new Map((response?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
+}
+
+async function caughtUp(admin: ReturnType<ReturnType<typeof benchKafka>['admin']>, topic: string): Promise<boolean> {
+  const now = await committed(admin, topic);
+  const ends = await admin.fetchTopicOffsets(topic);
+  return ends.every((e) => now.get(e.partition) === BigInt(e.high));
+}
+
+/** Persisted state against a plain fold of the input topic. */
+async function compare(names: Parameters<typeof offsetHashFlow>[0], brokers: string[]) {
+  const client = createKafkaClient({ brokers, clientId: 'bench-failover-reference', logLevel: 'error' });
+  const reader = new PartitionReader(client);
+  const reference = new Map<string, HashState>();
+  let records = 0;
+  try {
+    for (let p = 0; p < PARTITIONS; p++) {
+      await reader.read({
+        topic: names.topic,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (batch) => {
+          for (const r of batch) {
+            const key = String(r.key);
+            reference.set(key, step(reference.get(key), r.offset));
+            records++;
+          }
+        },
+      });
+    }
+  } finally {
+    await reader.close();
+  }
+  const persisted = new Map<string, HashState>();
+  for await (const k of inspectFlow(offsetHashFlow(names) as never)) persisted.set(k.key, k.state as HashState);
+  let lost = 0;
+  let duplicated = 0;
+  let mismatched = 0;
+  for (const [key, want] of reference) {
+    const got = persisted.get(key);
+    const count = got?.count ?? 0;
+    if (count < want.count) lost += want.count - count;
+    if (count > want.count) duplicated += count - want.count;
+    if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
+  }
+  for (const [key, got] of persisted) {
+    if (!reference.has(key)) {
+      duplicated += got.count;
+      mismatched++;
+    }
+  }
+  return { records_in_topic: records, keys: reference.size, records_lost: lost, records_duplicated: duplicated, keys_mismatched: mismatched };
+}
+
+async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, watch: FlowWorker[]): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    for (const w of watch) if (w.process.exitCode !== null) throw new Error(`worker ${w.name} exited (${w.process.exitCode}) waiting for ${what}`);
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined && v !== false) return v as T;
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  (err) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
