@@ -387,6 +387,11 @@ export class FlowRuntime {
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
     }
+    if (result.failed > 0) {
+      // Revoke and shutdown persists report failed writes instead of throwing: those keys keep
+      // holding their offsets, so the next owner replays them.
+      this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
+    }
     if (result.fenced) {
       slot.state = 'fenced';
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
