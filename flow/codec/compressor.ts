@@ -134,11 +134,18 @@ export class Compressor {
 }
 
 /** Reads either header encoding: one byte is scodec's `bool` (top bit), anything longer is JSON. */
+/** The two headers this project writes, recognised without parsing (recovery reads one per key). */
+const JSON_TRUE = Buffer.from('{"compressed":true}');
+const JSON_FALSE = Buffer.from('{"compressed":false}');
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function readHeader(header: Buffer): boolean {
   if (header.length === 1) return (header[0]! & 0x80) !== 0;
+  if (header.equals(JSON_FALSE)) return false;
+  if (header.equals(JSON_TRUE)) return true;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(header));
+    parsed = JSON.parse(STRICT_UTF8.decode(header));
   } catch (err) {
     throw new CompressionError(`the compressed-state header is neither JSON nor a one-byte flag: ${hexPreview(header)}`, {
       cause: err,
