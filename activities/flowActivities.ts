@@ -33,15 +33,15 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, FlowRuntime>)
     async foldLoop(request: OwnerRequest): Promise<void> {
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
-      let progress: ReturnType<FlowRuntime['startFolding']>;
+      let folding: ReturnType<FlowRuntime['startFolding']>;
       try {
-        progress = rt.startFolding(request);
+        folding = rt.startFolding(request);
       } catch (err) {
         throw typed(err);
       }
       try {
         for (;;) {
-          const p = progress();
+          const p = folding.poll();
           if (p.failure !== undefined) throw typed(p.failure);
           if (!p.running) return;
           ctx.heartbeat(p.progress);
@@ -49,7 +49,7 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, FlowRuntime>)
           await ctx.sleep(2000);
         }
       } finally {
-        rt.stopFolding(request);
+        rt.stopFolding(request, folding.token);
       }
     },
 

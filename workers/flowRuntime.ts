@@ -19,6 +19,11 @@ export class StaleGenerationError extends Error {
 
 type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
 
+export interface FoldingHandle {
+  readonly token: number;
+  poll(): { running: boolean; failure?: unknown; progress: Record<string, unknown> };
+}
+
 /** One input partition as this process holds it. */
 interface Slot {
   readonly topic: string;
@@ -34,6 +39,8 @@ interface Slot {
   highWatermark?: string;
   /** Why the partition stopped here (state 'failed'). */
   failure?: unknown;
+  /** Which fold-loop activity drives the partition now: a late cancellation of an older one must not pause it. */
+  folding?: number;
 }
 
 export interface FlowRuntimeOptions {
@@ -68,6 +75,7 @@ export class FlowRuntime {
   private readonly slots = new Map<string, Slot>();
   private readonly log: Logger;
   private timers?: NodeJS.Timeout;
+  private foldLoops = 0;
   private stopping = false;
 
   constructor(options: FlowRuntimeOptions) {
@@ -332,34 +340,45 @@ export class FlowRuntime {
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
   }
 
-  /** Starts processing; returns a function reporting progress, and whether it should go on. */
-  startFolding(r: OwnerRequest): () => { running: boolean; failure?: unknown; progress: Record<string, unknown> } {
+  /**
+   * Starts processing for one fold-loop activity; returns its token and a function reporting
+   * progress and whether it should go on. A newer fold loop (after continue-as-new, or a retry of a
+   * lost owner) takes over the partition from an older one that has not learned of its
+   * cancellation yet.
+   */
+  startFolding(r: OwnerRequest): FoldingHandle {
     const slot = this.slotFor(r);
     if (!slot.flow || slot.flowGeneration !== r.owner.generation) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} was not recovered for generation ${r.owner.generation}`);
     }
+    const token = ++this.foldLoops;
+    slot.folding = token;
     slot.state = 'running';
     this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
-    return () => {
-      const flow = slot.flow!;
-      const running = slot.state === 'running' && slot.generation === r.owner.generation && !this.stopping;
-      return {
-        running,
-        failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
-        progress: {
-          position: flow.position,
-          committed: flow.committedOffset,
-          liveKeys: flow.liveKeys,
-          highWatermark: slot.highWatermark,
-        },
-      };
+    return {
+      token,
+      poll: () => {
+        const flow = slot.flow!;
+        const running =
+          slot.state === 'running' && slot.generation === r.owner.generation && slot.folding === token && !this.stopping;
+        return {
+          running,
+          failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
+          progress: {
+            position: flow.position,
+            committed: flow.committedOffset,
+            liveKeys: flow.liveKeys,
+            highWatermark: slot.highWatermark,
+          },
+        };
+      },
     };
   }
 
-  /** The fold loop ended (cancelled): stop fetching the partition if it is still this generation's. */
-  stopFolding(r: OwnerRequest): void {
+  /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
+  stopFolding(r: OwnerRequest, token: number): void {
     const slot = this.slots.get(tpKey(r.topic, r.partition));
-    if (slot && slot.generation === r.owner.generation && slot.state === 'running') {
+    if (slot && slot.generation === r.owner.generation && slot.state === 'running' && slot.folding === token) {
       slot.state = 'assigned';
       this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
     }

@@ -86,6 +86,9 @@ export const statusQuery = defineQuery<PartitionStatus>('status');
 
 export const partitionWorkflowId = (p: PartitionRef): string => `kafka-flow/${p.flow}/${p.topic}/${p.partition}`;
 
+/** A fold loop that returned instead of failing or being cancelled. */
+const LOOP_ENDED = 'fold-loop-ended';
+
 /** Owner history kept in the status (the most recent owners). */
 const OWNER_HISTORY = 20;
 
@@ -212,7 +215,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     let loopEnded: unknown = null;
     const loop = loopScope.run(() => acts.foldLoop({ ...ref(input), owner: current })).then(
       () => {
-        loopEnded = new Error('the fold loop ended');
+        loopEnded = LOOP_ENDED;
       },
       (err) => {
         loopEnded = err;
@@ -258,6 +261,14 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   }
 
   function handleFailure(err: unknown): void {
+    if (err === LOOP_ENDED) {
+      // The owner stopped folding without a failure (it is stopping, or another fold loop took
+      // over): like a lost owner, try it again unless a newer one comes.
+      lastError = 'the fold loop ended on the owner';
+      counters.ownerLosses++;
+      setPhase('owner-lost');
+      return;
+    }
     const type = failureType(err);
     lastError = describe(err);
     if (type === FailureTypes.fenced || type === FailureTypes.staleGeneration) {

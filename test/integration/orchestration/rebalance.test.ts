@@ -3,7 +3,9 @@ import { eventually, FlowCluster } from './harness';
 // Real worker processes, real Kafka (transactional snapshots) and Temporal: partitions move from
 // one worker to two and back to one, and the persisted state is exactly a plain fold of the input.
 test('assignment → recovery → processing → a second worker joins → partitions move → state continues exactly', async () => {
-  const cluster = new FlowCluster(4);
+  // Short histories: partition workflows continue as new several times during the test, each time
+  // handing the running partition to a new fold loop while the old one learns of its cancellation.
+  const cluster = new FlowCluster(4, { env: { KFT_MAX_HISTORY_EVENTS: '60' } });
   try {
     await cluster.start();
     await cluster.produce(2000);
@@ -22,6 +24,9 @@ test('assignment → recovery → processing → a second worker joins → parti
     await eventually('b runs all 4 partitions', () => cluster.runningOn(1), 90_000);
     await cluster.produce(1000);
     await eventually('caught up on b alone', () => cluster.caughtUp(), 60_000);
+    const continued = await cluster.status();
+    expect(continued.some((p) => p.counters.runs >= 2)).toBe(true);
+    expect(continued.every((p) => p.phase === 'running')).toBe(true);
     expect(await cluster.stop(b)).toBe(0);
 
     // Graceful shutdown leaves committed offset == persisted state: nothing held back.
