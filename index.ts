@@ -66,3 +66,4 @@ export { Compressor, withCompression } from './flow/codec/compressor';
 export { SnapshotCommitTimeout } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
 export { TemporalUnreachableError } from './workers/temporalConnection';
+export { KafkaUnreachableError } from './workers/worker';

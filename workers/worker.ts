@@ -1,6 +1,8 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, readEnv } from '../config/env';
+import { KafkaFlowError } from '../config/errors';
+import { portOpen } from '../infra/processes';
 import { createFlowActivities } from '../activities/flowActivities';
 import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
@@ -49,6 +51,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
 
+  await assertKafkaReachable(env.kafkaBrokers.map(formatHostPort));
   const temporal = await connectTemporal(env);
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
@@ -105,3 +108,24 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 }
 
 export { WORKFLOW_TASK_QUEUE };
+
+/** No broker of KAFKA_BROKERS accepts connections. */
+export class KafkaUnreachableError extends KafkaFlowError {
+  constructor(brokers: string[]) {
+    super(
+      'KAFKA_UNREACHABLE',
+      `no Kafka broker answers at KAFKA_BROKERS=${brokers.join(',')}; start one with \`npm run infra:up\` or point KAFKA_BROKERS at yours`,
+    );
+  }
+}
+
+/** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
+async function assertKafkaReachable(brokers: string[]): Promise<void> {
+  const answers = await Promise.all(
+    brokers.map((b) => {
+      const i = b.lastIndexOf(':');
+      return portOpen(b.slice(0, i).replace(/^\[|\]$/g, ''), Number(b.slice(i + 1)), 3000);
+    }),
+  );
+  if (!answers.some(Boolean)) throw new KafkaUnreachableError(brokers);
+}
