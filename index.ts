@@ -65,5 +65,4 @@ export { CompressionError, CorruptSnapshotError } from './flow/codec/errors';
 export { Compressor, withCompression } from './flow/codec/compressor';
 export { SnapshotCommitTimeout } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
-export { TemporalUnreachableError } from './workers/temporalConnection';
-export { KafkaUnreachableError } from './workers/worker';
+export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';

@@ -1,18 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { formatHostPort, readEnv } from '../config/env';
-import { KafkaFlowError } from '../config/errors';
-
-/** The Temporal server did not answer at TEMPORAL_ADDRESS. */
-export class TemporalUnreachableError extends KafkaFlowError {
-  constructor(address: string, cause: unknown) {
-    super(
-      'TEMPORAL_UNREACHABLE',
-      `no Temporal server answers at TEMPORAL_ADDRESS=${address} (${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}); start one with \`npm run infra:up\` or point TEMPORAL_ADDRESS at yours`,
-      { cause },
-    );
-  }
-}
+import { TemporalUnreachableError } from './errors';
 
 export interface TemporalConnections {
   address: string;

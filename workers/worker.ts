@@ -1,12 +1,12 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, readEnv } from '../config/env';
-import { KafkaFlowError } from '../config/errors';
 import { portOpen } from '../infra/processes';
 import { createFlowActivities } from '../activities/flowActivities';
 import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from './backends';
+import { KafkaUnreachableError } from './errors';
 import { FlowRuntime } from './flowRuntime';
 import { createLogger, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metricsServer';
@@ -108,16 +108,6 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 }
 
 export { WORKFLOW_TASK_QUEUE };
-
-/** No broker of KAFKA_BROKERS accepts connections. */
-export class KafkaUnreachableError extends KafkaFlowError {
-  constructor(brokers: string[]) {
-    super(
-      'KAFKA_UNREACHABLE',
-      `no Kafka broker answers at KAFKA_BROKERS=${brokers.join(',')}; start one with \`npm run infra:up\` or point KAFKA_BROKERS at yours`,
-    );
-  }
-}
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
 async function assertKafkaReachable(brokers: string[]): Promise<void> {
