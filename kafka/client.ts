@@ -51,6 +51,9 @@ const MISLEADING = new Set(['Limiting retries for the idempotent producer may in
  */
 const ROUTINE_ERRORS = new Set([
   'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing',
+  // REBALANCE_IN_PROGRESS on a heartbeat is how a member learns of every rebalance; kafkajs logs it
+  // as an ERROR (and the rejoin as a WARN). Our own "partitions assigned" line says what happened.
+  'The group is rebalancing, so a rejoin is needed',
 ]);
 
 function isRoutine(log: { message?: string; error?: unknown }): boolean {
