@@ -9,6 +9,8 @@ import { flowStatus } from '../../../workers/flowStatus';
 import { type HashState, type OffsetHashNames, offsetHashFlow, step } from '../../fixtures/offsetHashFlow';
 import { kafkaBrokers, unique } from '../../support/servers';
 
+export { eventually } from '../../support/eventually';
+
 const root = path.resolve(__dirname, '../../..');
 const bin = path.join(root, 'bin/kafka-flow-temporal.js');
 const flowModule = path.join(root, 'test/fixtures/offsetHashFlow.ts');
@@ -162,19 +164,4 @@ export class FlowCluster {
     await Promise.all(this.workers.map((w) => w.exited));
     await this.producer.disconnect().catch(() => undefined);
   }
-}
-
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
 }

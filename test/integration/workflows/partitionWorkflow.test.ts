@@ -12,6 +12,7 @@ import {
   revokedSignal,
   statusQuery,
 } from '../../../workflows/partitionWorkflow';
+import { eventually } from '../../support/eventually';
 import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
 
 // The partition workflow on the real Temporal server, with scripted activities standing in for
@@ -57,20 +58,6 @@ function scriptedOwner(calls: Calls, script: { persistFails?: () => ApplicationF
 
 const newCalls = (): Calls => ({ recover: [], foldLoopStarted: [], foldLoopCancelled: [], persist: [] });
 
-async function eventually<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
 
 describe('partitionWorkflow on the real Temporal server', () => {
   let connection: Connection;
