@@ -3,26 +3,39 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
+/**
+ * The totals of an aggregated jest result. A failed test counts once: `failed` is the failed
+ * tests plus the suites that failed without any failed test (a suite that could not run: a syntax
+ * error, a throwing import, a failing beforeAll/afterAll). jest's own numFailedTestSuites also
+ * counts every suite that holds a failed test, so adding it would count that test twice.
+ */
+function totals(results) {
+  const suites = results.testResults ?? [];
+  const failedWithoutFailedTest = suites.filter((s) => !s.skipped && s.testExecError && !(s.numFailingTests > 0)).length;
+  return {
+    passed: results.numPassedTests,
+    failed: results.numFailedTests + failedWithoutFailedTest,
+    failedTests: results.numFailedTests,
+    failedSuitesWithoutFailedTest: failedWithoutFailedTest,
+    skipped: results.numPendingTests + results.numTodoTests,
+    // jest sets results.success only after reporters ran, so decide here the way it will.
+    success:
+      results.numFailedTests === 0 &&
+      results.numFailedTestSuites === 0 &&
+      results.numRuntimeErrorTestSuites === 0 &&
+      !results.snapshot?.failure &&
+      !results.runExecError &&
+      !results.wasInterrupted,
+  };
+}
+
 class TotalsReporter {
   constructor(globalConfig) {
     this.file = path.join(globalConfig.rootDir, '.jest-results.json');
   }
   onRunComplete(_contexts, results) {
-    const totals = {
-      passed: results.numPassedTests,
-      failed: results.numFailedTests,
-      skipped: results.numPendingTests + results.numTodoTests,
-      failedSuites: results.numFailedTestSuites + results.numRuntimeErrorTestSuites,
-      // jest sets results.success only after reporters ran, so decide here the way it will.
-      success:
-        results.numFailedTests === 0 &&
-        results.numFailedTestSuites === 0 &&
-        results.numRuntimeErrorTestSuites === 0 &&
-        !results.snapshot.failure &&
-        !results.runExecError &&
-        !results.wasInterrupted,
-    };
-    fs.writeFileSync(this.file, JSON.stringify(totals, null, 2));
+    fs.writeFileSync(this.file, JSON.stringify(totals(results), null, 2));
   }
 }
 module.exports = TotalsReporter;
+module.exports.totals = totals;
