@@ -1,4 +1,9 @@
-import type { JournalEvent, Snapshot, WriteStatus } from './types';
+import type { JournalEvent, OutputRecord, Snapshot, TopicPartition, WriteStatus } from './types';
+
+/** Produces a write's outputs (dead letters) for backends without a transaction spanning them. */
+export interface OutputSender {
+  send(outputs: readonly OutputRecord[], from: TopicPartition): Promise<void>;
+}
 
 /**
  * Everything the engine asks of one key in one persist: at most one of `snapshot` (put) and
@@ -8,12 +13,22 @@ export interface KeyWrite<S, V> {
   readonly key: string;
   /** The key's new snapshot (snapshot modes). */
   readonly snapshot?: Snapshot<S>;
-  /** The fold returned no state: delete the key's snapshot, journal and key entry. */
+  /**
+   * The fold returned no state at `offset`: delete the key's state, leaving a delete marker with
+   * the offset (a replay from below the offset skips the records the deletion covers).
+   */
   readonly delete?: { readonly offset: number };
+  /**
+   * The committed offset has passed the key's delete marker (at `offset`): remove everything
+   * stored for the key — marker, journal and key entry.
+   */
+  readonly purge?: { readonly offset: number };
   /** Records folded since the last write (journal modes), in offset order. */
   readonly events?: readonly JournalEvent<V>[];
   /** The key has nothing stored yet: register it with the key store. */
   readonly addKey?: boolean;
+  /** Records to produce with this write (dead letters): they land exactly when the write does (transactional), or before it. */
+  readonly outputs?: readonly OutputRecord[];
 }
 
 /**
@@ -40,10 +55,12 @@ export interface WriteBatchResult {
   readonly commitError?: unknown;
 }
 
-/** A key found by recovery: its snapshot (snapshot modes) or its journal (journal mode). */
+/** A key found by recovery: its snapshot (snapshot modes), its delete marker, or its journal (journal mode). */
 export interface RecoveredKey<S, V> {
   readonly key: string;
   readonly snapshot?: Snapshot<S>;
+  /** The key was deleted by the record at `offset` and the committed offset may not have passed it yet. */
+  readonly deleted?: { readonly offset: number };
   readonly events?: readonly JournalEvent<V>[];
 }
 
@@ -63,4 +80,6 @@ export interface PartitionPersistence<S, V> {
   /** One key, read again after it was unloaded from memory. */
   read(key: string): Promise<RecoveredKey<S, V> | undefined>;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;
+  /** Releases what this partition's persistence holds (a transactional producer), if anything. */
+  close?(): Promise<void>;
 }

@@ -1,9 +1,13 @@
-import type { Snapshot, TopicPartition, WriteStatus } from './types';
+import type { Snapshot, StoredKey, TopicPartition, WriteStatus } from './types';
 
-/** Put a key's latest snapshot, or delete it (`offset`: the record whose fold deleted the state). */
+/**
+ * Put a key's latest snapshot; delete it, leaving a delete marker at `offset` (the record whose
+ * fold deleted the state); or purge the marker once the committed offset has passed it.
+ */
 export type SnapshotWrite<S> =
   | { readonly kind: 'put'; readonly key: string; readonly snapshot: Snapshot<S> }
-  | { readonly kind: 'delete'; readonly key: string; readonly offset: number };
+  | { readonly kind: 'delete'; readonly key: string; readonly offset: number }
+  | { readonly kind: 'purge'; readonly key: string; readonly offset: number };
 
 /**
  * Where snapshots live. Writes come in batches (one persist's dirty keys) so a backend can group
@@ -13,9 +17,9 @@ export type SnapshotWrite<S> =
  * itself is no longer the owner, and any other error when the batch's fate is unknown.
  */
 export interface SnapshotStore<S> {
-  read(partition: TopicPartition, key: string): Promise<Snapshot<S> | undefined>;
-  /** Every key's snapshot of the partition, for recovery. */
-  readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, snapshot: Snapshot<S>]>;
+  read(partition: TopicPartition, key: string): Promise<StoredKey<S> | undefined>;
+  /** Every key's snapshot (or delete marker) of the partition, for recovery. */
+  readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]>;
   /** One status per write, in the order given. */
   writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]>;
 }

@@ -3,6 +3,7 @@ import type { KeyStore } from './key-store';
 import type { OffsetCommitter } from './offset-committer';
 import type {
   KeyWrite,
+  OutputSender,
   PartitionPersistence,
   RecoveredKey,
   WriteBatch,
@@ -10,6 +11,7 @@ import type {
 } from './partition-persistence';
 import type { SnapshotStore, SnapshotWrite } from './snapshot-store';
 import {
+  isDeleteMarker,
   type JournalEvent,
   type PersistenceMode,
   persistsJournal,
@@ -28,12 +30,14 @@ export interface StorePartitionPersistenceOptions<S, V> {
   readonly keys?: KeyStore;
   readonly committer: OffsetCommitter;
   readonly maxWritesPerBatch?: number;
+  /** Produces the writes' outputs (dead letters) before anything else of the batch: at least once. */
+  readonly outputs?: OutputSender;
 }
 
 /**
  * A PartitionPersistence made of separate stores and a committer, for backends without a
- * transaction spanning them (Cassandra, memory). Order per batch: journals, then snapshots, then
- * the key store, then — only if every write was applied — the offset commit. A crash between the
+ * transaction spanning them (Cassandra, memory). Order per batch: outputs (dead letters), journals,
+ * then snapshots, then the key store, then — only if every write was applied — the offset commit. A crash between the
  * writes and the commit replays records already folded into snapshots; the snapshot offset makes
  * that replay a no-op.
  */
@@ -63,14 +67,17 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       return;
     }
     // Snapshot modes without a key store: the snapshot store itself knows the keys.
-    for await (const [key, snapshot] of snapshots!.readAll(partition)) yield { key, snapshot };
+    for await (const [key, stored] of snapshots!.readAll(partition)) {
+      yield isDeleteMarker(stored) ? { key, deleted: { offset: stored.offset } } : { key, snapshot: stored };
+    }
   }
 
   async read(key: string): Promise<RecoveredKey<S, V> | undefined> {
     const { mode, partition, snapshots, journal } = this.o;
     if (persistsSnapshots(mode)) {
-      const snapshot = await snapshots!.read(partition, key);
-      return snapshot ? { key, snapshot } : undefined;
+      const stored = await snapshots!.read(partition, key);
+      if (!stored) return undefined;
+      return isDeleteMarker(stored) ? { key, deleted: { offset: stored.offset } } : { key, snapshot: stored };
     }
     if (mode === 'journal') {
       const events: JournalEvent<V>[] = [];
@@ -85,15 +92,23 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
     const { writes } = batch;
     const statuses: WriteStatus[] = new Array(writes.length).fill('applied');
 
+    const outputs = writes.flatMap((w) => w.outputs ?? []);
+    if (outputs.length > 0) {
+      if (!this.o.outputs) throw new TypeError('this persistence has no output sender: it cannot produce dead letters');
+      await this.o.outputs.send(outputs, partition);
+    }
+
     if (journal) {
+      // A deleted key's journal stays (with the deleting record) until it is purged: replayed, it
+      // ends in no state at the deleting offset — journal mode's delete marker.
       await Promise.all(
         writes.map((w) =>
-          w.delete ? journal.delete(partition, w.key) : w.events?.length ? journal.append(partition, w.key, w.events) : undefined,
+          w.purge ? journal.delete(partition, w.key) : w.events?.length ? journal.append(partition, w.key, w.events) : undefined,
         ),
       );
     }
 
-    if (snapshots) {
+    if (snapshots && persistsSnapshots(this.o.mode)) {
       const indexes: number[] = [];
       const snapshotWrites: SnapshotWrite<S>[] = [];
       writes.forEach((w, i) => {
@@ -112,8 +127,8 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
     }
 
     if (keys) {
-      const added = writes.filter((w, i) => w.addKey && !w.delete && statuses[i] === 'applied').map((w) => w.key);
-      const removed = writes.filter((w, i) => w.delete && statuses[i] === 'applied').map((w) => w.key);
+      const added = writes.filter((w, i) => w.addKey && !w.purge && statuses[i] === 'applied').map((w) => w.key);
+      const removed = writes.filter((w, i) => w.purge && statuses[i] === 'applied').map((w) => w.key);
       if (added.length > 0) await keys.add(partition, added);
       if (removed.length > 0) await keys.remove(partition, removed);
     }
@@ -133,6 +148,7 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
 }
 
 function toSnapshotWrite<S, V>(w: KeyWrite<S, V>): SnapshotWrite<S> | undefined {
+  if (w.purge) return { kind: 'purge', key: w.key, offset: w.purge.offset };
   if (w.delete) return { kind: 'delete', key: w.key, offset: w.delete.offset };
   if (w.snapshot) return { kind: 'put', key: w.key, snapshot: w.snapshot };
   return undefined;

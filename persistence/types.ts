@@ -20,6 +20,24 @@ export interface Snapshot<S> {
 }
 
 /**
+ * What a store keeps for a key whose fold returned no state: the offset of the record whose fold
+ * deleted it. It stays until the committed input offset passes that offset (then the key is
+ * purged), so a replay from a lower committed offset skips the records the deletion already
+ * covers instead of folding them into a fresh, wrong state.
+ */
+export interface DeleteMarker {
+  readonly deleted: true;
+  readonly offset: number;
+}
+
+/** A key as a snapshot store holds it: its latest snapshot, or its delete marker. */
+export type StoredKey<S> = Snapshot<S> | DeleteMarker;
+
+export function isDeleteMarker(stored: StoredKey<unknown> | undefined): stored is DeleteMarker {
+  return stored !== undefined && (stored as DeleteMarker).deleted === true;
+}
+
+/**
  * A journal entry: one input record as the fold saw it (decoded), so recovery can replay it through
  * the same fold. Kept structurally equal to the engine's FlowRecord without importing it.
  */
@@ -48,4 +66,18 @@ export function persistsSnapshots(mode: PersistenceMode): boolean {
 
 export function persistsJournal(mode: PersistenceMode): boolean {
   return mode === 'journal' || mode === 'journal+snapshots';
+}
+
+/**
+ * A record to produce with a key's write (a dead letter): in the same transaction as the key's
+ * snapshot and the offset commit with transactional Kafka persistence (exactly once), before the
+ * offset commit otherwise (at least once).
+ */
+export interface OutputRecord {
+  readonly topic: string;
+  /** Default: the backend picks (the input partition, modulo the topic's partition count). */
+  readonly partition?: number;
+  readonly key: Buffer | string | null;
+  readonly value: Buffer | string | null;
+  readonly headers?: Readonly<Record<string, string | Buffer>>;
 }

@@ -1,10 +1,11 @@
-import type { DeadLetterSink } from '../flow/decode-policy';
 import type { FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
+import { KafkaAdmin } from '../kafka/admin';
 import { brokersFromEnv, createKafkaClient } from '../kafka/client';
+import { PlainWriter } from '../kafka/plainWriter';
 import { CassandraBackend } from '../persistence/cassandra';
-import { KafkaFlowBackend, type WriteGeneration } from '../persistence/kafka';
+import { KafkaFlowBackend, OutputProducer, OutputTopics, type WriteGeneration } from '../persistence/kafka';
 import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';
 import type { OffsetCommitter } from '../persistence/offset-committer';
 import type { PartitionPersistence } from '../persistence/partition-persistence';
@@ -31,8 +32,6 @@ export interface PersistenceBackend<S, V> {
   forPartition(ownership: PartitionOwnership): Promise<PartitionPersistence<S, V>>;
   /** The partition was revoked for good: close what it held (its transactional producer). */
   release?(partition: TopicPartition): Promise<void>;
-  /** Where the `dead-letter` decode policy sends undecodable records. */
-  deadLetter?(): DeadLetterSink;
   close(): Promise<void>;
 }
 
@@ -81,6 +80,7 @@ export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker:
     compressionThreshold: p.compressionThreshold,
     transactionalIdPrefix: extra.transactionalIdPrefix,
     replicationFactor: extra.replicationFactor,
+    deadLetterTopics: definition.deadLetterTopics,
   });
 }
 
@@ -120,7 +120,6 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: Wor
       return backend.forPartition({ ...o, generation: o.liveGeneration ?? { generationId: o.generation, memberId: o.memberId } });
     },
     release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
-    deadLetter: () => backend.forTopic(definition.topics[0]!).deadLetter().sink,
     close: () => backend.close(),
   };
 }
@@ -132,14 +131,46 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: Wor
 export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
-    started ??= CassandraBackend.forFlow<S, V>(definition);
+    // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
+    // assignment or retry of recovery connects again, so a worker that started while Cassandra
+    // was down heals once it is back.
+    started ??= CassandraBackend.forFlow<S, V>(definition).catch((err: unknown) => {
+      started = undefined;
+      throw err;
+    });
     return started;
   };
+  // Dead letters (when the flow dead-letters): produced before the writes that pass their records.
+  const dead = definition.deadLetterTopics ? deadLetterOutputs(definition, definition.deadLetterTopics) : undefined;
   return {
-    forPartition: async (o) =>
-      (await backend()).forPartition({ topic: o.topic, partition: o.partition, generation: o.generation, committer: o.committer }),
+    forPartition: async (o) => {
+      await dead?.ensure(o.topic);
+      return (await backend()).forPartition({ topic: o.topic, partition: o.partition, generation: o.generation, committer: o.committer, outputs: dead?.producer });
+    },
     close: async () => {
+      await dead?.close();
       if (started) await (await started.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/** A plain producer of dead letters for a backend without Kafka transactions (Cassandra). */
+function deadLetterOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'name'>, topics: Readonly<Record<string, string>>) {
+  const client = createKafkaClient({ brokers: brokersFromEnv(), clientId: `kafka-flow-temporal-${definition.name}-dead-letters` });
+  const admin = new KafkaAdmin(client);
+  const outputTopics = new OutputTopics(admin);
+  const writer = new PlainWriter({ client });
+  return {
+    producer: new OutputProducer(outputTopics, writer),
+    async ensure(inputTopic: string) {
+      const topic = topics[inputTopic];
+      if (!topic) return;
+      const input = await admin.describeTopic(inputTopic);
+      await outputTopics.ensure(topic, input?.partitions ?? 1);
+    },
+    async close() {
+      await writer.close().catch(() => undefined);
+      await admin.close().catch(() => undefined);
     },
   };
 }

@@ -7,6 +7,7 @@ import { jsonCodec } from '../../flow/codec/json';
 import type { FlowDefinition } from '../../flow/define-flow';
 import { type Logger, silentLogger } from '../../flow/logger';
 import type { FlowMetrics } from '../../flow/metrics';
+import type { OutputSender } from '../partition-persistence';
 import type { OffsetCommitter } from '../offset-committer';
 import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
 import { CassandraPersistenceError } from './errors';
@@ -52,6 +53,8 @@ export interface CassandraPartitionOwnership extends TopicPartition {
   /** Commits the input offset after the writes (ConsumerOffsetCommitter for a real group). */
   readonly committer: OffsetCommitter;
   readonly onProgress?: (progress: RecoveryProgress) => void;
+  /** Produces dead letters before the writes that pass their records (at least once). */
+  readonly outputs?: OutputSender;
 }
 
 /**
@@ -136,7 +139,8 @@ export class CassandraBackend<S, V> {
       await client.connect();
       if (hosts) for (const h of client.hosts.values()) hosts.add(h);
     } catch (err) {
-      if (!given) await client.shutdown().catch(() => undefined);
+      if (hosts) for (const h of client.hosts?.values() ?? []) hosts.add(h);
+      if (!given) await shutdownClient(client, hosts);
       throw new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
     }
     try {
@@ -222,7 +226,7 @@ export class CassandraBackend<S, V> {
         metrics,
       });
     } catch (err) {
-      if (!given) await client.shutdown().catch(() => undefined);
+      if (!given) await shutdownClient(client, hosts);
       if (err instanceof KafkaFlowError) throw err; // ours: schema, config
       throw new CassandraPersistenceError(
         { operation: `schema check of keyspace ${settings.keyspace}`, contactPoints: shownContactPoints },
@@ -269,6 +273,7 @@ export class CassandraBackend<S, V> {
       journal: this.journal,
       keys: this.keys,
       committer: ownership.committer,
+      outputs: ownership.outputs,
       maxWritesPerBatch: this.settings.maxWritesPerBatch,
       recoveryParallelism: this.settings.maxConcurrentReads,
       logger: this.log,
@@ -280,14 +285,20 @@ export class CassandraBackend<S, V> {
   /** Shuts the client down if the backend made it. */
   async close(): Promise<void> {
     if (!this.ownsClient) return;
-    await this.session.client.shutdown();
-    // cassandra-driver 4.10: when every node was down, the control connection re-creates the
-    // Host of a contact point without shutting the old one down; that orphan's pool survives
-    // client.shutdown() and reconnects forever (keeping the process alive). Shut down every
-    // Host this client ever had.
-    for (const host of this.hosts ?? []) {
-      await (host as { shutdown?: (waitForPending: boolean) => Promise<void> }).shutdown?.(false)?.catch(() => undefined);
-    }
+    await shutdownClient(this.session.client, this.hosts);
+  }
+}
+
+/**
+ * Shuts a client down. cassandra-driver 4.10: when every node was down, the control connection
+ * re-creates the Host of a contact point without shutting the old one down; that orphan's pool
+ * survives client.shutdown() and reconnects forever (keeping the process alive). So every Host
+ * this client ever had is shut down too.
+ */
+async function shutdownClient(client: Client, hosts: Set<unknown> | undefined): Promise<void> {
+  await client.shutdown().catch(() => undefined);
+  for (const host of hosts ?? []) {
+    await (host as { shutdown?: (waitForPending: boolean) => Promise<void> }).shutdown?.(false)?.catch(() => undefined);
   }
 }
 

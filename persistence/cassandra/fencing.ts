@@ -24,7 +24,8 @@ export interface StoredVersion {
 }
 
 export interface WriteAttempt {
-  readonly kind: 'put' | 'delete';
+  /** `delete` writes a delete marker (a row without a value); `purge` removes the row. */
+  readonly kind: 'put' | 'delete' | 'purge';
   /** The writer's consumer generation; undefined compares offsets only. */
   readonly generation: number | undefined;
   readonly offset: number;
@@ -43,7 +44,7 @@ export type NextStep =
 
 /** What to do after a refused statement; `stored` is undefined when the store has no row. */
 export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttempt): NextStep {
-  if (stored === undefined) return attempt.kind === 'delete' ? { step: 'done' } : { step: 'insert' };
+  if (stored === undefined) return attempt.kind === 'purge' ? { step: 'done' } : { step: 'insert' };
   const { offset } = attempt;
   if (attempt.generation !== undefined && stored.generation !== null && stored.generation !== attempt.generation) {
     if (stored.generation > attempt.generation) {

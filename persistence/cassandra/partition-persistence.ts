@@ -1,6 +1,6 @@
 import { type Logger, silentLogger } from '../../flow/logger';
 import type { OffsetCommitter } from '../offset-committer';
-import type { PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
+import type { OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
 import { StorePartitionPersistence } from '../store-partition-persistence';
 import type { PersistenceMode, TopicPartition } from '../types';
 import type { CassandraJournalStore } from './journal-store';
@@ -33,6 +33,8 @@ export interface CassandraPartitionPersistenceOptions<S, V> {
   readonly keys: CassandraKeyStore;
   /** Commits the input offset after the writes it covers (ConsumerOffsetCommitter: with the group generation). */
   readonly committer: OffsetCommitter;
+  /** Produces dead letters before the writes that pass their records (at least once). */
+  readonly outputs?: OutputSender;
   /** Default 1,000. */
   readonly maxWritesPerBatch?: number;
   /** Keys read at once during recovery. Default 64 (reads also wait for the backend's read limiter). */
@@ -72,6 +74,7 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
       journal: options.journal,
       keys: options.keys,
       committer: options.committer,
+      outputs: options.outputs,
       maxWritesPerBatch: this.maxWritesPerBatch,
     });
   }

@@ -3,7 +3,7 @@ import type { Codec } from '../../flow/codec/codec';
 import { decodeSnapshot } from '../../flow/codec/errors';
 import { type Logger, silentLogger } from '../../flow/logger';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
-import type { Snapshot, TopicPartition, WriteStatus } from '../types';
+import type { StoredKey, TopicPartition, WriteStatus } from '../types';
 import { CassandraPersistenceError } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import type { KeyLister } from './key-store';
@@ -50,7 +50,7 @@ export interface SnapshotStoreStats {
 /** A refusal, as logged. */
 export interface Refusal {
   readonly key: string;
-  readonly kind: 'put' | 'delete';
+  readonly kind: 'put' | 'delete' | 'purge';
   readonly offset: number;
   /** What the stored row had newer; 'contended': it kept changing under us. */
   readonly by: 'generation' | 'offset' | 'contended';
@@ -80,7 +80,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     this.stats = options.stats ?? { applied: 0, refused: 0, writeStatements: 0 };
     this.generation = options.generation;
     this.table = `${options.keyspace}.${options.table}`;
-    this.q = statements(this.table, options.fenceRowTtlSeconds > 0);
+    this.q = statements(this.table);
   }
 
   /** The same store writing as `generation` (one per assignment of a partition), sharing statements and counters. */
@@ -92,7 +92,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     return this.o.fencing;
   }
 
-  async read(partition: TopicPartition, key: string): Promise<Snapshot<S> | undefined> {
+  async read(partition: TopicPartition, key: string): Promise<StoredKey<S> | undefined> {
     let rs: types.ResultSet;
     try {
       rs = await this.o.session.read(this.q.select, this.pk(partition, key), this.o.consistency.read);
@@ -103,9 +103,10 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     if (!row) return undefined;
     this.remember(partition, key, true);
     const value = row.get('value') as Buffer | null;
-    // A fence row (a deleted key under 'lwt') has an offset but no value: no snapshot.
-    if (value === null || value === undefined) return undefined;
     const offset = toNumber(row.get('offset'));
+    // A deleted key's row keeps its offset without a value: its delete marker (and, under 'lwt',
+    // the fence that refuses a stale owner's older put).
+    if (value === null || value === undefined) return { deleted: true, offset };
     const state = decodeSnapshot(this.o.codec, value, {
       topic: partition.topic,
       partition: partition.partition,
@@ -115,7 +116,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     return { state, offset };
   }
 
-  async *readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, snapshot: Snapshot<S>]> {
+  async *readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]> {
     const keys = this.o.keys;
     if (!keys) {
       throw new TypeError(
@@ -174,24 +175,29 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     if (this.o.fencing === 'none') {
       if (w.kind === 'put') {
         await this.exec(this.q.plainPut, [this.o.ttlSeconds, long(offset), new Date(), '', value, ...pk]);
+      } else if (w.kind === 'delete') {
+        await this.exec(this.q.plainMarker, [this.o.fenceRowTtlSeconds, long(offset), new Date(), ...pk]);
       } else {
         await this.exec(this.q.plainDelete, pk);
       }
       this.stats.applied++;
       return 'applied';
     }
-
-    const attempt: WriteAttempt = { kind: w.kind, generation: this.generation, offset };
+    // Under 'lwt' with fenceRowTtl, a purge leaves the row as a fence against a stale owner's
+    // older put — a marker row that expires after fenceRowTtl; the key leaves the keys table, so
+    // recovery no longer reads it.
+    const kind = w.kind === 'purge' && this.o.fenceRowTtlSeconds > 0 ? 'delete' : w.kind;
+    const attempt: WriteAttempt = { kind, generation: this.generation, offset };
     let step: NextStep =
       w.kind === 'put' && !this.known(partition, w.key) ? { step: 'insert' } : { step: 'conditional' };
     for (let round = 1; round <= MAX_ROUNDS; round++) {
       if (step.step === 'done') break;
       if (step.step === 'refuse') {
-        refusals.push({ key: w.key, kind: w.kind, offset, by: step.by, reason: step.reason });
+        refusals.push({ key: w.key, kind, offset, by: step.by, reason: step.reason });
         this.remember(partition, w.key, true);
         return 'not-applied';
       }
-      const rs = await this.exec(...this.lwt(step, w.kind, offset, value, pk));
+      const rs = await this.exec(...this.lwt(step, kind, offset, value, pk));
       if (rs.wasApplied()) {
         step = { step: 'done' };
         break;
@@ -199,11 +205,11 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       step = nextStep(storedVersion(rs), attempt);
     }
     if (step.step !== 'done') {
-      refusals.push({ key: w.key, kind: w.kind, offset, by: 'contended', reason: `still contended after ${MAX_ROUNDS} conditional statements` });
+      refusals.push({ key: w.key, kind, offset, by: 'contended', reason: `still contended after ${MAX_ROUNDS} conditional statements` });
       return 'not-applied';
     }
-    // A fenced delete leaves a fence row (unless fenceRowTtl is 0), so the key still has a row.
-    this.remember(partition, w.key, w.kind === 'put' || this.o.fenceRowTtlSeconds > 0);
+    // A put or a delete marker leaves a row; a purge removes it (unless it left a fence row).
+    this.remember(partition, w.key, kind !== 'purge');
     this.stats.applied++;
     return 'applied';
   }
@@ -211,7 +217,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   /** The statement and parameters of one step of a fenced write. */
   private lwt(
     step: Exclude<NextStep, { step: 'done' } | { step: 'refuse' }>,
-    kind: 'put' | 'delete',
+    kind: SnapshotWrite<S>['kind'],
     offset: number,
     value: Buffer | undefined,
     pk: unknown[],
@@ -233,10 +239,12 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
           return [q.putIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
       }
     }
-    if (q.fenceRows) {
+    if (kind === 'delete') {
+      // The delete marker: the row keeps the deleting offset (and generation) without a value.
       const set = [this.o.fenceRowTtlSeconds, long(offset), now];
       switch (step.step) {
         case 'insert':
+          return [q.insert, [...pk, long(offset), now, null, null, gen ?? types.unset, this.o.fenceRowTtlSeconds]];
         case 'conditional':
           return gen === undefined
             ? [q.deleteIfOffsetNotNewer, [...set, ...pk, long(offset)]]
@@ -245,12 +253,13 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
           return [q.deleteIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
       }
     }
+    // A purge (fenceRowTtl 0): the row goes, unless a newer owner wrote since.
     switch (step.step) {
       case 'insert':
       case 'conditional':
-        return gen === undefined ? [q.deleteIfOffsetNotNewer, [...pk, long(offset)]] : [q.deleteIfNotNewer, [...pk, gen, long(offset)]];
+        return gen === undefined ? [q.purgeIfOffsetNotNewer, [...pk, long(offset)]] : [q.purgeIfNotNewer, [...pk, gen, long(offset)]];
       case 'cas':
-        return [q.deleteIfSame, [...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+        return [q.purgeIfSame, [...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
     }
   }
 
@@ -318,15 +327,15 @@ function storedVersion(rs: types.ResultSet): StoredVersion | undefined {
 }
 
 /** The CQL of the snapshots table, by what it does. */
-function statements(t: string, fenceRows: boolean) {
+function statements(t: string) {
   const where = 'application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key = ?';
   const setPut = 'offset = ?, created = ?, metadata = ?, value = ?';
-  const setFence = 'offset = ?, created = ?, metadata = null, value = null';
+  const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
-    fenceRows,
     select: `SELECT offset, metadata, value FROM ${t} WHERE ${where}`,
-    // fencing 'none': kafka-flow's statements.
+    // fencing 'none': kafka-flow's statements, plus the delete marker.
     plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
+    plainMarker: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where}`,
     plainDelete: `DELETE FROM ${t} WHERE ${where}`,
     // fencing 'lwt'.
     insert:
@@ -335,16 +344,13 @@ function statements(t: string, fenceRows: boolean) {
     putIfNewer: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation <= ? AND offset < ?`,
     putIfOffsetNewer: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where} IF offset < ?`,
     putIfSame: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
-    ...(fenceRows
-      ? {
-          deleteIfNotNewer: `UPDATE ${t} USING TTL ? SET ${setFence}, generation = ? WHERE ${where} IF generation <= ? AND offset <= ?`,
-          deleteIfOffsetNotNewer: `UPDATE ${t} USING TTL ? SET ${setFence} WHERE ${where} IF offset <= ?`,
-          deleteIfSame: `UPDATE ${t} USING TTL ? SET ${setFence}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
-        }
-      : {
-          deleteIfNotNewer: `DELETE FROM ${t} WHERE ${where} IF generation <= ? AND offset <= ?`,
-          deleteIfOffsetNotNewer: `DELETE FROM ${t} WHERE ${where} IF offset <= ?`,
-          deleteIfSame: `DELETE FROM ${t} WHERE ${where} IF generation = ? AND offset = ?`,
-        }),
+    // Delete markers (TTL fenceRowTtl; 0: none).
+    deleteIfNotNewer: `UPDATE ${t} USING TTL ? SET ${setMarker}, generation = ? WHERE ${where} IF generation <= ? AND offset <= ?`,
+    deleteIfOffsetNotNewer: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where} IF offset <= ?`,
+    deleteIfSame: `UPDATE ${t} USING TTL ? SET ${setMarker}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
+    // Purges of a marker (fenceRowTtl 0).
+    purgeIfNotNewer: `DELETE FROM ${t} WHERE ${where} IF generation <= ? AND offset <= ?`,
+    purgeIfOffsetNotNewer: `DELETE FROM ${t} WHERE ${where} IF offset <= ?`,
+    purgeIfSame: `DELETE FROM ${t} WHERE ${where} IF generation = ? AND offset = ?`,
   };
 }

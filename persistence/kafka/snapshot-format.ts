@@ -7,12 +7,18 @@
  */
 import type { Codec } from '../../flow/codec/codec';
 import { Compressor } from '../../flow/codec/compressor';
-import type { Snapshot } from '../types';
+import type { DeleteMarker, Snapshot, StoredKey } from '../types';
 
+/**
+ * A deleted key's record until the committed offset passes it: `{"offset":<deleting offset>,
+ * "metadata":"","deleted":true}` in the same framing (no `value`, so a reader that does not know
+ * markers fails loudly instead of taking it for a state). Then it is purged with a tombstone.
+ */
 export interface SnapshotFormat<S> {
   encode(snapshot: Snapshot<S>): Buffer;
-  /** Throws on bytes that are not a snapshot; readers wrap it in a CorruptSnapshotError. */
-  decode(bytes: Buffer): Snapshot<S>;
+  encodeMarker(marker: DeleteMarker): Buffer;
+  /** Throws on bytes that are neither; readers wrap it in a CorruptSnapshotError. */
+  decode(bytes: Buffer): StoredKey<S>;
 }
 
 export interface SnapshotFormatOptions<S> {
@@ -52,16 +58,22 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
       return compressor.compress(envelope);
     },
 
-    decode(bytes: Buffer): Snapshot<S> {
+    encodeMarker({ offset }: DeleteMarker): Buffer {
+      if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`delete marker offset ${offset} is not an offset`);
+      return compressor.compress(Buffer.from(`{"offset":${offset},"metadata":"","deleted":true}`, 'utf8'));
+    },
+
+    decode(bytes: Buffer): StoredKey<S> {
       const text = utf8.decode(compressor.decompress(bytes));
-      const parsed = JSON.parse(text) as { offset?: unknown; value?: unknown } | null;
-      if (parsed === null || typeof parsed !== 'object' || !('value' in parsed)) {
+      const parsed = JSON.parse(text) as { offset?: unknown; value?: unknown; deleted?: unknown } | null;
+      if (parsed === null || typeof parsed !== 'object' || (!('value' in parsed) && parsed.deleted !== true)) {
         throw new Error('not a snapshot envelope: no "value"');
       }
       const offset = typeof parsed.offset === 'string' ? Number(parsed.offset) : parsed.offset;
       if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
         throw new Error(`not a snapshot envelope: "offset" is ${JSON.stringify(parsed.offset)}`);
       }
+      if (parsed.deleted === true) return { deleted: true, offset };
       const state = codec ? codec.decode(Buffer.from(JSON.stringify(parsed.value), 'utf8')) : (parsed.value as S);
       return { state, offset };
     },

@@ -1,5 +1,5 @@
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
-import type { Snapshot, TopicPartition, WriteStatus } from '../types';
+import { isDeleteMarker, type Snapshot, type StoredKey, type TopicPartition, type WriteStatus } from '../types';
 import { partitionKey } from './partition-key';
 
 export interface InMemorySnapshotStoreOptions {
@@ -12,7 +12,7 @@ export interface InMemorySnapshotStoreOptions {
 
 /** Snapshots in a Map, per partition. For tests, examples and the `memory` backend. */
 export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
-  private readonly partitions = new Map<string, Map<string, Snapshot<S>>>();
+  private readonly partitions = new Map<string, Map<string, StoredKey<S>>>();
   private readonly offsetGated: boolean;
   /** Number of puts and deletes applied, for tests. */
   writes = 0;
@@ -21,11 +21,11 @@ export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
     this.offsetGated = options.offsetGated ?? false;
   }
 
-  async read(partition: TopicPartition, key: string): Promise<Snapshot<S> | undefined> {
+  async read(partition: TopicPartition, key: string): Promise<StoredKey<S> | undefined> {
     return this.partitions.get(partitionKey(partition))?.get(key);
   }
 
-  async *readAll(partition: TopicPartition): AsyncIterable<readonly [string, Snapshot<S>]> {
+  async *readAll(partition: TopicPartition): AsyncIterable<readonly [string, StoredKey<S>]> {
     const stored = this.partitions.get(partitionKey(partition));
     if (stored) yield* [...stored.entries()];
   }
@@ -33,12 +33,18 @@ export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
   async writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]> {
     const stored = this.partition(partition);
     return writes.map((w) => {
-      if (w.kind === 'delete') {
+      if (w.kind === 'purge') {
         stored.delete(w.key);
         this.writes++;
         return 'applied';
       }
       const current = stored.get(w.key);
+      if (w.kind === 'delete') {
+        if (this.offsetGated && current && current.offset > w.offset) return 'not-applied';
+        stored.set(w.key, { deleted: true, offset: w.offset });
+        this.writes++;
+        return 'applied';
+      }
       if (this.offsetGated && current && current.offset >= w.snapshot.offset) return 'not-applied';
       stored.set(w.key, w.snapshot);
       this.writes++;
@@ -46,9 +52,18 @@ export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
     });
   }
 
-  /** Everything stored for a partition, for tests and `inspect`. */
+  /** Every live snapshot of a partition (delete markers left out), for tests and `inspect`. */
   entries(partition: TopicPartition): Map<string, Snapshot<S>> {
-    return new Map(this.partitions.get(partitionKey(partition)));
+    const out = new Map<string, Snapshot<S>>();
+    for (const [key, stored] of this.partitions.get(partitionKey(partition)) ?? []) if (!isDeleteMarker(stored)) out.set(key, stored);
+    return out;
+  }
+
+  /** Delete markers not purged yet, for tests. */
+  markers(partition: TopicPartition): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [key, stored] of this.partitions.get(partitionKey(partition)) ?? []) if (isDeleteMarker(stored)) out.set(key, stored.offset);
+    return out;
   }
 
   /** Puts a snapshot directly, as another owner or a test fixture would. */
@@ -56,7 +71,7 @@ export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
     this.partition(partition).set(key, snapshot);
   }
 
-  private partition(partition: TopicPartition): Map<string, Snapshot<S>> {
+  private partition(partition: TopicPartition): Map<string, StoredKey<S>> {
     const id = partitionKey(partition);
     let stored = this.partitions.get(id);
     if (!stored) {

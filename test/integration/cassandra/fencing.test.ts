@@ -97,14 +97,14 @@ describe("fencing 'lwt': conditional writes ordered by (generation, offset)", ()
 
     // A delete leaves a fence row (offset and generation, no value, 1-day TTL) …
     expect(await owner.writeBatch(P, [del('k', 25)])).toEqual(['applied']);
-    expect(await owner.read(P, 'k')).toBeUndefined();
+    expect(await owner.read(P, 'k')).toEqual({ deleted: true, offset: 25 }); // the delete marker
     const fence = await storedRow('cond_snapshots', 'k');
     expect(fence).toMatchObject({ offset: 25, generation: 2, hasValue: false });
     expect(fence!.ttl).toBeGreaterThan(86_000);
     // … so the stale owner cannot bring the key back, from a fresh session either.
     expect(await old.writeBatch(P, [put('k', 50)])).toEqual(['not-applied']);
     expect(await a.snapshots!.withGeneration(1).writeBatch(P, [put('k', 51)])).toEqual(['not-applied']);
-    expect(await old.read(P, 'k')).toBeUndefined();
+    expect(await old.read(P, 'k')).toEqual({ deleted: true, offset: 25 });
     // The owner can.
     expect(await owner.writeBatch(P, [put('k', 60)])).toEqual(['applied']);
     expect(await owner.read(P, 'k')).toEqual({ state: { n: 60 }, offset: 60 });

@@ -2,56 +2,15 @@
 // shared server is never touched): a persist fails with a clear error, no offset is committed
 // past what was written, and once Cassandra is back processing resumes with nothing lost — in
 // the same flow with ignorePersistErrors, and through the next assignment's recovery without.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { policies } from 'cassandra-driver';
 import { PersistFailedError } from '../../../flow/errors';
 import { CassandraBackend, CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
+import { freePort, privateCassandra } from '../../support/privateCassandra';
 import { expectedTallies, keyspaceName, recoverStates, roundRobin, step, type Tally, tallyFlow } from './support';
-
-const run = promisify(execFile);
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-/** `infra up|down` of a private Cassandra: its own data dir and ports. */
-function privateCassandra(dataDir: string, port: number, storagePort: number) {
-  const env = {
-    ...process.env,
-    KFT_INFRA_SERVERS: 'cassandra',
-    KFT_DATA_DIR: dataDir,
-    CASSANDRA_CONTACT_POINTS: `127.0.0.1:${port}`,
-    KFT_CASSANDRA_STORAGE_PORT: String(storagePort),
-  };
-  const infra = async (command: 'up' | 'down') => {
-    try {
-      await run(process.execPath, [path.join(ROOT, 'bin', 'kafka-flow-temporal.js'), 'infra', command], { env, timeout: 90_000 });
-    } catch (err) {
-      let log = '';
-      try {
-        log = readFileSync(path.join(dataDir, 'logs', 'cassandra.log'), 'utf8').split('\n').slice(-30).join('\n');
-      } catch {
-        // no log yet
-      }
-      throw new Error(`private Cassandra \`infra ${command}\` failed: ${(err as Error).message}\n${log}`);
-    }
-  };
-  return { up: () => infra('up'), down: () => infra('down'), contactPoint: `127.0.0.1:${port}` };
-}
 
 describe('Cassandra down mid-run (a private Cassandra)', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'kft-cassandra-outage-'));

@@ -88,6 +88,21 @@ describe('snapshot recovery on the real broker', () => {
     lastStable: Number(await reader.lastStableOffset(snapshotTopic, 0)),
   });
 
+  /**
+   * The partition once every transaction on it has ended, markers included: a transaction's
+   * commit marker is appended by the coordinator after EndTxn has returned, so the log end (and
+   * the last stable offset) read right after a put may not include it yet. Only valid while no
+   * transaction is left open on purpose.
+   */
+  async function settledOffsets(): Promise<{ logEnd: number; lastStable: number }> {
+    let o = await offsets();
+    await waitFor('every transaction on the snapshot partition to have its marker', async () => {
+      o = await offsets();
+      return o.lastStable === o.logEnd;
+    });
+    return o;
+  }
+
   it('(6) a takeover aborts the crashed owner\'s unfinished transaction at once (stable transactional.id)', async () => {
     const first = backend();
     await put(await assign(first), 'k', 'committed', 1);
@@ -112,6 +127,9 @@ describe('snapshot recovery on the real broker', () => {
     const owner = backend();
     const p = await assign(owner);
     await put(p, 'a', 'a1', 1);
+    // Its commit marker must land first, or the last stable offset would stop at 'a' (pending
+    // marker) instead of at the open transaction.
+    await settledOffsets();
     await foreignOpenTransaction(owner, 'f', 3_000); // times out after 3 s (+ the broker's 2 s abort scan)
     await put(p, 'b', 'b1', 2); // committed ABOVE the open transaction
     const pinned = await offsets();
@@ -155,9 +173,17 @@ describe('snapshot recovery on the real broker', () => {
   it('diagnoses truncation when the log end regresses under the read (the topic recreated while it waits)', async () => {
     const owner = backend();
     const p = await assign(owner);
-    for (let i = 1; i <= 3; i++) await put(p, `k${i}`, `v${i}`, i);
+    for (let i = 1; i <= 2; i++) await put(p, `k${i}`, `v${i}`, i);
+    // How many offsets one put takes (its record(s) and its commit marker), measured on k3.
+    const beforeK3 = (await settledOffsets()).logEnd;
+    await put(p, 'k3', 'v3', 3);
+    const perPut = (await settledOffsets()).logEnd - beforeK3;
     const foreign = await foreignOpenTransaction(owner, 'f', 60_000); // parks the read
+    const withForeign = (await offsets()).logEnd; // the foreign record is acknowledged: in the log
     await put(p, 'k4', 'v4', 4);
+    // The bound the read will capture is the log end with k4's commit marker, which the
+    // coordinator appends after EndTxn returned: wait for it instead of reading the log end once.
+    await waitFor("k4's commit marker in the log", async () => (await offsets()).logEnd === withForeign + perPut);
     const bound = (await offsets()).logEnd;
 
     const takeover = await assign(backend({ recoveryStallTimeoutMs: 4_000, stallNoticeEveryMs: 1_000 }));

@@ -56,9 +56,10 @@ describe('the fence\'s next step after a refused statement', () => {
   const put = (generation: number | undefined, offset: number) => ({ kind: 'put' as const, generation, offset });
   const del = (generation: number | undefined, offset: number) => ({ kind: 'delete' as const, generation, offset });
 
-  test('no row: a put inserts, a delete is done', () => {
+  test('no row: a put inserts, a delete inserts its marker, a purge is done', () => {
     expect(nextStep(undefined, put(2, 10))).toEqual({ step: 'insert' });
-    expect(nextStep(undefined, del(2, 10))).toEqual({ step: 'done' });
+    expect(nextStep(undefined, del(2, 10))).toEqual({ step: 'insert' });
+    expect(nextStep(undefined, { kind: 'purge', generation: 2, offset: 10 })).toEqual({ step: 'done' });
   });
 
   test('a newer generation refuses whatever the offsets', () => {

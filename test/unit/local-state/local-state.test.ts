@@ -115,7 +115,7 @@ function persistence(log: FakeLog, o: { local?: boolean; now?: () => number; ret
 
 async function recoverAll(p: KafkaPartitionPersistence<number>): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for await (const k of p.recover()) out.set(k.key, k.snapshot!.state);
+  for await (const k of p.recover()) if (k.snapshot) out.set(k.key, k.snapshot.state);
   return out;
 }
 
@@ -126,7 +126,7 @@ async function fullRead(log: FakeLog): Promise<Map<string, number>> {
 
 async function put(p: KafkaPartitionPersistence<number>, kv: Record<string, number | null>, offset = 1) {
   await p.write({
-    writes: Object.entries(kv).map(([key, v]) => (v === null ? { key, delete: { offset } } : { key, snapshot: { state: v, offset } })),
+    writes: Object.entries(kv).map(([key, v]) => (v === null ? { key, purge: { offset } } : { key, snapshot: { state: v, offset } })),
     commitOffset: offset,
   });
 }

@@ -45,16 +45,31 @@ describe('StorePartitionPersistence over the in-memory stores', () => {
     expect((await collect(p.recover())).map((k) => k.key).sort()).toEqual(['a', 'b']);
   });
 
-  test('journal mode appends events, recovers them in order, and deletes journal and key together', async () => {
+  test('journal mode appends events, recovers them in order; a delete keeps them (the marker) until the purge removes journal and key together', async () => {
     const b = new InMemoryBackend<number, string>();
     const p = b.forPartition(TP, 'journal');
     await p.write({ writes: [{ key: 'a', events: [event('a', 1, 'x'), event('a', 2, 'y')], addKey: true }] });
     await p.write({ writes: [{ key: 'a', events: [event('a', 3, 'z')] }] });
     expect((await p.read('a'))?.events?.map((e) => e.offset)).toEqual(['1', '2', '3']);
-    await p.write({ writes: [{ key: 'a', delete: { offset: 4 } }], commitOffset: 5 });
+    await p.write({ writes: [{ key: 'a', delete: { offset: 4 }, events: [event('a', 4, 'end')] }], commitOffset: 3 });
+    expect((await p.read('a'))?.events?.map((e) => e.offset)).toEqual(['1', '2', '3', '4']);
+    expect(b.keys.keys(TP).size).toBe(1);
+    await p.write({ writes: [{ key: 'a', purge: { offset: 4 } }], commitOffset: 5 });
     expect(await p.read('a')).toBeUndefined();
     expect(b.keys.keys(TP).size).toBe(0);
     expect(b.committer.committed(TP)).toBe(5);
+  });
+
+  test('snapshot mode: a delete leaves a marker that recovery returns; a purge removes it', async () => {
+    const b = new InMemoryBackend<number, string>();
+    const p = b.forPartition(TP, 'snapshots');
+    await p.write({ writes: [{ key: 'a', snapshot: { state: 1, offset: 2 }, addKey: true }] });
+    await p.write({ writes: [{ key: 'a', delete: { offset: 7 } }], commitOffset: 3 });
+    expect(await p.read('a')).toEqual({ key: 'a', deleted: { offset: 7 } });
+    expect(await collect(p.recover())).toEqual([{ key: 'a', deleted: { offset: 7 } }]);
+    await p.write({ writes: [{ key: 'a', purge: { offset: 7 } }], commitOffset: 8 });
+    expect(await p.read('a')).toBeUndefined();
+    expect(await collect(p.recover())).toEqual([]);
   });
 
   test('a failed separate commit after landed writes is reported, not thrown', async () => {
