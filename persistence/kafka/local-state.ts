@@ -124,8 +124,10 @@ function sameIdentity(a: LocalStateIdentity, b: LocalStateIdentity): string | un
 }
 
 /**
- * One partition's local store. Not shared between processes: give every worker its own state
- * directory (a store written by two processes fails its digest check and is rebuilt).
+ * One partition's local store. Not shared between processes: every worker needs its own state
+ * directory, which the backend enforces by locking it (state-dir-lock.ts: a second process gets
+ * StateDirLockedError); a store written by two processes anyway fails its digest check and is
+ * rebuilt.
  */
 export class LocalPartitionStore {
   readonly path: string;

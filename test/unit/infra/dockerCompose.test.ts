@@ -7,9 +7,16 @@ import { searchAttributes } from '../../../workflows/searchAttributes';
 
 // Docker does not run on this project's machines, so docker-compose.yml is checked here against
 // the local scripts instead: same server versions, same ports, same search attributes.
-const compose = parse(fs.readFileSync(path.join(__dirname, '../../../docker-compose.yml'), 'utf8')) as {
-  services: Record<string, { image: string; ports?: string[]; command?: string[]; environment?: Record<string, unknown> }>;
+// `merge: true`: the worker services share their settings through a YAML merge key (`<<: *worker`),
+// which Docker Compose resolves.
+const compose = parse(fs.readFileSync(path.join(__dirname, '../../../docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<
+    string,
+    { image: string; ports?: string[]; command?: string[]; environment?: Record<string, unknown>; volumes?: string[]; deploy?: { replicas?: number } }
+  >;
+  volumes?: Record<string, unknown>;
 };
+const workers = Object.entries(compose.services).filter(([, s]) => s.command?.includes('worker'));
 const settings = readInfraSettings({});
 const hostPorts = (service: string) => (compose.services[service]?.ports ?? []).map((p) => Number(p.split(':')[0]));
 
@@ -34,10 +41,27 @@ describe('docker-compose.yml agrees with infra', () => {
     expect(declared.sort()).toEqual(expected.sort());
   });
 
-  test('the worker reaches the servers by their service names', () => {
-    const env = compose.services.worker?.environment ?? {};
-    expect(String(env.KAFKA_BROKERS)).toMatch(/^kafka:/);
-    expect(String(env.TEMPORAL_ADDRESS)).toBe('temporal:7233');
-    expect(String(env.CASSANDRA_CONTACT_POINTS)).toBe('cassandra:9042');
+  test('the workers reach the servers by their service names', () => {
+    expect(workers.length).toBeGreaterThanOrEqual(2);
+    for (const [, worker] of workers) {
+      const env = worker.environment ?? {};
+      expect(String(env.KAFKA_BROKERS)).toMatch(/^kafka:/);
+      expect(String(env.TEMPORAL_ADDRESS)).toBe('temporal:7233');
+      expect(String(env.CASSANDRA_CONTACT_POINTS)).toBe('cassandra:9042');
+    }
+  });
+
+  test('each worker has its own local state volume (a state directory belongs to one worker process)', () => {
+    const stateVolumes = workers.map(([name, worker]) => {
+      const dir = String(worker.environment?.KFT_STATE_DIR ?? '');
+      expect(dir).not.toBe('');
+      const mount = (worker.volumes ?? []).find((v) => v.split(':')[1] === dir);
+      if (!mount) throw new Error(`service ${name} mounts no volume at its KFT_STATE_DIR ${dir}`);
+      const volume = mount.split(':')[0]!;
+      expect(Object.keys(compose.volumes ?? {})).toContain(volume); // a named volume, not a host path
+      expect(worker.deploy?.replicas ?? 1).toBe(1); // replicas of one service would share it
+      return volume;
+    });
+    expect(new Set(stateVolumes).size).toBe(workers.length);
   });
 });
