@@ -4,7 +4,8 @@ export { type Clock, ManualClock, systemClock } from './flow/clock';
 export type { Codec } from './flow/codec/codec';
 export { DecodeError } from './flow/codec/errors';
 export { jsonCodec } from './flow/codec/json';
-export type { DeadLetterSink, DecodeFailurePolicy } from './flow/decode-policy';
+export type { DecodeFailurePolicy } from './flow/decode-policy';
+export { DEAD_LETTER_HEADERS, defaultDeadLetterTopic, type PoisonPolicy, type PoisonReason } from './flow/poison';
 export {
   type CassandraPersistenceOptions,
   createPartitionFlow,
@@ -40,7 +41,7 @@ export {
   type UnloadOrphanedOptions,
 } from './flow/timers';
 export { ConsumerFlow, TopicFlow } from './flow/topic-flow';
-export { SnapshotWriteConflict, SnapshotWriteFenced } from './persistence/errors';
+export { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from './persistence/errors';
 export type { JournalStore } from './persistence/journal-store';
 export type { KeyStore } from './persistence/key-store';
 export {

@@ -7,12 +7,13 @@ import type { PersistenceMode } from '../persistence/types';
 import type { Clock } from './clock';
 import type { Codec } from './codec/codec';
 import { jsonCodec } from './codec/json';
-import type { DeadLetterSink, DecodeFailurePolicy } from './decode-policy';
+import type { DecodeFailurePolicy } from './decode-policy';
 import { type Duration, toMillis } from './duration';
 import type { Fold } from './fold';
 import type { Logger } from './logger';
 import { FlowMetrics } from './metrics';
 import { PartitionFlow } from './partition-flow';
+import { defaultDeadLetterTopic, type PoisonPolicy } from './poison';
 import type { FlowRecord } from './record';
 import { type TimerPolicy, type TimersOptions, timerPolicy } from './timers';
 
@@ -73,8 +74,12 @@ export interface FlowOptions<S, V> {
   timers?: TimersOptions;
   /** Decodes input values. Default JSON. */
   valueCodec?: Codec<V>;
-  /** Default 'fail'. */
+  /** A value the codec cannot decode: 'fail' (default), 'skip' or 'dead-letter'. */
   onDecodeFailure?: DecodeFailurePolicy;
+  /** The fold threw for a record: 'fail' (default; the partition is retried from persisted state), 'skip' or 'dead-letter'. */
+  onFoldFailure?: PoisonPolicy;
+  /** The dead-letter topic of an input topic. Default `<groupId>-<name>-<inputTopic>-dead-letters` (created if absent). */
+  deadLetterTopic?: (inputTopic: string) => string;
   /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
   filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
@@ -119,6 +124,9 @@ export interface FlowDefinition<S, V> {
   readonly timers: TimerPolicy;
   readonly valueCodec: Codec<V>;
   readonly onDecodeFailure: DecodeFailurePolicy;
+  readonly onFoldFailure: PoisonPolicy;
+  /** The dead-letter topic of each input topic, when a policy dead-letters (else undefined). */
+  readonly deadLetterTopics: Readonly<Record<string, string>> | undefined;
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
   readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
   readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
@@ -184,6 +192,8 @@ const schema = z.strictObject({
     )
     .optional(),
   onDecodeFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
+  onFoldFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
+  deadLetterTopic: fn('deadLetterTopic').optional(),
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
   consumer: z
@@ -203,16 +213,38 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     throw new ConfigError(`invalid flow definition${label}: ${problems}`, { cause: parsed.error });
   }
   const timers = timerPolicy(options.timers ?? { persistPeriodically: {} });
+  const persistence = resolvePersistence(options.persistence ?? { backend: 'memory' });
+  const onDecodeFailure = options.onDecodeFailure ?? 'fail';
+  const onFoldFailure = options.onFoldFailure ?? 'fail';
+  const deadLetters = onDecodeFailure === 'dead-letter' || onFoldFailure === 'dead-letter';
+  if (deadLetters && (persistence.backend === 'memory' || persistence.mode === 'none')) {
+    const which = onDecodeFailure === 'dead-letter' ? 'onDecodeFailure' : 'onFoldFailure';
+    throw new ConfigError(
+      `invalid flow definition "${options.name}": ${which}: 'dead-letter' needs persistence to Kafka or Cassandra ` +
+        `(dead letters are produced with the key writes that pass them), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
+    );
+  }
+  let deadLetterTopics: Record<string, string> | undefined;
+  if (deadLetters) {
+    deadLetterTopics = {};
+    for (const topic of options.topics) {
+      const name = options.deadLetterTopic ? options.deadLetterTopic(topic) : defaultDeadLetterTopic(options.groupId, options.name, topic);
+      if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`invalid flow definition "${options.name}": deadLetterTopic("${topic}") must return a topic name`);
+      deadLetterTopics[topic] = name;
+    }
+  }
   return Object.freeze({
     kind: 'kafka-flow-temporal/flow' as const,
     name: options.name,
     groupId: options.groupId,
     topics: Object.freeze([...options.topics]),
     fold: options.fold,
-    persistence: resolvePersistence(options.persistence ?? { backend: 'memory' }),
+    persistence,
     timers,
     valueCodec: options.valueCodec ?? jsonCodec<V>(),
-    onDecodeFailure: options.onDecodeFailure ?? 'fail',
+    onDecodeFailure,
+    onFoldFailure,
+    deadLetterTopics: deadLetterTopics ? Object.freeze(deadLetterTopics) : undefined,
     filter: options.filter,
     remapKey: options.remapKey,
     consumer: {
@@ -257,7 +289,6 @@ export interface PartitionContext<S, V> {
   readonly partition: number;
   readonly assignedAt: string;
   readonly persistence: PartitionPersistence<S, V>;
-  readonly deadLetter?: DeadLetterSink;
   readonly clock?: Clock;
   readonly logger?: Logger;
   /** The process's flow metrics (one per registry); or a registry to create them in. */
@@ -280,7 +311,8 @@ export function createPartitionFlow<S, V>(definition: FlowDefinition<S, V>, cont
     filter: definition.filter,
     remapKey: definition.remapKey,
     onDecodeFailure: definition.onDecodeFailure,
-    deadLetter: context.deadLetter,
+    onFoldFailure: definition.onFoldFailure,
+    deadLetterTopic: definition.deadLetterTopics?.[context.topic],
     clock: context.clock,
     logger: context.logger,
     metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),

@@ -1,5 +1,6 @@
 import { FoldError } from './errors';
 import { type Fold, isPromise } from './fold';
+import type { OutputRecord, PoisonReason } from './poison';
 import type { FlowRecord } from './record';
 import type { KeyTimestamps, Timestamp } from './timers';
 
@@ -34,6 +35,10 @@ export class KeyFlow<S, V> implements KeyTimestamps {
 
   /** Records folded since the last successful write, for the journal (journal modes only). */
   events: FlowRecord<V>[] | undefined;
+  /** Records to produce with the key's next write (dead letters). */
+  outputs: OutputRecord[] | undefined;
+  /** Queued records whose value could not be decoded, by offset (handed to the poison handler in order). */
+  poisoned: Map<number, unknown> | undefined;
 
   /** This batch's records for the key (reused between batches to spare allocations). */
   readonly queued: FlowRecord<V>[] = [];
@@ -58,12 +63,41 @@ export class KeyFlow<S, V> implements KeyTimestamps {
     this.queuedOffsets.push(offset);
   }
 
+  /** Queues a record whose value could not be decoded: the poison handler gets it in its turn. */
+  enqueuePoisoned(record: FlowRecord<V>, offset: number, error: unknown): void {
+    this.poisoned ??= new Map();
+    this.poisoned.set(offset, error);
+    this.enqueue(record, offset);
+  }
+
   /**
    * Folds the queued records into the state and returns how many were applied (the others were at
-   * or below `lastOffset`). Stays synchronous unless the fold returns a Promise.
+   * or below `lastOffset`). Stays synchronous unless the fold returns a Promise. Without `poison`,
+   * a fold that throws fails with FoldError; with it, the handler decides (it throws to fail).
    */
-  foldQueued(fold: Fold<S, V>, now: number): number | Promise<number> {
+  foldQueued(fold: Fold<S, V>, now: number, poison?: PoisonHandler<S, V>): number | Promise<number> {
+    this.poison = poison;
     return this.foldFrom(fold, now, 0, 0);
+  }
+
+  private poison: PoisonHandler<S, V> | undefined;
+
+  /** A poisoned record (undecodable, or the fold threw): the handler skips it, dead-letters it, or throws. */
+  private onPoison(record: FlowRecord<V>, offset: number, reason: PoisonReason, error: unknown): boolean {
+    const handler = this.poison;
+    if (!handler) {
+      this.abandonQueue();
+      throw reason === 'fold' ? new FoldError(record.topic, record.partition, record.key, record.offset, error) : error;
+    }
+    let outcome: 'skipped' | 'dead-lettered';
+    try {
+      outcome = handler(this, record, reason, error);
+    } catch (err) {
+      this.abandonQueue();
+      throw err;
+    }
+    this.lastOffset = offset; // taken: a replay of this key skips it
+    return outcome === 'dead-lettered';
   }
 
   /**
@@ -113,29 +147,37 @@ export class KeyFlow<S, V> implements KeyTimestamps {
     const records = this.queued;
     const offsets = this.queuedOffsets;
     let state = this.state;
-    const before = state;
+    // Any change counts, even one undone within the batch: a key created and deleted between two
+    // persists still needs its delete marker (a replay from its middle would differ).
+    let changed = false;
     for (let i = from; i < records.length; i++) {
       const offset = offsets[i]!;
       if (offset <= this.lastOffset) continue;
       const record = records[i]!;
+      if (this.poisoned !== undefined && this.poisoned.has(offset)) {
+        if (this.onPoison(record, offset, 'decode', this.poisoned.get(offset))) changed = true;
+        continue;
+      }
       let next: S | undefined | Promise<S | undefined>;
       try {
         next = fold(state, record);
       } catch (err) {
-        this.abandonQueue();
-        throw new FoldError(record.topic, record.partition, record.key, record.offset, err);
+        this.state = state;
+        if (this.onPoison(record, offset, 'fold', err)) changed = true;
+        continue;
       }
       if (isPromise(next)) {
-        if (state !== before) this.version++;
+        if (changed) this.version++;
         this.state = state;
         return this.continueAsync(fold, now, next, i, applied);
       }
       if (this.events) this.events.push(record);
+      if (next !== state) changed = true;
       state = next;
       this.lastOffset = offset;
       applied++;
     }
-    if (state !== before) this.version++;
+    if (changed) this.version++;
     this.state = state;
     this.finishQueue(now);
     return applied;
@@ -153,8 +195,8 @@ export class KeyFlow<S, V> implements KeyTimestamps {
     try {
       next = await pending;
     } catch (err) {
-      this.abandonQueue();
-      throw new FoldError(record.topic, record.partition, record.key, record.offset, err);
+      if (this.onPoison(record, this.queuedOffsets[index]!, 'fold', err)) this.version++;
+      return this.foldFrom(fold, now, index + 1, applied);
     }
     if (this.events) this.events.push(record);
     if (next !== this.state) this.version++;
@@ -177,10 +219,18 @@ export class KeyFlow<S, V> implements KeyTimestamps {
     }
     this.queued.length = 0;
     this.queuedOffsets.length = 0;
+    this.poisoned = undefined;
   }
 
   private abandonQueue(): void {
     this.queued.length = 0;
     this.queuedOffsets.length = 0;
+    this.poisoned = undefined;
   }
 }
+
+/**
+ * Decides about a poisoned record of `key`: returns `skipped` or `dead-lettered` (after adding the
+ * dead letter to the key's outputs), or throws to stop the partition.
+ */
+export type PoisonHandler<S, V> = (key: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown) => 'skipped' | 'dead-lettered';

@@ -12,6 +12,8 @@ export class FlowMetrics {
   readonly recordsSkipped: Counter<PartitionLabels>;
   readonly keylessDropped: Counter<PartitionLabels>;
   readonly decodeFailures: Counter<PartitionLabels | 'policy'>;
+  readonly foldFailures: Counter<PartitionLabels | 'policy'>;
+  readonly deadLetters: Counter<PartitionLabels | 'reason'>;
   readonly keysLive: Gauge<PartitionLabels>;
   readonly persists: Counter<PartitionLabels | 'reason' | 'outcome'>;
   readonly persistDuration: Histogram<PartitionLabels | 'reason'>;
@@ -61,6 +63,18 @@ export class FlowMetrics {
       name: 'kafka_flow_decode_failures_total',
       help: 'Input records whose value could not be decoded, by decode-failure policy',
       labelNames: [...labels, 'policy'],
+      registers,
+    });
+    this.foldFailures = new Counter({
+      name: 'kafka_flow_fold_failures_total',
+      help: 'Input records the fold threw on, by fold-failure policy',
+      labelNames: [...labels, 'policy'],
+      registers,
+    });
+    this.deadLetters = new Counter({
+      name: 'kafka_flow_dead_letters_total',
+      help: 'Records that landed in the dead-letter topic, by reason (decode, fold)',
+      labelNames: [...labels, 'reason'],
       registers,
     });
     this.keysLive = new Gauge({
@@ -129,6 +143,8 @@ export class FlowMetrics {
       recordsSkipped: this.recordsSkipped.labels(l),
       keylessDropped: this.keylessDropped.labels(l),
       decodeFailures: (policy: string) => this.decodeFailures.labels({ ...l, policy }),
+      foldFailures: (policy: string) => this.foldFailures.labels({ ...l, policy }),
+      deadLetters: (reason: string) => this.deadLetters.labels({ ...l, reason }),
       keysLive: this.keysLive.labels(l),
       persists: (reason: string, outcome: 'ok' | 'failed') => this.persists.labels({ ...l, reason, outcome }),
       persistDuration: (reason: string) => this.persistDuration.labels({ ...l, reason }),
@@ -147,6 +163,8 @@ export interface PartitionMetrics {
   recordsSkipped: CounterChild;
   keylessDropped: CounterChild;
   decodeFailures(policy: string): CounterChild;
+  foldFailures(policy: string): CounterChild;
+  deadLetters(reason: string): CounterChild;
   keysLive: { set(value: number): void };
   persists(reason: string, outcome: 'ok' | 'failed'): CounterChild;
   persistDuration(reason: string): { observe(value: number): void };

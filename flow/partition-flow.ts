@@ -4,13 +4,14 @@ import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPar
 import { type Clock, systemClock } from './clock';
 import type { Codec } from './codec/codec';
 import { DecodeError } from './codec/errors';
-import type { DeadLetterSink, DecodeFailurePolicy } from './decode-policy';
-import { OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
+import type { DecodeFailurePolicy } from './decode-policy';
+import { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
 import { type Fold, isPromise } from './fold';
-import { KeyFlow } from './key-flow';
+import { KeyFlow, type PoisonHandler } from './key-flow';
 import { type Logger, silentLogger } from './logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
 import { formatOffset, parseOffset } from './offsets';
+import { deadLetter, type OutputRecord, type PoisonPolicy, type PoisonReason } from './poison';
 import type { FlowRecord, InputMessage, RecordHeaders } from './record';
 import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
 
@@ -25,8 +26,12 @@ export type PersistReason = 'periodic' | 'revoke' | 'shutdown';
 export interface PersistResult {
   /** The offset committed by this run, if it committed one. */
   readonly committed: string | undefined;
-  /** Key writes that landed (snapshots, journals and deletes). */
+  /** Key writes that landed (snapshots, journals, delete markers and purges). */
   readonly written: number;
+  /** Of those, delete markers and purges. */
+  readonly deleted?: number;
+  /** Dead letters that landed with these writes. */
+  readonly deadLetters?: number;
   /** Key writes that failed or were refused. */
   readonly failed: number;
   /** Keys unloaded from memory. */
@@ -52,7 +57,10 @@ export interface PartitionFlowOptions<S, V> {
   /** Derives the key a record is folded under (kafka-flow RemapKey), before filter and fold. */
   readonly remapKey?: (key: string, record: FlowRecord<V>) => string;
   readonly onDecodeFailure?: DecodeFailurePolicy;
-  readonly deadLetter?: DeadLetterSink;
+  /** What to do when the fold throws for a record. Default 'fail'. */
+  readonly onFoldFailure?: PoisonPolicy;
+  /** Where this partition's dead letters go (needed by the `dead-letter` policies). */
+  readonly deadLetterTopic?: string;
   readonly clock?: Clock;
   readonly logger?: Logger;
   readonly metrics?: FlowMetrics;
@@ -60,13 +68,18 @@ export interface PartitionFlowOptions<S, V> {
 
 const NO_HEADERS: RecordHeaders = Object.freeze({});
 
-/** One key write in flight, and what to do with the key when it lands. */
+/**
+ * One key write in flight, and what to do with the key when it lands. `put`: its state;
+ * `delete`: its delete marker (the fold returned no state); `purge`: the marker goes, the
+ * committed offset having passed it.
+ */
 interface Planned<S, V> {
   readonly kf: KeyFlow<S, V>;
   readonly version: number;
   readonly oldHold: number;
-  readonly isDelete: boolean;
+  readonly kind: 'put' | 'delete' | 'purge';
   readonly events: FlowRecord<V>[] | undefined;
+  readonly outputs: OutputRecord[] | undefined;
 }
 
 /**
@@ -118,9 +131,32 @@ export class PartitionFlow<S, V> {
     this.nextOffset = parseOffset(options.assignedAt);
     this.committed = this.nextOffset;
     if (options.mode === 'none') this.recovered = true;
-    if ((options.onDecodeFailure ?? 'fail') === 'dead-letter' && !options.deadLetter) {
-      throw new PartitionStateError('the dead-letter decode-failure policy needs a deadLetter sink');
+    if ((options.onDecodeFailure === 'dead-letter' || options.onFoldFailure === 'dead-letter') && !options.deadLetterTopic) {
+      throw new PartitionStateError('the dead-letter policy needs a deadLetterTopic');
     }
+    this.poison = (kf, record, reason, error) => this.onPoison(kf, record, reason, error);
+  }
+
+  /** The batch being folded: a dead letter is the record as it came, looked up here by offset. */
+  private batch: readonly InputMessage[] = [];
+  private readonly poison: PoisonHandler<S, V>;
+
+  private onPoison(kf: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown): 'skipped' | 'dead-lettered' {
+    const policy = (reason === 'decode' ? this.o.onDecodeFailure : this.o.onFoldFailure) ?? 'fail';
+    const typed = reason === 'fold' ? new FoldError(this.topic, this.partition, record.key, record.offset, error) : error;
+    if (reason === 'fold') this.m.foldFailures(policy).inc();
+    if (policy === 'fail') throw this.fail(typed);
+    if (policy === 'skip') {
+      this.log.warn({ topic: this.topic, partition: this.partition, offset: record.offset, reason, err: typed }, 'skipped a poison record');
+      return 'skipped';
+    }
+    const message = findMessage(this.batch, record.offset);
+    if (!message) throw this.fail(new PartitionStateError(`dead letter: offset ${record.offset} is not in the batch being folded`));
+    kf.outputs ??= [];
+    kf.outputs.push(deadLetter(message, { flow: this.o.flow, topic: this.topic, partition: this.partition, deadLetterTopic: this.o.deadLetterTopic! }, reason, typed));
+    kf.due = true; // persisted (past the record) with its dead letter at the next persist
+    this.log.warn({ topic: this.topic, partition: this.partition, offset: record.offset, reason, deadLetterTopic: this.o.deadLetterTopic }, 'dead-lettering a poison record');
+    return 'dead-lettered';
   }
 
   /** Reads every persisted key of the partition into memory. Call once, before the first batch. */
@@ -159,8 +195,8 @@ export class PartitionFlow<S, V> {
     touched.length = 0;
     let keyless = 0;
     let lastOffset = -1;
-    let toLoad: KeyFlow<S, V>[] | undefined;
-    let waits: Promise<void>[] | undefined;
+    this.toLoad = undefined;
+    this.batch = messages;
 
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i]!;
@@ -183,11 +219,9 @@ export class PartitionFlow<S, V> {
           this.m.decodeFailures(policy).inc();
           if (policy === 'fail') throw this.fail(error);
           if (policy === 'dead-letter') {
-            const sent = o.deadLetter!(m, error, this.tp);
-            if (isPromise(sent)) {
-              waits ??= [];
-              waits.push(sent);
-            }
+            // In its key's turn (records before it fold first), with the key's next write.
+            const kf = this.routeTo(key, now, offset);
+            kf.enqueuePoisoned({ topic, partition, offset: m.offset, key, value: null as V, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS }, offset, error);
           } else {
             this.log.warn({ topic, partition, offset: m.offset, err: error }, 'skipped an undecodable record');
           }
@@ -203,22 +237,34 @@ export class PartitionFlow<S, V> {
         }
       }
       if (filter && !filter(record)) continue;
-      let kf = this.keys.get(key);
-      if (kf === undefined) {
-        kf = new KeyFlow<S, V>(key, { clock: now, offset }, this.journaling);
-        this.registerFirstTimer(kf);
-        this.keys.set(key, kf);
-        if (this.unloaded.has(key)) {
-          toLoad ??= [];
-          toLoad.push(kf);
-        }
-      }
-      if (kf.queued.length === 0) touched.push(kf);
-      kf.enqueue(record, offset);
+      this.routeTo(key, now, offset).enqueue(record, offset);
     }
 
-    if (toLoad || waits) return this.continueBatch(touched.slice(), now, lastOffset, keyless, toLoad, waits);
+    const toLoad = this.toLoad;
+    this.toLoad = undefined;
+    if (toLoad) return this.continueBatch(touched.slice(), now, lastOffset, keyless, toLoad);
     return this.foldTouched(touched, now, lastOffset, keyless);
+  }
+
+  /** Keys of this batch to read back from the store first (they were unloaded). */
+  private toLoad: KeyFlow<S, V>[] | undefined;
+
+  /** The key a record of this batch goes to: created (and marked to be read back if unloaded) when new. */
+  private routeTo(key: string, now: number, offset: number): KeyFlow<S, V> {
+    let kf = this.keys.get(key);
+    if (kf === undefined) {
+      kf = new KeyFlow<S, V>(key, { clock: now, offset }, this.journaling);
+      this.registerFirstTimer(kf);
+      this.keys.set(key, kf);
+      if (this.unloaded.has(key)) {
+        this.toLoad ??= [];
+        this.toLoad.push(kf);
+      }
+    }
+    if (kf.queued.length === 0) this.touched.push(kf);
+    // A key that held nothing (a delete marker waiting for its purge) holds from its next record.
+    if (kf.holding === undefined) kf.holding = offset;
+    return kf;
   }
 
   private async continueBatch(
@@ -227,11 +273,9 @@ export class PartitionFlow<S, V> {
     lastOffset: number,
     keyless: number,
     toLoad: KeyFlow<S, V>[] | undefined,
-    waits: Promise<void>[] | undefined,
   ): Promise<void> {
     this.folding = true;
     try {
-      if (waits) await Promise.all(waits);
       if (toLoad) {
         await Promise.all(
           toLoad.map(async (kf) => {
@@ -259,7 +303,7 @@ export class PartitionFlow<S, V> {
       queued += kf.queued.length;
       let r: number | Promise<number>;
       try {
-        r = kf.foldQueued(fold, now);
+        r = kf.foldQueued(fold, now, this.poison);
       } catch (err) {
         throw this.fail(err);
       }
@@ -289,11 +333,14 @@ export class PartitionFlow<S, V> {
   }
 
   private finishBatch(touched: readonly KeyFlow<S, V>[], lastOffset: number, keyless: number, applied: number, queued: number): void {
+    this.batch = [];
     for (let i = 0; i < touched.length; i++) {
       const kf = touched[i]!;
-      // A key whose fold returned no state is done: forgotten at once if nothing of it is stored,
-      // otherwise kept (still holding) until its delete lands with the next persist.
-      if (kf.state === undefined && !kf.stored && !this.writing.has(kf)) this.keys.delete(kf.key);
+      // A key whose fold returned no state and never had one since it was last written is
+      // forgotten at once (a replay folds its records to no state again). One that had a state
+      // keeps holding until its delete marker lands (a replay from its middle would differ), unless
+      // nothing is persisted at all (transient).
+      if (kf.state === undefined && !kf.stored && !this.writing.has(kf) && (!kf.dirty || this.o.mode === 'none')) this.keys.delete(kf.key);
     }
     if (lastOffset + 1 > this.nextOffset) this.nextOffset = lastOffset + 1;
     this.m.recordsFolded.inc(applied);
@@ -395,6 +442,7 @@ export class PartitionFlow<S, V> {
     const strict = reason === 'periodic' && !this.policy.ignorePersistErrors;
     const capturedNext = this.nextOffset;
     const planned: Planned<S, V>[] = [];
+    const deleted: KeyFlow<S, V>[] = [];
     let othersMin = Number.POSITIVE_INFINITY;
     let evicted = 0;
 
@@ -406,7 +454,17 @@ export class PartitionFlow<S, V> {
         continue;
       }
       if (kf.state === undefined) {
-        planned.push({ kf, version: kf.version, oldHold: hold, isDelete: true, events: this.takeEvents(kf) });
+        if (kf.dirty) {
+          // Deleted by the fold since the last write: a delete marker, or less (decided below).
+          deleted.push(kf);
+        } else if (kf.stored && this.committed > kf.lastOffset) {
+          // No replay can start at or below the marker any more: purge it.
+          planned.push({ kf, version: kf.version, oldHold: hold, kind: 'purge', events: undefined, outputs: undefined });
+        } else {
+          // The marker stands for everything this key has seen: it holds nothing.
+          kf.holding = undefined;
+          if (!kf.stored) this.keys.delete(kf.key);
+        }
         continue;
       }
       const selected = reason === 'periodic' ? kf.due || kf.unload : everything;
@@ -427,10 +485,13 @@ export class PartitionFlow<S, V> {
         }
         continue;
       }
-      planned.push({ kf, version: kf.version, oldHold: hold, isDelete: false, events: this.takeEvents(kf) });
+      planned.push({ kf, version: kf.version, oldHold: hold, kind: 'put', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
     }
+    this.planDeletes(deleted, planned, othersMin);
 
     let written = 0;
+    let deletes = 0;
+    let deadLetters = 0;
     let failed = 0;
     let fenced = false;
     let error: unknown;
@@ -450,7 +511,7 @@ export class PartitionFlow<S, V> {
       const chunk = planned.slice(from, from + size);
       attempted = from + chunk.length;
       // If this chunk lands, its puts hold `capturedNext` and its deletes hold nothing.
-      const chunkMin = chunk.some((p) => !p.isDelete) ? capturedNext : Number.POSITIVE_INFINITY;
+      const chunkMin = chunk.some((p) => p.kind === 'put') ? capturedNext : Number.POSITIVE_INFINITY;
       const candidate = Math.min(othersMin, doneMin, chunkMin, suffix[from + chunk.length]!);
       const safe = candidate === Number.POSITIVE_INFINITY ? capturedNext : candidate;
       const commitOffset = safe > this.committed ? safe : undefined;
@@ -472,6 +533,11 @@ export class PartitionFlow<S, V> {
         const status = result?.statuses[i];
         if (status === 'applied') {
           written++;
+          if (p.kind !== 'put') deletes++;
+          if (p.outputs) {
+            deadLetters += p.outputs.length;
+            for (const out of p.outputs) this.m.deadLetters(String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')).inc();
+          }
           this.m.persistedKeys('applied').inc();
           if (this.landed(p, now, capturedNext)) evicted++;
         } else {
@@ -563,20 +629,67 @@ export class PartitionFlow<S, V> {
     return {
       committed: committedNow === undefined ? undefined : formatOffset(committedNow),
       written,
+      deleted: deletes,
+      deadLetters,
       failed,
       evicted,
       fenced: false,
     };
   }
 
+  /**
+   * The keys the fold deleted since their last write. A replay must not start between a key's
+   * first unpersisted record (its hold) and its deleting record: so it gets a delete marker —
+   * unless every hold that can remain after this persist is above its deleting offset, in which
+   * case the committed offset passes the deletion at once and the key is purged directly (or, never
+   * stored, simply forgotten). Holds that can remain: other keys' current holds (a write may fail),
+   * and the holds of deleted keys that get a marker (their write may fail too).
+   */
+  private planDeletes(deleted: readonly KeyFlow<S, V>[], planned: Planned<S, V>[], othersMin: number): void {
+    if (deleted.length === 0) return;
+    let floor = othersMin;
+    for (const p of planned) if (p.oldHold < floor) floor = p.oldHold;
+    // A key with dead letters to produce is written (a marker) whatever the offsets say.
+    const marked = new Set<KeyFlow<S, V>>();
+    for (const kf of deleted) {
+      if (!kf.outputs?.length) continue;
+      marked.add(kf);
+      const hold = kf.holding ?? Number.POSITIVE_INFINITY;
+      if (hold < floor) floor = hold;
+    }
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const kf of deleted) {
+        if (marked.has(kf) || kf.lastOffset < floor) continue;
+        marked.add(kf);
+        grew = true;
+        const hold = kf.holding ?? Number.POSITIVE_INFINITY;
+        if (hold < floor) floor = hold;
+      }
+    }
+    for (const kf of deleted) {
+      const hold = kf.holding ?? Number.POSITIVE_INFINITY;
+      if (marked.has(kf)) planned.push({ kf, version: kf.version, oldHold: hold, kind: 'delete', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
+      else if (kf.stored) planned.push({ kf, version: kf.version, oldHold: hold, kind: 'purge', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
+      else {
+        kf.events = kf.events ? [] : undefined;
+        kf.holding = undefined;
+        kf.persistedVersion = kf.version;
+        this.keys.delete(kf.key);
+      }
+    }
+  }
+
   private toWrite(p: Planned<S, V>) {
     const { kf } = p;
-    if (p.isDelete) return { key: kf.key, delete: { offset: kf.lastOffset } };
+    if (p.kind === 'purge') return { key: kf.key, purge: { offset: kf.lastOffset }, outputs: p.outputs };
+    if (p.kind === 'delete') return { key: kf.key, delete: { offset: kf.lastOffset }, events: p.events, addKey: !kf.stored, outputs: p.outputs };
     return {
       key: kf.key,
       snapshot: this.snapshotting ? { state: kf.state as S, offset: kf.lastOffset } : undefined,
       events: p.events,
       addKey: !kf.stored,
+      outputs: p.outputs,
     };
   }
 
@@ -591,12 +704,24 @@ export class PartitionFlow<S, V> {
   private landed(p: Planned<S, V>, now: number, capturedNext: number): boolean {
     const { kf } = p;
     const unchanged = kf.version === p.version && kf.queued.length === 0;
-    if (p.isDelete) {
+    if (p.kind === 'purge') {
       kf.stored = false;
       this.unloaded.delete(kf.key);
       if (unchanged && kf.state === undefined) {
         kf.holding = undefined;
         this.keys.delete(kf.key);
+      }
+      // Revived meanwhile: its new state holds from its first record, as any new key's.
+      return false;
+    }
+    if (p.kind === 'delete') {
+      // The marker stays in memory too (it skips a replay's older records) until its purge.
+      kf.stored = true;
+      this.unloaded.delete(kf.key);
+      if (kf.version === p.version) kf.persistedVersion = p.version;
+      if (unchanged && kf.state === undefined) {
+        kf.holding = undefined;
+        kf.persistedAt = { clock: now, offset: capturedNext };
         return false;
       }
       // Revived by records folded while the delete was in flight: the new state is unpersisted.
@@ -616,13 +741,15 @@ export class PartitionFlow<S, V> {
 
   private notLanded(p: Planned<S, V>): void {
     const { kf } = p;
-    // The key keeps holding its old offset (frozen, never corrupt); its journal events go back in
-    // front of any folded since, to be written next time.
+    // The key keeps holding its old offset (frozen, never corrupt); its journal events and dead
+    // letters go back in front of any added since, to be written next time.
     if (p.events && kf.events) kf.events = p.events.concat(kf.events);
+    if (p.outputs) kf.outputs = kf.outputs ? p.outputs.concat(kf.outputs) : p.outputs;
     kf.due = false;
     kf.unload = false;
     if (kf.timers.length === 0 && Number.isFinite(this.policy.fireEvery)) kf.timers.push(this.clock.now() + this.policy.fireEvery);
-    if (kf.state === undefined && !kf.stored && kf.queued.length === 0) this.keys.delete(kf.key);
+    // A delete marker that did not land is written next time (the key keeps holding meanwhile).
+    if (kf.state === undefined && !kf.stored && !kf.dirty && kf.queued.length === 0) this.keys.delete(kf.key);
   }
 
   private markPersisted(kf: KeyFlow<S, V>, now: number, capturedNext: number): void {
@@ -641,9 +768,15 @@ export class PartitionFlow<S, V> {
     if (found.snapshot) {
       kf.state = found.snapshot.state;
       kf.lastOffset = found.snapshot.offset;
+    } else if (found.deleted) {
+      kf.state = undefined;
+      kf.lastOffset = found.deleted.offset;
     } else if (found.events) {
       await kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
     }
+    // A delete marker (or a journal that ends deleted) holds nothing — unless records for the key
+    // are already queued (read back for a batch); records at or below its offset are skipped.
+    if (kf.state === undefined && kf.queued.length === 0) kf.holding = undefined;
     kf.persistedVersion = kf.version;
   }
 
@@ -664,4 +797,25 @@ export class PartitionFlow<S, V> {
     }
     return err;
   }
+}
+
+function takeOutputs<S, V>(kf: KeyFlow<S, V>): OutputRecord[] | undefined {
+  const taken = kf.outputs;
+  kf.outputs = undefined;
+  return taken && taken.length > 0 ? taken : undefined;
+}
+
+/** The message at `offset` in a batch (in offset order). */
+function findMessage(batch: readonly InputMessage[], offset: string): InputMessage | undefined {
+  const want = parseOffset(offset);
+  let lo = 0;
+  let hi = batch.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const at = parseOffset(batch[mid]!.offset);
+    if (at === want) return batch[mid];
+    if (at < want) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
 }

@@ -70,3 +70,27 @@ export class SnapshotWriteFenced extends KafkaFlowError {
     this.transactionalId = options.transactionalId;
   }
 }
+
+/**
+ * The partition's transactional producer lost its epoch (INVALID_PRODUCER_EPOCH / PRODUCER_FENCED)
+ * while this process still owns the partition in the group's current generation: no newer owner
+ * exists, so it is not a fence but a transaction the broker aborted (transaction.timeout.ms passed,
+ * e.g. during a long pause or a broker restart) or an earlier producer of this process that
+ * re-initialized the same transactional.id. Nothing of the failed transaction landed; the partition
+ * re-initializes its producer and recovers from what was persisted.
+ */
+export class ProducerEpochLostError extends KafkaFlowError {
+  readonly topic: string;
+  readonly partition: number;
+  constructor(topic: string, partition: number, cause: SnapshotWriteFenced) {
+    super(
+      'PRODUCER_EPOCH_LOST',
+      `the snapshot producer of topic "${topic}" partition ${partition} lost its epoch (${cause.detail}) while this ` +
+        'process still owns the partition: not a newer owner but an aborted transaction. Nothing of it landed; the ' +
+        'partition re-initializes its producer and recovers from its persisted state.',
+      { cause },
+    );
+    this.topic = topic;
+    this.partition = partition;
+  }
+}

@@ -18,15 +18,16 @@ import { PartitionReader } from '../../kafka/partitionReader';
 import { PlainWriter } from '../../kafka/plainWriter';
 import { TransactionalWriter } from '../../kafka/transactionalWriter';
 import type { OffsetCommitter } from '../offset-committer';
-import type { Snapshot } from '../types';
-import { DeadLetterProducer } from './dead-letter';
+import { isDeleteMarker, type StoredKey } from '../types';
+import { OutputProducer, OutputTopics } from './dead-letter';
 import { type GenerationSource, KafkaPartitionPersistence, type OutcomeProbe, type WriteGeneration } from './kafka-partition-persistence';
 import { LocalPartitionStore } from './local-state';
 import { KafkaPersistenceMetrics } from './metrics';
 import { readSnapshotPartition } from './recovery';
 import { RestoreRound } from './restore-round';
+import { lockStateDir, type StateDirLock } from './state-dir-lock';
 import { type SnapshotFormat, snapshotFormat } from './snapshot-format';
-import { defaultDeadLetterTopic, defaultSnapshotTopic, defaultTransactionalIdPrefix, ensureSnapshotTopic } from './topic';
+import { defaultSnapshotTopic, defaultTransactionalIdPrefix, ensureSnapshotTopic } from './topic';
 
 export const DEFAULT_MAX_WRITES_PER_TRANSACTION = 256;
 export const DEFAULT_RECOVERY_STALL_TIMEOUT_MS = 180_000;
@@ -72,6 +73,12 @@ export interface KafkaSnapshotBackendOptions<S> {
   readonly localState?: LocalStateOptions;
   /** Shared by a flow's backends: one restore summary line per rebalance. Default: this backend's own. */
   readonly restoreRound?: RestoreRound;
+  /**
+   * The input topic's dead-letter topic, when the flow dead-letters (created if absent, with the
+   * input's partition count): dead letters go in the snapshot transaction (transactional) or are
+   * produced first (caching).
+   */
+  readonly deadLetterTopic?: string;
 }
 
 export interface LocalStateOptions {
@@ -129,12 +136,13 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   private readonly reader: PartitionReader;
   private readonly offsets: CommittedOffsets;
   private plain: PlainWriter | undefined;
-  private deadLetters: DeadLetterProducer | undefined;
+  private readonly outputTopics: OutputTopics;
   private topicReady: Promise<void> | undefined;
   private readonly partitions = new Map<number, KafkaPartitionPersistence<S, V>>();
   private closed = false;
   private readonly restoreRound: RestoreRound | undefined;
   private deleteRetention: Promise<number> | undefined;
+  private stateDirLock: StateDirLock | undefined;
 
   constructor(options: KafkaSnapshotBackendOptions<S>) {
     const max = options.maxWritesPerTransaction ?? DEFAULT_MAX_WRITES_PER_TRANSACTION;
@@ -164,6 +172,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     this.admin = new KafkaAdmin(options.client);
     this.reader = new PartitionReader(options.client);
     this.offsets = new CommittedOffsets(options.client);
+    this.outputTopics = new OutputTopics(this.admin, { replicationFactor: options.replicationFactor, logger: this.log });
     if (options.localState) {
       if (!this.transactional) {
         throw new ConfigError(
@@ -171,6 +180,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         );
       }
       if (!options.localState.dir) throw new ConfigError(`flow "${options.flowName}": persistence.localState.dir is empty`);
+      // One worker process per state directory: throws StateDirLockedError; released by close().
+      this.stateDirLock = lockStateDir(options.localState.dir);
       this.restoreRound = options.restoreRound ?? new RestoreRound(options.flowName, this.log);
     }
   }
@@ -194,6 +205,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
           partitions,
           replicationFactor: this.o.replicationFactor,
         });
+        if (this.o.deadLetterTopic) await this.outputTopics.ensure(this.o.deadLetterTopic, partitions);
         this.log.info({ flow: this.flowName, snapshotTopic: this.snapshotTopic, partitions, outcome }, 'snapshot topic ready');
       })();
       this.topicReady.catch(() => {
@@ -234,6 +246,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       onFence: () => {
         this.fences++;
       },
+      outputs: this.outputTopics,
     };
     let persistence: KafkaPartitionPersistence<S, V>;
     if (this.transactional) {
@@ -280,6 +293,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         mode: 'caching',
         maxWritesPerBatch: CACHING_MAX_WRITES_PER_BATCH,
         sender: this.plain,
+        outputSender: new OutputProducer(this.outputTopics, this.plain),
         committer: a.committer,
       });
     }
@@ -306,24 +320,19 @@ export class KafkaSnapshotBackend<S, V = unknown> {
           logger: this.log,
         });
         for (const [key, stored] of read.snapshots) {
-          const snapshot: Snapshot<S> = decodeSnapshot(this.format, stored.bytes, {
+          const snapshot: StoredKey<S> = decodeSnapshot(this.format, stored.bytes, {
             topic: this.snapshotTopic,
             partition: p,
             key,
             offset: stored.offset,
           });
+          if (isDeleteMarker(snapshot)) continue; // a deleted key awaiting its purge
           yield { topic: this.inputTopic, partition: p, key, offset: String(snapshot.offset), state: snapshot.state };
         }
       }
     } finally {
       await reader.close();
     }
-  }
-
-  /** The dead-letter producer of this flow (created on first use): a DeadLetterSink for the engine. */
-  deadLetter(topic: string = defaultDeadLetterTopic(this.groupId, this.flowName)): DeadLetterProducer {
-    this.deadLetters ??= new DeadLetterProducer({ client: this.o.client, topic, logger: this.log });
-    return this.deadLetters;
   }
 
   /** The persistence currently built for a partition, if any. */
@@ -345,7 +354,6 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     for (const close of [
       ...closers,
       () => this.plain?.close(),
-      () => this.deadLetters?.close(),
       () => this.reader.close(),
       () => this.offsets.close(),
       () => this.admin.close(),
@@ -356,6 +364,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         this.log.warn({ err }, 'closing the Kafka snapshot backend');
       }
     }
+    this.stateDirLock?.release();
   }
 
   private probe(groupId: string, topic: string, partition: number): OutcomeProbe {

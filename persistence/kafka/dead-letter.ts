@@ -1,80 +1,72 @@
 /**
- * The dead-letter producer for the engine's `dead-letter` decode-failure policy: an undecodable
- * input record is produced as it was (key, value, headers) to the flow's dead-letter topic, with
- * headers saying where it came from and why, and acknowledged (acks=all) before the batch goes
- * on — so its offset is never committed before the dead-letter topic has it.
+ * Dead-letter topics (one per input topic, see flow/poison.ts) and where a dead letter goes in
+ * them: created if absent with the input topic's partition count, so input partition p's dead
+ * letters go to partition p (modulo the count of a topic that already existed otherwise).
+ * Transactional persistence produces them inside the key's snapshot transaction; caching mode and
+ * Cassandra produce them with `OutputProducer` (acks=all) before the writes and the offset commit
+ * that pass their records — at least once.
  */
-import type { DecodeError } from '../../flow/codec/errors';
-import type { DeadLetterSink } from '../../flow/decode-policy';
 import type { Logger } from '../../flow/logger';
 import { silentLogger } from '../../flow/logger';
-import type { InputMessage } from '../../flow/record';
-import { KafkaAdmin } from '../../kafka/admin';
-import type { KafkaClient } from '../../kafka/client';
-import { PlainWriter } from '../../kafka/plainWriter';
-import type { TopicPartition } from '../types';
+import type { KafkaAdmin } from '../../kafka/admin';
+import type { PlainWriter } from '../../kafka/plainWriter';
+import type { SnapshotMessage } from '../../kafka/transactionalWriter';
+import type { OutputSender } from '../partition-persistence';
+import type { OutputRecord, TopicPartition } from '../types';
 
-export const DEAD_LETTER_HEADERS = {
-  topic: 'kafka-flow-dead-letter-topic',
-  partition: 'kafka-flow-dead-letter-partition',
-  offset: 'kafka-flow-dead-letter-offset',
-  error: 'kafka-flow-dead-letter-error',
-} as const;
+export { DEAD_LETTER_HEADERS } from '../../flow/poison';
 
-export interface DeadLetterProducerOptions {
-  client: KafkaClient;
-  topic: string;
-  logger?: Logger;
+export class OutputTopics {
+  private readonly counts = new Map<string, Promise<number>>();
+
+  constructor(
+    private readonly admin: KafkaAdmin,
+    private readonly options: { replicationFactor?: number; logger?: Logger } = {},
+  ) {}
+
+  /** Creates `topic` if absent (`partitions` partitions, plain retention); resolves to its partition count. */
+  ensure(topic: string, partitions: number): Promise<number> {
+    let count = this.counts.get(topic);
+    if (!count) {
+      count = (async () => {
+        const existing = await this.admin.describeTopic(topic);
+        if (existing) return existing.partitions;
+        await this.admin.ensureTopics([{ topic, partitions, replicationFactor: this.options.replicationFactor ?? 1 }]);
+        (this.options.logger ?? silentLogger).info({ topic, partitions }, 'dead-letter topic created');
+        return (await this.admin.describeTopic(topic))?.partitions ?? partitions;
+      })();
+      this.counts.set(topic, count);
+      count.catch(() => this.counts.delete(topic));
+    }
+    return count;
+  }
+
+  /** The records as messages for a producer (a topic not ensured yet is created with enough partitions for `from`). */
+  async messages(outputs: readonly OutputRecord[], from: TopicPartition): Promise<SnapshotMessage[]> {
+    const out: SnapshotMessage[] = [];
+    for (const o of outputs) {
+      const count = await this.ensure(o.topic, from.partition + 1);
+      out.push({
+        topic: o.topic,
+        partition: o.partition ?? from.partition % count,
+        key: o.key ?? '',
+        value: o.value,
+        headers: o.headers ? { ...o.headers } : undefined,
+      });
+    }
+    return out;
+  }
 }
 
-export class DeadLetterProducer {
-  readonly topic: string;
-  private readonly writer: PlainWriter;
-  private readonly o: DeadLetterProducerOptions;
-  private readonly log: Logger;
-  private sent = 0;
+/** Produces outputs (acks=all) outside a transaction: at least once, before what passes their records. */
+export class OutputProducer implements OutputSender {
+  constructor(
+    private readonly topics: OutputTopics,
+    private readonly writer: PlainWriter,
+  ) {}
 
-  constructor(options: DeadLetterProducerOptions) {
-    this.o = options;
-    this.topic = options.topic;
-    this.writer = new PlainWriter({ client: options.client });
-    this.log = options.logger ?? silentLogger;
-  }
-
-  /** Creates the dead-letter topic if it does not exist (plain retention; not compacted). */
-  async ensureTopic(partitions = 1, replicationFactor = 1): Promise<void> {
-    const admin = new KafkaAdmin(this.o.client);
-    try {
-      await admin.ensureTopics([{ topic: this.topic, partitions, replicationFactor }]);
-    } finally {
-      await admin.close();
-    }
-  }
-
-  /** Records dead-lettered by this producer. */
-  get count(): number {
-    return this.sent;
-  }
-
-  /** The engine's DeadLetterSink. */
-  readonly sink: DeadLetterSink = async (message: InputMessage, error: DecodeError, from: TopicPartition) => {
-    const headers: Record<string, string | Buffer> = {};
-    for (const [name, value] of Object.entries(message.headers ?? {})) {
-      if (value === undefined) continue;
-      // Kafka allows repeated headers; kafkajs sends one value per name: keep the last.
-      const one = Array.isArray(value) ? value[value.length - 1] : value;
-      if (one !== undefined) headers[name] = one;
-    }
-    headers[DEAD_LETTER_HEADERS.topic] = from.topic;
-    headers[DEAD_LETTER_HEADERS.partition] = String(from.partition);
-    headers[DEAD_LETTER_HEADERS.offset] = message.offset;
-    headers[DEAD_LETTER_HEADERS.error] = error.message;
-    await this.writer.send([{ topic: this.topic, key: message.key, value: message.value, headers }]);
-    this.sent++;
-    this.log.warn({ topic: from.topic, partition: from.partition, offset: message.offset, deadLetterTopic: this.topic }, 'dead-lettered an undecodable record');
-  };
-
-  async close(): Promise<void> {
-    await this.writer.close();
+  async send(outputs: readonly OutputRecord[], from: TopicPartition): Promise<void> {
+    if (outputs.length === 0) return;
+    await this.writer.send(await this.topics.messages(outputs, from));
   }
 }

@@ -16,15 +16,17 @@ import { silentLogger } from '../../flow/logger';
 import { RestoreRound } from './restore-round';
 import { defaultSnapshotTopic, defaultTransactionalIdPrefix } from './topic';
 
-export interface KafkaFlowBackendOptions<S> extends Omit<KafkaSnapshotBackendOptions<S>, 'inputTopic'> {
+export interface KafkaFlowBackendOptions<S> extends Omit<KafkaSnapshotBackendOptions<S>, 'inputTopic' | 'deadLetterTopic'> {
   readonly topics: readonly string[];
+  /** Each input topic's dead-letter topic, when the flow dead-letters. */
+  readonly deadLetterTopics?: Readonly<Record<string, string>>;
 }
 
 export class KafkaFlowBackend<S, V = unknown> {
   readonly backends = new Map<string, KafkaSnapshotBackend<S, V>>();
 
   constructor(options: KafkaFlowBackendOptions<S>) {
-    const { topics, ...rest } = options;
+    const { topics, deadLetterTopics, ...rest } = options;
     if (topics.length === 0) throw new ConfigError(`flow "${options.flowName}": no input topics`);
     const several = topics.length > 1;
     const restoreRound = options.localState ? new RestoreRound(options.flowName, options.logger ?? silentLogger) : undefined;
@@ -41,6 +43,7 @@ export class KafkaFlowBackend<S, V = unknown> {
           ...rest,
           restoreRound,
           inputTopic: topic,
+          deadLetterTopic: deadLetterTopics?.[topic],
           snapshotTopic: several ? defaultSnapshotTopic(options.groupId, options.flowName, topic) : options.snapshotTopic,
           transactionalIdPrefix: several
             ? defaultTransactionalIdPrefix(options.groupId, options.flowName, topic)

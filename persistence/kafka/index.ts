@@ -14,7 +14,7 @@ export {
   type KafkaSnapshotBackendOptions,
   type LocalStateOptions,
 } from './backend';
-export { DEAD_LETTER_HEADERS, DeadLetterProducer, type DeadLetterProducerOptions } from './dead-letter';
+export { DEAD_LETTER_HEADERS, OutputProducer, OutputTopics } from './dead-letter';
 export { diagnoseStall, type StallDiagnosis } from './diagnose';
 export {
   MissingGenerationError,

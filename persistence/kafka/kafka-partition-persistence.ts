@@ -23,8 +23,9 @@ import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeout
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactionalWriter';
 import { SnapshotWriteFenced } from '../errors';
 import type { OffsetCommitter } from '../offset-committer';
-import type { KeyWrite, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
-import type { TopicPartition, WriteStatus } from '../types';
+import type { KeyWrite, OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
+import { isDeleteMarker, type OutputRecord, type TopicPartition, type WriteStatus } from '../types';
+import type { OutputTopics } from './dead-letter';
 import { MissingGenerationError, RecoveryReadStalledError } from './errors';
 import type { LocalDiscardCause, LocalPartitionStore, LocalUpdate } from './local-state';
 import type { KafkaPersistenceMetrics } from './metrics';
@@ -80,6 +81,8 @@ interface Common<S> {
   readonly onFence?: (err: SnapshotWriteFenced) => void;
   /** The local state store (transactional mode): restore from it plus the delta. See docs/local-state.md. */
   readonly local?: LocalStateHook;
+  /** Where the writes' outputs (dead letters) go: in the transaction (transactional), or produced first (caching). */
+  readonly outputs?: OutputTopics;
 }
 
 /** A partition's local state store and what its restore checks need. */
@@ -104,6 +107,8 @@ export interface TransactionalModeOptions<S> extends Common<S> {
 export interface CachingModeOptions<S> extends Common<S> {
   readonly mode: 'caching';
   readonly sender: SnapshotSender;
+  /** Produces outputs (dead letters) before the snapshots: at least once. */
+  readonly outputSender?: OutputSender;
   /** Commits the input offset with the consumer's generation. */
   readonly committer: OffsetCommitter;
 }
@@ -148,7 +153,10 @@ export interface PersistenceStats {
 }
 
 interface Prepared {
+  /** The snapshot topic's records (puts, markers, tombstones), in `updates` order. */
   readonly messages: SnapshotMessage[];
+  /** Records to produce with them (dead letters). */
+  readonly outputs: OutputRecord[];
   /** Each key's change, in message order (offset WRITTEN_HERE until the records' offsets are known). */
   readonly updates: Array<[string, StoredSnapshot | undefined]>;
   readonly puts: number;
@@ -331,7 +339,12 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     } finally {
       if (local && !restored) local.round?.end(undefined);
     }
-    for (const [key, stored] of [...this.snapshots]) yield { key, snapshot: this.decode(key, stored) };
+    for (const [key, stored] of [...this.snapshots]) yield this.recovered(key, stored);
+  }
+
+  private recovered(key: string, stored: StoredSnapshot): RecoveredKey<S, V> {
+    const decoded = this.decode(key, stored);
+    return isDeleteMarker(decoded) ? { key, deleted: { offset: decoded.offset } } : { key, snapshot: decoded };
   }
 
   /** The local copy and its checkpoint if they can be trusted; otherwise why not (and the store is emptied). */
@@ -386,7 +399,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
 
   async read(key: string): Promise<RecoveredKey<S, V> | undefined> {
     const stored = this.snapshots.get(key);
-    return stored ? { key, snapshot: this.decode(key, stored) } : undefined;
+    return stored ? this.recovered(key, stored) : undefined;
   }
 
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult> {
@@ -422,10 +435,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     const offset = Math.max(this.offsetToCommit, batch.commitOffset ?? 0);
     const prepared = this.prepare(batch.writes);
     const started = performance.now();
+    const outputs = prepared.outputs.length > 0 ? await this.outputMessages(prepared.outputs) : [];
     let result: CommitResult;
     try {
       result = await o.transactions.commit({
-        messages: prepared.messages,
+        messages: outputs.length > 0 ? [...prepared.messages, ...outputs] : prepared.messages,
         offsets: [{ topic: o.input.topic, partition: o.input.partition, offset: String(offset) }],
         generation: { generationId: generation.generationId, memberId: generation.memberId },
       });
@@ -511,6 +525,10 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     if (this.fence) throw this.fence;
     const prepared = this.prepare(batch.writes);
     const started = performance.now();
+    if (prepared.outputs.length > 0) {
+      if (!o.outputSender) throw new TypeError('caching mode without an output sender cannot produce dead letters');
+      await o.outputSender.send(prepared.outputs, o.input);
+    }
     if (prepared.messages.length > 0) {
       try {
         await o.sender.send(prepared.messages);
@@ -547,14 +565,21 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   private prepare(writes: readonly KeyWrite<S, V>[]): Prepared {
     const { snapshotTopic, input, format } = this.o;
     const messages: SnapshotMessage[] = [];
+    const outputs: OutputRecord[] = [];
     const updates: Array<[string, StoredSnapshot | undefined]> = [];
     let puts = 0;
     let tombstones = 0;
     for (const w of writes) {
-      if (w.delete) {
+      if (w.outputs) outputs.push(...w.outputs);
+      if (w.purge) {
         messages.push({ topic: snapshotTopic, partition: input.partition, key: w.key, value: null });
         updates.push([w.key, undefined]);
         tombstones++;
+      } else if (w.delete) {
+        const bytes = format.encodeMarker({ deleted: true, offset: w.delete.offset });
+        messages.push({ topic: snapshotTopic, partition: input.partition, key: w.key, value: bytes });
+        updates.push([w.key, { bytes, offset: WRITTEN_HERE }]);
+        puts++;
       } else if (w.snapshot) {
         const bytes = format.encode(w.snapshot);
         messages.push({ topic: snapshotTopic, partition: input.partition, key: w.key, value: bytes });
@@ -562,7 +587,12 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
         puts++;
       }
     }
-    return { messages, updates, puts, tombstones };
+    return { messages, outputs, updates, puts, tombstones };
+  }
+
+  private outputMessages(outputs: readonly OutputRecord[]): Promise<SnapshotMessage[]> {
+    if (!this.o.outputs) throw new TypeError('this partition has no output topics: it cannot produce dead letters');
+    return this.o.outputs.messages(outputs, this.o.input);
   }
 
   private apply(updates: readonly (readonly [string, StoredSnapshot | undefined])[]): void {

@@ -16,10 +16,7 @@ export function defaultTransactionalIdPrefix(groupId: string, flowName: string, 
   return inputTopic === undefined ? `${groupId}-${flowName}` : `${groupId}-${flowName}-${inputTopic}`;
 }
 
-/** `<groupId>-<flowName>-dead-letters`: undecodable input records under the `dead-letter` policy. */
-export function defaultDeadLetterTopic(groupId: string, flowName: string): string {
-  return `${groupId}-${flowName}-dead-letters`;
-}
+export { defaultDeadLetterTopic } from '../../flow/poison';
 
 export interface SnapshotTopicSpec {
   topic: string;

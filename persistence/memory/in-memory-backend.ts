@@ -3,6 +3,7 @@ import type { PersistenceMode, TopicPartition } from '../types';
 import { InMemoryJournalStore } from './in-memory-journal-store';
 import { InMemoryKeyStore } from './in-memory-key-store';
 import { InMemoryOffsetCommitter } from './in-memory-offset-committer';
+import { InMemoryOutputSender } from './in-memory-output-sender';
 import { InMemorySnapshotStore, type InMemorySnapshotStoreOptions } from './in-memory-snapshot-store';
 
 /**
@@ -14,6 +15,7 @@ export class InMemoryBackend<S, V> {
   readonly journal = new InMemoryJournalStore<V>();
   readonly keys = new InMemoryKeyStore();
   readonly committer = new InMemoryOffsetCommitter();
+  readonly outputs = new InMemoryOutputSender();
 
   constructor(options: InMemorySnapshotStoreOptions = {}) {
     this.snapshots = new InMemorySnapshotStore<S>(options);
@@ -27,6 +29,7 @@ export class InMemoryBackend<S, V> {
       journal: this.journal,
       keys: this.keys,
       committer: this.committer,
+      outputs: this.outputs,
       maxWritesPerBatch,
     });
   }

@@ -1,10 +1,12 @@
 // The backend's other duties on the real broker: the snapshot topic created right (or refused at
 // start when it does not fit), a rolling deploy between caching and transactional mode with no
 // migration, an unanswered commit whose outcome is learned before going on, inspect without a
-// group, and the dead-letter producer.
+// group, and dead letters inside the snapshot transaction.
 import { Registry } from 'prom-client';
-import { DecodeError } from '../../../flow/codec/errors';
+import { ManualClock } from '../../../flow/clock';
 import { FlowMetrics } from '../../../flow/metrics';
+import { PartitionFlow } from '../../../flow/partition-flow';
+import { timerPolicy } from '../../../flow/timers';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
@@ -96,8 +98,9 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const back = backend({ snapshotTopic });
     const again = await back.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
     const keys = new Map<string, unknown>();
-    for await (const k of again.recover()) keys.set(k.key, k.snapshot);
-    expect(keys).toEqual(new Map([['a', { state: 'a1', offset: 1 }], ['c', { state: 'c1', offset: 5 }]]));
+    for await (const k of again.recover()) keys.set(k.key, k.snapshot ?? k.deleted);
+    // b's delete left its marker (purged once the committed offset passes it).
+    expect(keys).toEqual(new Map([['a', { state: 'a1', offset: 1 }], ['b', { offset: 4 }], ['c', { state: 'c1', offset: 5 }]]));
   });
 
   /**
@@ -185,32 +188,89 @@ describe('the Kafka snapshot backend on the real broker', () => {
     expect(() => new KafkaFlowBackend<string>({ client, flowName: 'f', groupId, topics: [input, second], snapshotTopic: 'one' })).toThrow(/cannot be set/);
   });
 
-  it('dead-letters an undecodable record as it was, saying where it came from and why', async () => {
+  it('a state-dependent delete keeps its dedupe: the marker survives a crash with the commit below it, and is purged once passed', async () => {
+    const m = await joined();
     const snapshotTopic = unique('snapshots');
-    const b = backend({ snapshotTopic });
-    const dlq = b.deadLetter(unique('dead-letters'));
-    topics.push(dlq.topic);
-    await dlq.ensureTopic();
-    const message = { offset: '41', key: Buffer.from('k'), value: Buffer.from('{not json'), timestamp: '0', headers: { trace: 'abc' } };
-    await dlq.sink(message, new DecodeError({ topic: input, partition: 2, key: 'k', offset: '41' }, new Error('Unexpected token')), { topic: input, partition: 2 });
-    expect(dlq.count).toBe(1);
+    const prefix = unique('app');
+    type Count = { n: number };
+    const fold = (s: Count | undefined, r: { value: string }): Count | undefined => {
+      const n = (s?.n ?? 0) + (r.value === 'inc' ? 1 : -1);
+      return n === 0 ? undefined : { n };
+    };
+    const clock = new ManualClock(0);
+    const flowOn = async (assignedAt: string) => {
+      const b2 = new KafkaSnapshotBackend<Count, string>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: prefix });
+      closers.push(() => b2.close());
+      const persistence = await b2.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
+      const flow = new PartitionFlow<Count, string>({
+        flow: 'f', topic: input, partition: 0, assignedAt, fold, codec: { encode: (v) => Buffer.from(v), decode: (b) => b.toString() },
+        persistence, mode: 'snapshots', timers: timerPolicy({ persistPeriodically: { fireEvery: '1 hour', persistEvery: '1 hour' } }), clock,
+      });
+      await flow.recover();
+      return { flow, persistence };
+    };
+    const msgs = (from: number, kv: Array<[string, string]>) => kv.map(([k, v], i) => ({ offset: String(from + i), key: Buffer.from(k), value: Buffer.from(v), timestamp: '0' }));
+    const input0 = msgs(0, [['a', 'inc'], ['h', 'inc'], ['a', 'dec'], ['a', 'inc']]);
+    topics.push(snapshotTopic);
+
+    const first = await flowOn('0');
+    await first.flow.handleBatch(input0.slice(0, 1));
+    await first.flow.persist(clock.now(), 'shutdown'); // a = 1 at offset 0, committed 1
+    await first.flow.handleBatch(input0.slice(1, 3)); // h holds 1 (not due); a deleted at offset 2
+    const r = await first.flow.persist(clock.now(), 'periodic');
+    expect(r).toMatchObject({ deleted: 1, committed: undefined }); // the marker landed; h keeps the commit at 1
+    // "Crash" here: the next owner replays from 1 — a's offset-2 record must not hit an empty state.
+    const second = await flowOn('1');
+    expect(second.flow.stateOf('a')).toBeUndefined();
+    await second.flow.handleBatch(input0.slice(1));
+    expect(second.flow.stateOf('a')).toEqual({ n: 1 }); // without the marker: -1 +1 = 0, deleted
+    expect(second.flow.stateOf('h')).toEqual({ n: 1 });
+    await second.flow.persist(clock.now(), 'shutdown');
+    // Once the commit has passed it, a delete leaves nothing behind (a tombstone, no marker).
+    await second.flow.handleBatch(msgs(4, [['h', 'dec']]));
+    await second.flow.persist(clock.now(), 'shutdown');
+    const third = await flowOn('5');
+    expect(new Map(third.flow.states())).toEqual(new Map([['a', { n: 1 }]]));
+    const recovered: string[] = [];
+    for await (const k of third.persistence.recover()) recovered.push(k.key);
+    expect(recovered).toEqual(['a']);
+  });
+
+  it('dead letters travel in the snapshot transaction: they land with the key write, and a fenced transaction lands none', async () => {
+    const m = await joined();
+    const snapshotTopic = unique('snapshots');
+    const deadLetterTopic = unique('dead-letters');
+    topics.push(deadLetterTopic);
+    const b = backend({ snapshotTopic, transactional: true, transactionalIdPrefix: unique('app'), deadLetterTopic });
+    const p = await b.forPartition({ topic: input, partition: 2, generation: () => m.membership.current() });
+    expect((await admin.describeTopic(deadLetterTopic))?.partitions).toBe(3); // created like the input topic
+    const letter = {
+      topic: deadLetterTopic,
+      key: Buffer.from('k'),
+      value: Buffer.from('{not json'),
+      headers: { trace: 'abc', [DEAD_LETTER_HEADERS.offset]: '41', [DEAD_LETTER_HEADERS.reason]: 'decode' },
+    };
+    await p.write({ writes: [{ key: 'k', snapshot: { state: 'v', offset: 41 }, outputs: [letter] }], commitOffset: 42 });
+
+    // A stale owner of the same partition (an older generation): fenced, and its dead letter with it.
+    const stale = backend({ snapshotTopic, transactional: true, transactionalIdPrefix: unique('stale'), deadLetterTopic });
+    const current = m.membership.current()!;
+    const s2 = await stale.forPartition({ topic: input, partition: 2, generation: { generationId: current.generationId - 1, memberId: current.memberId } });
+    const error = await s2.write({ writes: [{ key: 'x', snapshot: { state: 'w', offset: 43 }, outputs: [{ ...letter, key: Buffer.from('x') }] }], commitOffset: 44 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'FENCED' });
+
     const reader = new PartitionReader(client);
     const got: ReadRecord[] = [];
     try {
-      await reader.read({ topic: dlq.topic, partition: 0, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });
+      await reader.read({ topic: deadLetterTopic, partition: 2, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });
     } finally {
       await reader.close();
     }
-    expect(got).toHaveLength(1);
-    expect(String(got[0]!.key)).toBe('k');
+    expect(got.map((r) => String(r.key))).toEqual(['k']); // read_committed: the fenced one never shows
     expect(String(got[0]!.value)).toBe('{not json');
     const headers = Object.fromEntries(Object.entries(got[0]!.headers).map(([k, v]) => [k, String(v)]));
-    expect(headers).toMatchObject({
-      trace: 'abc',
-      [DEAD_LETTER_HEADERS.topic]: input,
-      [DEAD_LETTER_HEADERS.partition]: '2',
-      [DEAD_LETTER_HEADERS.offset]: '41',
-    });
-    expect(headers[DEAD_LETTER_HEADERS.error]).toMatch(/cannot decode the record at topic .* offset 41/);
+    expect(headers).toMatchObject({ trace: 'abc', [DEAD_LETTER_HEADERS.offset]: '41', [DEAD_LETTER_HEADERS.reason]: 'decode' });
+    expect((await snapshotsOf(b, 2)).get('k')).toEqual({ offset: '41', state: 'v' });
+    expect((await snapshotsOf(b, 2)).has('x')).toBe(false);
   });
 });

@@ -18,6 +18,20 @@ describe('defineFlow', () => {
     expect(def.valueCodec.decode(Buffer.from('{"a":1}'))).toEqual({ a: 1 });
   });
 
+  test('dead-letter policies: a topic per input topic, and a memory-backed or transient flow is refused at definition time', () => {
+    const base = { name: 'f', groupId: 'g', topics: ['a', 'b'], fold: () => 1 };
+    const kafka = defineFlow({ ...base, persistence: { backend: 'kafka', transactional: true }, onFoldFailure: 'dead-letter' });
+    expect(kafka.onFoldFailure).toBe('dead-letter');
+    expect(kafka.deadLetterTopics).toEqual({ a: 'g-f-a-dead-letters', b: 'g-f-b-dead-letters' });
+    const named = defineFlow({ ...base, persistence: { backend: 'kafka' }, onDecodeFailure: 'dead-letter', deadLetterTopic: (t) => `${t}.dlq` });
+    expect(named.deadLetterTopics).toEqual({ a: 'a.dlq', b: 'b.dlq' });
+    expect(defineFlow({ ...base, onFoldFailure: 'skip' }).deadLetterTopics).toBeUndefined();
+    expect(() => defineFlow({ ...base, onDecodeFailure: 'dead-letter' })).toThrow(ConfigError);
+    expect(() => defineFlow({ ...base, onFoldFailure: 'dead-letter' })).toThrow(/onFoldFailure: 'dead-letter' needs persistence to Kafka or Cassandra/);
+    expect(() => defineFlow({ ...base, persistence: { backend: 'kafka', mode: 'none' }, onFoldFailure: 'dead-letter' })).toThrow(/mode 'none'/);
+    expect(() => defineFlow({ ...base, onFoldFailure: 'retry' as never })).toThrow(/onFoldFailure/);
+  });
+
   test('kafka persistence defaults and duration parsing', () => {
     const def = defineFlow({
       ...base,

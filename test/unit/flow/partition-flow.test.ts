@@ -67,14 +67,15 @@ describe('PartitionFlow (kafka-flow PartitionFlowSpec)', () => {
     expect(h.flow.liveKeys).toBe(1);
   });
 
-  test('works reasonably fast: 100000 keys of 2 records in one batch', async () => {
+  // kafka-flow's "works reasonably fast" case, without the wall-clock assertion (speed is measured
+  // in bench:engine, as a ratio, never asserted in a test): keys that finish leave nothing behind.
+  test('100000 keys of 2 records in one batch: every key finishes, nothing is held or written', async () => {
     const h = await constFixture(2);
     const batch = [];
     for (let i = 1; i <= 100_000; i++) batch.push(...records(`key${i}`, i * 2, ['event1', 'event2']));
-    const started = Date.now();
     await h.step(batch);
-    expect(Date.now() - started).toBeLessThan(3_000);
     expect(h.flow.liveKeys).toBe(0);
+    expect(h.backend.snapshots.writes).toBe(0); // finished before any persist: no marker needed
     expect(h.committed()).toBe(200_002);
   });
 

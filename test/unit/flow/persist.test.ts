@@ -1,5 +1,7 @@
 // The persist path beyond kafka-flow's specs: chunked writes whose commit never leads them, fences,
 // offset-gated conflicts, decode-failure policies, async folds and unloaded keys read back.
+import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
+import type { KeyWrite } from '../../../persistence/partition-persistence';
 import type { Codec } from '../../../flow/codec/codec';
 import { DecodeError } from '../../../flow/codec/errors';
 import { FoldError } from '../../../flow/errors';
@@ -148,22 +150,53 @@ describe('PartitionFlow persist', () => {
     expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_decode_failures_total')).toMatch(/policy="skip"} 1/);
   });
 
-  test('decode failure policy dead-letter: the sink is awaited before the batch completes', async () => {
-    const sent: string[] = [];
+  test('decode failure policy dead-letter: in its key\'s turn, written with the key past it, counted once it lands', async () => {
     const h = await harness<string>({
       fold: (_, r) => r.value,
-      extra: {
-        codec: picky,
-        onDecodeFailure: 'dead-letter',
-        deadLetter: async (m, e) => {
-          await new Promise((resolve) => setTimeout(resolve, 1));
-          sent.push(`${m.offset}:${e.code}`);
-        },
-      },
+      extra: { codec: picky, onDecodeFailure: 'dead-letter', deadLetterTopic: 'dlq' },
     });
-    await h.flow.handleBatch(records('k', 0, ['bad', 'ok']));
-    expect(sent).toEqual(['0:DECODE']);
-    expect(h.flow.stateOf('k')).toBe('ok');
+    const writes: KeyWrite<string, string>[] = [];
+    const write = h.flow['o'].persistence.write.bind(h.flow['o'].persistence);
+    h.flow['o'].persistence.write = (batch) => {
+      writes.push(...batch.writes);
+      return write(batch);
+    };
+    await h.flow.handleBatch([...records('k', 0, ['ok', 'bad', 'ok2']), ...records('j', 3, ['bad'])]);
+    expect(h.flow.stateOf('k')).toBe('ok2');
+    expect(h.flow.stateOf('j')).toBeUndefined();
+    const result = await h.flow.persist(h.clock.now(), 'periodic');
+    expect(result.deadLetters).toBe(2);
+    const k = writes.find((w) => w.key === 'k')!;
+    expect(k.snapshot).toEqual({ state: 'ok2', offset: 2 });
+    expect(k.outputs).toHaveLength(1);
+    expect(k.outputs![0]).toMatchObject({ topic: 'dlq', key: Buffer.from('k'), value: Buffer.from('bad') });
+    expect(k.outputs![0]!.headers).toMatchObject({ [DEAD_LETTER_HEADERS.offset]: '1', [DEAD_LETTER_HEADERS.reason]: 'decode', [DEAD_LETTER_HEADERS.topic]: 'topic' });
+    // j never had a state: its dead letter travels with a delete marker past offset 3.
+    const j = writes.find((w) => w.key === 'j')!;
+    expect(j.delete).toEqual({ offset: 3 });
+    expect(j.outputs).toHaveLength(1);
+    expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_dead_letters_total')).toMatch(/reason="decode"} 2/);
+  });
+
+  test('fold failure policies: skip goes on, dead-letter writes the record with its key, fail stops the partition', async () => {
+    const throwing = (s: number | undefined, r: { value: string }) => {
+      if (r.value === 'boom') throw new Error('cannot fold boom');
+      return (s ?? 0) + 1;
+    };
+    const skip = await harness<number>({ fold: throwing, extra: { onFoldFailure: 'skip' } });
+    await skip.flow.handleBatch(records('k', 0, ['a', 'boom', 'b']));
+    expect(skip.flow.stateOf('k')).toBe(2);
+    expect(await skip.metrics.registry.getSingleMetricAsString('kafka_flow_fold_failures_total')).toMatch(/policy="skip"} 1/);
+
+    const dl = await harness<number>({ fold: throwing, extra: { onFoldFailure: 'dead-letter', deadLetterTopic: 'dlq' } });
+    await dl.flow.handleBatch(records('k', 0, ['a', 'boom', 'b']));
+    expect(dl.flow.stateOf('k')).toBe(2);
+    const r = await dl.flow.persist(dl.clock.now(), 'shutdown');
+    expect(r.deadLetters).toBe(1);
+    expect(dl.backend.snapshots.entries(TP).get('k')).toEqual({ state: 2, offset: 2 });
+
+    const fail = await harness<number>({ fold: throwing });
+    await expect(Promise.resolve().then(() => fail.flow.handleBatch(records('k', 0, ['a', 'boom'])))).rejects.toMatchObject({ code: 'FOLD_FAILED', offset: '1' });
   });
 
   test('keyless records are dropped, counted, and move the offset on', async () => {

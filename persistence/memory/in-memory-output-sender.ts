@@ -1,0 +1,11 @@
+import type { OutputSender } from '../partition-persistence';
+import type { OutputRecord, TopicPartition } from '../types';
+
+/** Outputs (dead letters) collected in an array. For unit tests of the engine only. */
+export class InMemoryOutputSender implements OutputSender {
+  readonly sent: Array<OutputRecord & { from: TopicPartition }> = [];
+
+  async send(outputs: readonly OutputRecord[], from: TopicPartition): Promise<void> {
+    for (const o of outputs) this.sent.push({ ...o, from });
+  }
+}
