@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
-import { SnapshotWriteFenced } from '../persistence/errors';
+import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
 import { type FlowRuntime, StaleGenerationError } from '../workers/flowRuntime';
 
 /**
@@ -20,62 +20,90 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, FlowRuntime>)
   return {
     async recover(request: RecoverRequest): Promise<RecoverResult> {
       const rt = runtimeOf(request.flow);
-      const beat = setInterval(() => Context.current().heartbeat({ phase: 'recovering' }), 2000);
-      try {
-        return await rt.recover(request);
-      } catch (err) {
-        throw typed(err);
-      } finally {
-        clearInterval(beat);
-      }
+      return rt.activity(() => heartbeating({ phase: 'recovering' }, () => rt.recover(request)));
     },
 
     async foldLoop(request: OwnerRequest): Promise<void> {
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
-      let folding: ReturnType<FlowRuntime['startFolding']>;
-      try {
-        folding = rt.startFolding(request);
-      } catch (err) {
-        throw typed(err);
-      }
-      try {
-        for (;;) {
-          const p = folding.poll();
-          if (p.failure !== undefined) throw typed(p.failure);
-          if (!p.running) return;
-          ctx.heartbeat(p.progress);
-          // Ends by cancellation (a newer owner, a revoke): the sleep rejects with CancelledFailure.
-          await ctx.sleep(2000);
+      await rt.activity(async () => {
+        let folding: ReturnType<FlowRuntime['startFolding']>;
+        try {
+          folding = rt.startFolding(request);
+        } catch (err) {
+          throw typed(err);
         }
-      } finally {
-        rt.stopFolding(request, folding.token);
-      }
+        try {
+          for (;;) {
+            const p = folding.poll();
+            if (p.failure !== undefined) throw typed(p.failure);
+            // Revoked, stopping, or another fold loop took over — but a revoke ends the loop only
+            // once the workflow has been told (else it would take the ended loop for a lost owner).
+            if (!p.running && !p.settling) return;
+            // Heartbeats are throttled by the SDK; polling often lets a revoke end the loop at once.
+            ctx.heartbeat(p.progress);
+            // Ends by cancellation (a newer owner, a revoke): the sleep rejects with CancelledFailure.
+            await ctx.sleep(POLL_MS);
+          }
+        } finally {
+          rt.stopFolding(request, folding.token);
+        }
+      });
     },
 
     async persist(request: PersistRequest): Promise<PersistResult> {
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
-      // The persist timer: wait (heartbeating, cancellable), then persist the keys that are due.
-      let remaining = request.delayMs;
-      while (remaining > 0) {
-        ctx.heartbeat({ waitingMs: remaining });
-        const step = Math.min(remaining, 2000);
-        await ctx.sleep(step);
-        remaining -= step;
-      }
-      try {
-        return await rt.persist(request);
-      } catch (err) {
-        throw typed(err);
-      }
+      return rt.activity(async () => {
+        // The persist timer: wait (heartbeating, cancellable), then persist the keys that are due.
+        // A partition revoked here meanwhile ends the wait: its revoke signal carries the flush.
+        const until = Date.now() + request.delayMs;
+        for (;;) {
+          let readiness: ReturnType<FlowRuntime['persistReadiness']>;
+          try {
+            readiness = rt.persistReadiness(request);
+          } catch (err) {
+            throw typed(err);
+          }
+          if (readiness === 'skip') return skipped();
+          const remaining = until - Date.now();
+          if (remaining <= 0 && readiness === 'persist') break;
+          ctx.heartbeat({ waitingMs: Math.max(0, remaining) });
+          await ctx.sleep(Math.max(1, Math.min(POLL_MS, remaining > 0 ? remaining : POLL_MS)));
+        }
+        // The write may take several transactions: keep heartbeating while it runs.
+        return heartbeating({ phase: 'persisting' }, () => rt.persist(request));
+      });
     },
   };
 }
 
+/** How often the long-running activities look at their partition (a revoke ends them within this). */
+const POLL_MS = 250;
+
+function skipped(): PersistResult {
+  return { persistedKeys: 0, deletedKeys: 0, liveKeys: 0, ms: 0, at: Date.now(), skipped: true };
+}
+
+/** Runs `fn` heartbeating `details` every second (the SDK throttles what it sends), typing its failure. */
+async function heartbeating<T>(details: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat(details);
+  const beat = setInterval(() => ctx.heartbeat(details), 1000);
+  try {
+    return await fn();
+  } catch (err) {
+    throw typed(err);
+  } finally {
+    clearInterval(beat);
+  }
+}
+
 function typed(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
-  if (err instanceof SnapshotWriteFenced) return ApplicationFailure.create({ message: err.message, type: FailureTypes.fenced, nonRetryable: true, cause: err });
+  if (err instanceof SnapshotWriteFenced || err instanceof SnapshotWriteConflict) {
+    return ApplicationFailure.create({ message: err.message, type: FailureTypes.fenced, nonRetryable: true, cause: err });
+  }
   if (err instanceof StaleGenerationError) return ApplicationFailure.create({ message: err.message, type: FailureTypes.staleGeneration, nonRetryable: true });
   if (err instanceof KafkaFlowError) {
     // The partition stopped for a reason of ours (a fold or decode failure, a failed persist):

@@ -64,6 +64,10 @@ export interface PersistResult {
   readonly lag?: number;
   readonly ms: number;
   readonly at: number;
+  /** Records dead-lettered by this persist (they landed with it). */
+  readonly deadLetters?: number;
+  /** Nothing was persisted: the partition was revoked on the owner (its revoke signal says what it flushed). */
+  readonly skipped?: boolean;
 }
 
 export interface FlowActivities {
@@ -79,6 +83,10 @@ export const FailureTypes = {
   fenced: 'SnapshotWriteFenced',
   /** The activity was scheduled for a generation this process no longer holds. */
   staleGeneration: 'StaleGeneration',
-  /** The partition stopped here: a fold or decode failure, or a persist that failed without ignorePersistErrors. */
+  /**
+   * The partition stopped on its owner (a fold or decode failure, a persist that failed without
+   * ignorePersistErrors, a producer epoch lost while still owning the partition): the workflow
+   * retries it on the same owner after a backoff.
+   */
   persistFailed: 'PersistFailed',
 } as const;

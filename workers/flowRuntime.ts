@@ -6,7 +6,8 @@ import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { PartitionFlow } from '../flow/partition-flow';
 import { CommittedOffsets, createKafkaClient, GroupMembership, type GroupGeneration, type KafkaClient, type RevokedPartitions, withRevokePoint } from '../kafka';
-import { SnapshotWriteFenced } from '../persistence/errors';
+import { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import type { PartitionPersistence } from '../persistence/partition-persistence';
 import { assignedSignal, partitionWorkflow, partitionWorkflowId, revokedSignal } from '../workflows/partitionWorkflow';
 import { searchAttributes } from '../workflows/searchAttributes';
 import type { PersistenceBackend } from './backends';
@@ -21,7 +22,11 @@ type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
 
 export interface FoldingHandle {
   readonly token: number;
-  poll(): { running: boolean; failure?: unknown; progress: Record<string, unknown> };
+  /**
+   * `settling`: revoked here (or the process is stopping and its revoke is coming), its revoke
+   * signal not yet delivered — the loop should not end before it is.
+   */
+  poll(): { running: boolean; settling?: boolean; failure?: unknown; progress: Record<string, unknown> };
 }
 
 /** One input partition as this process holds it. */
@@ -41,6 +46,14 @@ interface Slot {
   failure?: unknown;
   /** Which fold-loop activity drives the partition now: a late cancellation of an older one must not pause it. */
   folding?: number;
+  /** Bumped by every full recovery as it starts: only the latest may install its engine. */
+  recoverSeq: number;
+  /** The recoverSeq whose engine is installed: the in-memory shortcut is safe only while no recovery started since. */
+  installedSeq?: number;
+  /** The revoke of `generation` was signalled to the workflow (activities of that generation may end). */
+  revokeSignalled?: number;
+  /** Signalling the revoke of `generation` was given up: its activities need not wait for it. */
+  revokeUnsignalled?: number;
 }
 
 export interface FlowRuntimeOptions {
@@ -58,6 +71,14 @@ export interface FlowRuntimeOptions {
 type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
 
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+async function closeQuietly(p: PartitionPersistence<unknown, unknown>): Promise<void> {
+  try {
+    await p.close?.();
+  } catch {
+    // its producer may already be closed by the newer recovery's backend call
+  }
+}
 
 /**
  * A flow in one worker process: its group consumer, the partitions it owns, their engines. The
@@ -77,6 +98,9 @@ export class FlowRuntime {
   private timers?: NodeJS.Timeout;
   private foldLoops = 0;
   private stopping = false;
+  /** Activities of this process in flight (a graceful stop lets them end before the Temporal workers stop). */
+  private activities = 0;
+  private activitiesIdle: Array<() => void> = [];
 
   constructor(options: FlowRuntimeOptions) {
     this.o = options;
@@ -118,13 +142,42 @@ export class FlowRuntime {
     this.timers = setInterval(() => this.triggerTimers(), every);
   }
 
-  /** Flushes (on revoke) and leaves the group; the revoke point runs before the member leaves. */
-  async stop(): Promise<void> {
+  /**
+   * Flushes (on revoke) and leaves the group; the revoke point runs before the member leaves. Then
+   * waits (up to `activitiesGraceMs`) for this process's activities to end by themselves — their
+   * partitions are revoked and signalled — so that stopping the Temporal workers leaves no activity
+   * to time out in the partition workflows' histories.
+   */
+  async stop(activitiesGraceMs = 5000): Promise<void> {
     this.stopping = true;
     if (this.timers) clearInterval(this.timers);
     await this.consumer.disconnect();
+    await this.whenActivitiesIdle(activitiesGraceMs);
     await this.committedOffsets.close();
     await this.o.backend.close();
+  }
+
+  /** Runs one activity's work, counted for a graceful stop. */
+  async activity<T>(fn: () => Promise<T>): Promise<T> {
+    this.activities++;
+    try {
+      return await fn();
+    } finally {
+      this.activities--;
+      if (this.activities === 0) for (const resolve of this.activitiesIdle.splice(0)) resolve();
+    }
+  }
+
+  private whenActivitiesIdle(timeoutMs: number): Promise<void> {
+    if (this.activities === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+      this.activitiesIdle.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   // ---- consumer side -------------------------------------------------------------------------
@@ -144,7 +197,7 @@ export class FlowRuntime {
           slot.memberId = g.memberId;
           if (slot.state !== 'fenced' && slot.state !== 'failed') slot.state = 'assigned';
         } else {
-          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned' });
+          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned', recoverSeq: 0 });
         }
       }
     }
@@ -245,7 +298,14 @@ export class FlowRuntime {
             this.o.temporal.workflow
               .getHandle(partitionWorkflowId({ flow: this.definition.name, topic, partition }))
               .signal(revokedSignal, { generation: revoked.generationId, memberId: revoked.memberId, flushed, reason }),
-          ).catch((err) => this.log.warn({ err, topic, partition }, 'could not signal the revoke'));
+          )
+            .then(() => {
+              slot.revokeSignalled = revoked.generationId;
+            })
+            .catch((err) => {
+              slot.revokeUnsignalled = revoked.generationId;
+              this.log.warn({ err, topic, partition }, 'could not signal the revoke');
+            });
         }),
       ),
     );
@@ -285,7 +345,10 @@ export class FlowRuntime {
       slot.flowGeneration === r.keepFromGeneration &&
       slot.flow.failed === undefined &&
       slot.state !== 'failed' &&
-      slot.state !== 'fenced'
+      slot.state !== 'fenced' &&
+      // A recovery started since this engine was installed may have initialized the partition's
+      // transactional producer (fencing the engine's own) even if it was then cancelled.
+      slot.installedSeq === slot.recoverSeq
     ) {
       // Same process, next generation, nobody else in between: keep the in-memory state and
       // continue from where this process was, not from the committed offset kafkajs rewound to.
@@ -295,6 +358,7 @@ export class FlowRuntime {
       this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
       return { fromMemory: true, keys: slot.flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: slot.flow.committedOffset };
     }
+    const seq = ++slot.recoverSeq;
     const persistence = await this.o.backend.forPartition({
       topic: r.topic,
       partition: r.partition,
@@ -318,11 +382,17 @@ export class FlowRuntime {
       partition: r.partition,
       assignedAt,
       persistence,
-      deadLetter: this.definition.onDecodeFailure === 'dead-letter' ? this.o.backend.deadLetter?.() : undefined,
       logger: this.log,
       metrics: this.o.metrics,
     });
-    const keys = await flow.recover();
+    let keys: number;
+    try {
+      keys = await flow.recover();
+      if (slot.recoverSeq !== seq) throw new StaleGenerationError(`${r.topic}-${r.partition}: a newer recovery started meanwhile`);
+    } catch (err) {
+      if (slot.recoverSeq !== seq) await closeQuietly(persistence); // superseded: its producer is not the partition's any more
+      throw err;
+    }
     const stats = (persistence as { lastRecovery?: RecoveryFigures }).lastRecovery;
     const read = stats?.records ?? keys;
     // Local state on: where the keys came from (the workflow's status query shows it).
@@ -332,6 +402,7 @@ export class FlowRuntime {
     this.slotFor(r); // still ours after the (possibly long) read
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
+    slot.installedSeq = seq;
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
@@ -363,6 +434,14 @@ export class FlowRuntime {
           slot.state === 'running' && slot.generation === r.owner.generation && slot.folding === token && !this.stopping;
         return {
           running,
+          // A stop marks the process stopping before the consumer leaves and its revoke point
+          // runs: the loop waits for that revoke's signal too, else the workflow would see an
+          // ended loop first and take it for a lost owner instead of a clean stop.
+          settling:
+            (slot.state === 'revoked' || (this.stopping && slot.state === 'running')) &&
+            slot.generation === r.owner.generation &&
+            slot.revokeSignalled !== r.owner.generation &&
+            slot.revokeUnsignalled !== r.owner.generation,
           failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
           progress: {
             position: flow.position,
@@ -384,6 +463,23 @@ export class FlowRuntime {
     }
   }
 
+  /**
+   * What a persist scheduled for `r` should do now: `persist` (the partition runs here), `skip`
+   * (it was revoked here and the workflow has been told), `wait` (revoked, not yet signalled), or
+   * it throws (failed here, or not this process's generation).
+   */
+  persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait' {
+    const slot = this.slots.get(tpKey(r.topic, r.partition));
+    if (slot && slot.generation === r.owner.generation && slot.state === 'revoked') {
+      return slot.revokeSignalled === r.owner.generation ? 'skip' : 'wait';
+    }
+    if (this.stopping && slot?.revokeSignalled === r.owner.generation) return 'skip';
+    const s = this.slotFor(r);
+    if (s.state === 'failed') throw s.failure ?? new Error(`${r.topic}-${r.partition} failed`);
+    // Not running yet (the fold loop starts alongside) or any more: persist() decides when due.
+    return 'persist';
+  }
+
   async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
     const slot = this.slotFor(r);
     if (slot.state === 'failed') throw slot.failure ?? new Error(`${r.topic}-${r.partition} failed`);
@@ -400,8 +496,9 @@ export class FlowRuntime {
     let result: Awaited<ReturnType<typeof flow.persist>>;
     try {
       result = await flow.persist(undefined, reason);
-    } catch (err) {
-      slot.state = err instanceof SnapshotWriteFenced ? 'fenced' : 'failed';
+    } catch (caught) {
+      const err = this.classify(slot, caught);
+      slot.state = err instanceof SnapshotWriteFenced || err instanceof SnapshotWriteConflict ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
@@ -412,9 +509,11 @@ export class FlowRuntime {
       this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
     }
     if (result.fenced) {
-      slot.state = 'fenced';
+      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFenced ? flow.failed : new SnapshotWriteFenced(slot.topic, slot.partition, 'the persist was fenced'));
+      slot.state = err instanceof SnapshotWriteFenced ? 'fenced' : 'failed';
+      slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
-      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'the persist was fenced');
+      throw err;
     }
     const hw = slot.highWatermark;
     this.log.debug(
@@ -423,7 +522,8 @@ export class FlowRuntime {
     );
     return {
       persistedKeys: result.written,
-      deletedKeys: 0,
+      deletedKeys: result.deleted ?? 0,
+      deadLetters: result.deadLetters || undefined,
       committedOffset: flow.committedOffset,
       liveKeys: flow.liveKeys,
       logEndOffset: hw,
@@ -431,6 +531,22 @@ export class FlowRuntime {
       ms: performance.now() - started,
       at: Date.now(),
     };
+  }
+
+  /**
+   * A producer-epoch fence is a fence only when a newer owner exists. While the group's current
+   * generation still gives the partition to this process, it is an aborted transaction (a
+   * transaction timeout, or an earlier producer of ours re-initialized): the workflow retries.
+   */
+  private classify(slot: Slot, err: unknown): unknown {
+    if (!(err instanceof SnapshotWriteFenced) || err.reason !== 'producer-epoch') return err;
+    const current = this.membership.current();
+    const stillOurs =
+      !this.stopping &&
+      current !== undefined &&
+      current.generationId === slot.generation &&
+      (current.assignment[slot.topic] ?? []).includes(slot.partition);
+    return stillOurs ? new ProducerEpochLostError(slot.topic, slot.partition, err) : err;
   }
 
   private async withRetry<T>(what: string, fn: () => Promise<T>, attempts = 10): Promise<T> {

@@ -1,39 +1,184 @@
-import { readEnv } from '../config/env';
+import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
+import { formatHostPort, readEnv } from '../config/env';
 import { type PartitionStatus, statusQuery } from '../workflows/partitionWorkflow';
-import { connectTemporal } from './temporalConnection';
+import { searchAttributes } from '../workflows/searchAttributes';
+import { TemporalUnreachableError } from './errors';
 
-/** Every partition workflow of a flow, with its status query's answer (running workflows only). */
-export async function flowStatus(flowName: string): Promise<PartitionStatus[]> {
-  const temporal = await connectTemporal(readEnv());
+/** How long `status` waits for the partition workflows' status queries (all run at once). */
+export const DEFAULT_QUERY_TIMEOUT_MS = 2_000;
+/** How long the workflow listing may take. */
+const LIST_TIMEOUT_MS = 5_000;
+
+/** A partition whose status query a worker answered: the live figures. */
+export type QueriedStatus = PartitionStatus & { readonly source: 'query' };
+
+/**
+ * A partition whose status query got no answer (no worker runs, or none answered in time): what
+ * the workflow last recorded in its search attributes.
+ */
+export interface SearchAttributeStatus {
+  readonly source: 'search-attributes';
+  readonly workflowId: string;
+  readonly flow: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** KafkaFlowPhase; `unknown` when the workflow has not recorded one yet. */
+  readonly phase: string;
+  /** KafkaGeneration (absent when not owned). */
+  readonly generation?: number;
+  /** KafkaOwner: the owner's Kafka group member id (absent when not owned). */
+  readonly owner?: string;
+  /** Why the query gave nothing. */
+  readonly queryError: string;
+}
+
+export type StatusRow = QueriedStatus | SearchAttributeStatus;
+
+export interface FlowStatusOptions {
+  /** Deadline of the status queries; default 2 s. */
+  readonly queryTimeoutMs?: number;
+  /** Also stop waiting for answers at this time (ms since epoch), but give the queries ≥ 1 s. */
+  readonly answerBy?: number;
+}
+
+const MIN_QUERY_TIMEOUT_MS = 1_000;
+
+/**
+ * Every running partition workflow of a flow: its status query's answer, or, for the workflows
+ * whose query no worker answered within the deadline, their search attributes. Never hangs on a
+ * flow without workers.
+ */
+export async function flowStatusRows(flowName: string, options: FlowStatusOptions = {}): Promise<StatusRow[]> {
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+  const client = await connectClient();
   try {
-    const out: PartitionStatus[] = [];
-    for await (const wf of temporal.client.workflow.list({ query: `KafkaFlow = "${flowName}" AND ExecutionStatus = "Running"` })) {
-      const status = await temporal.client.workflow.getHandle(wf.workflowId).query(statusQuery);
-      out.push(status);
-    }
-    return out.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+    const workflows = await client.connection.withDeadline(Date.now() + LIST_TIMEOUT_MS, async () => {
+      const out: WorkflowExecutionInfo[] = [];
+      for await (const wf of client.workflow.list({ query: `KafkaFlow = "${flowName}" AND ExecutionStatus = "Running"` })) out.push(wf);
+      return out;
+    });
+    let deadline = Date.now() + queryTimeoutMs;
+    if (options.answerBy !== undefined) deadline = Math.max(Date.now() + MIN_QUERY_TIMEOUT_MS, Math.min(deadline, options.answerBy));
+    const rows = await Promise.all(
+      workflows.map(async (wf): Promise<StatusRow> => {
+        try {
+          const status = await withTimeout(
+            client.connection.withDeadline(deadline, () => client.workflow.getHandle(wf.workflowId, wf.runId).query(statusQuery)),
+            deadline - Date.now() + 500,
+          );
+          return { ...status, source: 'query' };
+        } catch (err) {
+          return fromSearchAttributes(flowName, wf, err);
+        }
+      }),
+    );
+    return rows.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   } finally {
-    await temporal.close();
+    await client.connection.close();
   }
+}
+
+/**
+ * A client-only connection (connectTemporal also loads the worker SDK, a second the `status`
+ * command does not need to spend before answering).
+ */
+async function connectClient(): Promise<Client> {
+  const env = readEnv();
+  const address = formatHostPort(env.temporalAddress);
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 5000 });
+    await connection.workflowService.getSystemInfo({});
+  } catch (err) {
+    throw new TemporalUnreachableError(address, err);
+  }
+  return new Client({ connection, namespace: env.temporalNamespace });
+}
+
+/**
+ * Every running partition workflow of a flow with its status query's answer. Strict: throws when a
+ * workflow's query got no answer within `queryTimeoutMs` (default 10 s) — for callers that need
+ * the live figures (tests, tools); the CLI uses flowStatusRows.
+ */
+export async function flowStatus(flowName: string, options: FlowStatusOptions = {}): Promise<PartitionStatus[]> {
+  const rows = await flowStatusRows(flowName, { queryTimeoutMs: options.queryTimeoutMs ?? 10_000 });
+  const missing = rows.filter((r): r is SearchAttributeStatus => r.source === 'search-attributes');
+  if (missing.length > 0) {
+    throw new Error(`no answer to the status query of ${missing.map((m) => `${m.workflowId} (${m.queryError})`).join(', ')}`);
+  }
+  return rows.map(({ source: _, ...status }) => status as PartitionStatus);
+}
+
+function fromSearchAttributes(flow: string, wf: WorkflowExecutionInfo, err: unknown): SearchAttributeStatus {
+  const sa = wf.typedSearchAttributes;
+  // kafka-flow/<flow>/<topic>/<partition>: the id is the fallback when the attributes are not set yet.
+  const idParts = wf.workflowId.split('/');
+  const generation = sa.get(searchAttributes.generation);
+  const owner = sa.get(searchAttributes.owner);
+  return {
+    source: 'search-attributes',
+    workflowId: wf.workflowId,
+    flow,
+    topic: sa.get(searchAttributes.topic) ?? idParts.slice(2, -1).join('/'),
+    partition: sa.get(searchAttributes.partition) ?? Number(idParts[idParts.length - 1]),
+    phase: sa.get(searchAttributes.phase) ?? 'unknown',
+    ...(generation !== undefined && generation >= 0 ? { generation } : {}),
+    ...(owner ? { owner } : {}),
+    queryError: queryErrorText(err),
+  };
+}
+
+function queryErrorText(err: unknown): string {
+  const e = err as { code?: number; details?: string; message?: string } | undefined;
+  // gRPC DEADLINE_EXCEEDED (4), or our own timer: nobody answered.
+  if (e?.code === 4 || e?.message === 'timeout') return 'no answer within the deadline';
+  return (e?.details || e?.message || String(err)).split('\n')[0]!;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout')), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 const ago = (at: number | undefined): string => (at === undefined ? '-' : `${Math.round((Date.now() - at) / 1000)} s ago`);
 
-export function formatStatus(rows: PartitionStatus[]): string {
+/** The hint printed when some rows come from search attributes (undefined when none do). */
+export function fallbackHint(rows: readonly StatusRow[]): string | undefined {
+  const fallback = rows.filter((r) => r.source === 'search-attributes').length;
+  if (fallback === 0) return undefined;
+  const which = fallback === rows.length ? '' : ` for ${fallback} of ${rows.length} partitions`;
+  return `no worker answered the status query${which}; phases from search attributes (start a worker for live figures)`;
+}
+
+export function formatStatus(rows: readonly (StatusRow | PartitionStatus)[]): string {
   const header = ['topic', 'partition', 'phase', 'generation', 'owner', 'committed', 'lag', 'keys', 'last persist', 'fences'];
-  const lines = rows.map((s) => [
-    s.topic,
-    String(s.partition),
-    s.phase,
-    String(s.owner?.generation ?? '-'),
-    s.owner ? s.owner.taskQueue.split('/').slice(-2).join('/') : '-',
-    s.committedOffset ?? '-',
-    s.lag === undefined ? '-' : String(s.lag),
-    s.liveKeys === undefined ? '-' : String(s.liveKeys),
-    ago(s.lastPersist?.at),
-    String(s.counters.fences),
-  ]);
+  const anyFallback = rows.some((r) => 'source' in r && r.source === 'search-attributes');
+  if (anyFallback) header.push('from');
+  const lines = rows.map((r) => {
+    if ('source' in r && r.source === 'search-attributes') {
+      const line = [r.topic, String(r.partition), r.phase, String(r.generation ?? '-'), r.owner ?? '-', '-', '-', '-', '-', '-'];
+      return [...line, 'search attributes'];
+    }
+    const s = r as PartitionStatus;
+    const line = [
+      s.topic,
+      String(s.partition),
+      s.phase,
+      String(s.owner?.generation ?? '-'),
+      s.owner ? s.owner.taskQueue.split('/').slice(-2).join('/') : '-',
+      s.committedOffset ?? '-',
+      s.lag === undefined ? '-' : String(s.lag),
+      s.liveKeys === undefined ? '-' : String(s.liveKeys),
+      ago(s.lastPersist?.at),
+      String(s.counters.fences),
+    ];
+    return anyFallback ? [...line, 'query'] : line;
+  });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   return [header, ...lines].map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
 }
-

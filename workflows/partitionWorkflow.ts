@@ -24,7 +24,13 @@ import { searchAttributes } from './searchAttributes';
  * but the workflow's.
  */
 
-export type Phase = 'unassigned' | 'recovering' | 'running' | 'revoked' | 'fenced' | 'owner-lost' | 'failed';
+/**
+ * `retrying`: the partition stopped on its owner (a failed persist, fold or recovery) and is
+ * recovered again on the same owner after a capped exponential backoff, until it runs or a newer
+ * owner comes. `idle`: the owner left the group gracefully and nobody owns the partition yet.
+ * `failed` is no longer entered (kept for histories recorded before `retrying` existed).
+ */
+export type Phase = 'unassigned' | 'recovering' | 'running' | 'retrying' | 'revoked' | 'idle' | 'fenced' | 'owner-lost' | 'failed';
 
 export interface PartitionWorkflowInput extends PartitionRef {
   readonly persistEveryMs: number;
@@ -46,6 +52,7 @@ interface Carried {
   readonly counters: Counters;
   readonly lastPersist?: PersistResult;
   readonly lastRecovery?: RecoverResult;
+  readonly retry?: RetryStatus;
 }
 
 interface Counters {
@@ -53,8 +60,22 @@ interface Counters {
   fences: number;
   recoveries: number;
   ownerLosses: number;
+  /** Failures that stopped the partition on its owner (each followed by a retry). */
   persistFailures: number;
   runs: number;
+  /** Recoveries retried on the same owner after a failure. */
+  retries?: number;
+  /** Records handed to the dead-letter topic (decode or fold failures under the dead-letter policy). */
+  deadLetters?: number;
+}
+
+/** Where the self-healing retry stands (phase `retrying`, kept until the next successful persist). */
+export interface RetryStatus {
+  /** Consecutive failed attempts since the partition last persisted successfully. */
+  readonly attempt: number;
+  readonly lastError: string;
+  /** When the next recovery starts (workflow time, ms since the epoch). */
+  readonly nextAt: number;
 }
 
 export interface RevokeSignal {
@@ -76,6 +97,7 @@ export interface PartitionStatus extends PartitionRef {
   readonly lastPersist?: PersistResult;
   readonly lastRecovery?: RecoverResult;
   readonly lastError?: string;
+  readonly retry?: RetryStatus;
   readonly counters: Counters;
   readonly persistEveryMs: number;
 }
@@ -101,9 +123,25 @@ export interface Limits {
   heartbeatMs: number;
   /** After losing its owner, try the same owner again after this long (unless a newer one came). */
   ownerRetryMs: number;
+  /** After a failure on the owner, recover again after this long, doubling per attempt… */
+  retryInitialMs: number;
+  /** …up to this long. */
+  retryMaxMs: number;
 }
 
-export const DEFAULT_LIMITS: Limits = { maxHistoryEvents: 2_000, scheduleToStartMs: 30_000, heartbeatMs: 10_000, ownerRetryMs: 10_000 };
+export const DEFAULT_LIMITS: Limits = {
+  maxHistoryEvents: 2_000,
+  scheduleToStartMs: 30_000,
+  heartbeatMs: 10_000,
+  ownerRetryMs: 10_000,
+  retryInitialMs: 1_000,
+  retryMaxMs: 60_000,
+};
+
+/** The wait before retry `attempt` (1, 2, …): retryInitialMs doubling, capped at retryMaxMs. */
+export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>, attempt: number): number {
+  return Math.min(limits.retryMaxMs, limits.retryInitialMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+}
 
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   const c = input.carried;
@@ -115,20 +153,26 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   let committedOffset = c?.committedOffset;
   let lastPersist = c?.lastPersist;
   let lastRecovery = c?.lastRecovery;
-  let lastError: string | undefined;
+  let retry: RetryStatus | undefined = c?.retry;
+  let lastError: string | undefined = retry?.lastError;
   const counters: Counters = c?.counters ?? { persists: 0, fences: 0, recoveries: 0, ownerLosses: 0, persistFailures: 0, runs: 0 };
   counters.runs++;
   /** The newest assignment seen; `owner` catches up with it in the main loop. */
   let latest: Owner | undefined = owner;
   let revokedGeneration = -1;
+  let revokedReason: RevokeSignal['reason'] = 'revoke';
 
   setHandler(assignedSignal, (o) => {
     if (latest && o.generation <= latest.generation) return; // an older or repeated assignment
     latest = o;
   });
   setHandler(revokedSignal, (r) => {
-    if (!owner || r.generation !== owner.generation || r.memberId !== owner.memberId) return;
+    // The owner, or the newest assignment not taken up yet (the owner may have left before the
+    // workflow recovered the partition on it): either way nobody should recover it there now.
+    const matches = (o: Owner | undefined) => o !== undefined && r.generation === o.generation && r.memberId === o.memberId;
+    if (!matches(owner) && !matches(latest)) return;
     revokedGeneration = r.generation;
+    revokedReason = r.reason;
     if (r.flushed) {
       lastPersist = r.flushed;
       committedOffset = r.flushed.committedOffset ?? committedOffset;
@@ -149,6 +193,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     lastPersist,
     lastRecovery,
     lastError,
+    retry,
     counters,
     persistEveryMs: input.persistEveryMs,
   }));
@@ -167,39 +212,57 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     if (historyFull()) {
       await continueAsNew<typeof partitionWorkflow>({
         ...input,
-        carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery },
+        carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry },
       });
     }
-    let retryingOwner = false;
+    let sameOwnerAgain = false;
     if (!newerAssignment() && phase !== 'running') {
       if (phase === 'owner-lost' && owner) {
         // The owner may be alive and only unreachable for a while — or Temporal itself was down
         // and its timeouts fired on restart. Try it again, unless a newer owner comes first.
-        retryingOwner = !(await condition(newerAssignment, limits.ownerRetryMs));
+        sameOwnerAgain = !(await condition(newerAssignment, limits.ownerRetryMs));
+      } else if (phase === 'retrying' && owner && retry) {
+        // Self-healing: the partition stopped on a live owner. Recover it there again from the
+        // persisted state after the backoff, unless a newer owner comes first.
+        sameOwnerAgain = !(await condition(newerAssignment, Math.max(0, retry.nextAt - Date.now())));
       } else {
         await condition(newerAssignment);
       }
     }
     const previous = owner;
-    // After continueAsNew, or retrying a lost owner: the same owner, no new history entry.
-    const resuming = (phase === 'running' || retryingOwner) && previous !== undefined && !newerAssignment();
+    // After continueAsNew, or retrying on the same owner: the same owner, no new history entry.
+    const resuming = (phase === 'running' || sameOwnerAgain) && previous !== undefined && !newerAssignment();
     owner = latest!;
     if (!resuming) {
       ownerHistory.push({ ...owner, at: Date.now() });
       if (ownerHistory.length > OWNER_HISTORY) ownerHistory.shift();
     }
-    // Same process, next generation, nobody else in between: it keeps its in-memory state.
+    if (revokedGeneration === owner.generation) {
+      // Revoked (or left) before this workflow took the assignment up: nothing to recover there.
+      setPhase(revokedPhase());
+      continue;
+    }
+    // Same process, next generation, nobody else in between: it keeps its in-memory state —
+    // unless the partition failed there (`retrying` recovers from the persisted state).
     const keepFromGeneration =
       previous && previous.taskQueue === owner.taskQueue && (phase === 'running' || phase === 'revoked' || phase === 'owner-lost')
         ? previous.generation
         : undefined;
     const acts = activitiesOn(owner, limits);
 
-    setPhase('recovering');
-    const recovered = await raceNewerAssignment(() =>
-      acts.recover({ ...ref(input), owner: owner!, keepFromGeneration }),
+    // A run continued as new re-attaches to the fold loop still running in the same process: the
+    // operator sees `running` throughout (a brief `recovering` at every continue-as-new would be
+    // a false alarm). Same command either way, so recorded histories still replay.
+    setPhase(resuming && phase === 'running' ? 'running' : 'recovering');
+    const recovering = owner;
+    const recovered = await raceStop(
+      () => newerAssignment() || revokedGeneration === recovering.generation,
+      () => acts.recover({ ...ref(input), owner: recovering, keepFromGeneration }),
     );
-    if (recovered.kind === 'superseded') continue;
+    if (recovered.kind === 'superseded') {
+      if (!newerAssignment() && revokedGeneration === recovering.generation) setPhase(revokedPhase());
+      continue;
+    }
     if (recovered.kind === 'failed') {
       handleFailure(recovered.error);
       continue;
@@ -233,9 +296,16 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
         handleFailure(persisted.error);
         break;
       }
+      if (persisted.value.skipped) continue; // the owner let go (its revoke signal is on its way)
       lastPersist = persisted.value;
       committedOffset = persisted.value.committedOffset ?? committedOffset;
       counters.persists++;
+      if (persisted.value.deadLetters) counters.deadLetters = (counters.deadLetters ?? 0) + persisted.value.deadLetters;
+      if (retry) {
+        // Healthy again: the next failure starts the backoff from the beginning.
+        retry = undefined;
+        lastError = undefined;
+      }
     }
     if (phase !== 'running') {
       // a failure already decided the phase
@@ -250,14 +320,18 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       await loop;
       await continueAsNew<typeof partitionWorkflow>({
         ...input,
-        carried: { owner, phase: 'running', ownerHistory, committedOffset, counters, lastPersist, lastRecovery },
+        carried: { owner, phase: 'running', ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry },
       });
     }
     loopScope.cancel();
     await loop;
     if (newerAssignment()) continue;
-    if (revokedGeneration === current.generation) setPhase('revoked');
+    if (revokedGeneration === current.generation) setPhase(revokedPhase());
     else handleFailure(loopEnded);
+  }
+
+  function revokedPhase(): Phase {
+    return revokedReason === 'shutdown' ? 'idle' : 'revoked';
   }
 
   function handleFailure(err: unknown): void {
@@ -278,16 +352,16 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       counters.ownerLosses++;
       setPhase('owner-lost');
     } else {
+      // Self-healing: recover again on the same owner after a capped exponential backoff.
       counters.persistFailures++;
-      setPhase('failed');
+      counters.retries = (counters.retries ?? 0) + 1;
+      const attempt = (retry?.attempt ?? 0) + 1;
+      retry = { attempt, lastError: lastError ?? 'unknown', nextAt: Date.now() + retryDelay(limits, attempt) };
+      setPhase('retrying');
     }
   }
 
   type Raced<T> = { kind: 'done'; value: T } | { kind: 'superseded' } | { kind: 'failed'; error: unknown };
-
-  async function raceNewerAssignment<T>(fn: () => Promise<T>): Promise<Raced<T>> {
-    return raceStop(newerAssignment, fn);
-  }
 
   /** Runs an activity, cancelling it when `stop` becomes true (e.g. a newer generation arrived). */
   async function raceStop<T>(stopWhen: () => boolean, fn: () => Promise<T>): Promise<Raced<T>> {

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Compressor } from '../../../flow/codec/compressor';
 import { createKafkaClient, KafkaAdmin, PartitionReader } from '../../../kafka';
 import { inspectFlow } from '../../../workers/inspect';
 import type { PartitionStatus } from '../../../workflows/partitionWorkflow';
@@ -9,11 +10,22 @@ import { flowStatus } from '../../../workers/flowStatus';
 import { type HashState, type OffsetHashNames, offsetHashFlow, step } from '../../fixtures/offsetHashFlow';
 import { kafkaBrokers, unique } from '../../support/servers';
 
-export { eventually } from '../../support/eventually';
+import { eventually } from '../../support/eventually';
+
+export { eventually };
 
 const root = path.resolve(__dirname, '../../..');
 const bin = path.join(root, 'bin/kafka-flow-temporal.js');
 const flowModule = path.join(root, 'test/fixtures/offsetHashFlow.ts');
+
+/** A committed record of a snapshot partition. */
+export interface SnapshotRecord {
+  /** Its offset in the snapshot partition. */
+  offset: string;
+  key: string;
+  /** The offset of the last input record folded into it, and the state; undefined for a tombstone. */
+  snapshot?: { offset?: string; state?: HashState };
+}
 
 export interface Worker {
   name: string;
@@ -41,7 +53,7 @@ export class FlowCluster {
     opts: { persistEveryMs?: number; sessionTimeoutMs?: number; keys?: number; env?: NodeJS.ProcessEnv; backend?: OffsetHashNames['backend'] } = {},
   ) {
     const id = unique('e2e');
-    this.names = { name: id, group: id, topic: id, backend: opts.backend ?? 'kafka', persistEveryMs: opts.persistEveryMs ?? 1000, sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000 };
+    this.names = { name: id, group: id, topic: id, backend: opts.backend ?? 'kafka', persistEveryMs: opts.persistEveryMs ?? 1000, sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000, poisonEvery: 0 };
     this.definition = offsetHashFlow(this.names);
     this.keys = opts.keys ?? 50;
     this.env = opts.env ?? {};
@@ -67,6 +79,11 @@ export class FlowCluster {
         messages: Array.from({ length: size }, (_, j) => ({ key: `k${(from + i + j) % this.keys}`, value: JSON.stringify({ n: from + i + j }) })),
       });
     }
+  }
+
+  /** How many records produce() has written to the input topic so far. */
+  get producedCount(): number {
+    return this.produced;
   }
 
   startWorker(name: string, env: NodeJS.ProcessEnv = {}): Worker {
@@ -116,6 +133,70 @@ export class FlowCluster {
     return owners === undefined || distinct === owners ? rows : undefined;
   }
 
+  /**
+   * Why `runningOn(owners)` does not hold (undefined when it does): each partition that is not
+   * running, with its phase, owner (generation, task queue), retry and last error; missing
+   * partition workflows; or how many distinct owners the running ones have. For `eventually`'s
+   * failure detail.
+   */
+  async describeNotRunning(owners?: number): Promise<string | undefined> {
+    let rows: PartitionStatus[];
+    try {
+      rows = await this.status();
+    } catch (err) {
+      return `the partition workflows' status could not be read: ${String(err)}`;
+    }
+    const problems: string[] = [];
+    const seen = new Set(rows.map((r) => r.partition));
+    for (let p = 0; p < this.partitions; p++) if (!seen.has(p)) problems.push(`partition ${p}: no running workflow`);
+    for (const r of rows) {
+      if (r.phase === 'running') continue;
+      const owner = r.owner ? `generation ${r.owner.generation} on ${this.ownerName(r.owner.taskQueue)}` : 'no owner';
+      const retry = r.retry ? `, retry ${r.retry.attempt} at ${new Date(r.retry.nextAt).toISOString()}` : '';
+      problems.push(`partition ${r.partition}: ${r.phase} (${owner}${retry}${r.lastError ? `, lastError: ${r.lastError}` : ''})`);
+    }
+    if (problems.length === 0 && owners !== undefined) {
+      const distinct = [...new Set(rows.map((r) => this.ownerName(r.owner?.taskQueue)))];
+      if (distinct.length !== owners) {
+        problems.push(`all running, on ${distinct.length} process(es) instead of ${owners}: ${rows.map((r) => `${r.partition}→${this.ownerName(r.owner?.taskQueue)}`).join(', ')}`);
+      }
+    }
+    if (problems.length === 0) return undefined;
+    // What the group last assigned, as each worker logged it: a workflow that never took up the
+    // newest assignment shows here as an owner with an older generation.
+    const assigned = this.workers.map((w) => {
+      let last: { generation?: number; assignment?: unknown } | undefined;
+      try {
+        for (const l of this.log(w).split('\n')) {
+          if (!l.includes('"msg":"partitions assigned"')) continue;
+          try {
+            last = JSON.parse(l) as { generation?: number; assignment?: unknown };
+          } catch {
+            // a torn line
+          }
+        }
+      } catch {
+        // no log yet
+      }
+      const state = w.process.exitCode !== null || w.process.signalCode !== null ? 'exited' : 'alive';
+      return `${w.name} (pid ${w.process.pid}, ${state}): ${last ? `generation ${last.generation} ${JSON.stringify(last.assignment)}` : 'no assignment'}`;
+    });
+    return `${problems.join('; ')}. Last assignments logged: ${assigned.length > 0 ? assigned.join(', ') : 'none (no worker started)'}`;
+  }
+
+  /** Waits until `runningOn(owners)` holds; on timeout the error names each partition not running and its phase. */
+  untilRunningOn(owners: number | undefined, what: string, timeoutMs = 90_000): Promise<PartitionStatus[]> {
+    return eventually(what, () => this.runningOn(owners), timeoutMs, () => this.describeNotRunning(owners));
+  }
+
+  /** A worker's name (as started here) for an owner task queue, or the task queue's last part. */
+  private ownerName(taskQueue: string | undefined): string {
+    if (taskQueue === undefined) return 'none';
+    const pid = Number(/\/(\d+)-[^/]*$/.exec(taskQueue)?.[1]);
+    const w = this.workers.find((x) => x.process.pid === pid);
+    return w ? `worker ${w.name} (pid ${pid})` : taskQueue.split('/').slice(-1)[0]!;
+  }
+
   /** The group's committed offsets equal the log end on every partition. */
   async caughtUp(): Promise<boolean> {
     const admin = this.client.kafka.admin();
@@ -127,6 +208,29 @@ export class FlowCluster {
     } finally {
       await admin.disconnect();
     }
+  }
+
+  /** Where each partition's committed offset stands against its end (and which partitions are not running), for failure messages. */
+  async describeLag(): Promise<string> {
+    const admin = this.client.kafka.admin();
+    await admin.connect();
+    try {
+      const [committed] = await admin.fetchOffsets({ groupId: this.names.group, topics: [this.names.topic] });
+      const ends = await admin.fetchTopicOffsets(this.names.topic);
+      const lag = ends
+        .sort((x, y) => x.partition - y.partition)
+        .map((e) => `${e.partition}: committed ${committed?.partitions.find((c) => c.partition === e.partition)?.offset ?? '-'} of ${e.high}`)
+        .join(', ');
+      const notRunning = await this.describeNotRunning();
+      return `${lag}${notRunning ? `; ${notRunning}` : ''}`;
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** Waits until `caughtUp()`; on timeout the error says where each partition stands. */
+  untilCaughtUp(what: string, timeoutMs = 60_000): Promise<true> {
+    return eventually(what, async () => (await this.caughtUp()) || undefined, timeoutMs, () => this.describeLag());
   }
 
   /** A plain fold over the input topic: the only right answer. */
@@ -153,6 +257,40 @@ export class FlowCluster {
     return state;
   }
 
+  /** The flow's snapshot topic (transactional Kafka persistence): `<group>-<name>-snapshots`. */
+  get snapshotTopic(): string {
+    return `${this.names.group}-${this.names.name}-snapshots`;
+  }
+
+  /**
+   * The committed records of one snapshot partition (read read_committed, no group), from
+   * `fromOffset` up to `toOffset` (default: the log end when the read starts), with the log end.
+   * Each record's snapshot (offset of the last folded input record, state) is decoded.
+   */
+  async snapshotRecords(
+    partition: number,
+    range: { fromOffset?: string; toOffset?: string } = {},
+  ): Promise<{ logEnd: string; records: SnapshotRecord[] }> {
+    const reader = new PartitionReader(this.client);
+    try {
+      const logEnd = await reader.logEndOffset(this.snapshotTopic, partition);
+      const records: SnapshotRecord[] = [];
+      await reader.read({
+        topic: this.snapshotTopic,
+        partition,
+        fromOffset: range.fromOffset ?? '0',
+        toOffset: range.toOffset ?? logEnd,
+        stallTimeoutMs: 30_000,
+        onRecords: (rs) => {
+          for (const r of rs) records.push({ offset: r.offset, key: String(r.key), snapshot: decodeSnapshot(r.value) });
+        },
+      });
+      return { logEnd, records };
+    } finally {
+      await reader.close();
+    }
+  }
+
   async persisted(): Promise<Map<string, HashState>> {
     const out = new Map<string, HashState>();
     for await (const k of inspectFlow(this.definition as never)) out.set(k.key, k.state as HashState);
@@ -163,5 +301,22 @@ export class FlowCluster {
     for (const w of this.workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill('SIGKILL');
     await Promise.all(this.workers.map((w) => w.exited));
     await this.producer.disconnect().catch(() => undefined);
+  }
+}
+
+const compressor = new Compressor();
+
+/**
+ * A snapshot record's value (kafka-flow's envelope `{"offset","metadata","value"}` framed by the
+ * Compressor): the offset of the last folded record and the state; undefined for a tombstone or
+ * bytes that do not decode.
+ */
+function decodeSnapshot(value: Buffer | null): SnapshotRecord['snapshot'] {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(compressor.decompress(value).toString('utf8')) as { offset?: number | string; value?: HashState };
+    return { offset: parsed.offset === undefined ? undefined : String(parsed.offset), state: parsed.value };
+  } catch {
+    return undefined;
   }
 }

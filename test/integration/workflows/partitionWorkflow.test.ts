@@ -27,10 +27,15 @@ interface Calls {
   persist: PersistRequest[];
 }
 
-function scriptedOwner(calls: Calls, script: { persistFails?: () => ApplicationFailure | undefined } = {}): FlowActivities {
+function scriptedOwner(
+  calls: Calls,
+  script: { persistFails?: () => ApplicationFailure | undefined; recoverFails?: () => ApplicationFailure | undefined } = {},
+): FlowActivities {
   return {
     async recover(r) {
       calls.recover.push(r);
+      const failure = script.recoverFails?.();
+      if (failure) throw failure;
       return { fromMemory: r.keepFromGeneration !== undefined, keys: 3, snapshotsRead: 3, ms: 1, committedOffset: '10' };
     },
     async foldLoop(r) {
@@ -202,6 +207,85 @@ describe('partitionWorkflow on the real Temporal server', () => {
       return st.phase === 'running' && st.counters.persists >= 1 ? st : undefined;
     });
     expect(a.recover[1]!.keepFromGeneration).toBeUndefined(); // a fenced partition is recovered again
+    await wf.handle.terminate();
+  });
+
+  test('a failure on a live owner: retrying with a growing backoff, recovered again on the same owner until it runs', async () => {
+    const a = newCalls();
+    let persistFailures = 2;
+    let recoverFailures = 0;
+    const stopped = () => ApplicationFailure.create({ message: 'PersistFailedError: cassandra down', type: FailureTypes.persistFailed, nonRetryable: true });
+    const qa = await startOwner(a, {
+      persistFails: () => {
+        if (persistFailures <= 0) return undefined;
+        persistFailures--;
+        if (persistFailures === 0) recoverFailures = 1; // the first retry's recovery fails too
+        return stopped();
+      },
+      recoverFails: () => (recoverFailures-- > 0 ? stopped() : undefined),
+    });
+    const wf = await start({ retryInitialMs: 300, retryMaxMs: 1200 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    const retrying = await eventually('retrying', async () => {
+      const st = await wf.status();
+      return st.phase === 'retrying' ? st : undefined;
+    });
+    expect(retrying.retry).toMatchObject({ attempt: 1, lastError: expect.stringContaining('cassandra down') });
+    const healed = await eventually('running and persisting again', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.retry === undefined && st.counters.persists >= 1 ? st : undefined;
+    }, 30_000);
+    // Same owner, same generation, always a real recovery (never the in-memory shortcut).
+    expect(a.recover.length).toBe(4); // the first, two after failed persists, one after the failed recovery
+    expect(a.recover.every((r) => r.owner.generation === 1 && r.keepFromGeneration === undefined)).toBe(true);
+    expect(healed.ownerHistory).toHaveLength(1);
+    expect(healed.counters.retries).toBe(3);
+    expect(healed.counters.persistFailures).toBe(3);
+    await wf.handle.terminate();
+  });
+
+  test('a newer owner during the backoff takes over at once', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const qa = await startOwner(a, {
+      persistFails: () => ApplicationFailure.create({ message: 'PersistFailedError: broker down', type: FailureTypes.persistFailed, nonRetryable: true }),
+    });
+    const qb = await startOwner(b);
+    const wf = await start({ retryInitialMs: 60_000, retryMaxMs: 60_000 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('retrying', async () => (await wf.status()).phase === 'retrying' || undefined);
+    const assignedAt = Date.now();
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: qb });
+    await eventually('running on b', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.owner?.memberId === 'b' && st.counters.persists >= 1 ? st : undefined;
+    });
+    expect(Date.now() - assignedAt).toBeLessThan(20_000);
+    expect(a.recover).toHaveLength(1);
+    await wf.handle.terminate();
+  });
+
+  test('an owner that leaves gracefully: idle, and an assignment revoked before it was taken up is not recovered there', async () => {
+    const a = newCalls();
+    const qa = await startOwner(a);
+    const wf = await start({ scheduleToStartMs: 1000, ownerRetryMs: 500 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('running', async () => (await wf.status()).phase === 'running' || undefined);
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'shutdown' });
+    await eventually('idle', async () => (await wf.status()).phase === 'idle' || undefined);
+
+    // A member that joined and left before the workflow recovered the partition on it.
+    const ghost = unique('left-already');
+    await wf.assign({ generation: 2, memberId: 'ghost', taskQueue: ghost });
+    await wf.handle.signal(revokedSignal, { generation: 2, memberId: 'ghost', reason: 'shutdown' });
+    await eventually('idle again', async () => {
+      const st = await wf.status();
+      return st.phase === 'idle' && st.owner?.generation === 2 ? st : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // past schedule-to-start and the owner retry
+    const st = await wf.status();
+    expect(st.phase).toBe('idle');
+    expect(st.counters.ownerLosses).toBe(0);
     await wf.handle.terminate();
   });
 

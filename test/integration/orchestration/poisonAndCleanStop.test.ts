@@ -1,0 +1,144 @@
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { defaultDeadLetterTopic, DEAD_LETTER_HEADERS } from '../../../flow/poison';
+import { createKafkaClient, KafkaAdmin, PartitionReader } from '../../../kafka';
+import { type HashState, isPoison, step } from '../../fixtures/offsetHashFlow';
+import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
+import { eventually, FlowCluster } from './harness';
+
+// Real workers of a flow whose fold throws on every 40th record, with onFoldFailure 'dead-letter'
+// and transactional Kafka persistence: through a kill -9 under load and a restart, every poison
+// record lands in the dead-letter topic exactly once (read_committed), and the state is exactly
+// the fold of the other records. Then a graceful stop: every partition shows `idle`, and no
+// activity of the stopped worker times out in the partition workflows' histories.
+const EVERY = 40;
+
+test('poison records are dead-lettered exactly once through kill -9; a clean stop leaves idle partitions and no timeouts', async () => {
+  const cluster = new FlowCluster(3, { persistEveryMs: 500, sessionTimeoutMs: 6000, env: { TEST_POISON_EVERY: String(EVERY) } });
+  const client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('poison'), logLevel: 'nothing' });
+  const connection = await Connection.connect({ address: temporalAddress });
+  const temporalClient = new Client({ connection, namespace: temporalNamespace });
+  try {
+    await cluster.start();
+    await cluster.produce(1200);
+    const a = cluster.startWorker('a');
+    await cluster.untilRunningOn(1, 'a runs all partitions');
+    await cluster.untilCaughtUp('a caught up');
+    const load = cluster.produce(1200);
+    await new Promise((r) => setTimeout(r, 400 + Math.floor(Math.random() * 600)));
+    a.process.kill('SIGKILL'); // mid-run: some dead letters and snapshots written, some not
+    await a.exited;
+    await load;
+    const b = cluster.startWorker('b');
+    await cluster.untilRunningOn(1, 'b runs all partitions', 120_000);
+    await cluster.untilCaughtUp('b caught up');
+    const bQueue = await eventually('b\'s task queue', async () => (await cluster.status().catch(() => undefined))?.[0]?.owner?.taskQueue);
+    expect(await cluster.stop(b)).toBe(0);
+
+    // State: the fold of every record but the poison ones.
+    const { reference, poison } = await referenceWithout(cluster, client);
+    expect(poison.length).toBe(Math.ceil(2400 / EVERY));
+    expect(await cluster.persisted()).toEqual(reference);
+
+    // Dead letters: each poison record exactly once, with where it came from.
+    const letters = await deadLetters(client, defaultDeadLetterTopic(cluster.names.group, cluster.names.name, cluster.names.topic));
+    expect(letters.map((l) => `${l.partition}/${l.offset}`).sort()).toEqual(poison.map((p) => `${p.partition}/${p.offset}`).sort());
+    expect(letters.every((l) => l.reason === 'fold' && l.flow === cluster.names.name && /poison record/.test(l.error))).toBe(true);
+
+    // The clean stop: idle partitions, and no activity left to time out.
+    await eventually('every partition idle (search attributes)', async () => {
+      const phases = await searchAttributePhases(temporalClient, cluster.names.name);
+      return phases.length === 3 && phases.every((p) => p === 'idle') ? true : undefined;
+    }, 30_000, async () => `phases: ${(await searchAttributePhases(temporalClient, cluster.names.name)).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 12_000)); // past the activities' heartbeat timeout (10 s)
+    // (The killed worker's activities time out too, by design: only the stopped worker's count.)
+    for await (const wf of temporalClient.workflow.list({ query: `KafkaFlow = "${cluster.names.name}" AND ExecutionStatus = "Running"` })) {
+      const handle = temporalClient.workflow.getHandle(wf.workflowId);
+      const described = await handle.describe();
+      expect({ workflow: wf.workflowId, pending: described.raw.pendingActivities?.length ?? 0 }).toEqual({ workflow: wf.workflowId, pending: 0 });
+      const history = await handle.fetchHistory();
+      const events = history.events ?? [];
+      const queueOf = (scheduled: unknown) =>
+        events.find((e) => Number(e.eventId) === Number(scheduled))?.activityTaskScheduledEventAttributes?.taskQueue?.name;
+      const timedOut = events.filter(
+        (e) =>
+          e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT &&
+          queueOf(e.activityTaskTimedOutEventAttributes?.scheduledEventId) === bQueue,
+      );
+      expect({ workflow: wf.workflowId, timedOutAfterStop: timedOut.length }).toEqual({ workflow: wf.workflowId, timedOutAfterStop: 0 });
+    }
+  } finally {
+    await cluster.close();
+    await connection.close();
+  }
+}, 400_000);
+
+async function referenceWithout(cluster: FlowCluster, client: ReturnType<typeof createKafkaClient>) {
+  const reader = new PartitionReader(client);
+  const reference = new Map<string, HashState>();
+  const poison: Array<{ partition: number; offset: string }> = [];
+  try {
+    for (let p = 0; p < cluster.partitions; p++) {
+      await reader.read({
+        topic: cluster.names.topic,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (records) => {
+          for (const r of records) {
+            const n = (JSON.parse(String(r.value)) as { n: number }).n;
+            if (isPoison(n, EVERY)) {
+              poison.push({ partition: p, offset: r.offset });
+              continue;
+            }
+            const key = String(r.key);
+            reference.set(key, step(reference.get(key), r.offset));
+          }
+        },
+      });
+    }
+  } finally {
+    await reader.close();
+  }
+  return { reference, poison };
+}
+
+async function deadLetters(client: ReturnType<typeof createKafkaClient>, topic: string) {
+  const admin = new KafkaAdmin(client);
+  const partitions = (await admin.describeTopic(topic))?.partitions ?? 0;
+  await admin.close();
+  const reader = new PartitionReader(client);
+  const out: Array<{ partition: number; offset: string; reason: string; flow: string; error: string }> = [];
+  try {
+    for (let p = 0; p < partitions; p++) {
+      await reader.read({
+        topic,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (records) => {
+          for (const r of records) {
+            const h = (name: string) => String(r.headers[name]);
+            out.push({
+              partition: Number(h(DEAD_LETTER_HEADERS.partition)),
+              offset: h(DEAD_LETTER_HEADERS.offset),
+              reason: h(DEAD_LETTER_HEADERS.reason),
+              flow: h(DEAD_LETTER_HEADERS.flow),
+              error: h(DEAD_LETTER_HEADERS.error),
+            });
+          }
+        },
+      });
+    }
+  } finally {
+    await reader.close();
+  }
+  return out;
+}
+
+async function searchAttributePhases(client: Client, flow: string): Promise<string[]> {
+  const phases: string[] = [];
+  for await (const wf of client.workflow.list({ query: `KafkaFlow = "${flow}" AND ExecutionStatus = "Running"` })) {
+    const phase = wf.searchAttributes?.KafkaFlowPhase;
+    phases.push(Array.isArray(phase) ? String(phase[0]) : String(phase));
+  }
+  return phases;
+}
