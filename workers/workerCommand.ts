@@ -1,6 +1,7 @@
+import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { loadFlowModule } from './flowModule';
-import { runWorker } from './worker';
+import { createLogger } from './logger';
 
 const port = (v: string): number => {
   const n = Number(v);
@@ -17,7 +18,11 @@ export function workerCommand(): Command {
     .option('--shutdown-timeout <seconds>', 'exit with code 1 if a graceful stop takes longer', (v) => Number(v), 60)
     .action(async (modulePath: string, opts: { metricsPort?: number; shutdownTimeout: number }) => {
       const flow = loadFlowModule(modulePath);
+      watchParent(flow.name);
       const metricsPort = opts.metricsPort ?? (process.env.KFT_METRICS_PORT ? port(process.env.KFT_METRICS_PORT) : undefined);
+      // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
+      // the other commands (status, inspect, infra) do not need.
+      const { runWorker } = require('./worker') as typeof import('./worker');
       const worker = await runWorker(flow, { metricsPort });
       await new Promise<void>((resolve, reject) => {
         let signalled = false;
@@ -39,4 +44,60 @@ export function workerCommand(): Command {
       // (a lingering socket or retry timer would otherwise keep the process up).
       setTimeout(() => process.exit(0), 100);
     });
+}
+
+const SHELLS = new Set(['sh', 'dash', 'bash', 'ash', 'zsh', 'busybox']);
+
+/**
+ * npx (npm exec) and `npm run` do not pass SIGTERM/SIGINT on to the worker: npm dies, the `sh -c`
+ * it runs the bin through dies with it, and the worker would go on as an orphan. So a worker
+ * started through npm (npm_execpath set; KFT_EXIT_WITH_PARENT=1 forces it, 0 turns it off) watches
+ * its parent — and, when that is a shell, the shell's parent (npm) — and when one of them is gone
+ * sends itself SIGTERM: the same graceful stop (flush, commit, leave the group). Before the worker
+ * has started, that SIGTERM simply ends the process, as a real one would.
+ */
+function watchParent(flowName: string): void {
+  const setting = process.env.KFT_EXIT_WITH_PARENT;
+  if (setting === '0' || (setting !== '1' && !process.env.npm_execpath)) return;
+  const parent = process.ppid;
+  if (parent <= 1) return;
+  const info = procStat(parent);
+  const grandparent = info && SHELLS.has(info.comm) && info.ppid > 1 ? info.ppid : undefined;
+  const timer = setInterval(() => {
+    const gone = process.ppid !== parent ? parent : grandparent !== undefined && !alive(grandparent) ? grandparent : undefined;
+    if (gone === undefined) return;
+    clearInterval(timer);
+    createLogger({ flow: flowName }).info(
+      { parent, grandparent, gone },
+      'the parent process is gone (npx and npm run do not pass signals on): stopping as on SIGTERM',
+    );
+    process.kill(process.pid, 'SIGTERM');
+  }, 500);
+  timer.unref();
+}
+
+/** A process's command name, parent and state from /proc (Linux); undefined elsewhere or when gone. */
+function procStat(pid: number): { comm: string; ppid: number; state: string } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const open = stat.indexOf('(');
+    const close = stat.lastIndexOf(')');
+    const [state, ppid] = stat.slice(close + 2).split(' ');
+    return { comm: stat.slice(open + 1, close), ppid: Number(ppid), state: state! };
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  if (fs.existsSync('/proc/self/stat')) {
+    const s = procStat(pid);
+    return s !== undefined && s.state !== 'Z' && s.state !== 'X'; // a zombie has exited
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
