@@ -1,71 +1,132 @@
-import { eventually, FlowCluster } from './harness';
+import { eventually, FlowCluster, type SnapshotRecord, type Worker } from './harness';
 
 // The stale owner of kafka-flow #732, for real: a worker process frozen with SIGSTOP past its
-// session timeout, the survivor takes over and persists newer state, then the frozen one is
-// resumed with its old state and generation. It must write nothing: the final state is exactly
-// the plain fold of the input.
+// session timeout while it holds folded but unpersisted records, the survivor takes over and
+// persists newer state, then the frozen one is resumed with its old state and generation. Its
+// writes must be refused by the broker (and it must really try: its flush on revoke and its
+// pending persists fire after SIGCONT), and nothing it wrote may land in the snapshot topic; the
+// final state is exactly the plain fold of the input.
+
+interface Line {
+  time: number;
+  msg: string;
+  level: number;
+  partition?: number;
+  written?: number;
+  err?: { code?: string; type?: string; message?: string };
+  error?: { type?: string };
+  [k: string]: unknown;
+}
+
+function lines(cluster: FlowCluster, w: Worker): Line[] {
+  return cluster
+    .log(w)
+    .split('\n')
+    .filter((l) => l.startsWith('{"level":'))
+    .map((l) => JSON.parse(l) as Line);
+}
+
+/** A write the broker refused: the persistence's fence line, or a fenced error (code FENCED) on a flush or activity. */
+const isFence = (l: Line): boolean =>
+  /fenced/i.test(l.msg) || l.err?.code === 'FENCED' || l.err?.type === 'SnapshotWriteFenced' || l.error?.type === 'SnapshotWriteFenced';
+
+const brief = (l: Line) => JSON.stringify({ t: l.time, msg: l.msg, partition: l.partition, err: l.err?.message ?? l.error?.type }).slice(0, 300);
+
 test('SIGSTOP a worker past its session timeout, let the survivor take over, SIGCONT it: it is fenced', async () => {
   const cluster = new FlowCluster(4, { sessionTimeoutMs: 6000, persistEveryMs: 500 });
   try {
     await cluster.start();
     await cluster.produce(2000);
-    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug' });
+    // a persists a key at most every 5 s, so it holds folded records unpersisted most of the time
+    // (b, the survivor, every 500 ms).
+    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '5000' });
     const b = cluster.startWorker('b');
-    await eventually('a and b share the partitions', () => cluster.runningOn(2), 120_000);
+    await cluster.untilRunningOn(2, 'a and b share the partitions', 120_000);
     await cluster.produce(1000);
-    await eventually('caught up', () => cluster.caughtUp(), 60_000);
-    await cluster.produce(500); // a folds some of these, then freezes with them unpersisted
-    await new Promise((r) => setTimeout(r, 300));
+    await cluster.untilCaughtUp('caught up');
 
+    // Records keep arriving right up to the freeze: a has folded some of them and not persisted them.
+    let feeding = true;
+    const feeder = (async () => {
+      while (feeding) {
+        await cluster.produce(20);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 2000));
     const frozenAt = Date.now();
     a.process.kill('SIGSTOP');
-    const stopped = await eventually('b runs all 4 partitions', async () => {
-      const rows = await cluster.runningOn(1);
-      return rows && (await cluster.caughtUp()) ? rows : undefined;
-    }, 120_000);
-    await cluster.produce(1000);
-    await eventually('b caught up with the new records', () => cluster.caughtUp(), 60_000);
-    const before = await cluster.persisted();
+    feeding = false;
+    await feeder;
 
+    const stopped = await eventually(
+      'b runs all 4 partitions and caught up',
+      async () => {
+        const rows = await cluster.runningOn(1);
+        return rows && (await cluster.caughtUp()) ? rows : undefined;
+      },
+      120_000,
+      () => cluster.describeLag(),
+    );
+    expect(stopped.length).toBe(4);
+    await cluster.produce(1000);
+    await cluster.untilCaughtUp('b caught up with the new records');
+    // Everything is persisted (committed == end) and no input arrives: from here on, nobody has
+    // anything to write. Whatever lands in the snapshot topic after a wakes is a's stale write.
+    const before = await Promise.all([0, 1, 2, 3].map((p) => cluster.snapshotRecords(p)));
+    const persistedBefore = await cluster.persisted();
+    // It really was frozen: nothing logged from a second after SIGSTOP until now.
     const wokeAt = Date.now();
+    expect(lines(cluster, a).filter((l) => l.time > frozenAt + 1000 && l.time < wokeAt).map(brief)).toEqual([]);
     a.process.kill('SIGCONT'); // a wakes up believing it still owns its partitions
-    await new Promise((r) => setTimeout(r, 8000));
-    // Nothing a wrote after waking may land: b's newer state is intact and b still owns everything.
-    expect(await cluster.persisted()).toEqual(before);
-    const after = await eventually('settled', () => cluster.runningOn(), 60_000);
-    expect(after.length).toBe(4);
+    // It tries to write what it had folded (flush on revoke, pending persists): the broker refuses.
+    const fences = await eventually(
+      "a's stale writes refused by the broker",
+      () => {
+        const f = lines(cluster, a).filter((l) => l.time >= wokeAt && isFence(l));
+        return f.length > 0 ? f : undefined;
+      },
+      60_000,
+      () => `a's lines since it woke: ${lines(cluster, a).filter((l) => l.time >= wokeAt).map(brief).join(' | ')}`,
+    );
+    // a rejoins and gets partitions again as a new owner (full recovery from b's state).
+    await cluster.untilRunningOn(2, 'a rejoined: a and b share the partitions again', 120_000);
+    await cluster.untilCaughtUp('caught up after a rejoined');
+    process.stderr.write(`stale owner: ${fences.length} refused write attempt(s) after waking: ${fences.map(brief).join(' | ')}\n`);
+
+    // Nothing a wrote after waking landed: the committed content of every snapshot partition is
+    // exactly what it was before (no input arrived, so no owner had anything new to write). A
+    // record a wrote that landed would show here, and with a last-folded offset at or below b's.
+    for (const p of [0, 1, 2, 3]) {
+      const after = await cluster.snapshotRecords(p);
+      const was = before[p]!;
+      expect(after.records.slice(0, was.records.length)).toEqual(was.records);
+      const lastOf = new Map<string, SnapshotRecord>(was.records.map((r) => [r.key, r]));
+      const landed = after.records.slice(was.records.length).map((r) => ({
+        snapshotPartition: p,
+        offset: r.offset,
+        key: r.key,
+        lastFolded: r.snapshot?.offset,
+        survivorsLastFolded: lastOf.get(r.key)?.snapshot?.offset,
+      }));
+      expect(landed).toEqual([]);
+      if (BigInt(after.logEnd) > BigInt(was.logEnd)) {
+        process.stderr.write(`stale owner: snapshot partition ${p}: log end ${was.logEnd} → ${after.logEnd}, nothing committed (aborted)\n`);
+      }
+    }
+    expect(await cluster.persisted()).toEqual(persistedBefore);
+    // a never reported a write that landed between waking and getting partitions again.
+    const reassigned = lines(cluster, a).find((l) => l.time >= wokeAt && l.msg === 'partitions assigned')?.time ?? Number.POSITIVE_INFINITY;
+    const claimed = lines(cluster, a).filter((l) => l.time >= wokeAt && l.time < reassigned && l.msg === 'persisted' && (l.written ?? 0) > 0);
+    expect(claimed.map(brief)).toEqual([]);
 
     await cluster.produce(500);
-    await eventually('caught up at the end', () => cluster.caughtUp(), 60_000);
+    await cluster.untilCaughtUp('caught up at the end');
     await cluster.stop(a);
     await cluster.stop(b);
     const reference = await cluster.reference();
-    expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(5000);
+    expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(cluster.producedCount);
     expect(await cluster.persisted()).toEqual(reference);
-    expect(stopped.length).toBe(4);
-    // a's writes after waking were refused by the broker, not silently skipped.
-    // From waking until it is assigned partitions again, nothing a persisted landed; whatever it
-    // tried was refused (a fence), not silently skipped.
-    type Line = { time: number; msg: string; level: number; partition?: number; written?: number; committed?: string };
-    const all = cluster
-      .log(a)
-      .split('\n')
-      .filter((l) => l.startsWith('{"level":'))
-      .map((l) => JSON.parse(l) as Line);
-    const lines = all.filter((l) => l.time >= wokeAt);
-    const reassigned = lines.find((l) => l.msg === 'partitions assigned')?.time ?? Number.POSITIVE_INFINITY;
-    const committedBefore = new Map<number, string | undefined>();
-    for (const l of all) if (l.time < frozenAt && l.msg === 'persisted') committedBefore.set(l.partition!, l.committed);
-    // A persist that found nothing to write is a no-op; anything else must not have landed.
-    for (const l of lines.filter((x) => x.msg === 'persisted' && x.time < reassigned)) {
-      expect({ partition: l.partition, written: l.written, committed: l.committed }).toEqual({
-        partition: l.partition,
-        written: 0,
-        committed: committedBefore.get(l.partition!),
-      });
-    }
-    const attempts = lines.filter((l) => l.time < reassigned && /fenced|FENCED|StaleGeneration|no longer holds/.test(JSON.stringify(l)));
-    process.stderr.write(`stale owner: ${attempts.length} refused write attempt(s) after waking\n`);
   } finally {
     await cluster.close();
   }
