@@ -1,0 +1,190 @@
+/**
+ * The chaos suite's fault schedule: a pure function of a seed, so a failing run is replayed by
+ * passing its seed again (`--seed`). Victims are picked at run time from the workers alive then,
+ * with the fault's own random number (`pick`), so the same seed picks the same way when the same
+ * workers are alive.
+ */
+export const FAULT_TYPES = [
+  'worker-kill9', // kill -9 of a worker, and a replacement started
+  'worker-sigstop', // SIGSTOP past the consumer session timeout, then SIGCONT: a real stale owner
+  'worker-restart', // SIGTERM (graceful stop), then a new worker
+  'worker-burst', // several workers join at once, and leave (SIGTERM) together later
+  'kafka-kill9', // kill -9 of the broker, restarted after a pause
+  'temporal-restart', // the Temporal dev server stopped (SIGTERM) and started again
+  'cassandra-restart', // Cassandra kill -9 and started again
+  'kafka-proxy-drop', // every worker connection to the broker cut, new ones refused for a while
+  'kafka-proxy-stall', // nothing forwarded to/from the broker for a while
+  'kafka-proxy-delay', // added latency on every worker connection to the broker
+  'temporal-proxy-drop',
+  'temporal-proxy-stall',
+  'temporal-proxy-delay',
+] as const;
+export type FaultType = (typeof FAULT_TYPES)[number];
+
+export interface PlannedFault {
+  index: number;
+  /** Milliseconds after the fault phase starts. */
+  at: number;
+  type: FaultType;
+  /** For worker faults: which persistence mode's workers (index into the run's modes). */
+  mode?: number;
+  /** How long the fault lasts (down, stopped, stalled, delayed, or a burst's stay). */
+  durationMs: number;
+  /** Added latency of a delay fault. */
+  delayMs?: number;
+  /** Workers joining in a burst. */
+  size?: number;
+  /** In [0, 1): chooses the victim among the workers alive when the fault starts. */
+  pick: number;
+}
+
+/** mulberry32: a small, fast, seeded PRNG; [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Relative frequencies: worker faults most, server restarts less, network faults in between. */
+export const DEFAULT_WEIGHTS: Record<FaultType, number> = {
+  'worker-kill9': 4,
+  'worker-sigstop': 2,
+  'worker-restart': 3,
+  'worker-burst': 2,
+  'kafka-kill9': 1,
+  'temporal-restart': 1.5,
+  'cassandra-restart': 1,
+  'kafka-proxy-drop': 1.5,
+  'kafka-proxy-stall': 1,
+  'kafka-proxy-delay': 1,
+  'temporal-proxy-drop': 1.5,
+  'temporal-proxy-stall': 1,
+  'temporal-proxy-delay': 1,
+};
+
+export interface ScheduleOptions {
+  seed: number;
+  faults: number;
+  /** The fault phase: faults start spread over it (the last ones may run past it). */
+  phaseMs: number;
+  /** Number of persistence modes running (worker faults pick one). */
+  modes: number;
+  /** Whether Cassandra is used at all (else no cassandra-restart). */
+  cassandra: boolean;
+  sessionTimeoutMs: number;
+  weights?: Partial<Record<FaultType, number>>;
+}
+
+export function planFaults(o: ScheduleOptions): PlannedFault[] {
+  if (!Number.isInteger(o.faults) || o.faults < 0) throw new Error(`faults must be a non-negative integer, got ${o.faults}`);
+  if (o.modes < 1) throw new Error('at least one mode');
+  const rnd = prng(o.seed);
+  const weights = { ...DEFAULT_WEIGHTS, ...o.weights };
+  if (!o.cassandra) weights['cassandra-restart'] = 0;
+  const types = FAULT_TYPES.filter((t) => weights[t] > 0);
+  const total = types.reduce((a, t) => a + weights[t], 0);
+  const between = (lo: number, hi: number) => Math.round(lo + rnd() * (hi - lo));
+  const gap = o.faults > 0 ? o.phaseMs / o.faults : 0;
+  // Every type at least once when there is room for it, the rest by weight; then shuffled.
+  const chosen: FaultType[] = o.faults >= types.length ? [...types] : [];
+  while (chosen.length < o.faults) {
+    let r = rnd() * total;
+    let type = types[types.length - 1]!;
+    for (const t of types) {
+      r -= weights[t];
+      if (r < 0) {
+        type = t;
+        break;
+      }
+    }
+    chosen.push(type);
+  }
+  for (let i = chosen.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [chosen[i], chosen[j]] = [chosen[j]!, chosen[i]!];
+  }
+  const out: PlannedFault[] = [];
+  let at = 0;
+  chosen.forEach((type, index) => {
+    if (index > 0) at += Math.round(gap * (0.5 + rnd()));
+    const f: PlannedFault = { index, at, type, durationMs: 0, pick: rnd() };
+    switch (type) {
+      case 'worker-kill9':
+      case 'worker-restart':
+        f.durationMs = 0;
+        break;
+      case 'worker-sigstop':
+        f.durationMs = o.sessionTimeoutMs + between(2_000, 6_000);
+        break;
+      case 'worker-burst':
+        f.size = between(1, 3);
+        f.durationMs = between(5_000, 15_000);
+        break;
+      case 'kafka-kill9':
+      case 'cassandra-restart':
+        f.durationMs = between(1_000, 5_000);
+        break;
+      case 'temporal-restart':
+        f.durationMs = between(500, 4_000);
+        break;
+      case 'kafka-proxy-drop':
+      case 'temporal-proxy-drop':
+        f.durationMs = between(500, 5_000);
+        break;
+      case 'kafka-proxy-stall':
+      case 'temporal-proxy-stall':
+        f.durationMs = between(2_000, 10_000);
+        break;
+      case 'kafka-proxy-delay':
+      case 'temporal-proxy-delay':
+        f.durationMs = between(3_000, 12_000);
+        f.delayMs = between(100, 1_500);
+        break;
+    }
+    if (type.startsWith('worker-')) f.mode = Math.floor(rnd() * o.modes);
+    out.push(f);
+  });
+  return out;
+}
+
+/** What a fault locks while it runs: two faults on one target never overlap. */
+export function faultTarget(f: PlannedFault): string {
+  if (f.type.startsWith('worker-')) return `workers-${f.mode}`;
+  if (f.type.startsWith('kafka-')) return 'kafka';
+  if (f.type.startsWith('temporal-')) return 'temporal';
+  return 'cassandra';
+}
+
+export function countByType(faults: readonly { type: FaultType }[]): Record<FaultType, number> {
+  const out = Object.fromEntries(FAULT_TYPES.map((t) => [t, 0])) as Record<FaultType, number>;
+  for (const f of faults) out[f.type]++;
+  return out;
+}
+
+/**
+ * Splits one schedule (planned with `modes` = number of groups) into one schedule per group, for
+ * running the modes one after the other: a worker fault goes to its mode's group (as mode 0
+ * there), a Cassandra restart to the Cassandra group, any other server or network fault round
+ * robin; each group's faults keep their order and are spread over `phaseMs`, with the same
+ * relative gaps. Every type planned stays in the run.
+ */
+export function splitPlan(plan: readonly PlannedFault[], groups: number, phaseMs: number, cassandraGroup?: number): PlannedFault[][] {
+  const out: PlannedFault[][] = Array.from({ length: groups }, () => []);
+  let next = 0;
+  for (const f of plan) {
+    let g: number;
+    if (f.mode !== undefined) g = f.mode % groups;
+    else if (f.type === 'cassandra-restart' && cassandraGroup !== undefined) g = cassandraGroup;
+    else g = next++ % groups;
+    out[g]!.push({ ...f, mode: f.mode === undefined ? undefined : 0 });
+  }
+  return out.map((list) => {
+    const n = list.length;
+    return list.map((f, i) => ({ ...f, index: i, at: n <= 1 ? 0 : Math.round((i / n) * phaseMs) }));
+  });
+}

@@ -1,0 +1,123 @@
+import net from 'node:net';
+import { TcpProxy } from '../../../chaos/tcp-proxy';
+
+/** An echo server on an ephemeral port, and the proxy in front of it (also ephemeral). */
+async function echoBehindProxy(): Promise<{ proxy: TcpProxy; close: () => Promise<void> }> {
+  const server = net.createServer((s) => s.pipe(s));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as net.AddressInfo).port;
+  const proxy = new TcpProxy('echo', 0, { host: '127.0.0.1', port });
+  await proxy.start();
+  return {
+    proxy,
+    close: async () => {
+      await proxy.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function connect(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host: '127.0.0.1', port }, () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** Sends `text` and resolves with the echo once it is all back, or undefined after `ms`. */
+function roundTrip(s: net.Socket, text: string, ms = 2000): Promise<{ echo?: string; ms: number }> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let got = '';
+    const timer = setTimeout(() => {
+      s.off('data', onData);
+      resolve({ echo: undefined, ms: Date.now() - started });
+    }, ms);
+    const onData = (b: Buffer) => {
+      got += b.toString();
+      if (got.length >= text.length) {
+        clearTimeout(timer);
+        s.off('data', onData);
+        resolve({ echo: got, ms: Date.now() - started });
+      }
+    };
+    s.on('data', onData);
+    s.write(text);
+  });
+}
+
+const closed = (s: net.Socket) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+
+describe('chaos TcpProxy', () => {
+  test('pass: forwards both ways', async () => {
+    const { proxy, close } = await echoBehindProxy();
+    try {
+      const s = await connect(proxy.port);
+      expect((await roundTrip(s, 'hello')).echo).toBe('hello');
+      expect(proxy.stats.accepted).toBe(1);
+      s.destroy();
+    } finally {
+      await close();
+    }
+  });
+
+  test('drop: open connections are cut, new ones closed at once; pass again afterwards', async () => {
+    const { proxy, close } = await echoBehindProxy();
+    try {
+      const s = await connect(proxy.port);
+      expect((await roundTrip(s, 'a')).echo).toBe('a');
+      proxy.setMode('drop');
+      await closed(s);
+      const t = await connect(proxy.port);
+      await closed(t);
+      expect(proxy.stats.dropped).toBe(2);
+      proxy.setMode('pass');
+      const u = await connect(proxy.port);
+      expect((await roundTrip(u, 'back')).echo).toBe('back');
+      u.destroy();
+    } finally {
+      await close();
+    }
+  });
+
+  test('stall: nothing is forwarded until the mode changes, then everything held arrives in order', async () => {
+    const { proxy, close } = await echoBehindProxy();
+    try {
+      const s = await connect(proxy.port);
+      proxy.setMode('stall');
+      const pending = roundTrip(s, 'held-data', 3000);
+      await new Promise((r) => setTimeout(r, 400));
+      const fresh = await connect(proxy.port); // accepted, but stalled too
+      const freshTrip = roundTrip(fresh, 'new', 3000);
+      await new Promise((r) => setTimeout(r, 400));
+      proxy.setMode('pass');
+      const r = await pending;
+      expect(r.echo).toBe('held-data');
+      expect(r.ms).toBeGreaterThanOrEqual(700);
+      expect((await freshTrip).echo).toBe('new');
+      s.destroy();
+      fresh.destroy();
+    } finally {
+      await close();
+    }
+  });
+
+  test('delay: each direction late by the delay, order kept', async () => {
+    const { proxy, close } = await echoBehindProxy();
+    try {
+      const s = await connect(proxy.port);
+      proxy.setMode('delay', 150);
+      const r = await roundTrip(s, 'x'.repeat(10), 3000);
+      expect(r.echo).toBe('x'.repeat(10));
+      expect(r.ms).toBeGreaterThanOrEqual(290); // up and down
+      const parts = await roundTrip(s, '123456789', 3000);
+      expect(parts.echo).toBe('123456789');
+      proxy.setMode('pass');
+      const quick = await roundTrip(s, 'q');
+      expect(quick.echo).toBe('q');
+      s.destroy();
+    } finally {
+      await close();
+    }
+  });
+});
