@@ -1,8 +1,7 @@
-import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
-import { formatHostPort, readEnv } from '../config/env';
+import type { WorkflowExecutionInfo } from '@temporalio/client';
 import { type PartitionStatus, statusQuery } from '../workflows/partitionWorkflow';
 import { searchAttributes } from '../workflows/searchAttributes';
-import { TemporalUnreachableError } from './errors';
+import { connectTemporalClient } from './temporalClient';
 
 /** How long `status` waits for the partition workflows' status queries (all run at once). */
 export const DEFAULT_QUERY_TIMEOUT_MS = 2_000;
@@ -50,7 +49,7 @@ const MIN_QUERY_TIMEOUT_MS = 1_000;
  */
 export async function flowStatusRows(flowName: string, options: FlowStatusOptions = {}): Promise<StatusRow[]> {
   const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
-  const client = await connectClient();
+  const { client } = await connectTemporalClient();
   try {
     const workflows = await client.connection.withDeadline(Date.now() + LIST_TIMEOUT_MS, async () => {
       const out: WorkflowExecutionInfo[] = [];
@@ -76,23 +75,6 @@ export async function flowStatusRows(flowName: string, options: FlowStatusOption
   } finally {
     await client.connection.close();
   }
-}
-
-/**
- * A client-only connection (connectTemporal also loads the worker SDK, a second the `status`
- * command does not need to spend before answering).
- */
-async function connectClient(): Promise<Client> {
-  const env = readEnv();
-  const address = formatHostPort(env.temporalAddress);
-  let connection: Connection;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: 5000 });
-    await connection.workflowService.getSystemInfo({});
-  } catch (err) {
-    throw new TemporalUnreachableError(address, err);
-  }
-  return new Client({ connection, namespace: env.temporalNamespace });
 }
 
 /**

@@ -1,7 +1,8 @@
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { formatHostPort, readEnv } from '../config/env';
+import { readEnv } from '../config/env';
 import { TemporalUnreachableError } from './errors';
+import { connectTemporalClient } from './temporalClient';
 
 export interface TemporalConnections {
   address: string;
@@ -12,20 +13,12 @@ export interface TemporalConnections {
 }
 
 export async function connectTemporal(env = readEnv()): Promise<TemporalConnections> {
-  const address = formatHostPort(env.temporalAddress);
-  const namespace = env.temporalNamespace;
-  let connection: Connection;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: 5000 });
-    await connection.workflowService.getSystemInfo({});
-  } catch (err) {
-    throw new TemporalUnreachableError(address, err);
-  }
+  const { address, namespace, connection, client } = await connectTemporalClient(env);
   const natives: NativeConnection[] = [];
   return {
     address,
     namespace,
-    client: new Client({ connection, namespace }),
+    client,
     async connect() {
       try {
         const c = await NativeConnection.connect({ address });
