@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,7 +7,7 @@ import { findJava17 } from '../infra/java';
 import { classpath } from '../infra/maven';
 import { livePid, portOpen, startDetached, stopProcess } from '../infra/processes';
 import { cassandraServer } from '../infra/servers/cassandra';
-import { kafkaServer } from '../infra/servers/kafka';
+import { KAFKA_LOG4J2, kafkaClusterId, kafkaServer, kafkaServerProperties } from '../infra/servers/kafka';
 import type { Server } from '../infra/servers/server';
 import { temporalServer } from '../infra/servers/temporal';
 import { type InfraSettings, readInfraSettings, VERSIONS } from '../infra/settings';
@@ -122,12 +121,12 @@ export class PrivateServers {
       await this.kafka.install(log);
       fs.mkdirSync(logDirs, { recursive: true });
       fs.writeFileSync(configFile, serverProperties(this.ports, logDirs));
-      fs.writeFileSync(path.join(dataDir, 'log4j2.properties'), LOG4J2);
+      fs.writeFileSync(path.join(dataDir, 'log4j2.properties'), KAFKA_LOG4J2);
     }
     const log4j = path.join(dataDir, 'log4j2.properties');
     const cp = classpath(libDir);
     if (!fs.existsSync(path.join(logDirs, 'meta.properties'))) {
-      execFileSync(java, [`-Dlog4j2.configurationFile=${log4j}`, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', configFile], {
+      execFileSync(java, [`-Dlog4j2.configurationFile=${log4j}`, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', kafkaClusterId(), '-c', configFile], {
         stdio: 'pipe',
       });
     }
@@ -210,52 +209,15 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-function clusterId(): string {
-  for (;;) {
-    const id = randomBytes(16).toString('base64url');
-    if (!id.startsWith('-')) return id;
-  }
-}
-
 export function serverProperties(p: ChaosPorts, logDirs: string): string {
-  return `# Written by chaos/servers.ts: a private single-node KRaft broker+controller for the chaos suite.
-# PLAINTEXT: the driver, directly. PROXIED: the workers, through the chaos TCP proxy (advertised).
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@${HOST}:${p.kafkaController}
-listeners=PLAINTEXT://${HOST}:${p.kafka},CONTROLLER://${HOST}:${p.kafkaController},PROXIED://${HOST}:${p.kafkaProxied}
-advertised.listeners=PLAINTEXT://${HOST}:${p.kafka},PROXIED://${HOST}:${p.kafkaProxy}
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
-log.dirs=${logDirs}
-num.partitions=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=10
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=10
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-transaction.abort.timed.out.transaction.cleanup.interval.ms=2000
-log.cleaner.backoff.ms=1000
-`;
+  return kafkaServerProperties({
+    host: HOST,
+    port: p.kafka,
+    controllerPort: p.kafkaController,
+    logDirs,
+    comment:
+      'Written by chaos/servers.ts: a private single-node KRaft broker+controller for the chaos suite.\n' +
+      'PLAINTEXT: the driver, directly. PROXIED: the workers, through the chaos TCP proxy (advertised).',
+    extraListener: { name: 'PROXIED', port: p.kafkaProxied, advertisedPort: p.kafkaProxy },
+  });
 }
-
-const LOG4J2 = `status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.request.name = kafka.request.logger
-logger.request.level = warn
-logger.state.name = state.change.logger
-logger.state.level = warn
-logger.controller.name = org.apache.kafka.controller
-logger.controller.level = warn
-logger.coordinator.name = org.apache.kafka.coordinator
-logger.coordinator.level = warn
-`;

@@ -48,13 +48,13 @@ export function kafkaServer(s: InfraSettings): Server {
       fs.mkdirSync(logDirs, { recursive: true });
       fs.writeFileSync(configFile, serverProperties(s, logDirs));
       const log4j = path.join(dataDir, 'log4j2.properties');
-      fs.writeFileSync(log4j, LOG4J2);
+      fs.writeFileSync(log4j, KAFKA_LOG4J2);
       const cp = classpath(libDir);
       if (!fs.existsSync(path.join(logDirs, 'meta.properties'))) {
         log('formatting the KRaft storage');
         execFileSync(
           java,
-          [`-Dlog4j2.configurationFile=${log4j}`, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', configFile],
+          [`-Dlog4j2.configurationFile=${log4j}`, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', kafkaClusterId(), '-c', configFile],
           { stdio: 'pipe' },
         );
       }
@@ -141,25 +141,49 @@ async function warmUpTransactions(address: string): Promise<void> {
 const WARMUP_TOPIC = 'kafka-flow-temporal-infra-warmup';
 
 /** 16 random bytes, base64url; the storage tool rejects ids starting with '-'. */
-function clusterId(): string {
+export function kafkaClusterId(): string {
   for (;;) {
     const id = randomBytes(16).toString('base64url');
     if (!id.startsWith('-')) return id;
   }
 }
 
-function serverProperties(s: InfraSettings, logDirs: string): string {
-  const k = s.kafka;
-  return `# Written by kafka-flow-temporal infra: a single-node KRaft broker+controller for development and tests.
+/** A listener besides PLAINTEXT and CONTROLLER (e.g. the chaos suite's PROXIED, advertised at its proxy). */
+export interface ExtraListener {
+  readonly name: string;
+  readonly port: number;
+  readonly advertisedPort: number;
+}
+
+export interface KafkaPropertiesOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly controllerPort: number;
+  readonly logDirs: string;
+  /** The first line(s), without '#': who wrote the file and what for. */
+  readonly comment: string;
+  readonly extraListener?: ExtraListener;
+}
+
+/** server.properties of a single-node KRaft broker+controller, tuned for development and tests. */
+export function kafkaServerProperties(o: KafkaPropertiesOptions): string {
+  const x = o.extraListener;
+  const listeners = [`PLAINTEXT://${o.host}:${o.port}`, `CONTROLLER://${o.host}:${o.controllerPort}`, ...(x ? [`${x.name}://${o.host}:${x.port}`] : [])];
+  const advertised = [`PLAINTEXT://${o.host}:${o.port}`, ...(x ? [`${x.name}://${o.host}:${x.advertisedPort}`] : [])];
+  const protocols = ['PLAINTEXT:PLAINTEXT', 'CONTROLLER:PLAINTEXT', ...(x ? [`${x.name}:PLAINTEXT`] : [])];
+  return `${o.comment
+    .split('\n')
+    .map((l) => `# ${l}`)
+    .join('\n')}
 process.roles=broker,controller
 node.id=1
-controller.quorum.voters=1@${k.host}:${k.controllerPort}
-listeners=PLAINTEXT://${k.host}:${k.port},CONTROLLER://${k.host}:${k.controllerPort}
-advertised.listeners=PLAINTEXT://${k.host}:${k.port}
+controller.quorum.voters=1@${o.host}:${o.controllerPort}
+listeners=${listeners.join(',')}
+advertised.listeners=${advertised.join(',')}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=${logDirs}
+listener.security.protocol.map=${protocols.join(',')}
+log.dirs=${o.logDirs}
 num.partitions=1
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=10
@@ -175,7 +199,18 @@ log.cleaner.backoff.ms=1000
 `;
 }
 
-const LOG4J2 = `status = warn
+function serverProperties(s: InfraSettings, logDirs: string): string {
+  const k = s.kafka;
+  return kafkaServerProperties({
+    host: k.host,
+    port: k.port,
+    controllerPort: k.controllerPort,
+    logDirs,
+    comment: 'Written by kafka-flow-temporal infra: a single-node KRaft broker+controller for development and tests.',
+  });
+}
+
+export const KAFKA_LOG4J2 = `status = warn
 appender.console.type = Console
 appender.console.name = STDOUT
 appender.console.layout.type = PatternLayout
