@@ -154,7 +154,7 @@ export class KeyFlow<S, V> implements KeyTimestamps {
       const offset = offsets[i]!;
       if (offset <= this.lastOffset) continue;
       const record = records[i]!;
-      if (this.poisoned !== undefined && this.poisoned.has(offset)) {
+      if (this.poisoned?.has(offset)) {
         if (this.onPoison(record, offset, 'decode', this.poisoned.get(offset))) changed = true;
         continue;
       }

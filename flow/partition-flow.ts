@@ -1,12 +1,12 @@
 import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from '../persistence/partition-persistence';
 import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
-import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../persistence/types';
+import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../persistence/types';
 import { type Clock, systemClock } from './clock';
 import type { Codec } from './codec/codec';
 import { DecodeError } from './codec/errors';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
-import { type Fold, isPromise } from './fold';
+import type { Fold } from './fold';
 import { KeyFlow, type PoisonHandler } from './key-flow';
 import { type Logger, silentLogger } from './logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
@@ -94,7 +94,6 @@ interface Planned<S, V> {
 export class PartitionFlow<S, V> {
   readonly topic: string;
   readonly partition: number;
-  private readonly tp: TopicPartition;
   private readonly o: PartitionFlowOptions<S, V>;
   private readonly policy: TimerPolicy;
   private readonly clock: Clock;
@@ -121,7 +120,6 @@ export class PartitionFlow<S, V> {
     this.o = options;
     this.topic = options.topic;
     this.partition = options.partition;
-    this.tp = { topic: options.topic, partition: options.partition };
     this.policy = options.timers ?? timerPolicy({ persistPeriodically: {} });
     this.clock = options.clock ?? systemClock;
     this.log = options.logger ?? silentLogger;

@@ -156,8 +156,10 @@ describe('PartitionFlow persist', () => {
       extra: { codec: picky, onDecodeFailure: 'dead-letter', deadLetterTopic: 'dlq' },
     });
     const writes: KeyWrite<string, string>[] = [];
-    const write = h.flow['o'].persistence.write.bind(h.flow['o'].persistence);
-    h.flow['o'].persistence.write = (batch) => {
+    // biome-ignore lint/complexity/useLiteralKeys: the private options, to spy on the persistence they hold
+    const persistence = h.flow['o'].persistence;
+    const write = persistence.write.bind(persistence);
+    persistence.write = (batch) => {
       writes.push(...batch.writes);
       return write(batch);
     };
