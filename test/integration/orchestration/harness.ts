@@ -125,10 +125,15 @@ export class FlowCluster {
     return flowStatus(this.names.name);
   }
 
-  /** Every partition running, on exactly `owners` distinct processes (by task queue). */
+  /**
+   * Every partition running on a live worker of this cluster, on exactly `owners` distinct
+   * processes (by task queue). A workflow still showing a killed worker as its running owner (until
+   * the group's session times out) does not count: right after a kill and a restart it would make
+   * "running on one worker" hold before the new worker has joined.
+   */
   async runningOn(owners?: number): Promise<PartitionStatus[] | undefined> {
     const rows = await this.status().catch(() => []);
-    if (rows.length !== this.partitions || !rows.every((r) => r.phase === 'running')) return undefined;
+    if (rows.length !== this.partitions || !rows.every((r) => r.phase === 'running' && this.liveOwner(r.owner?.taskQueue))) return undefined;
     const distinct = new Set(rows.map((r) => r.owner?.taskQueue)).size;
     return owners === undefined || distinct === owners ? rows : undefined;
   }
@@ -150,6 +155,10 @@ export class FlowCluster {
     const seen = new Set(rows.map((r) => r.partition));
     for (let p = 0; p < this.partitions; p++) if (!seen.has(p)) problems.push(`partition ${p}: no running workflow`);
     for (const r of rows) {
+      if (r.phase === 'running' && !this.liveOwner(r.owner?.taskQueue)) {
+        problems.push(`partition ${r.partition}: running on ${this.ownerName(r.owner?.taskQueue)}, which has exited (its session has not timed out yet)`);
+        continue;
+      }
       if (r.phase === 'running') continue;
       const owner = r.owner ? `generation ${r.owner.generation} on ${this.ownerName(r.owner.taskQueue)}` : 'no owner';
       const retry = r.retry ? `, retry ${r.retry.attempt} at ${new Date(r.retry.nextAt).toISOString()}` : '';
@@ -189,12 +198,24 @@ export class FlowCluster {
     return eventually(what, () => this.runningOn(owners), timeoutMs, () => this.describeNotRunning(owners));
   }
 
+  /** The worker started here whose process owns a task queue (`…/<pid>-<random>`). */
+  private ownerWorker(taskQueue: string | undefined): Worker | undefined {
+    if (taskQueue === undefined) return undefined;
+    const pid = Number(/\/(\d+)-[^/]*$/.exec(taskQueue)?.[1]);
+    return this.workers.find((x) => x.process.pid === pid);
+  }
+
+  /** The task queue's owner is a worker of this cluster that has not exited (a SIGSTOPped one counts: it lives). */
+  private liveOwner(taskQueue: string | undefined): boolean {
+    const w = this.ownerWorker(taskQueue);
+    return w !== undefined && w.process.exitCode === null && w.process.signalCode === null;
+  }
+
   /** A worker's name (as started here) for an owner task queue, or the task queue's last part. */
   private ownerName(taskQueue: string | undefined): string {
     if (taskQueue === undefined) return 'none';
-    const pid = Number(/\/(\d+)-[^/]*$/.exec(taskQueue)?.[1]);
-    const w = this.workers.find((x) => x.process.pid === pid);
-    return w ? `worker ${w.name} (pid ${pid})` : taskQueue.split('/').slice(-1)[0]!;
+    const w = this.ownerWorker(taskQueue);
+    return w ? `worker ${w.name} (pid ${w.process.pid})` : taskQueue.split('/').slice(-1)[0]!;
   }
 
   /** The group's committed offsets equal the log end on every partition. */
