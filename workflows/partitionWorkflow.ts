@@ -7,6 +7,7 @@ import {
   defineQuery,
   defineSignal,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   TimeoutFailure,
@@ -143,7 +144,19 @@ export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>
   return Math.min(limits.retryMaxMs, limits.retryInitialMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
 }
 
+/**
+ * A revoke and the next assignment often arrive in one workflow task. The phase `revoked` is now
+ * upserted even when the newer assignment is already known, so the commands are the same whether
+ * its signal is seen in the same activation or a later one (a chaos run caught a replay that saw it
+ * earlier than the original run had: a nondeterminism error that left the partition stuck). Runs
+ * recorded before this patch replay the old way.
+ */
+const SAME_COMMANDS_PATCH = 'revoked-phase-before-newer-owner';
+
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
+  // First, so that its marker is at the same place in every run (a patch asked for only on some
+  // paths would itself be a command that differs between them).
+  const sameCommands = patched(SAME_COMMANDS_PATCH);
   const c = input.carried;
   const limits: Limits = { ...DEFAULT_LIMITS, ...input.limits };
   const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
@@ -260,7 +273,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       () => acts.recover({ ...ref(input), owner: recovering, keepFromGeneration }),
     );
     if (recovered.kind === 'superseded') {
-      if (!newerAssignment() && revokedGeneration === recovering.generation) setPhase(revokedPhase());
+      if ((sameCommands || !newerAssignment()) && revokedGeneration === recovering.generation) setPhase(revokedPhase());
       continue;
     }
     if (recovered.kind === 'failed') {
@@ -325,9 +338,12 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     }
     loopScope.cancel();
     await loop;
+    if (revokedGeneration === current.generation && (sameCommands || !newerAssignment())) {
+      setPhase(revokedPhase());
+      continue;
+    }
     if (newerAssignment()) continue;
-    if (revokedGeneration === current.generation) setPhase(revokedPhase());
-    else handleFailure(loopEnded);
+    handleFailure(loopEnded);
   }
 
   function revokedPhase(): Phase {

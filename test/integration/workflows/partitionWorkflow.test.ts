@@ -337,4 +337,68 @@ describe('partitionWorkflow on the real Temporal server', () => {
     expect(described.historyLength).toBeLessThan(80);
     await wf.handle.terminate();
   });
+
+  test('a revoke and the next assignment give the same commands whether they come in one workflow task or in two', async () => {
+    // A chaos run caught a replay that saw the next assignment in the same activation as the revoke
+    // while the original run had seen it in a later one: a nondeterminism error that left the
+    // partition stuck. The commands after a revoke must not depend on how the signals are batched.
+    const sequenceAfterRevoke = async (together: boolean): Promise<string[]> => {
+      const queue = unique('wf-batching');
+      const runWorker = async () => {
+        const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue: queue, workflowsPath: require.resolve('../../../workflows') });
+        return { worker, run: worker.run() };
+      };
+      const a = newCalls();
+      const b = newCalls();
+      const qa = await startOwner(a);
+      const qb = await startOwner(b);
+      const ref = { flow: unique('flow'), topic: 'orders', partition: 1 };
+      const workflowId = partitionWorkflowId(ref);
+      let w = await runWorker();
+      await client.workflow.signalWithStart(partitionWorkflow, {
+        workflowId,
+        taskQueue: queue,
+        args: [{ ...ref, persistEveryMs: 300, limits: { heartbeatMs: 3000, scheduleToStartMs: 2000 } }],
+        signal: assignedSignal,
+        signalArgs: [{ generation: 1, memberId: 'a', taskQueue: qa }],
+      });
+      const handle = client.workflow.getHandle(workflowId);
+      await eventually('running on a', async () => ((await handle.query(statusQuery)).phase === 'running' ? true : undefined));
+      const revoke = { generation: 1, memberId: 'a', reason: 'revoke' as const };
+      const assignB = { generation: 2, memberId: 'b', taskQueue: qb };
+      if (together) {
+        // No workflow worker while both signals arrive: the next workflow task carries both.
+        w.worker.shutdown();
+        await w.run;
+        await handle.signal(revokedSignal, revoke);
+        await handle.signal(assignedSignal, assignB);
+        w = await runWorker();
+      } else {
+        await handle.signal(revokedSignal, revoke);
+        await eventually('revoked', async () => ((await handle.query(statusQuery)).phase === 'revoked' ? true : undefined));
+        await handle.signal(assignedSignal, assignB);
+      }
+      await eventually('recovered on b', () => (b.recover.length > 0 ? true : undefined), 60_000);
+      const events = (await handle.fetchHistory()).events ?? [];
+      await handle.terminate();
+      w.worker.shutdown();
+      await w.run;
+      const revokedAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'revoked');
+      const out: string[] = [];
+      for (const e of events.slice(revokedAt)) {
+        const upsert = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.KafkaFlowPhase;
+        if (upsert?.data) out.push(`upsert ${JSON.parse(Buffer.from(upsert.data).toString())}`);
+        const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+        if (scheduled === 'recover') {
+          out.push('schedule recover');
+          break;
+        }
+      }
+      return out;
+    };
+    const inTwo = await sequenceAfterRevoke(false);
+    const inOne = await sequenceAfterRevoke(true);
+    expect(inTwo).toEqual(['upsert revoked', 'upsert recovering', 'schedule recover']);
+    expect(inOne).toEqual(inTwo);
+  }, 120_000);
 });
