@@ -6,7 +6,7 @@ import { createFlowActivities } from '../activities/flowActivities';
 import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from './backends';
-import { KafkaUnreachableError } from './errors';
+import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
 import { FlowRuntime } from './flowRuntime';
 import { createLogger, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metricsServer';
@@ -80,7 +80,14 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   });
   const done = Promise.all([workflowWorker.run(), activityWorker.run()]).then(() => undefined);
   done.catch((err) => log.error({ err }, 'a Temporal worker stopped with an error'));
-  await runtime.start();
+  try {
+    await runtime.start();
+  } catch (err) {
+    // The brokers took the connection but kept dropping it (a restart, a network fault) until
+    // kafkajs gave up: one line naming KAFKA_BROKERS, exit 1, the process manager restarts it.
+    if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(env.kafkaBrokers.map(formatHostPort), err);
+    throw err;
+  }
   const server =
     options.metricsPort !== undefined
       ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined)

@@ -23,21 +23,27 @@ export function workerCommand(): Command {
       // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
       // the other commands (status, inspect, infra) do not need.
       const { runWorker } = require('./worker') as typeof import('./worker');
+      // A SIGTERM/SIGINT while the worker is still starting (connecting, joining the group) is
+      // held, not fatal: once started, the worker stops gracefully at once. The shutdown timeout
+      // runs from the signal either way.
+      let signalled: NodeJS.Signals | undefined;
+      let onStarted: ((signal: NodeJS.Signals) => void) | undefined;
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (signalled) return;
+        signalled = signal;
+        const timer = setTimeout(() => {
+          process.stderr.write(`kafka-flow-temporal: graceful stop did not finish within ${opts.shutdownTimeout} s after ${signal}\n`);
+          process.exit(1);
+        }, opts.shutdownTimeout * 1000);
+        timer.unref();
+        onStarted?.(signal);
+      };
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
       const worker = await runWorker(flow, { metricsPort });
       await new Promise<void>((resolve, reject) => {
-        let signalled = false;
-        const onSignal = (signal: NodeJS.Signals) => {
-          if (signalled) return;
-          signalled = true;
-          const timer = setTimeout(() => {
-            process.stderr.write(`kafka-flow-temporal: graceful stop did not finish within ${opts.shutdownTimeout} s after ${signal}\n`);
-            process.exit(1);
-          }, opts.shutdownTimeout * 1000);
-          timer.unref();
-          worker.stop().then(resolve, reject);
-        };
-        process.once('SIGTERM', onSignal);
-        process.once('SIGINT', onSignal);
+        onStarted = () => worker.stop().then(resolve, reject);
+        if (signalled) onStarted(signalled);
         worker.done.catch(reject);
       });
       // Stopped cleanly: exit now rather than wait for every client library's last handle

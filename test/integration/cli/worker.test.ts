@@ -3,8 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { TcpProxy } from '../../../chaos/tcp-proxy';
+import { kafkaBrokers } from '../../support/servers';
 
 const run = promisify(execFile);
+const [kafkaHost, kafkaPort] = ((broker: string) => [broker.slice(0, broker.lastIndexOf(':')), Number(broker.slice(broker.lastIndexOf(':') + 1))] as const)(kafkaBrokers[0]!);
 const root = path.join(__dirname, '../../..');
 const bin = path.join(root, 'bin/kafka-flow-temporal.js');
 const flow = path.join(root, 'test/fixtures/offsetHashFlow.ts');
@@ -28,6 +31,27 @@ describe('kafka-flow-temporal worker / status / inspect errors', () => {
       'kafka-flow-temporal: KafkaUnreachableError: no Kafka broker answers at KAFKA_BROKERS=127.0.0.1:1; start one with `npm run infra:up` or point KAFKA_BROKERS at yours',
     );
   });
+
+  test('brokers that accept connections and drop them (a network fault during start): one typed line, exit 1', async () => {
+    // A loopback proxy in front of the real broker that closes every connection it accepts: the
+    // port answers, so only kafkajs, after its retries, finds out; the worker must still say so in
+    // one line naming KAFKA_BROKERS (the chaos suite saw a raw kafkajs stack here).
+    const proxy = new TcpProxy('kafka', 0, { host: kafkaHost, port: kafkaPort });
+    await proxy.start();
+    proxy.setMode('drop');
+    try {
+      const r = await cli(['worker', flow], { KAFKA_BROKERS: `127.0.0.1:${proxy.port}` });
+      expect(r.code).toBe(1);
+      const last = r.out.trim().split('\n').slice(-1)[0];
+      expect(last).toMatch(
+        new RegExp(`^kafka-flow-temporal: KafkaUnreachableError: the Kafka brokers at KAFKA_BROKERS=127\\.0\\.0\\.1:${proxy.port} kept closing the connection while the worker joined the group \\(KafkaJS\\w+: `),
+      );
+      expect(r.out).not.toMatch(/^\s+at /m); // no stack trace
+      expect(proxy.stats.dropped).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+    }
+  }, 90_000);
 
   test('no Temporal at TEMPORAL_ADDRESS', async () => {
     const r = await cli(['status', flow], { TEMPORAL_ADDRESS: '127.0.0.1:2' });

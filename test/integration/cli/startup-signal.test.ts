@@ -1,0 +1,33 @@
+import { TcpProxy } from '../../../chaos/tcp-proxy';
+import { kafkaBrokers } from '../../support/servers';
+import { eventually, FlowCluster } from '../orchestration/harness';
+
+// A SIGTERM that reaches a worker while it is still starting (connected to Temporal, not yet in
+// the group) used to end it by the default action (killed by the signal, no graceful stop). It is
+// held now: the worker finishes starting, then stops gracefully and exits 0.
+test('SIGTERM while the worker is starting: it finishes starting, then stops gracefully (exit 0)', async () => {
+  const cluster = new FlowCluster(2);
+  // The worker bootstraps through a proxy that delays every byte by 0.7 s: its Kafka start takes
+  // seconds, a window the signal lands in for sure (the broker's advertised address is direct, so
+  // only the bootstrap is slow).
+  const broker = kafkaBrokers[0]!;
+  const proxy = new TcpProxy('kafka', 0, { host: broker.slice(0, broker.lastIndexOf(':')), port: Number(broker.slice(broker.lastIndexOf(':') + 1)) });
+  await proxy.start();
+  proxy.setMode('delay', 700);
+  try {
+    await cluster.start();
+    await cluster.produce(100);
+    const w = cluster.startWorker('a', { KAFKA_BROKERS: `127.0.0.1:${proxy.port}` });
+    // The Temporal SDK logs these when its workers are created: before the worker joins the group.
+    await eventually('the worker is starting', () => (cluster.log(w).includes('No activities registered') ? true : undefined), 60_000, () => cluster.log(w));
+    const startedBeforeSignal = cluster.log(w).includes('"msg":"worker started"');
+    w.process.kill('SIGTERM');
+    const code = await w.exited;
+    const log = cluster.log(w);
+    expect(startedBeforeSignal).toBe(false); // the signal did come during the start
+    expect({ code, started: log.includes('"msg":"worker started"'), stopped: log.includes('"msg":"stopped"') }).toEqual({ code: 0, started: true, stopped: true });
+  } finally {
+    await cluster.close();
+    await proxy.close();
+  }
+}, 120_000);
