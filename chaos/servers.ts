@@ -7,7 +7,7 @@ import { findJava17 } from '../infra/java';
 import { classpath } from '../infra/maven';
 import { livePid, portOpen, startDetached, stopProcess } from '../infra/processes';
 import { cassandraServer } from '../infra/servers/cassandra';
-import { KAFKA_LOG4J2, kafkaClusterId, kafkaServer, kafkaServerProperties } from '../infra/servers/kafka';
+import { KAFKA_LOG4J2, kafkaClusterId, kafkaJvmArgs, kafkaServer, kafkaServerProperties } from '../infra/servers/kafka';
 import type { Server } from '../infra/servers/server';
 import { temporalServer } from '../infra/servers/temporal';
 import { type InfraSettings, readInfraSettings, VERSIONS } from '../infra/settings';
@@ -130,20 +130,12 @@ export class PrivateServers {
         stdio: 'pipe',
       });
     }
-    startDetached(this.kafka.process, java, [
-      `-Xms${s.kafka.heapMb}m`,
-      `-Xmx${s.kafka.heapMb}m`,
-      '-XX:+UseG1GC',
+    startDetached(
+      this.kafka.process,
+      java,
       // C1 only: a much cheaper start (and restart after kill -9) on a busy machine; the chaos load is small.
-      '-XX:TieredStopAtLevel=1',
-      '-Djava.awt.headless=true',
-      `-Dlog4j2.configurationFile=${log4j}`,
-      `-Dkafka.logs.dir=${dataDir}`,
-      '-cp',
-      cp,
-      'kafka.Kafka',
-      configFile,
-    ]);
+      kafkaJvmArgs({ heapMb: s.kafka.heapMb, log4j, logsDir: dataDir, classpath: cp, configFile, jvmFlags: ['-XX:TieredStopAtLevel=1'] }),
+    );
     await this.waitReady(this.kafka);
     await this.kafka.afterReady?.(log);
   }

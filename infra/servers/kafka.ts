@@ -58,18 +58,7 @@ export function kafkaServer(s: InfraSettings): Server {
           { stdio: 'pipe' },
         );
       }
-      startDetached(proc, java, [
-        `-Xms${k.heapMb}m`,
-        `-Xmx${k.heapMb}m`,
-        '-XX:+UseG1GC',
-        '-Djava.awt.headless=true',
-        `-Dlog4j2.configurationFile=${log4j}`,
-        `-Dkafka.logs.dir=${dataDir}`,
-        '-cp',
-        cp,
-        'kafka.Kafka',
-        configFile,
-      ]);
+      startDetached(proc, java, kafkaJvmArgs({ heapMb: k.heapMb, log4j, logsDir: dataDir, classpath: cp, configFile }));
     },
     probe: async () => {
       if (!(await portOpen(k.host, k.port))) return false;
@@ -139,6 +128,23 @@ async function warmUpTransactions(address: string): Promise<void> {
 
 /** Kafka 4 checks that the topic of a TxnOffsetCommit exists, so the warm-up has its own. */
 const WARMUP_TOPIC = 'kafka-flow-temporal-infra-warmup';
+
+/** The JVM command line of `kafka.Kafka`; `jvmFlags` go before the classpath (e.g. a cheaper JIT for a short-lived broker). */
+export function kafkaJvmArgs(o: { heapMb: number; log4j: string; logsDir: string; classpath: string; configFile: string; jvmFlags?: string[] }): string[] {
+  return [
+    `-Xms${o.heapMb}m`,
+    `-Xmx${o.heapMb}m`,
+    '-XX:+UseG1GC',
+    ...(o.jvmFlags ?? []),
+    '-Djava.awt.headless=true',
+    `-Dlog4j2.configurationFile=${o.log4j}`,
+    `-Dkafka.logs.dir=${o.logsDir}`,
+    '-cp',
+    o.classpath,
+    'kafka.Kafka',
+    o.configFile,
+  ];
+}
 
 /** 16 random bytes, base64url; the storage tool rejects ids starting with '-'. */
 export function kafkaClusterId(): string {

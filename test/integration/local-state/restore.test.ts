@@ -19,13 +19,7 @@ interface Line {
   [k: string]: unknown;
 }
 
-function lines(cluster: FlowCluster, w: Worker): Line[] {
-  return cluster
-    .log(w)
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Line);
-}
+const lines = (cluster: FlowCluster, w: Worker): Line[] => cluster.logLines<Line>(w);
 
 interface Restored {
   fromLocal: number;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Compressor } from '../../../flow/codec/compressor';
-import { createKafkaClient, KafkaAdmin, PartitionReader } from '../../../kafka';
+import { createKafkaClient, KafkaAdmin, PartitionReader, type ReadRecord } from '../../../kafka';
 import { inspectFlow } from '../../../workers/inspect';
 import type { PartitionStatus } from '../../../workflows/partitionWorkflow';
 import { flowStatus } from '../../../workers/flowStatus';
@@ -115,6 +115,20 @@ export class FlowCluster {
     return fs.readFileSync(w.logFile, 'utf8');
   }
 
+  /** A worker's JSON log lines, parsed (a line torn by a kill is skipped). */
+  logLines<T = Record<string, unknown>>(w: Worker): T[] {
+    const out: T[] = [];
+    for (const l of this.log(w).split('\n')) {
+      if (!l.startsWith('{')) continue;
+      try {
+        out.push(JSON.parse(l) as T);
+      } catch {
+        // a torn line
+      }
+    }
+    return out;
+  }
+
   /** SIGTERM and wait: the worker flushes, commits, leaves the group. */
   async stop(w: Worker): Promise<number | null> {
     if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill('SIGTERM');
@@ -176,14 +190,9 @@ export class FlowCluster {
     const assigned = this.workers.map((w) => {
       let last: { generation?: number; assignment?: unknown } | undefined;
       try {
-        for (const l of this.log(w).split('\n')) {
-          if (!l.includes('"msg":"partitions assigned"')) continue;
-          try {
-            last = JSON.parse(l) as { generation?: number; assignment?: unknown };
-          } catch {
-            // a torn line
-          }
-        }
+        last = this.logLines<{ msg?: string; generation?: number; assignment?: unknown }>(w)
+          .filter((l) => l.msg === 'partitions assigned')
+          .at(-1);
       } catch {
         // no log yet
       }
@@ -254,27 +263,32 @@ export class FlowCluster {
     return eventually(what, async () => (await this.caughtUp()) || undefined, timeoutMs, () => this.describeLag());
   }
 
-  /** A plain fold over the input topic: the only right answer. */
-  async reference(): Promise<Map<string, HashState>> {
+  /** Every record of `topic` (read_committed, each partition from offset 0 to its end), with its partition. */
+  async readTopic(topic: string, partitions: number, onRecord: (record: ReadRecord, partition: number) => void): Promise<void> {
     const reader = new PartitionReader(this.client);
-    const state = new Map<string, HashState>();
     try {
-      for (let p = 0; p < this.partitions; p++) {
+      for (let p = 0; p < partitions; p++) {
         await reader.read({
-          topic: this.names.topic,
+          topic,
           partition: p,
           fromOffset: '0',
           onRecords: (records) => {
-            for (const r of records) {
-              const key = String(r.key);
-              state.set(key, step(state.get(key), r.offset));
-            }
+            for (const r of records) onRecord(r, p);
           },
         });
       }
     } finally {
       await reader.close();
     }
+  }
+
+  /** A plain fold over the input topic: the only right answer. */
+  async reference(): Promise<Map<string, HashState>> {
+    const state = new Map<string, HashState>();
+    await this.readTopic(this.names.topic, this.partitions, (r) => {
+      const key = String(r.key);
+      state.set(key, step(state.get(key), r.offset));
+    });
     return state;
   }
 

@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { defaultDeadLetterTopic, DEAD_LETTER_HEADERS } from '../../../flow/poison';
-import { createKafkaClient, KafkaAdmin, PartitionReader } from '../../../kafka';
+import { createKafkaClient, KafkaAdmin } from '../../../kafka';
 import { type HashState, isPoison, step } from '../../fixtures/offsetHashFlow';
 import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
 import { eventually, FlowCluster } from './harness';
@@ -36,12 +36,12 @@ test('poison records are dead-lettered exactly once through kill -9; a clean sto
     expect(await cluster.stop(b)).toBe(0);
 
     // State: the fold of every record but the poison ones.
-    const { reference, poison } = await referenceWithout(cluster, client);
+    const { reference, poison } = await referenceWithout(cluster);
     expect(poison.length).toBe(Math.ceil(2400 / EVERY));
     expect(await cluster.persisted()).toEqual(reference);
 
     // Dead letters: each poison record exactly once, with where it came from.
-    const letters = await deadLetters(client, defaultDeadLetterTopic(cluster.names.group, cluster.names.name, cluster.names.topic));
+    const letters = await deadLetters(cluster, client, defaultDeadLetterTopic(cluster.names.group, cluster.names.name, cluster.names.topic));
     expect(letters.map((l) => `${l.partition}/${l.offset}`).sort()).toEqual(poison.map((p) => `${p.partition}/${p.offset}`).sort());
     expect(letters.every((l) => l.reason === 'fold' && l.flow === cluster.names.name && /poison record/.test(l.error))).toBe(true);
 
@@ -73,64 +73,36 @@ test('poison records are dead-lettered exactly once through kill -9; a clean sto
   }
 }, 400_000);
 
-async function referenceWithout(cluster: FlowCluster, client: ReturnType<typeof createKafkaClient>) {
-  const reader = new PartitionReader(client);
+async function referenceWithout(cluster: FlowCluster) {
   const reference = new Map<string, HashState>();
   const poison: Array<{ partition: number; offset: string }> = [];
-  try {
-    for (let p = 0; p < cluster.partitions; p++) {
-      await reader.read({
-        topic: cluster.names.topic,
-        partition: p,
-        fromOffset: '0',
-        onRecords: (records) => {
-          for (const r of records) {
-            const n = (JSON.parse(String(r.value)) as { n: number }).n;
-            if (isPoison(n, EVERY)) {
-              poison.push({ partition: p, offset: r.offset });
-              continue;
-            }
-            const key = String(r.key);
-            reference.set(key, step(reference.get(key), r.offset));
-          }
-        },
-      });
+  await cluster.readTopic(cluster.names.topic, cluster.partitions, (r, p) => {
+    const n = (JSON.parse(String(r.value)) as { n: number }).n;
+    if (isPoison(n, EVERY)) {
+      poison.push({ partition: p, offset: r.offset });
+      return;
     }
-  } finally {
-    await reader.close();
-  }
+    const key = String(r.key);
+    reference.set(key, step(reference.get(key), r.offset));
+  });
   return { reference, poison };
 }
 
-async function deadLetters(client: ReturnType<typeof createKafkaClient>, topic: string) {
+async function deadLetters(cluster: FlowCluster, client: ReturnType<typeof createKafkaClient>, topic: string) {
   const admin = new KafkaAdmin(client);
   const partitions = (await admin.describeTopic(topic))?.partitions ?? 0;
   await admin.close();
-  const reader = new PartitionReader(client);
   const out: Array<{ partition: number; offset: string; reason: string; flow: string; error: string }> = [];
-  try {
-    for (let p = 0; p < partitions; p++) {
-      await reader.read({
-        topic,
-        partition: p,
-        fromOffset: '0',
-        onRecords: (records) => {
-          for (const r of records) {
-            const h = (name: string) => String(r.headers[name]);
-            out.push({
-              partition: Number(h(DEAD_LETTER_HEADERS.partition)),
-              offset: h(DEAD_LETTER_HEADERS.offset),
-              reason: h(DEAD_LETTER_HEADERS.reason),
-              flow: h(DEAD_LETTER_HEADERS.flow),
-              error: h(DEAD_LETTER_HEADERS.error),
-            });
-          }
-        },
-      });
-    }
-  } finally {
-    await reader.close();
-  }
+  await cluster.readTopic(topic, partitions, (r) => {
+    const h = (name: string) => String(r.headers[name]);
+    out.push({
+      partition: Number(h(DEAD_LETTER_HEADERS.partition)),
+      offset: h(DEAD_LETTER_HEADERS.offset),
+      reason: h(DEAD_LETTER_HEADERS.reason),
+      flow: h(DEAD_LETTER_HEADERS.flow),
+      error: h(DEAD_LETTER_HEADERS.error),
+    });
+  });
   return out;
 }
 

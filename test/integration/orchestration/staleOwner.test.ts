@@ -18,13 +18,7 @@ interface Line {
   [k: string]: unknown;
 }
 
-function lines(cluster: FlowCluster, w: Worker): Line[] {
-  return cluster
-    .log(w)
-    .split('\n')
-    .filter((l) => l.startsWith('{"level":'))
-    .map((l) => JSON.parse(l) as Line);
-}
+const lines = (cluster: FlowCluster, w: Worker): Line[] => cluster.logLines<Line>(w);
 
 /** A write the broker refused: the persistence's fence line, or a fenced error (code FENCED) on a flush or activity. */
 const isFence = (l: Line): boolean =>
