@@ -136,8 +136,11 @@ export const DEFAULT_LIMITS: Limits = {
   heartbeatMs: 10_000,
   ownerRetryMs: 10_000,
   retryInitialMs: 1_000,
-  retryMaxMs: 60_000,
+  retryMaxMs: 15_000,
 };
+
+/** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */
+const LEGACY_RETRY_MAX_MS = 60_000;
 
 /** The wait before retry `attempt` (1, 2, …): retryInitialMs doubling, capped at retryMaxMs. */
 export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>, attempt: number): number {
@@ -153,12 +156,22 @@ export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>
  */
 const SAME_COMMANDS_PATCH = 'revoked-phase-before-newer-owner';
 
+/**
+ * The retry backoff belongs to one owner: a new owner starts from the first attempt (it used to
+ * inherit the previous owner's count, so the first owner after a long outage waited up to the cap
+ * before its first try), and the cap is 15 s (was 60 s: after an outage a partition was back up to
+ * a minute after its server). The chaos suite measured both as stalls. Runs recorded before this
+ * patch replay the old way.
+ */
+const RETRY_PER_OWNER_PATCH = 'retry-backoff-per-owner';
+
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   // First, so that its marker is at the same place in every run (a patch asked for only on some
   // paths would itself be a command that differs between them).
   const sameCommands = patched(SAME_COMMANDS_PATCH);
+  const retryPerOwner = patched(RETRY_PER_OWNER_PATCH);
   const c = input.carried;
-  const limits: Limits = { ...DEFAULT_LIMITS, ...input.limits };
+  const limits: Limits = { ...DEFAULT_LIMITS, ...(retryPerOwner ? {} : { retryMaxMs: LEGACY_RETRY_MAX_MS }), ...input.limits };
   const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
   let owner: Owner | undefined = c?.owner;
   let phase: Phase = c?.phase ?? 'unassigned';
@@ -249,6 +262,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     if (!resuming) {
       ownerHistory.push({ ...owner, at: Date.now() });
       if (ownerHistory.length > OWNER_HISTORY) ownerHistory.shift();
+      if (retryPerOwner) retry = undefined; // a new owner: its backoff starts from the beginning
     }
     if (revokedGeneration === owner.generation) {
       // Revoked (or left) before this workflow took the assignment up: nothing to recover there.

@@ -265,6 +265,30 @@ describe('partitionWorkflow on the real Temporal server', () => {
     await wf.handle.terminate();
   });
 
+  test('a new owner starts its retry backoff from the first attempt', async () => {
+    // Found by the chaos suite: the attempt count used to carry over to the next owner, so the
+    // first owner after a long outage waited the full cap before its first try.
+    const a = newCalls();
+    const b = newCalls();
+    const down = (what: string) => () => ApplicationFailure.create({ message: `PersistFailedError: ${what}`, type: FailureTypes.persistFailed, nonRetryable: true });
+    const qa = await startOwner(a, { persistFails: down('cassandra down') });
+    const qb = await startOwner(b, { recoverFails: down('cassandra still down') });
+    const wf = await start({ retryInitialMs: 200, retryMaxMs: 60_000 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('a few failed attempts on a', async () => {
+      const st = await wf.status();
+      return st.owner?.memberId === 'a' && (st.retry?.attempt ?? 0) >= 5 ? st : undefined;
+    }, 30_000);
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: qb });
+    const onB = await eventually('retrying on b', async () => {
+      const st = await wf.status();
+      return st.phase === 'retrying' && st.owner?.memberId === 'b' ? st : undefined;
+    });
+    expect(onB.retry?.attempt).toBeLessThanOrEqual(2);
+    expect(onB.retry!.nextAt - Date.now()).toBeLessThan(1_000);
+    await wf.handle.terminate();
+  });
+
   test('an owner that leaves gracefully: idle, and an assignment revoked before it was taken up is not recovered there', async () => {
     const a = newCalls();
     const qa = await startOwner(a);
