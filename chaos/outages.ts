@@ -1,0 +1,47 @@
+// When each server was down or cut off during a chaos run: a broker killed until it is ready
+// again, Temporal or Cassandra stopped until started, a proxy dropping or stalling every
+// connection. A partition cannot progress while a server it needs is out, so the stall figure
+// leaves that time out (and a second figure keeps it in).
+
+export type Server = 'kafka' | 'temporal' | 'cassandra';
+
+interface Span {
+  server: Server;
+  from: number;
+  to?: number;
+}
+
+export class Outages {
+  private readonly spans: Span[] = [];
+
+  /** Marks `server` out from `at`; call the returned function when it is back. */
+  begin(server: Server, at = Date.now()): (at?: number) => void {
+    const span: Span = { server, from: at };
+    this.spans.push(span);
+    return (end = Date.now()) => {
+      span.to ??= end;
+    };
+  }
+
+  /** Milliseconds within [from, to] when any of `servers` was out (overlapping outages counted once). */
+  downMs(servers: readonly Server[], from: number, to: number): number {
+    const spans = this.spans
+      .filter((s) => servers.includes(s.server))
+      .map((s) => [Math.max(from, s.from), Math.min(to, s.to ?? to)] as const)
+      .filter(([a, b]) => b > a)
+      .sort((x, y) => x[0] - y[0]);
+    let total = 0;
+    let end = Number.NEGATIVE_INFINITY;
+    for (const [a, b] of spans) {
+      if (b <= end) continue;
+      total += b - Math.max(a, end);
+      end = b;
+    }
+    return total;
+  }
+
+  /** Every outage so far, ended or not, relative to `t0` in seconds (for the report). */
+  list(t0: number): Array<{ server: Server; fromS: number; toS?: number }> {
+    return this.spans.map((s) => ({ server: s.server, fromS: (s.from - t0) / 1000, toS: s.to === undefined ? undefined : (s.to - t0) / 1000 }));
+  }
+}

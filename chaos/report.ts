@@ -1,0 +1,197 @@
+// The run's report: figures (bench/results/chaos.json), tables, the stall's evidence, wrong keys.
+import fs from 'node:fs';
+import path from 'node:path';
+import { writeResults } from '../bench/lib/results';
+import { printTable, type Row } from '../bench/lib/table';
+import { type FaultRecord, formatFault } from './fault-log';
+import type { Mode } from './modes';
+import { describeWrongKey, type InputRecord, type Verdict } from './oracle';
+import type { Outages } from './outages';
+import type { Sampler } from './sampler';
+import { countByType, FAULT_TYPES } from './schedule';
+import type { PrivateServers } from './servers';
+import {
+  KEYS,
+  MODE_IDS,
+  PARALLEL,
+  PARTITIONS,
+  PERSIST_EVERY_MS,
+  PHASE_MS,
+  PRODUCT_COMMIT,
+  QUICK,
+  RATE,
+  SEED,
+  SESSION_TIMEOUT_MS,
+  say,
+  t0,
+  WRITE_BENCH,
+} from './settings';
+
+export interface ModeVerdict {
+  mode: Mode;
+  verdict: Verdict;
+  records: number;
+  partitionOf: Map<string, number>;
+  history: Map<string, InputRecord[]>;
+  inspectError?: string;
+}
+
+/** Everything a run observed, for the report. */
+export interface RunOutcome {
+  outages: Outages;
+  dir: string;
+  logDir: string;
+  servers: PrivateServers;
+  modes: Mode[];
+  samplers: Sampler[];
+  faultLog: FaultRecord[];
+  events: string[];
+  startupProblems: string[];
+  stuck: string[];
+  unrecovered: FaultRecord[];
+  caughtUp: Array<number | undefined>;
+  offsetsAtEnd: boolean[];
+  exits: Array<{ name: string; code: number | null; killed: boolean }>;
+  timeline: string[];
+  verdicts: ModeVerdict[];
+  driverErrors: number;
+}
+
+/** Prints the report and writes the results; the exit code: 1 when the oracle failed. */
+export function report(o: RunOutcome): number {
+  const { outages, dir, logDir, servers, modes, samplers, faultLog, events, startupProblems, stuck, unrecovered, caughtUp, offsetsAtEnd, exits, timeline, verdicts, driverErrors } = o;
+  const applied = faultLog.filter((f) => !f.skipped && !f.error);
+  const byType = countByType(applied);
+  const recoveries = applied
+    .flatMap((f) => (f.recoveryS !== undefined ? [f.recoveryS] : f.recoveryCensoredS !== undefined ? [f.recoveryCensoredS] : []))
+    .sort((a, b) => a - b);
+  const maxStall = samplers.map((x) => x.maxStall).reduce((a, x) => (x.ms > a.ms ? x : a), samplers[0]!.maxStall);
+  const maxStallWithOutages = samplers.map((x) => x.maxStallWithOutages).reduce((a, x) => (x.ms > a.ms ? x : a), samplers[0]!.maxStallWithOutages);
+  const outageS = Number((outages.downMs(['kafka', 'temporal', 'cassandra'], 0, Date.now()) / 1000).toFixed(1));
+  const allCaughtUp = caughtUp.every((c) => c !== undefined);
+  const allAtEnd = offsetsAtEnd.every(Boolean);
+  const p99 = recoveries.length ? recoveries[Math.min(recoveries.length - 1, Math.ceil(0.99 * recoveries.length) - 1)]! : 0;
+  const wrong = verdicts.reduce((a, v) => a + v.verdict.wrongKeys.length, 0);
+  const lost = verdicts.reduce((a, v) => a + v.verdict.lostRecords, 0);
+  const duplicated = verdicts.reduce((a, v) => a + v.verdict.duplicatedRecords, 0);
+  const maxStallS = Number((maxStall.ms / 1000).toFixed(1));
+  const stallGoalS = SESSION_TIMEOUT_MS / 1000 + 30;
+  const crashes = modes.reduce((a, m) => a + m.pool.crashes, 0);
+  const figures: Record<string, number> = {
+    chaos_faults: applied.length,
+    ...Object.fromEntries(FAULT_TYPES.map((t) => [`chaos_faults_${t.replaceAll('-', '_')}`, byType[t]])),
+    chaos_wrong_keys: wrong,
+    chaos_lost_records: lost,
+    chaos_duplicated_records: duplicated,
+    chaos_max_stall_s: maxStallS,
+    chaos_max_stall_with_outages_s: Number((maxStallWithOutages.ms / 1000).toFixed(1)),
+    chaos_server_outage_s: outageS,
+    chaos_recovery_p99_s: p99,
+    chaos_unrecovered_faults: unrecovered.length,
+    chaos_records: verdicts.reduce((a, v) => a + v.records, 0),
+    chaos_worker_crashes: crashes,
+    chaos_workers_started: modes.reduce((a, m) => a + m.pool.all.length, 0),
+    chaos_session_timeout_s: SESSION_TIMEOUT_MS / 1000,
+    chaos_driver_errors: driverErrors,
+    chaos_startup_stuck_partitions: startupProblems.length,
+    chaos_caught_up: allCaughtUp ? 1 : 0,
+    chaos_offsets_at_end: allAtEnd ? 1 : 0,
+    ...Object.fromEntries(verdicts.map((v) => [`chaos_wrong_keys_${v.mode.spec.id.replaceAll('-', '_')}`, v.verdict.wrongKeys.length])),
+  };
+
+  process.stdout.write('\nfault log:\n');
+  for (const f of faultLog) process.stdout.write(`  ${formatFault(f)}\n`);
+  if (events.length) process.stdout.write(`events:\n  ${events.join('\n  ')}\n`);
+  if (startupProblems.length) process.stdout.write(`partitions not running at startup (before any fault):\n  ${startupProblems.join('\n  ')}\n`);
+  if (stuck.length) process.stdout.write(`partitions not caught up at the end:\n  ${stuck.join('\n  ')}\n`);
+  process.stdout.write('\n');
+  printTable(
+    'faults by type',
+    FAULT_TYPES.filter((t) => byType[t] > 0).map((t) => {
+      const r = applied.filter((f) => f.type === t && f.recoveryS !== undefined).map((f) => f.recoveryS!);
+      return { type: t, count: byType[t], recovered: r.length, 'recovery median s': r.length ? r.sort((a, b) => a - b)[Math.floor(r.length / 2)]! : '-', 'recovery max s': r.length ? Math.max(...r) : '-' };
+    }),
+  );
+  printTable(
+    'modes',
+    verdicts.map((v): Row => ({
+      mode: v.mode.spec.id,
+      records: v.records,
+      acked: v.mode.producer.acked,
+      keys: v.verdict.keysExpected,
+      'keys persisted': v.verdict.keysActual,
+      'wrong keys': v.verdict.wrongKeys.length,
+      lost: v.verdict.lostRecords,
+      duplicated: v.verdict.duplicatedRecords,
+      workers: v.mode.pool.all.length,
+      crashes: v.mode.pool.crashes,
+      inspect: v.inspectError ? 'FAILED' : 'ok',
+    })),
+  );
+  const goals: Row[] = [
+    { figure: 'chaos_faults', value: applied.length, goal: `>= ${QUICK ? 30 : 100}`, ok: applied.length >= (QUICK ? 30 : 100) ? 'yes' : 'NO' },
+    { figure: 'chaos_wrong_keys', value: wrong, goal: '0', ok: wrong === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_lost_records', value: lost, goal: '0', ok: lost === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_duplicated_records', value: duplicated, goal: '0', ok: duplicated === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_max_stall_s', value: maxStallS, goal: `< ${stallGoalS}`, ok: maxStallS < stallGoalS ? 'yes' : 'NO' },
+    { figure: 'chaos_max_stall_with_outages_s', value: figures.chaos_max_stall_with_outages_s!, goal: '-', ok: '-' },
+    { figure: 'chaos_server_outage_s', value: outageS, goal: '-', ok: '-' },
+    { figure: 'chaos_recovery_p99_s', value: p99, goal: '-', ok: '-' },
+    { figure: 'caught up (committed = log end)', value: caughtUp.map((c) => (c === undefined ? 'no' : `${c.toFixed(1)} s`)).join(', '), goal: 'yes', ok: allCaughtUp ? 'yes' : 'NO' },
+    { figure: 'offsets at end after the stop', value: offsetsAtEnd.map((o) => (o ? 'yes' : 'no')).join(', '), goal: 'yes', ok: allAtEnd ? 'yes' : 'NO' },
+  ];
+  printTable(`chaos (seed ${SEED}${QUICK ? ', quick' : ''}): max stall ${maxStallS} s on ${maxStall.key} from ${maxStall.fromS} s to ${maxStall.toS} s (${(maxStall.outageMs / 1000).toFixed(1)} s of it with a server out, left out)`, goals);
+  if (maxStallS >= stallGoalS) {
+    const [modeId, part] = maxStall.key.split('/');
+    const seen = timeline.filter((l) => {
+      const t = Number(l.split(' ')[0]);
+      return l.includes(` ${modeId} p${part} `) && t >= maxStall.fromS - 5 && t <= maxStall.toS + 5;
+    });
+    const phases = seen.map((l) => l.replace(/^(\S+) s \S+ p\d+ /, '$1 s ')).filter((l, i, all) => i === 0 || l.split(' ').slice(2).join(' ') !== all[i - 1]!.split(' ').slice(2).join(' '));
+    process.stdout.write(`stall evidence: ${maxStall.key} made no progress from ${maxStall.fromS} s to ${maxStall.toS} s; its workflow status meanwhile (changes only, full timeline in ${path.join(dir, 'status.log')}):\n  ${phases.slice(0, 30).join('\n  ')}\n`);
+    const during = faultLog.filter((f) => f.startedS !== undefined && f.startedS <= maxStall.toS && (f.healedS ?? Number.POSITIVE_INFINITY) >= maxStall.fromS - 10);
+    process.stdout.write(`faults around it:\n  ${during.map(formatFault).join('\n  ')}\n`);
+  }
+  if (unrecovered.length) process.stdout.write(`faults without a measured recovery: ${unrecovered.map((f) => `#${f.index} ${f.type}`).join(', ')}\n`);
+
+  const notes = {
+    seed: SEED,
+    parallel: PARALLEL,
+    product_commit: PRODUCT_COMMIT,
+    modes: MODE_IDS,
+    partitions: PARTITIONS,
+    keys: KEYS,
+    rate_records_per_s_per_mode: RATE,
+    fault_phase_s: PHASE_MS / 1000,
+    session_timeout_ms: SESSION_TIMEOUT_MS,
+    persist_every_ms: PERSIST_EVERY_MS,
+    stall: 'longest time a partition had committed < log end without its committed offset moving (sampled every second from the group offsets, owner or not), leaving out the time a server its mode needs (Kafka, Temporal, and Cassandra for the cassandra mode) was out: killed or stopped until ready again, or cut off by a dropping or stalling proxy; chaos_max_stall_with_outages_s counts that time too',
+    outages: outages.list(t0),
+    recovery: 'from a fault healed until every partition of the affected mode(s) committed past its offset at the heal (or was at the log end)',
+    lost_duplicated: 'per key, count (records folded since the key was last created) short of / beyond the reference',
+    fault_log: faultLog,
+    events,
+    stuck,
+    startup: startupProblems,
+    worker_exits: exits,
+    dir,
+  };
+  fs.writeFileSync(path.join(dir, 'faults.json'), `${JSON.stringify(faultLog, null, 2)}\n`);
+  const file = writeResults('chaos', figures, { versions: { kafka: '4.3.1', temporalCli: '1.9.1', cassandra: '5.0.6' }, notes, outDir: WRITE_BENCH ? undefined : dir });
+  say(`results: ${file}`);
+
+  const failed = wrong > 0 || !allCaughtUp || !allAtEnd;
+  if (wrong > 0) {
+    process.stdout.write('\nWRONG KEYS (expected = reference fold of the input topic, actual = inspect):\n');
+    for (const v of verdicts) {
+      for (const w of v.verdict.wrongKeys.slice(0, 25)) {
+        const h = (v.history.get(w.key) ?? []).slice(-6).map((r) => `${r.offset}:${r.value.op}`).join(' ');
+        process.stdout.write(`  [${v.mode.spec.id} p${v.partitionOf.get(w.key) ?? '?'}] ${describeWrongKey(w)}; last records ${h}\n`);
+      }
+      if (v.verdict.wrongKeys.length > 25) process.stdout.write(`  [${v.mode.spec.id}] … ${v.verdict.wrongKeys.length - 25} more\n`);
+    }
+  }
+  if (failed) process.stdout.write(`\nORACLE FAILED. Seed ${SEED}; worker logs in ${logDir}; fault log ${path.join(dir, 'faults.json')}; server logs ${servers.logFiles().join(', ')}\n`);
+  else process.stdout.write(`\noracle passed. Logs kept in ${dir}\n`);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,50 @@
+// The chaos run's settings (command line, environment) and its clock and log line.
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { isQuick } from '../bench/lib/args';
+
+const argv = process.argv.slice(2);
+const flag = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+export const QUICK = isQuick();
+export const SEED = Number(flag('seed') ?? process.env.CHAOS_SEED ?? Math.floor(Math.random() * 1e9));
+export const FAULTS = Number(flag('faults') ?? (QUICK ? 30 : 120));
+export const PHASE_MS = Number(flag('seconds') ?? (QUICK ? 90 : 600)) * 1000;
+export const MODE_IDS = (flag('modes') ?? 'kafka,kafka-local,cassandra').split(',').map((s) => s.trim()).filter(Boolean);
+export const PORT_BASE = Number(flag('port-base') ?? process.env.CHAOS_PORT_BASE ?? 23_000);
+export const KEEP_SERVERS = argv.includes('--keep-servers');
+export const WRITE_BENCH = argv.includes('--write-results');
+/** All modes at once (one fault schedule over them all) instead of one mode after the other. */
+export const PARALLEL = argv.includes('--parallel');
+export const CASSANDRA_KILL9 = argv.includes('--cassandra-kill9');
+export const PARTITIONS = 4;
+export const KEYS = QUICK ? 40 : 100;
+export const RATE = QUICK ? 25 : 50; // records/s per mode
+export const WORKERS = Number(flag('workers') ?? 2); // per mode, at the start
+export const SESSION_TIMEOUT_MS = 6_000; // the broker's group.min.session.timeout.ms
+export const PERSIST_EVERY_MS = 1_000;
+export const CATCH_UP_MS = QUICK ? 120_000 : 240_000;
+/** Catching up ends early when no partition has moved for this long. */
+export const CATCH_UP_IDLE_MS = 45_000;
+export const SAMPLE_EVERY_MS = 1_000;
+/** SIGTERM → SIGKILL: past the worker's own --shutdown-timeout (60 s, then it exits 1 itself). */
+export const GRACE_MS = 75_000;
+export const STARTUP_MS = Number(flag('startup-timeout') ?? (QUICK ? 90 : 150)) * 1000;
+export const STATUS_EVERY_MS = 5_000;
+
+export const t0 = Date.now();
+/** The checkout's commit (and whether it has uncommitted changes): workers run the working tree. */
+export const PRODUCT_COMMIT = (() => {
+  try {
+    const root = path.resolve(__dirname, '..');
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() !== '';
+    return `${head}${dirty ? ' + uncommitted changes' : ''}`;
+  } catch {
+    return 'unknown';
+  }
+})();
+export const rel = (at = Date.now()) => Number(((at - t0) / 1000).toFixed(1));
+export const say = (line: string) => process.stdout.write(`[${rel().toFixed(1).padStart(6)} s] ${line}\n`);
