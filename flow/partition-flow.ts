@@ -2,6 +2,7 @@ import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from '../pe
 import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
 import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../persistence/types';
 import { type Clock, systemClock } from './clock';
+import { CommitBound } from './commit-bound';
 import type { Codec } from './codec/codec';
 import { DecodeError } from './codec/errors';
 import type { DecodeFailurePolicy } from './decode-policy';
@@ -80,6 +81,28 @@ interface Planned<S, V> {
   readonly kind: 'put' | 'delete' | 'purge';
   readonly events: FlowRecord<V>[] | undefined;
   readonly outputs: OutputRecord[] | undefined;
+}
+
+/** What one persist writes, and the smallest hold among the keys it leaves alone. */
+interface PersistPlan<S, V> {
+  readonly planned: Planned<S, V>[];
+  readonly othersMin: number;
+  /** Keys unloaded while planning (nothing to write). */
+  readonly evicted: number;
+}
+
+/** What a persist's writes came to. */
+interface PersistTally {
+  written: number;
+  deletes: number;
+  deadLetters: number;
+  failed: number;
+  evicted: number;
+  fenced: boolean;
+  error: unknown;
+  conflicts: string[];
+  committedNow: number | undefined;
+  commitError: unknown;
 }
 
 /**
@@ -429,16 +452,44 @@ export class PartitionFlow<S, V> {
     return min === Number.POSITIVE_INFINITY ? this.nextOffset : min;
   }
 
+  /** One persist: choose the keys, write them in chunks with the offsets safe to commit, then apply the error policy. */
   private async persistNow(now: number, reason: PersistReason): Promise<PersistResult> {
     this.ensureHealthy();
     const started = performance.now();
+    const strict = reason === 'periodic' && !this.policy.ignorePersistErrors;
+    const capturedNext = this.nextOffset;
+    const plan = this.planPersist(now, reason, capturedNext);
+    const tally = await this.writePlanned(plan, now, capturedNext, strict);
+    const stopped = this.applyErrorPolicy(tally, reason, strict);
+    if (stopped) return stopped;
+    const fenced = await this.commitCommittable(tally, reason, strict);
+    if (fenced) return fenced;
+
+    this.m.persists(reason, tally.failed > 0 ? 'failed' : 'ok').inc();
+    this.m.persistDuration(reason).observe((performance.now() - started) / 1000);
+    if (tally.evicted > 0) this.m.keysEvicted.inc(tally.evicted);
+    this.m.keysLive.set(this.keys.size);
+    return {
+      committed: tally.committedNow === undefined ? undefined : formatOffset(tally.committedNow),
+      written: tally.written,
+      deleted: tally.deletes,
+      deadLetters: tally.deadLetters,
+      failed: tally.failed,
+      evicted: tally.evicted,
+      fenced: false,
+    };
+  }
+
+  /**
+   * The keys this persist writes (in `planned`), and the smallest hold among those it leaves alone
+   * (`othersMin`). Keys with nothing to write are marked persisted (or unloaded) right here.
+   */
+  private planPersist(now: number, reason: PersistReason, capturedNext: number): PersistPlan<S, V> {
     const transient = this.o.mode === 'none';
     // A transient flow has nothing to write: "flushing" it only lets the commit pass its keys
     // (kafka-flow's no-op flush), so it does that only when asked to flush on revoke.
     const everything =
       reason === 'periodic' ? false : reason === 'shutdown' && !transient ? true : this.policy.flushOnRevoke;
-    const strict = reason === 'periodic' && !this.policy.ignorePersistErrors;
-    const capturedNext = this.nextOffset;
     const planned: Planned<S, V>[] = [];
     const deleted: KeyFlow<S, V>[] = [];
     let othersMin = Number.POSITIVE_INFINITY;
@@ -486,33 +537,27 @@ export class PartitionFlow<S, V> {
       planned.push({ kf, version: kf.version, oldHold: hold, kind: 'put', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
     }
     this.planDeletes(deleted, planned, othersMin);
+    return { planned, othersMin, evicted };
+  }
 
-    let written = 0;
-    let deletes = 0;
-    let deadLetters = 0;
-    let failed = 0;
-    let fenced = false;
-    let error: unknown;
-    const conflicts: string[] = [];
-    let committedNow: number | undefined;
-    let commitError: unknown;
-
+  /**
+   * Writes the planned keys in chunks of `maxWritesPerBatch`, each with the offset safe to commit
+   * if it lands (CommitBound). Stops at a fence, and under the strict policy at the first failure.
+   */
+  private async writePlanned(plan: PersistPlan<S, V>, now: number, capturedNext: number, strict: boolean): Promise<PersistTally> {
+    const { planned } = plan;
+    const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, failed: 0, evicted: plan.evicted, fenced: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
+    const bound = new CommitBound(
+      planned.map((p) => p.oldHold),
+      plan.othersMin,
+      capturedNext,
+    );
     const size = Math.max(1, this.o.persistence.maxWritesPerBatch);
-    // suffix[i]: the smallest old hold among planned writes from i on (they have not landed yet).
-    const suffix = new Array<number>(planned.length + 1);
-    suffix[planned.length] = Number.POSITIVE_INFINITY;
-    for (let i = planned.length - 1; i >= 0; i--) suffix[i] = Math.min(suffix[i + 1]!, planned[i]!.oldHold);
-    let doneMin = Number.POSITIVE_INFINITY;
-
     let attempted = 0;
     for (let from = 0; from < planned.length; from += size) {
       const chunk = planned.slice(from, from + size);
       attempted = from + chunk.length;
-      // If this chunk lands, its puts hold `capturedNext` and its deletes hold nothing.
-      const chunkMin = chunk.some((p) => p.kind === 'put') ? capturedNext : Number.POSITIVE_INFINITY;
-      const candidate = Math.min(othersMin, doneMin, chunkMin, suffix[from + chunk.length]!);
-      const safe = candidate === Number.POSITIVE_INFINITY ? capturedNext : candidate;
-      const commitOffset = safe > this.committed ? safe : undefined;
+      const commitOffset = bound.forChunk(from + chunk.length, chunk.some((p) => p.kind === 'put'), this.committed);
       for (const p of chunk) this.writing.add(p.kf);
       let result: WriteBatchResult | undefined;
       const t0 = performance.now();
@@ -522,117 +567,116 @@ export class PartitionFlow<S, V> {
           commitOffset,
         });
       } catch (err) {
-        error = err;
-        if (err instanceof SnapshotWriteFenced) fenced = true;
+        t.error = err;
+        if (err instanceof SnapshotWriteFenced) t.fenced = true;
       }
       for (const p of chunk) this.writing.delete(p.kf);
       for (let i = 0; i < chunk.length; i++) {
         const p = chunk[i]!;
         const status = result?.statuses[i];
         if (status === 'applied') {
-          written++;
-          if (p.kind !== 'put') deletes++;
+          t.written++;
+          if (p.kind !== 'put') t.deletes++;
           if (p.outputs) {
-            deadLetters += p.outputs.length;
+            t.deadLetters += p.outputs.length;
             for (const out of p.outputs) this.m.deadLetters(String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')).inc();
           }
           this.m.persistedKeys('applied').inc();
-          if (this.landed(p, now, capturedNext)) evicted++;
+          if (this.landed(p, now, capturedNext)) t.evicted++;
         } else {
-          failed++;
+          t.failed++;
           this.m.persistedKeys(status === 'not-applied' ? 'not_applied' : 'failed').inc();
-          if (status === 'not-applied') conflicts.push(p.kf.key);
+          if (status === 'not-applied') t.conflicts.push(p.kf.key);
           this.notLanded(p);
         }
-        const h = this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined;
-        if (h !== undefined && h < doneMin) doneMin = h;
+        bound.stillHolds(this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined);
       }
       if (result?.commitError !== undefined) {
         this.m.commits('failed').inc();
         if (result.commitError instanceof SnapshotWriteFenced) {
-          fenced = true;
-          error = result.commitError;
+          t.fenced = true;
+          t.error = result.commitError;
         } else {
-          commitError = result.commitError;
+          t.commitError = result.commitError;
           if (strict) break;
         }
       }
       if (result?.committed && commitOffset !== undefined) {
         this.committed = Math.max(this.committed, commitOffset);
-        committedNow = this.committed;
+        t.committedNow = this.committed;
         this.m.commits('ok').inc();
         this.m.commitDuration.observe((performance.now() - t0) / 1000);
       }
-      if (fenced || (strict && failed > 0)) break;
+      if (t.fenced || (strict && t.failed > 0)) break;
     }
     // Writes never attempted (the loop stopped early) go back to their keys untouched.
     for (let i = attempted; i < planned.length; i++) this.notLanded(planned[i]!);
+    return t;
+  }
 
-    if (fenced) {
-      this.fail(error);
+  /**
+   * The error policy. A fence stops the partition (thrown for a periodic persist, reported for a
+   * revoke or shutdown). A failed write or offset commit throws under the strict policy (a
+   * periodic persist without ignorePersistErrors) and stops the partition; otherwise it is logged
+   * and the keys keep holding their offsets, to be written next time.
+   */
+  private applyErrorPolicy(t: PersistTally, reason: PersistReason, strict: boolean): PersistResult | undefined {
+    if (t.fenced) {
+      this.fail(t.error);
       this.m.persists(reason, 'failed').inc();
-      if (reason === 'periodic') throw error;
-      this.log.warn({ topic: this.topic, partition: this.partition, err: error }, 'persist fenced: partition stopped');
-      return { committed: undefined, written, failed, evicted, fenced: true };
+      if (reason === 'periodic') throw t.error;
+      this.log.warn({ topic: this.topic, partition: this.partition, err: t.error }, 'persist fenced: partition stopped');
+      return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
     }
-    if (failed > 0) {
-      const cause =
-        error ?? new SnapshotWriteConflict(this.topic, this.partition, conflicts);
+    if (t.failed > 0) {
+      const cause = t.error ?? new SnapshotWriteConflict(this.topic, this.partition, t.conflicts);
       if (strict) {
         this.m.persists(reason, 'failed').inc();
-        const typed = error === undefined ? cause : new PersistFailedError(this.topic, this.partition, failed, cause);
+        const typed = t.error === undefined ? cause : new PersistFailedError(this.topic, this.partition, t.failed, cause);
         throw this.fail(typed);
       }
       this.log.warn(
-        { topic: this.topic, partition: this.partition, failed, err: cause },
+        { topic: this.topic, partition: this.partition, failed: t.failed, err: cause },
         'persist failed; the keys keep holding their offsets and are retried later',
       );
     }
-
-    if (commitError !== undefined) {
+    if (t.commitError !== undefined) {
       if (strict) {
         this.m.persists(reason, 'failed').inc();
-        throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(this.committable()), commitError));
+        throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(this.committable()), t.commitError));
       }
-      this.log.warn({ topic: this.topic, partition: this.partition, err: commitError }, 'offset commit failed');
+      this.log.warn({ topic: this.topic, partition: this.partition, err: t.commitError }, 'offset commit failed');
     }
+    return undefined;
+  }
 
+  /**
+   * After the writes: commits the offset every key now allows, when it is past what the chunks
+   * committed (e.g. the keys written were not the lowest holds, or nothing needed writing).
+   */
+  private async commitCommittable(t: PersistTally, reason: PersistReason, strict: boolean): Promise<PersistResult | undefined> {
     const c = this.committable();
-    if (c > this.committed && commitError === undefined) {
-      const t0 = performance.now();
-      try {
-        const r = await this.o.persistence.write({ writes: [], commitOffset: c });
-        if (r.committed) {
-          this.committed = c;
-          committedNow = c;
-          this.m.commits('ok').inc();
-          this.m.commitDuration.observe((performance.now() - t0) / 1000);
-        }
-      } catch (err) {
-        this.m.commits('failed').inc();
-        if (err instanceof SnapshotWriteFenced) {
-          this.fail(err);
-          if (reason === 'periodic') throw err;
-          return { committed: undefined, written, failed, evicted, fenced: true };
-        }
-        if (strict) throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(c), err));
-        this.log.warn({ topic: this.topic, partition: this.partition, offset: c, err }, 'offset commit failed');
+    if (c <= this.committed || t.commitError !== undefined) return undefined;
+    const t0 = performance.now();
+    try {
+      const r = await this.o.persistence.write({ writes: [], commitOffset: c });
+      if (r.committed) {
+        this.committed = c;
+        t.committedNow = c;
+        this.m.commits('ok').inc();
+        this.m.commitDuration.observe((performance.now() - t0) / 1000);
       }
+    } catch (err) {
+      this.m.commits('failed').inc();
+      if (err instanceof SnapshotWriteFenced) {
+        this.fail(err);
+        if (reason === 'periodic') throw err;
+        return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
+      }
+      if (strict) throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(c), err));
+      this.log.warn({ topic: this.topic, partition: this.partition, offset: c, err }, 'offset commit failed');
     }
-
-    this.m.persists(reason, failed > 0 ? 'failed' : 'ok').inc();
-    this.m.persistDuration(reason).observe((performance.now() - started) / 1000);
-    if (evicted > 0) this.m.keysEvicted.inc(evicted);
-    this.m.keysLive.set(this.keys.size);
-    return {
-      committed: committedNow === undefined ? undefined : formatOffset(committedNow),
-      written,
-      deleted: deletes,
-      deadLetters,
-      failed,
-      evicted,
-      fenced: false,
-    };
+    return undefined;
   }
 
   /**
