@@ -49,6 +49,8 @@ import {
   RATE,
   rel,
   SEED,
+  SERVER_REST_MS,
+  SERVER_RESTARTS,
   SESSION_TIMEOUT_MS,
   STARTUP_MS,
   STATUS_EVERY_MS,
@@ -216,7 +218,10 @@ async function main(): Promise<number> {
         const serial = !f.type.startsWith('worker-');
         const previous = serial ? (locks.get(target) ?? Promise.resolve()) : Promise.resolve();
         const run = previous.then(() => executeFault(f, record, { modes: group, servers, proxies, sampler, outages, event }));
-        if (serial) locks.set(target, run);
+        // A restarted server is up for a little while before its next fault: a server crashing
+        // again the moment it is back (what back-to-back restarts came to) measures nothing but
+        // the outage. The next fault on it waits; the run's other faults go on meanwhile.
+        if (serial) locks.set(target, SERVER_RESTARTS.has(f.type) ? run.then(() => sleep(SERVER_REST_MS)) : run);
         running.push(run);
       }
       await Promise.all(running);
