@@ -1,17 +1,17 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
+import { type PartitionHost, StaleGenerationError } from './partition-host';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
 import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
-import { type FlowRuntime, StaleGenerationError } from '../workers/flowRuntime';
 
 /**
  * The activities of one worker process: thin adapters from a partition workflow's requests to the
- * flow runtimes of this process. Fences and stale generations come back as typed, non-retryable
+ * partition hosts (flow runtimes) of this process. Fences and stale generations come back as typed, non-retryable
  * failures the workflow records, never as crashes.
  */
-export function createFlowActivities(runtimes: ReadonlyMap<string, FlowRuntime>): FlowActivities {
-  const runtimeOf = (flow: string): FlowRuntime => {
+export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost>): FlowActivities {
+  const runtimeOf = (flow: string): PartitionHost => {
     const rt = runtimes.get(flow);
     if (!rt) throw ApplicationFailure.nonRetryable(`flow "${flow}" does not run in this process`, FailureTypes.staleGeneration);
     return rt;
@@ -27,7 +27,7 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, FlowRuntime>)
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
       await rt.activity(async () => {
-        let folding: ReturnType<FlowRuntime['startFolding']>;
+        let folding: ReturnType<PartitionHost['startFolding']>;
         try {
           folding = rt.startFolding(request);
         } catch (err) {
@@ -59,7 +59,7 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, FlowRuntime>)
         // A partition revoked here meanwhile ends the wait: its revoke signal carries the flush.
         const until = Date.now() + request.delayMs;
         for (;;) {
-          let readiness: ReturnType<FlowRuntime['persistReadiness']>;
+          let readiness: ReturnType<PartitionHost['persistReadiness']>;
           try {
             readiness = rt.persistReadiness(request);
           } catch (err) {

@@ -1,76 +1,36 @@
-import type { Client } from '@temporalio/client';
-import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
+import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
 import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
 import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
-import type { PartitionFlow } from '../flow/partition-flow';
-import { CommittedOffsets, createKafkaClient, GroupMembership, type GroupGeneration, type KafkaClient, type RevokedPartitions, withRevokePoint } from '../kafka';
+import type { GroupGeneration, RevokedPartitions } from '../kafka';
 import { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
 import type { PartitionPersistence } from '../persistence/partition-persistence';
-import { assignedSignal, partitionWorkflow, partitionWorkflowId, revokedSignal } from '../workflows/partitionWorkflow';
-import { searchAttributes } from '../workflows/searchAttributes';
 import type { PersistenceBackend } from './backends';
-import { WORKFLOW_TASK_QUEUE } from './taskQueues';
+import type { FlowConsumer } from './flow-consumer';
+import type { PartitionSignals } from './partition-signals';
+import { PartitionSlots, type Slot } from './partition-slots';
 
-/** Why an activity refuses to act: the generation it was scheduled for is not this process's. */
-export class StaleGenerationError extends Error {
-  override readonly name = 'StaleGenerationError';
-}
-
-type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
-
-export interface FoldingHandle {
-  readonly token: number;
-  /**
-   * `settling`: revoked here (or the process is stopping and its revoke is coming), its revoke
-   * signal not yet delivered — the loop should not end before it is.
-   */
-  poll(): { running: boolean; settling?: boolean; failure?: unknown; progress: Record<string, unknown> };
-}
-
-/** One input partition as this process holds it. */
-interface Slot {
-  readonly topic: string;
-  readonly partition: number;
-  /** The generation under which this process was (last) assigned the partition, and its member id then. */
-  generation: number;
-  memberId: string;
-  state: SlotState;
-  /** The engine, once recovered; kept across a revoke in case the partition comes back. */
-  flow?: PartitionFlow<unknown, unknown>;
-  /** The generation the engine's state was recovered or adopted under. */
-  flowGeneration?: number;
-  highWatermark?: string;
-  /** Why the partition stopped here (state 'failed'). */
-  failure?: unknown;
-  /** Which fold-loop activity drives the partition now: a late cancellation of an older one must not pause it. */
-  folding?: number;
-  /** Bumped by every full recovery as it starts: only the latest may install its engine. */
-  recoverSeq: number;
-  /** The recoverSeq whose engine is installed: the in-memory shortcut is safe only while no recovery started since. */
-  installedSeq?: number;
-  /** The revoke of `generation` was signalled to the workflow (activities of that generation may end). */
-  revokeSignalled?: number;
-  /** Signalling the revoke of `generation` was given up: its activities need not wait for it. */
-  revokeUnsignalled?: number;
-}
+export { StaleGenerationError } from '../activities/partition-host';
 
 export interface FlowRuntimeOptions {
   definition: FlowDefinition<unknown, unknown>;
-  brokers: string[];
-  temporal: Client;
+  /** The flow's group consumer (KafkaFlowConsumer in a worker). */
+  consumer: FlowConsumer;
+  /** Tells the partition workflows about assignments and revokes (TemporalPartitionSignals in a worker). */
+  signals: PartitionSignals;
   /** This process's own activity task queue. */
   taskQueue: string;
   backend: PersistenceBackend<unknown, unknown>;
   metrics: FlowMetrics;
   logger: Logger;
+  /** Continue-as-new threshold passed to new partition workflows (KFT_MAX_HISTORY_EVENTS). */
+  maxHistoryEvents?: number;
 }
 
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
 type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
-
-const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 async function closeQuietly(p: PartitionPersistence<unknown, unknown>): Promise<void> {
   try {
@@ -81,22 +41,18 @@ async function closeQuietly(p: PartitionPersistence<unknown, unknown>): Promise<
 }
 
 /**
- * A flow in one worker process: its group consumer, the partitions it owns, their engines. The
- * consumer runs on its own; partition workflows drive recovery and persistence through the
- * activities, which call into this object.
+ * A flow in one worker process: its group consumer, the partitions it owns (PartitionSlots), their
+ * engines. The consumer runs on its own; partition workflows drive recovery and persistence
+ * through the activities, which call into this object (the activities' PartitionHost).
  */
-export class FlowRuntime {
+export class FlowRuntime implements PartitionHost {
   readonly definition: FlowDefinition<unknown, unknown>;
   readonly taskQueue: string;
   private readonly o: FlowRuntimeOptions;
-  private readonly kafka: KafkaClient;
-  private readonly consumer: Consumer;
-  private readonly membership = new GroupMembership();
-  private readonly committedOffsets: CommittedOffsets;
-  private readonly slots = new Map<string, Slot>();
+  private readonly consumer: FlowConsumer;
+  private readonly slots = new PartitionSlots();
   private readonly log: Logger;
   private timers?: NodeJS.Timeout;
-  private foldLoops = 0;
   private stopping = false;
   /** Activities of this process in flight (a graceful stop lets them end before the Temporal workers stop). */
   private activities = 0;
@@ -107,35 +63,13 @@ export class FlowRuntime {
     this.definition = options.definition;
     this.taskQueue = options.taskQueue;
     this.log = options.logger;
-    this.kafka = createKafkaClient({ brokers: options.brokers, clientId: `kafka-flow-temporal-${options.definition.name}` });
-    this.committedOffsets = new CommittedOffsets(this.kafka);
-    this.consumer = this.kafka.kafka.consumer(
-      withRevokePoint(
-        // maxWaitTimeInMs: kafkajs sleeps this long whenever every assigned partition is paused
-        // (all are, until recovered), so its 5 s default would delay every start and rebalance.
-        {
-          groupId: options.definition.groupId,
-          readUncommitted: false,
-          allowAutoTopicCreation: false,
-          maxWaitTimeInMs: 250,
-          sessionTimeout: options.definition.consumer.sessionTimeoutMs,
-          heartbeatInterval: options.definition.consumer.heartbeatIntervalMs,
-          rebalanceTimeout: options.definition.consumer.rebalanceTimeoutMs,
-        },
-        (revoked) => this.onRevoke(revoked),
-      ),
-    );
+    this.consumer = options.consumer;
   }
 
   async start(): Promise<void> {
-    this.membership.attach(this.consumer);
-    this.membership.onJoin((g) => this.onJoin(g));
-    await this.consumer.connect();
-    for (const topic of this.definition.topics) await this.consumer.subscribe({ topic, fromBeginning: true });
-    await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 4,
+    await this.consumer.start({
+      onJoin: (g) => this.onJoin(g),
+      onRevoke: (revoked) => this.onRevoke(revoked),
       eachBatch: (payload) => this.eachBatch(payload),
     });
     const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000));
@@ -151,9 +85,9 @@ export class FlowRuntime {
   async stop(activitiesGraceMs = 5000): Promise<void> {
     this.stopping = true;
     if (this.timers) clearInterval(this.timers);
-    await this.consumer.disconnect();
+    await this.consumer.stop();
     await this.whenActivitiesIdle(activitiesGraceMs);
-    await this.committedOffsets.close();
+    await this.consumer.close();
     await this.o.backend.close();
   }
 
@@ -183,27 +117,13 @@ export class FlowRuntime {
   // ---- consumer side -------------------------------------------------------------------------
 
   private onJoin(g: GroupGeneration): void {
-    // Synchronous: runs before kafkajs fetches under the new generation, so every assigned
+    // Synchronous: runs before the consumer fetches under the new generation, so every assigned
     // partition is paused until its workflow has recovered it here.
-    const assigned = new Set<string>();
     for (const [topic, partitions] of Object.entries(g.assignment)) {
       if (partitions.length > 0) this.consumer.pause([{ topic, partitions }]);
-      for (const partition of partitions) {
-        const key = tpKey(topic, partition);
-        assigned.add(key);
-        const slot = this.slots.get(key);
-        if (slot) {
-          slot.generation = g.generationId;
-          slot.memberId = g.memberId;
-          if (slot.state !== 'fenced' && slot.state !== 'failed') slot.state = 'assigned';
-        } else {
-          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned', recoverSeq: 0 });
-        }
-      }
     }
-    for (const [key, slot] of this.slots) {
-      if (assigned.has(key)) continue;
-      this.slots.delete(key); // revoked for good: its state and producer go
+    for (const slot of this.slots.join(g)) {
+      // revoked for good: its state and producer go
       void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
     }
     this.log.info(
@@ -215,24 +135,16 @@ export class FlowRuntime {
 
   private async signalAssignments(g: GroupGeneration): Promise<void> {
     const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
-    const maxHistoryEvents = process.env.KFT_MAX_HISTORY_EVENTS ? Number(process.env.KFT_MAX_HISTORY_EVENTS) : undefined;
+    const maxHistoryEvents = this.o.maxHistoryEvents;
     await Promise.all(
       Object.entries(g.assignment).flatMap(([topic, partitions]) =>
         partitions.map(async (partition) => {
           const ref = { flow: this.definition.name, topic, partition };
           await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
-            this.o.temporal.workflow.signalWithStart(partitionWorkflow, {
-              workflowId: partitionWorkflowId(ref),
-              taskQueue: WORKFLOW_TASK_QUEUE,
-              args: [{ ...ref, persistEveryMs, limits: maxHistoryEvents ? { maxHistoryEvents } : undefined }],
-              signal: assignedSignal,
-              signalArgs: [{ generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue }],
-              typedSearchAttributes: [
-                { key: searchAttributes.flow, value: this.definition.name },
-                { key: searchAttributes.topic, value: topic },
-                { key: searchAttributes.partition, value: partition },
-              ],
-            }),
+            this.o.signals.assigned(
+              { ...ref, persistEveryMs, limits: maxHistoryEvents ? { maxHistoryEvents } : undefined },
+              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue },
+            ),
           );
         }),
       ),
@@ -240,8 +152,8 @@ export class FlowRuntime {
   }
 
   private async eachBatch({ batch, resolveOffset, pause, heartbeat }: EachBatchPayload): Promise<void> {
-    const slot = this.slots.get(tpKey(batch.topic, batch.partition));
-    const current = this.membership.current();
+    const slot = this.slots.get(batch.topic, batch.partition);
+    const current = this.consumer.current();
     if (slot?.state !== 'running' || !slot.flow || !current || slot.generation !== current.generationId) {
       pause(); // not (or no longer) ours to process: nothing resolved, so nothing is skipped
       return;
@@ -263,7 +175,7 @@ export class FlowRuntime {
   }
 
   private triggerTimers(): void {
-    for (const slot of this.slots.values()) {
+    for (const slot of this.slots.all()) {
       if (slot.state !== 'running' || !slot.flow) continue;
       try {
         slot.flow.triggerTimers();
@@ -281,7 +193,7 @@ export class FlowRuntime {
     await Promise.all(
       revoked.assignment.flatMap(({ topic, partitions }) =>
         partitions.map(async (partition) => {
-          const slot = this.slots.get(tpKey(topic, partition));
+          const slot = this.slots.get(topic, partition);
           if (!slot || slot.generation !== revoked.generationId) return;
           const wasRunning = slot.state === 'running';
           if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
@@ -295,9 +207,10 @@ export class FlowRuntime {
             }
           }
           await this.withRetry(`signal revoke of ${topic}-${partition}`, () =>
-            this.o.temporal.workflow
-              .getHandle(partitionWorkflowId({ flow: this.definition.name, topic, partition }))
-              .signal(revokedSignal, { generation: revoked.generationId, memberId: revoked.memberId, flushed, reason }),
+            this.o.signals.revoked(
+              { flow: this.definition.name, topic, partition },
+              { generation: revoked.generationId, memberId: revoked.memberId, flushed, reason },
+            ),
           )
             .then(() => {
               slot.revokeSignalled = revoked.generationId;
@@ -314,49 +227,22 @@ export class FlowRuntime {
   // ---- activity side ---------------------------------------------------------------------------
 
   private slotFor(r: OwnerRequest): Slot {
-    const current = this.membership.current();
-    const slot = this.slots.get(tpKey(r.topic, r.partition));
-    if (!current || current.generationId !== r.owner.generation || current.memberId !== r.owner.memberId) {
-      throw new StaleGenerationError(
-        `${r.topic}-${r.partition}: scheduled for generation ${r.owner.generation}, this process is at ${current?.generationId ?? 'none'}`,
-      );
-    }
-    if (!slot || slot.generation !== r.owner.generation) {
-      throw new StaleGenerationError(`${r.topic}-${r.partition} is not assigned to this process in generation ${r.owner.generation}`);
-    }
-    return slot;
-  }
-
-  /** The process still holds the slot's partition under the generation its state belongs to. */
-  private assertHolds(slot: Slot): void {
-    const current = this.membership.current();
-    if (!current || slot.generation !== current.generationId || slot.flowGeneration !== slot.generation) {
-      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
-    }
+    return this.slots.forRequest(r, this.consumer.current());
   }
 
   async recover(r: RecoverRequest): Promise<RecoverResult> {
     const started = performance.now();
     const slot = this.slotFor(r);
     const tp = [{ topic: r.topic, partitions: [r.partition] }];
-    if (
-      r.keepFromGeneration !== undefined &&
-      slot.flow &&
-      slot.flowGeneration === r.keepFromGeneration &&
-      slot.flow.failed === undefined &&
-      slot.state !== 'failed' &&
-      slot.state !== 'fenced' &&
-      // A recovery started since this engine was installed may have initialized the partition's
-      // transactional producer (fencing the engine's own) even if it was then cancelled.
-      slot.installedSeq === slot.recoverSeq
-    ) {
+    if (PartitionSlots.canKeep(slot, r.keepFromGeneration)) {
       // Same process, next generation, nobody else in between: keep the in-memory state and
       // continue from where this process was, not from the committed offset kafkajs rewound to.
+      const flow = slot.flow!;
       slot.flowGeneration = r.owner.generation;
-      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: slot.flow.position });
+      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
       this.consumer.pause(tp);
       this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
-      return { fromMemory: true, keys: slot.flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: slot.flow.committedOffset };
+      return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: flow.committedOffset };
     }
     const seq = ++slot.recoverSeq;
     const persistence = await this.o.backend.forPartition({
@@ -369,13 +255,13 @@ export class FlowRuntime {
         commit: async (_tp, offset) => {
           // kafkajs commits with the member's live generation, which the broker accepts even when
           // the new generation gave this partition to someone else: check that we still hold it.
-          this.assertHolds(slot);
+          PartitionSlots.assertHolds(slot, this.consumer.current());
           await this.consumer.commitOffsets([{ topic: r.topic, partition: r.partition, offset: String(offset) }]);
         },
       },
       liveGeneration: () => ({ generationId: slot.flowGeneration ?? r.owner.generation, memberId: slot.memberId }),
     });
-    const committed = (await this.committedOffsets.fetch(this.definition.groupId, r.topic, [r.partition])).get(r.partition);
+    const committed = await this.consumer.committedOffset(r.topic, r.partition);
     const assignedAt = committed ?? '0';
     const flow = createPartitionFlow(this.definition, {
       topic: r.topic,
@@ -418,66 +304,18 @@ export class FlowRuntime {
    * cancellation yet.
    */
   startFolding(r: OwnerRequest): FoldingHandle {
-    const slot = this.slotFor(r);
-    if (!slot.flow || slot.flowGeneration !== r.owner.generation) {
-      throw new StaleGenerationError(`${r.topic}-${r.partition} was not recovered for generation ${r.owner.generation}`);
-    }
-    const token = ++this.foldLoops;
-    slot.folding = token;
-    slot.state = 'running';
+    const handle = this.slots.startFolding(this.slotFor(r), r, () => this.stopping);
     this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
-    return {
-      token,
-      poll: () => {
-        const flow = slot.flow!;
-        const running =
-          slot.state === 'running' && slot.generation === r.owner.generation && slot.folding === token && !this.stopping;
-        return {
-          running,
-          // A stop marks the process stopping before the consumer leaves and its revoke point
-          // runs: the loop waits for that revoke's signal too, else the workflow would see an
-          // ended loop first and take it for a lost owner instead of a clean stop.
-          settling:
-            (slot.state === 'revoked' || (this.stopping && slot.state === 'running')) &&
-            slot.generation === r.owner.generation &&
-            slot.revokeSignalled !== r.owner.generation &&
-            slot.revokeUnsignalled !== r.owner.generation,
-          failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
-          progress: {
-            position: flow.position,
-            committed: flow.committedOffset,
-            liveKeys: flow.liveKeys,
-            highWatermark: slot.highWatermark,
-          },
-        };
-      },
-    };
+    return handle;
   }
 
   /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
   stopFolding(r: OwnerRequest, token: number): void {
-    const slot = this.slots.get(tpKey(r.topic, r.partition));
-    if (slot && slot.generation === r.owner.generation && slot.state === 'running' && slot.folding === token) {
-      slot.state = 'assigned';
-      this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
-    }
+    if (this.slots.stopFolding(r, token)) this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
   }
 
-  /**
-   * What a persist scheduled for `r` should do now: `persist` (the partition runs here), `skip`
-   * (it was revoked here and the workflow has been told), `wait` (revoked, not yet signalled), or
-   * it throws (failed here, or not this process's generation).
-   */
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait' {
-    const slot = this.slots.get(tpKey(r.topic, r.partition));
-    if (slot && slot.generation === r.owner.generation && slot.state === 'revoked') {
-      return slot.revokeSignalled === r.owner.generation ? 'skip' : 'wait';
-    }
-    if (this.stopping && slot?.revokeSignalled === r.owner.generation) return 'skip';
-    const s = this.slotFor(r);
-    if (s.state === 'failed') throw s.failure ?? new Error(`${r.topic}-${r.partition} failed`);
-    // Not running yet (the fold loop starts alongside) or any more: persist() decides when due.
-    return 'persist';
+    return this.slots.persistReadiness(r, this.consumer.current(), this.stopping);
   }
 
   async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
@@ -540,7 +378,7 @@ export class FlowRuntime {
    */
   private classify(slot: Slot, err: unknown): unknown {
     if (!(err instanceof SnapshotWriteFenced) || err.reason !== 'producer-epoch') return err;
-    const current = this.membership.current();
+    const current = this.consumer.current();
     const stillOurs =
       !this.stopping &&
       current !== undefined &&

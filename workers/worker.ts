@@ -7,7 +7,9 @@ import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from './backends';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
+import { KafkaFlowConsumer } from './flow-consumer';
 import { FlowRuntime } from './flowRuntime';
+import { TemporalPartitionSignals } from './partition-signals';
 import { createLogger, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metricsServer';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './taskQueues';
@@ -57,9 +59,10 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const connection = await temporal.connect();
   const runtime = new FlowRuntime({
     definition,
-    brokers: env.kafkaBrokers.map(formatHostPort),
-    temporal: temporal.client,
+    consumer: new KafkaFlowConsumer(definition, env.kafkaBrokers.map(formatHostPort)),
+    signals: new TemporalPartitionSignals(temporal.client),
     taskQueue,
+    maxHistoryEvents: process.env.KFT_MAX_HISTORY_EVENTS ? Number(process.env.KFT_MAX_HISTORY_EVENTS) : undefined,
     backend: createBackend(definition, { logger: log, metrics }),
     metrics,
     logger: log,

@@ -1,0 +1,33 @@
+import type { OwnerRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
+
+/** Why an activity refuses to act: the generation it was scheduled for is not this process's. */
+export class StaleGenerationError extends Error {
+  override readonly name = 'StaleGenerationError';
+}
+
+/** A fold loop's hold on its partition: polled by the fold-loop activity until it should end. */
+export interface FoldingHandle {
+  readonly token: number;
+  /**
+   * `settling`: revoked here (or the process is stopping and its revoke is coming), its revoke
+   * signal not yet delivered — the loop should not end before it is.
+   */
+  poll(): { running: boolean; settling?: boolean; failure?: unknown; progress: Record<string, unknown> };
+}
+
+/**
+ * What the activities need from the process that holds a flow's partitions (the worker's
+ * FlowRuntime; a scripted one in tests). Each method checks that the request's generation is the
+ * process's own and throws StaleGenerationError when it is not.
+ */
+export interface PartitionHost {
+  /** Runs one activity's work, counted so that a graceful stop can let it end. */
+  activity<T>(fn: () => Promise<T>): Promise<T>;
+  recover(r: RecoverRequest): Promise<RecoverResult>;
+  startFolding(r: OwnerRequest): FoldingHandle;
+  /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
+  stopFolding(r: OwnerRequest, token: number): void;
+  /** `persist` now, `skip` (revoked here, the workflow told), or `wait` (revoked, not yet signalled). */
+  persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait';
+  persist(r: OwnerRequest): Promise<PersistResult>;
+}

@@ -1,0 +1,121 @@
+import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { GroupGeneration, RevokedPartitions } from '../../../kafka';
+import type { FlowConsumer, FlowConsumerHandlers, TopicPartitions } from '../../../workers/flow-consumer';
+import type { PartitionSignals } from '../../../workers/partition-signals';
+
+/**
+ * An in-memory stand-in for the flow's group consumer, for unit tests of the runtime's logic only:
+ * the test plays the group coordinator (join, revoke) and the fetcher (deliver), and reads what the
+ * runtime did (pauses, seeks, commits). The real consumer is tested against the real broker.
+ */
+export class FakeFlowConsumer implements FlowConsumer {
+  private handlers?: FlowConsumerHandlers;
+  private generation?: GroupGeneration;
+  readonly paused = new Set<string>();
+  readonly seeks: Array<{ topic: string; partition: number; offset: string }> = [];
+  readonly commits: Array<{ topic: string; partition: number; offset: string }> = [];
+  readonly committed = new Map<string, string>();
+  stopped = false;
+  closed = false;
+
+  async start(handlers: FlowConsumerHandlers): Promise<void> {
+    this.handlers = handlers;
+  }
+
+  async stop(): Promise<void> {
+    // Leaving the group runs the revoke point first, as kafkajs does.
+    if (this.generation && this.handlers) {
+      await this.handlers.onRevoke({ ...this.revocation('leave'), assignment: assignmentOf(this.generation) });
+    }
+    this.stopped = true;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  current(): GroupGeneration | undefined {
+    return this.generation;
+  }
+
+  pause(tps: TopicPartitions[]): void {
+    for (const { topic, partitions } of tps) for (const p of partitions) this.paused.add(`${topic}-${p}`);
+  }
+
+  resume(tps: TopicPartitions[]): void {
+    for (const { topic, partitions } of tps) for (const p of partitions) this.paused.delete(`${topic}-${p}`);
+  }
+
+  seek(at: { topic: string; partition: number; offset: string }): void {
+    this.seeks.push(at);
+  }
+
+  async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+    for (const o of offsets) {
+      this.commits.push(o);
+      this.committed.set(`${o.topic}-${o.partition}`, o.offset);
+    }
+  }
+
+  async committedOffset(topic: string, partition: number): Promise<string | undefined> {
+    return this.committed.get(`${topic}-${partition}`);
+  }
+
+  /** The coordinator's join: generation, member, assignment. */
+  join(generationId: number, assignment: Record<string, number[]>, memberId = 'member-1'): GroupGeneration {
+    this.generation = { groupId: 'g', generationId, memberId, assignment };
+    this.handlers!.onJoin(this.generation);
+    return this.generation;
+  }
+
+  /** The revoke point before a rebalance, for the current generation's partitions. */
+  async revoke(): Promise<void> {
+    await this.handlers!.onRevoke({ ...this.revocation('rebalance'), assignment: assignmentOf(this.generation!) });
+  }
+
+  /** One fetched batch; returns what the runtime resolved and whether it paused the partition. */
+  async deliver(topic: string, partition: number, records: Array<{ offset: number; key: string; value: unknown }>, highWatermark?: string) {
+    let resolved: string | undefined;
+    let pausedByBatch = false;
+    let heartbeats = 0;
+    const messages = records.map(
+      (r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: Buffer.from(JSON.stringify(r.value)), timestamp: String(Date.now()), attributes: 0, headers: {} }) as KafkaMessage,
+    );
+    const last = records[records.length - 1];
+    await this.handlers!.eachBatch({
+      batch: { topic, partition, highWatermark: highWatermark ?? String((last?.offset ?? -1) + 1), messages },
+      resolveOffset: (o: string) => {
+        resolved = o;
+      },
+      pause: () => {
+        pausedByBatch = true;
+        return () => undefined;
+      },
+      heartbeat: async () => {
+        heartbeats++;
+      },
+    } as unknown as EachBatchPayload);
+    return { resolved, pausedByBatch, heartbeats };
+  }
+
+  private revocation(reason: RevokedPartitions['reason']): Omit<RevokedPartitions, 'assignment'> {
+    const g = this.generation!;
+    return { groupId: g.groupId, generationId: g.generationId, memberId: g.memberId, reason };
+  }
+}
+
+const assignmentOf = (g: GroupGeneration) => Object.entries(g.assignment).map(([topic, partitions]) => ({ topic, partitions }));
+
+/** Records the signals the runtime sends to the partition workflows (unit tests only). */
+export class RecordingSignals implements PartitionSignals {
+  readonly assignedCalls: Array<Parameters<PartitionSignals['assigned']>> = [];
+  readonly revokedCalls: Array<Parameters<PartitionSignals['revoked']>> = [];
+
+  async assigned(...args: Parameters<PartitionSignals['assigned']>): Promise<void> {
+    this.assignedCalls.push(args);
+  }
+
+  async revoked(...args: Parameters<PartitionSignals['revoked']>): Promise<void> {
+    this.revokedCalls.push(args);
+  }
+}

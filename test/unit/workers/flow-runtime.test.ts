@@ -1,0 +1,185 @@
+import { StaleGenerationError } from '../../../activities/partition-host';
+import type { Owner } from '../../../activities/types';
+import { defineFlow } from '../../../index';
+import { silentLogger } from '../../../flow/logger';
+import { FlowMetrics } from '../../../flow/metrics';
+import { memoryBackend } from '../../../workers/backends';
+import { FlowRuntime } from '../../../workers/flowRuntime';
+import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
+
+// The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the
+// consumer and the workflow signals as in-memory fakes. The real wiring (kafkajs, Temporal) runs in
+// the orchestration integration tests.
+const definition = defineFlow<number, { n: number }>({
+  name: 'counts',
+  groupId: 'counts',
+  topics: ['t'],
+  fold: (s, r) => (s ?? 0) + r.value.n,
+  timers: { persistPeriodically: { fireEvery: 1, persistEvery: 1 } },
+}) as never;
+const flushingOnRevoke = defineFlow<number, { n: number }>({
+  name: 'counts',
+  groupId: 'counts',
+  topics: ['t'],
+  fold: (s, r) => (s ?? 0) + r.value.n,
+  timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000, flushOnRevoke: true } },
+}) as never;
+
+function setup(flow = definition) {
+  const consumer = new FakeFlowConsumer();
+  const signals = new RecordingSignals();
+  const runtime = new FlowRuntime({
+    definition: flow,
+    consumer,
+    signals,
+    taskQueue: 'tq-1',
+    backend: memoryBackend(flow),
+    metrics: FlowMetrics.of(),
+    logger: silentLogger,
+    maxHistoryEvents: 500,
+  });
+  return { consumer, signals, runtime };
+}
+
+const req = (owner: Owner, partition = 0) => ({ flow: 'counts', topic: 't', partition, owner });
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('FlowRuntime (fake consumer and signals)', () => {
+  let rt: ReturnType<typeof setup>;
+  beforeEach(async () => {
+    rt = setup();
+    await rt.runtime.start();
+  });
+  afterEach(async () => {
+    await rt.runtime.stop(10);
+  });
+
+  test('a join pauses every assigned partition and signals each partition workflow with this process as owner', async () => {
+    rt.consumer.join(3, { t: [0, 1] });
+    await settle();
+    expect([...rt.consumer.paused].sort()).toEqual(['t-0', 't-1']);
+    expect(rt.signals.assignedCalls.map(([input, owner]) => [input.partition, input.persistEveryMs, input.limits, owner])).toEqual([
+      [0, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1' }],
+      [1, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1' }],
+    ]);
+  });
+
+  test('activities of another generation, member or partition are refused', async () => {
+    rt.consumer.join(2, { t: [0] });
+    await expect(rt.runtime.recover(req({ generation: 1, memberId: 'member-1', taskQueue: 'tq-1' }))).rejects.toThrow(StaleGenerationError);
+    await expect(rt.runtime.recover(req({ generation: 2, memberId: 'someone-else', taskQueue: 'tq-1' }))).rejects.toThrow(StaleGenerationError);
+    await expect(rt.runtime.recover(req({ generation: 2, memberId: 'member-1', taskQueue: 'tq-1' }, 1))).rejects.toThrow(/not assigned to this process/);
+    expect(() => rt.runtime.startFolding(req({ generation: 2, memberId: 'member-1', taskQueue: 'tq-1' }))).toThrow(/was not recovered/);
+  });
+
+  test('recover, fold, persist: from the committed offset, folding only what it is given, committing through the group', async () => {
+    rt.consumer.committed.set('t-0', '5');
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    const recovered = await rt.runtime.recover(req(owner));
+    expect(recovered).toMatchObject({ fromMemory: false, committedOffset: '5' });
+    expect(rt.consumer.seeks).toEqual([{ topic: 't', partition: 0, offset: '5' }]);
+    expect(rt.consumer.paused.has('t-0')).toBe(true);
+
+    // Not folding yet: a batch fetched now is paused back, nothing resolved (nothing skipped).
+    expect(await rt.consumer.deliver('t', 0, [{ offset: 5, key: 'a', value: { n: 1 } }])).toMatchObject({ resolved: undefined, pausedByBatch: true });
+
+    const folding = rt.runtime.startFolding(req(owner));
+    expect(rt.consumer.paused.has('t-0')).toBe(false);
+    const batch = await rt.consumer.deliver('t', 0, [
+      { offset: 5, key: 'a', value: { n: 1 } },
+      { offset: 6, key: 'b', value: { n: 10 } },
+      { offset: 7, key: 'a', value: { n: 2 } },
+    ], '9');
+    expect(batch).toEqual({ resolved: '7', pausedByBatch: false, heartbeats: 1 });
+    expect(folding.poll()).toMatchObject({ running: true, progress: { position: '8', highWatermark: '9' } });
+
+    await new Promise((r) => setTimeout(r, 5)); // past persistEvery (1 ms)
+    expect(rt.runtime.persistReadiness(req(owner))).toBe('persist');
+    const persisted = await rt.runtime.persist(req(owner));
+    expect(persisted).toMatchObject({ persistedKeys: 2, committedOffset: '8', liveKeys: 2, logEndOffset: '9', lag: 1 });
+    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '8' }]);
+  });
+
+  test('a revoke flushes (flushOnRevoke) under the generation given up, signals the workflow with the flush, and then persists are skipped', async () => {
+    await rt.runtime.stop(10);
+    rt = setup(flushingOnRevoke);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    const folding = rt.runtime.startFolding(req(owner));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 4 } }]);
+    expect(rt.runtime.persistReadiness(req(owner))).toBe('persist');
+    expect((await rt.runtime.persist(req(owner))).persistedKeys).toBe(0); // not due for a minute
+
+    await rt.consumer.revoke();
+    expect(rt.signals.revokedCalls).toHaveLength(1);
+    const [ref, signal] = rt.signals.revokedCalls[0]!;
+    expect(ref).toEqual({ flow: 'counts', topic: 't', partition: 0 });
+    expect(signal).toMatchObject({ generation: 1, memberId: 'member-1', reason: 'revoke', flushed: { persistedKeys: 1, committedOffset: '1' } });
+    expect(rt.runtime.persistReadiness(req(owner))).toBe('skip');
+    expect(folding.poll()).toMatchObject({ running: false, settling: false });
+  });
+
+  test('same process, next generation: the in-memory state goes on from its position — not after a recovery was started since', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const g1 = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(g1));
+    const folding = rt.runtime.startFolding(req(g1));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 4 } }, { offset: 1, key: 'a', value: { n: 1 } }]);
+    rt.runtime.stopFolding(req(g1), folding.token);
+    expect(rt.consumer.paused.has('t-0')).toBe(true);
+
+    rt.consumer.join(2, { t: [0] });
+    const g2 = { generation: 2, memberId: 'member-1', taskQueue: 'tq-1' };
+    const kept = await rt.runtime.recover({ ...req(g2), keepFromGeneration: 1 });
+    expect(kept).toMatchObject({ fromMemory: true, keys: 1 });
+    expect(rt.consumer.seeks.at(-1)).toEqual({ topic: 't', partition: 0, offset: '2' });
+
+    // A full recovery under generation 3 starts and is overtaken by generation 4, which asks to
+    // keep generation 2's engine: refused (that recovery may have re-initialized the partition's
+    // producer, fencing the engine's own), and a full recovery runs instead.
+    rt.consumer.join(3, { t: [0] });
+    const abandoned = rt.runtime.recover(req({ ...g2, generation: 3 }));
+    rt.consumer.join(4, { t: [0] });
+    await expect(abandoned).rejects.toThrow(StaleGenerationError);
+    const g4 = { ...g2, generation: 4 };
+    await expect(rt.runtime.recover({ ...req(g4), keepFromGeneration: 2 })).resolves.toMatchObject({ fromMemory: false });
+  });
+
+  test('a fold failure stops the partition here: the fold loop reports it and persists throw it', async () => {
+    const failing = setup();
+    await failing.runtime.start();
+    failing.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await failing.runtime.recover(req(owner));
+    const folding = failing.runtime.startFolding(req(owner));
+    // An undecodable value under the default `fail` policy.
+    const bad = await failing.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
+    expect(bad.resolved).toBe('0');
+    const payload = { batch: { topic: 't', partition: 0, highWatermark: '2', messages: [{ offset: '1', key: Buffer.from('a'), value: Buffer.from('{not json'), timestamp: '0', attributes: 0, headers: {} }] }, resolveOffset: () => undefined, pause: () => () => undefined, heartbeat: async () => undefined };
+    await (failing.runtime as unknown as { eachBatch: (p: unknown) => Promise<void> }).eachBatch(payload);
+    expect(folding.poll().failure).toBeDefined();
+    expect(() => failing.runtime.persistReadiness(req(owner))).toThrow();
+    await failing.runtime.stop(10);
+  });
+
+  test('a graceful stop leaves the group (revoke signalled as shutdown) and waits for running activities', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    rt.runtime.startFolding(req(owner));
+    let release!: () => void;
+    const activity = rt.runtime.activity(() => new Promise<void>((r) => (release = r)));
+    const stopped = rt.runtime.stop(5_000);
+    await settle();
+    expect(rt.consumer.stopped).toBe(true);
+    expect(rt.signals.revokedCalls.map(([, s]) => s.reason)).toEqual(['shutdown']);
+    expect(rt.consumer.closed).toBe(false); // still waiting for the activity
+    release();
+    await activity;
+    await stopped;
+    expect(rt.consumer.closed).toBe(true);
+  });
+});

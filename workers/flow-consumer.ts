@@ -1,0 +1,117 @@
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { FlowDefinition } from '../flow/define-flow';
+import { CommittedOffsets, createKafkaClient, type GroupGeneration, GroupMembership, type RevokedPartitions, withRevokePoint } from '../kafka';
+
+export interface TopicPartitions {
+  topic: string;
+  partitions: number[];
+}
+
+/** What the group consumer calls back: joins, the awaited revoke point, and each fetched batch. */
+export interface FlowConsumerHandlers {
+  /** Synchronous, before anything is fetched under the new generation. */
+  onJoin(g: GroupGeneration): void;
+  /** After in-flight batches, before the member rejoins or leaves, with the generation given up. */
+  onRevoke(revoked: RevokedPartitions): Promise<void>;
+  eachBatch(payload: EachBatchPayload): Promise<void>;
+}
+
+/**
+ * A flow's group consumer as the runtime uses it: the kafkajs consumer in a worker
+ * (KafkaFlowConsumer), an in-memory fake in the runtime's unit tests.
+ */
+export interface FlowConsumer {
+  /** Connects, subscribes to the flow's topics and starts consuming (manual commits, paused until recovered). */
+  start(handlers: FlowConsumerHandlers): Promise<void>;
+  /** Leaves the group (the revoke point runs first) and disconnects. */
+  stop(): Promise<void>;
+  /** Releases what is left once the activities have ended (connections used for committed offsets). */
+  close(): Promise<void>;
+  /** The generation of the last join, read live (a cached one is stale after the next rebalance). */
+  current(): GroupGeneration | undefined;
+  pause(tps: TopicPartitions[]): void;
+  resume(tps: TopicPartitions[]): void;
+  seek(at: { topic: string; partition: number; offset: string }): void;
+  /** Commits under the member's live generation (plain mode; transactional mode commits in the transaction). */
+  commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void>;
+  /** The group's committed offset of a partition (undefined: none yet). */
+  committedOffset(topic: string, partition: number): Promise<string | undefined>;
+}
+
+/** The kafkajs group consumer of one flow, with its revoke point and join tracking. */
+export class KafkaFlowConsumer implements FlowConsumer {
+  private readonly consumer: Consumer;
+  private readonly membership = new GroupMembership();
+  private readonly committed: CommittedOffsets;
+  private handlers?: FlowConsumerHandlers;
+
+  constructor(
+    private readonly definition: FlowDefinition<unknown, unknown>,
+    brokers: string[],
+  ) {
+    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}` });
+    this.committed = new CommittedOffsets(kafka);
+    this.consumer = kafka.kafka.consumer(
+      withRevokePoint(
+        // maxWaitTimeInMs: kafkajs sleeps this long whenever every assigned partition is paused
+        // (all are, until recovered), so its 5 s default would delay every start and rebalance.
+        {
+          groupId: definition.groupId,
+          readUncommitted: false,
+          allowAutoTopicCreation: false,
+          maxWaitTimeInMs: 250,
+          sessionTimeout: definition.consumer.sessionTimeoutMs,
+          heartbeatInterval: definition.consumer.heartbeatIntervalMs,
+          rebalanceTimeout: definition.consumer.rebalanceTimeoutMs,
+        },
+        (revoked) => this.handlers?.onRevoke(revoked) ?? Promise.resolve(),
+      ),
+    );
+  }
+
+  async start(handlers: FlowConsumerHandlers): Promise<void> {
+    this.handlers = handlers;
+    this.membership.attach(this.consumer);
+    this.membership.onJoin((g) => handlers.onJoin(g));
+    await this.consumer.connect();
+    for (const topic of this.definition.topics) await this.consumer.subscribe({ topic, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 4,
+      eachBatch: (payload) => handlers.eachBatch(payload),
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+
+  async close(): Promise<void> {
+    await this.committed.close();
+  }
+
+  current(): GroupGeneration | undefined {
+    return this.membership.current();
+  }
+
+  pause(tps: TopicPartitions[]): void {
+    this.consumer.pause(tps);
+  }
+
+  resume(tps: TopicPartitions[]): void {
+    this.consumer.resume(tps);
+  }
+
+  seek(at: { topic: string; partition: number; offset: string }): void {
+    this.consumer.seek(at);
+  }
+
+  async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+    await this.consumer.commitOffsets(offsets);
+  }
+
+  async committedOffset(topic: string, partition: number): Promise<string | undefined> {
+    return (await this.committed.fetch(this.definition.groupId, topic, [partition])).get(partition) ?? undefined;
+  }
+}

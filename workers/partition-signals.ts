@@ -1,0 +1,45 @@
+import type { Client } from '@temporalio/client';
+import type { Owner, PartitionRef } from '../activities/types';
+import {
+  assignedSignal,
+  type PartitionWorkflowInput,
+  partitionWorkflow,
+  partitionWorkflowId,
+  type RevokeSignal,
+  revokedSignal,
+} from '../workflows/partitionWorkflow';
+import { searchAttributes } from '../workflows/searchAttributes';
+import { WORKFLOW_TASK_QUEUE } from './taskQueues';
+
+/**
+ * How a worker process tells the partition workflows about its group membership: Temporal signals
+ * in a worker (TemporalPartitionSignals), a recording fake in the runtime's unit tests.
+ */
+export interface PartitionSignals {
+  /** This process was assigned the partition: starts its workflow if it is not running. */
+  assigned(input: PartitionWorkflowInput, owner: Owner): Promise<void>;
+  revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void>;
+}
+
+export class TemporalPartitionSignals implements PartitionSignals {
+  constructor(private readonly client: Client) {}
+
+  async assigned(input: PartitionWorkflowInput, owner: Owner): Promise<void> {
+    await this.client.workflow.signalWithStart(partitionWorkflow, {
+      workflowId: partitionWorkflowId(input),
+      taskQueue: WORKFLOW_TASK_QUEUE,
+      args: [input],
+      signal: assignedSignal,
+      signalArgs: [owner],
+      typedSearchAttributes: [
+        { key: searchAttributes.flow, value: input.flow },
+        { key: searchAttributes.topic, value: input.topic },
+        { key: searchAttributes.partition, value: input.partition },
+      ],
+    });
+  }
+
+  async revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void> {
+    await this.client.workflow.getHandle(partitionWorkflowId(ref)).signal(revokedSignal, signal);
+  }
+}

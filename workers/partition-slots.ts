@@ -1,0 +1,193 @@
+import { type FoldingHandle, StaleGenerationError } from '../activities/partition-host';
+import type { OwnerRequest } from '../activities/types';
+import type { PartitionFlow } from '../flow/partition-flow';
+import type { GroupGeneration } from '../kafka';
+import { SnapshotWriteFenced } from '../persistence/errors';
+
+/**
+ * A partition's life in one process. `assigned`: joined with it, paused until a workflow recovers
+ * and folds it; `running`: a fold loop drives it; `revoked`: a rebalance takes it (its engine is
+ * kept in case it comes back); `fenced` / `failed`: stopped here until a recovery.
+ */
+export type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
+
+/** One input partition as this process holds it. */
+export interface Slot {
+  readonly topic: string;
+  readonly partition: number;
+  /** The generation under which this process was (last) assigned the partition, and its member id then. */
+  generation: number;
+  memberId: string;
+  state: SlotState;
+  /** The engine, once recovered; kept across a revoke in case the partition comes back. */
+  flow?: PartitionFlow<unknown, unknown>;
+  /** The generation the engine's state was recovered or adopted under. */
+  flowGeneration?: number;
+  highWatermark?: string;
+  /** Why the partition stopped here (state 'failed'). */
+  failure?: unknown;
+  /** Which fold-loop activity drives the partition now: a late cancellation of an older one must not pause it. */
+  folding?: number;
+  /** Bumped by every full recovery as it starts: only the latest may install its engine. */
+  recoverSeq: number;
+  /** The recoverSeq whose engine is installed: the in-memory shortcut is safe only while no recovery started since. */
+  installedSeq?: number;
+  /** The revoke of `generation` was signalled to the workflow (activities of that generation may end). */
+  revokeSignalled?: number;
+  /** Signalling the revoke of `generation` was given up: its activities need not wait for it. */
+  revokeUnsignalled?: number;
+}
+
+const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/**
+ * The slots of one flow in one process and the rules on them: which generation an activity may
+ * act under, when the in-memory shortcut is safe, what a fold loop and a persist should do now.
+ * No I/O: the runtime does the consuming and signalling around it.
+ */
+export class PartitionSlots {
+  private readonly slots = new Map<string, Slot>();
+  private foldLoops = 0;
+
+  get(topic: string, partition: number): Slot | undefined {
+    return this.slots.get(tpKey(topic, partition));
+  }
+
+  all(): IterableIterator<Slot> {
+    return this.slots.values();
+  }
+
+  /**
+   * A join: every assigned partition's slot takes the new generation (and becomes `assigned`,
+   * unless fenced or failed: those wait for a recovery); slots not assigned any more are dropped
+   * and returned (their state and producer go).
+   */
+  join(g: GroupGeneration): Slot[] {
+    const assigned = new Set<string>();
+    for (const [topic, partitions] of Object.entries(g.assignment)) {
+      for (const partition of partitions) {
+        const key = tpKey(topic, partition);
+        assigned.add(key);
+        const slot = this.slots.get(key);
+        if (slot) {
+          slot.generation = g.generationId;
+          slot.memberId = g.memberId;
+          if (slot.state !== 'fenced' && slot.state !== 'failed') slot.state = 'assigned';
+        } else {
+          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned', recoverSeq: 0 });
+        }
+      }
+    }
+    const released: Slot[] = [];
+    for (const [key, slot] of this.slots) {
+      if (assigned.has(key)) continue;
+      this.slots.delete(key);
+      released.push(slot);
+    }
+    return released;
+  }
+
+  /** The slot an activity's request may act on, or StaleGenerationError (not this process's generation). */
+  forRequest(r: OwnerRequest, current: GroupGeneration | undefined): Slot {
+    const slot = this.get(r.topic, r.partition);
+    if (!current || current.generationId !== r.owner.generation || current.memberId !== r.owner.memberId) {
+      throw new StaleGenerationError(
+        `${r.topic}-${r.partition}: scheduled for generation ${r.owner.generation}, this process is at ${current?.generationId ?? 'none'}`,
+      );
+    }
+    if (!slot || slot.generation !== r.owner.generation) {
+      throw new StaleGenerationError(`${r.topic}-${r.partition} is not assigned to this process in generation ${r.owner.generation}`);
+    }
+    return slot;
+  }
+
+  /** The process still holds the slot's partition under the generation its state belongs to (else a fence). */
+  static assertHolds(slot: Slot, current: GroupGeneration | undefined): void {
+    if (!current || slot.generation !== current.generationId || slot.flowGeneration !== slot.generation) {
+      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
+    }
+  }
+
+  /**
+   * Same process, next generation, nobody else in between: the engine of `keepFromGeneration` may
+   * go on with its in-memory state — unless it stopped, or a recovery started since it was
+   * installed (that recovery may have initialized the partition's transactional producer, fencing
+   * the engine's own, even if it was then cancelled).
+   */
+  static canKeep(slot: Slot, keepFromGeneration: number | undefined): boolean {
+    return (
+      keepFromGeneration !== undefined &&
+      slot.flow !== undefined &&
+      slot.flowGeneration === keepFromGeneration &&
+      slot.flow.failed === undefined &&
+      slot.state !== 'failed' &&
+      slot.state !== 'fenced' &&
+      slot.installedSeq === slot.recoverSeq
+    );
+  }
+
+  /**
+   * A fold loop takes the partition over (from an older one that has not learned of its
+   * cancellation yet, after continue-as-new or a retry): `running`, driven by the returned token.
+   */
+  startFolding(slot: Slot, r: OwnerRequest, stopping: () => boolean): FoldingHandle {
+    if (!slot.flow || slot.flowGeneration !== r.owner.generation) {
+      throw new StaleGenerationError(`${r.topic}-${r.partition} was not recovered for generation ${r.owner.generation}`);
+    }
+    const token = ++this.foldLoops;
+    slot.folding = token;
+    slot.state = 'running';
+    return {
+      token,
+      poll: () => {
+        const flow = slot.flow!;
+        const running = slot.state === 'running' && slot.generation === r.owner.generation && slot.folding === token && !stopping();
+        return {
+          running,
+          // A stop marks the process stopping before the consumer leaves and its revoke point
+          // runs: the loop waits for that revoke's signal too, else the workflow would see an
+          // ended loop first and take it for a lost owner instead of a clean stop.
+          settling:
+            (slot.state === 'revoked' || (stopping() && slot.state === 'running')) &&
+            slot.generation === r.owner.generation &&
+            slot.revokeSignalled !== r.owner.generation &&
+            slot.revokeUnsignalled !== r.owner.generation,
+          failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
+          progress: {
+            position: flow.position,
+            committed: flow.committedOffset,
+            liveKeys: flow.liveKeys,
+            highWatermark: slot.highWatermark,
+          },
+        };
+      },
+    };
+  }
+
+  /** A fold loop ended: true when it still drove the partition (which then waits for the next loop). */
+  stopFolding(r: OwnerRequest, token: number): boolean {
+    const slot = this.get(r.topic, r.partition);
+    if (slot && slot.generation === r.owner.generation && slot.state === 'running' && slot.folding === token) {
+      slot.state = 'assigned';
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * What a persist scheduled for `r` should do now: `persist` (the partition runs here), `skip`
+   * (it was revoked here and the workflow has been told), `wait` (revoked, not yet signalled), or
+   * it throws (failed here, or not this process's generation).
+   */
+  persistReadiness(r: OwnerRequest, current: GroupGeneration | undefined, stopping: boolean): 'persist' | 'skip' | 'wait' {
+    const slot = this.get(r.topic, r.partition);
+    if (slot && slot.generation === r.owner.generation && slot.state === 'revoked') {
+      return slot.revokeSignalled === r.owner.generation ? 'skip' : 'wait';
+    }
+    if (stopping && slot?.revokeSignalled === r.owner.generation) return 'skip';
+    const s = this.forRequest(r, current);
+    if (s.state === 'failed') throw s.failure ?? new Error(`${r.topic}-${r.partition} failed`);
+    // Not running yet (the fold loop starts alongside) or any more: persist() decides when due.
+    return 'persist';
+  }
+}
