@@ -40,7 +40,6 @@ export {
   UNLOAD_ORPHANED_DEFAULTS,
   type UnloadOrphanedOptions,
 } from './flow/timers';
-export { ConsumerFlow, TopicFlow } from './flow/topic-flow';
 export { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from './persistence/errors';
 export type { JournalStore } from './persistence/journal-store';
 export type { KeyStore } from './persistence/key-store';

@@ -99,11 +99,6 @@ export function fenceReason(err: unknown): FenceReason | undefined {
   return undefined;
 }
 
-/** True when `err` (or what it wraps) is ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, 47 or 90. */
-export function isFence(err: unknown): boolean {
-  return fenceReason(err) !== undefined;
-}
-
 /** The kafkajs protocol error type in `err`'s chain (e.g. 'UNSTABLE_OFFSET_COMMIT'), if any. */
 export function protocolErrorType(err: unknown): string | undefined {
   for (const e of chain(err)) if (typeof e.type === 'string') return e.type;

@@ -5,7 +5,6 @@ export { type CommittedOffsetsOptions, CommittedOffsets } from './committedOffse
 export {
   type FenceReason,
   fenceReason,
-  isFence,
   PartitionReadStalled,
   protocolErrorType,
   type SentRecords,
