@@ -1,6 +1,6 @@
 /** The project's narrow Kafka port. Nothing outside `kafka/` imports kafkajs. */
 export { KafkaAdmin, type TopicDescription, type TopicSpec } from './admin';
-export { brokersFromEnv, createKafkaClient, DEFAULT_BROKERS, type KafkaClient, type KafkaClientOptions } from './client';
+export { createKafkaClient, type KafkaClient, type KafkaClientOptions } from './client';
 export { type CommittedOffsetsOptions, CommittedOffsets } from './committedOffsets';
 export {
   type FenceReason,

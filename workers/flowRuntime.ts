@@ -65,6 +65,8 @@ export interface FlowRuntimeOptions {
   backend: PersistenceBackend<unknown, unknown>;
   metrics: FlowMetrics;
   logger: Logger;
+  /** `KFT_MAX_HISTORY_EVENTS` (config/env), given to the partition workflows it starts; undefined: their default. */
+  maxHistoryEvents?: number;
 }
 
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
@@ -215,7 +217,7 @@ export class FlowRuntime {
 
   private async signalAssignments(g: GroupGeneration): Promise<void> {
     const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
-    const maxHistoryEvents = process.env.KFT_MAX_HISTORY_EVENTS ? Number(process.env.KFT_MAX_HISTORY_EVENTS) : undefined;
+    const maxHistoryEvents = this.o.maxHistoryEvents;
     await Promise.all(
       Object.entries(g.assignment).flatMap(([topic, partitions]) =>
         partitions.map(async (partition) => {

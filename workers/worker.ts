@@ -1,6 +1,6 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { formatHostPort, readEnv } from '../config/env';
+import { formatHostPort, type WorkerEnv } from '../config/env';
 import { portOpen } from '../infra/processes';
 import { createFlowActivities } from '../activities/flowActivities';
 import type { FlowDefinition } from '../flow/define-flow';
@@ -16,6 +16,8 @@ import { connectTemporal } from './temporalConnection';
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
   metricsPort?: number;
+  /** The environment, parsed (config/env `readWorkerEnv`). */
+  env: WorkerEnv;
 }
 
 export interface RunningWorker {
@@ -33,16 +35,17 @@ let runtimeInstalled: string | undefined;
  * One worker process for one flow: Temporal workers on the shared workflow task queue and on this
  * process's own activity task queue, plus the flow's Kafka group consumer.
  */
-export async function runWorker(definition: FlowDefinition<unknown, unknown>, options: WorkerOptions = {}): Promise<RunningWorker> {
-  const env = readEnv();
-  const log = createLogger({ flow: definition.name });
+export async function runWorker(definition: FlowDefinition<unknown, unknown>, options: WorkerOptions): Promise<RunningWorker> {
+  const { env } = options;
+  const brokers = env.kafkaBrokers.map(formatHostPort);
+  const log = createLogger({ flow: definition.name }, env.logLevel);
   if (runtimeInstalled === undefined) {
     // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
     // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
     // Temporal core serves its metrics on a private port; /metrics appends them to ours.
     runtimeInstalled = options.metricsPort !== undefined ? `127.0.0.1:${await freePort()}` : '';
     Runtime.install({
-      logger: temporalLogger(log),
+      logger: temporalLogger(log, env.temporalLogLevel),
       shutdownSignals: [],
       telemetryOptions: runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : undefined,
     });
@@ -51,18 +54,19 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
 
-  await assertKafkaReachable(env.kafkaBrokers.map(formatHostPort));
+  await assertKafkaReachable(brokers);
   const temporal = await connectTemporal(env);
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
   const runtime = new FlowRuntime({
     definition,
-    brokers: env.kafkaBrokers.map(formatHostPort),
+    brokers,
     temporal: temporal.client,
     taskQueue,
-    backend: createBackend(definition, { logger: log, metrics }),
+    backend: createBackend(definition, { brokers, logger: log, metrics, stateDir: env.stateDir }),
     metrics,
     logger: log,
+    maxHistoryEvents: env.maxHistoryEvents,
   });
   const workflowWorker = await Worker.create({
     connection,
@@ -85,14 +89,14 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   } catch (err) {
     // The brokers took the connection but kept dropping it (a restart, a network fault) until
     // kafkajs gave up: one line naming KAFKA_BROKERS, exit 1, the process manager restarts it.
-    if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(env.kafkaBrokers.map(formatHostPort), err);
+    if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(brokers, err);
     throw err;
   }
   const server =
     options.metricsPort !== undefined
       ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined)
       : undefined;
-  log.info({ taskQueue, metrics: server?.url, kafka: env.kafkaBrokers.map(formatHostPort), temporal: temporal.address }, 'worker started');
+  log.info({ taskQueue, metrics: server?.url, kafka: brokers, temporal: temporal.address }, 'worker started');
 
   let stopping: Promise<void> | undefined;
   return {
