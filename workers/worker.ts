@@ -1,7 +1,7 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { formatHostPort, type WorkerEnv } from '../config/env';
-import { portOpen } from '../infra/processes';
+import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
+import { portOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flowActivities';
 import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
@@ -54,7 +54,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
 
-  await assertKafkaReachable(brokers);
+  await assertKafkaReachable(env.kafkaBrokers);
   const temporal = await connectTemporal(env);
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
@@ -121,12 +121,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 export { WORKFLOW_TASK_QUEUE };
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
-async function assertKafkaReachable(brokers: string[]): Promise<void> {
-  const answers = await Promise.all(
-    brokers.map((b) => {
-      const i = b.lastIndexOf(':');
-      return portOpen(b.slice(0, i).replace(/^\[|\]$/g, ''), Number(b.slice(i + 1)), 3000);
-    }),
-  );
-  if (!answers.some(Boolean)) throw new KafkaUnreachableError(brokers);
+async function assertKafkaReachable(brokers: HostPort[]): Promise<void> {
+  const answers = await Promise.all(brokers.map((b) => portOpen(b.host, b.port, 3000)));
+  if (!answers.some(Boolean)) throw new KafkaUnreachableError(brokers.map(formatHostPort));
 }
