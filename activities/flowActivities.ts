@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
-import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
 import { type FlowRuntime, StaleGenerationError } from '../workers/flowRuntime';
 
 /**
@@ -101,7 +101,7 @@ async function heartbeating<T>(details: Record<string, unknown>, fn: () => Promi
 
 function typed(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
-  if (err instanceof SnapshotWriteFenced || err instanceof SnapshotWriteConflict) {
+  if (err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError) {
     return ApplicationFailure.create({ message: err.message, type: FailureTypes.fenced, nonRetryable: true, cause: err });
   }
   if (err instanceof StaleGenerationError) return ApplicationFailure.create({ message: err.message, type: FailureTypes.staleGeneration, nonRetryable: true });

@@ -1,5 +1,5 @@
 import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from '../persistence/partition-persistence';
-import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
 import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../persistence/types';
 import { type Clock, systemClock } from './clock';
 import type { Codec } from './codec/codec';
@@ -523,7 +523,7 @@ export class PartitionFlow<S, V> {
         });
       } catch (err) {
         error = err;
-        if (err instanceof SnapshotWriteFenced) fenced = true;
+        if (err instanceof SnapshotWriteFencedError) fenced = true;
       }
       for (const p of chunk) this.writing.delete(p.kf);
       for (let i = 0; i < chunk.length; i++) {
@@ -549,7 +549,7 @@ export class PartitionFlow<S, V> {
       }
       if (result?.commitError !== undefined) {
         this.m.commits('failed').inc();
-        if (result.commitError instanceof SnapshotWriteFenced) {
+        if (result.commitError instanceof SnapshotWriteFencedError) {
           fenced = true;
           error = result.commitError;
         } else {
@@ -577,7 +577,7 @@ export class PartitionFlow<S, V> {
     }
     if (failed > 0) {
       const cause =
-        error ?? new SnapshotWriteConflict(this.topic, this.partition, conflicts);
+        error ?? new SnapshotWriteConflictError(this.topic, this.partition, conflicts);
       if (strict) {
         this.m.persists(reason, 'failed').inc();
         const typed = error === undefined ? cause : new PersistFailedError(this.topic, this.partition, failed, cause);
@@ -610,7 +610,7 @@ export class PartitionFlow<S, V> {
         }
       } catch (err) {
         this.m.commits('failed').inc();
-        if (err instanceof SnapshotWriteFenced) {
+        if (err instanceof SnapshotWriteFencedError) {
           this.fail(err);
           if (reason === 'periodic') throw err;
           return { committed: undefined, written, failed, evicted, fenced: true };

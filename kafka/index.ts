@@ -5,11 +5,11 @@ export { type CommittedOffsetsOptions, CommittedOffsets } from './committedOffse
 export {
   type FenceReason,
   fenceReason,
-  PartitionReadStalled,
+  PartitionReadStalledError,
   protocolErrorType,
   type SentRecords,
-  SnapshotCommitTimeout,
-  SnapshotWriteFenced,
+  SnapshotCommitTimeoutError,
+  SnapshotWriteFencedError,
 } from './errors';
 export { type GroupGeneration, GroupMembership } from './groupMembership';
 export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plainWriter';

@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { KafkaFlowError } from '../config/errors';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
 import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
@@ -6,7 +7,7 @@ import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { PartitionFlow } from '../flow/partition-flow';
 import { CommittedOffsets, createKafkaClient, GroupMembership, type GroupGeneration, type KafkaClient, type RevokedPartitions, withRevokePoint } from '../kafka';
-import { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
 import type { PartitionPersistence } from '../persistence/partition-persistence';
 import { assignedSignal, partitionWorkflow, partitionWorkflowId, revokedSignal } from '../workflows/partitionWorkflow';
 import { searchAttributes } from '../workflows/searchAttributes';
@@ -14,8 +15,10 @@ import type { PersistenceBackend } from './backends';
 import { WORKFLOW_TASK_QUEUE } from './taskQueues';
 
 /** Why an activity refuses to act: the generation it was scheduled for is not this process's. */
-export class StaleGenerationError extends Error {
-  override readonly name = 'StaleGenerationError';
+export class StaleGenerationError extends KafkaFlowError {
+  constructor(message: string) {
+    super('STALE_GENERATION', message);
+  }
 }
 
 type SlotState = 'assigned' | 'running' | 'revoked' | 'fenced' | 'failed';
@@ -333,7 +336,7 @@ export class FlowRuntime {
   private assertHolds(slot: Slot): void {
     const current = this.membership.current();
     if (!current || slot.generation !== current.generationId || slot.flowGeneration !== slot.generation) {
-      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
+      throw new SnapshotWriteFencedError(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
     }
   }
 
@@ -500,7 +503,7 @@ export class FlowRuntime {
       result = await flow.persist(undefined, reason);
     } catch (caught) {
       const err = this.classify(slot, caught);
-      slot.state = err instanceof SnapshotWriteFenced || err instanceof SnapshotWriteConflict ? 'fenced' : 'failed';
+      slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
@@ -511,8 +514,8 @@ export class FlowRuntime {
       this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
     }
     if (result.fenced) {
-      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFenced ? flow.failed : new SnapshotWriteFenced(slot.topic, slot.partition, 'the persist was fenced'));
-      slot.state = err instanceof SnapshotWriteFenced ? 'fenced' : 'failed';
+      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFencedError ? flow.failed : new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
+      slot.state = err instanceof SnapshotWriteFencedError ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
@@ -541,7 +544,7 @@ export class FlowRuntime {
    * transaction timeout, or an earlier producer of ours re-initialized): the workflow retries.
    */
   private classify(slot: Slot, err: unknown): unknown {
-    if (!(err instanceof SnapshotWriteFenced) || err.reason !== 'producer-epoch') return err;
+    if (!(err instanceof SnapshotWriteFencedError) || err.reason !== 'producer-epoch') return err;
     const current = this.membership.current();
     const stillOurs =
       !this.stopping &&
