@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { KafkaFlowError } from '../config/errors';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { KafkaFlowError } from '../config/errors';
 import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
 import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../flow/logger';
