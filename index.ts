@@ -40,8 +40,7 @@ export {
   UNLOAD_ORPHANED_DEFAULTS,
   type UnloadOrphanedOptions,
 } from './flow/timers';
-export { ConsumerFlow, TopicFlow } from './flow/topic-flow';
-export { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from './persistence/errors';
+export { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './persistence/errors';
 export type { JournalStore } from './persistence/journal-store';
 export type { KeyStore } from './persistence/key-store';
 export {
@@ -64,6 +63,19 @@ export { StorePartitionPersistence, type StorePartitionPersistenceOptions } from
 export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './persistence/types';
 export { CompressionError, CorruptSnapshotError } from './flow/codec/errors';
 export { Compressor, withCompression } from './flow/codec/compressor';
-export { SnapshotCommitTimeout } from './kafka/errors';
+export { SnapshotCommitTimeoutError } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
 export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';
+
+// The former names of three error classes, from before every error class name ended in `Error`
+// (the same classes, the same codes).
+export {
+  /** @deprecated renamed SnapshotCommitTimeoutError */
+  SnapshotCommitTimeoutError as SnapshotCommitTimeout,
+} from './kafka/errors';
+export {
+  /** @deprecated renamed SnapshotWriteConflictError */
+  SnapshotWriteConflictError as SnapshotWriteConflict,
+  /** @deprecated renamed SnapshotWriteFencedError */
+  SnapshotWriteFencedError as SnapshotWriteFenced,
+} from './persistence/errors';

@@ -3,7 +3,7 @@ import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, Recov
 import { type PartitionHost, StaleGenerationError } from './partition-host';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
-import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
 
 /**
  * The activities of one worker process: thin adapters from a partition workflow's requests to the
@@ -101,7 +101,7 @@ async function heartbeating<T>(details: Record<string, unknown>, fn: () => Promi
 
 function typed(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
-  if (err instanceof SnapshotWriteFenced || err instanceof SnapshotWriteConflict) {
+  if (err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError) {
     return ApplicationFailure.create({ message: err.message, type: FailureTypes.fenced, nonRetryable: true, cause: err });
   }
   if (err instanceof StaleGenerationError) return ApplicationFailure.create({ message: err.message, type: FailureTypes.staleGeneration, nonRetryable: true });

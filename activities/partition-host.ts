@@ -1,8 +1,11 @@
+import { KafkaFlowError } from '../config/errors';
 import type { OwnerRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 
 /** Why an activity refuses to act: the generation it was scheduled for is not this process's. */
-export class StaleGenerationError extends Error {
-  override readonly name = 'StaleGenerationError';
+export class StaleGenerationError extends KafkaFlowError {
+  constructor(message: string) {
+    super('STALE_GENERATION', message);
+  }
 }
 
 /** A fold loop's hold on its partition: polled by the fold-loop activity until it should end. */

@@ -79,7 +79,10 @@ export interface FlowActivities {
 
 /** ApplicationFailure types the activities raise and the workflow tells apart. */
 export const FailureTypes = {
-  /** A newer generation or producer epoch owns the partition: stop, do not retry. */
+  /**
+   * A newer generation or producer epoch owns the partition: stop, do not retry. (The string
+   * predates the rename to SnapshotWriteFencedError and stays: recorded histories carry it.)
+   */
   fenced: 'SnapshotWriteFenced',
   /** The activity was scheduled for a generation this process no longer holds. */
   staleGeneration: 'StaleGeneration',

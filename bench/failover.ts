@@ -24,7 +24,8 @@ import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median } from './lib/timing';
-import { brokersFromEnv, createKafkaClient, PartitionReader } from '../kafka';
+import { createKafkaClient, PartitionReader } from '../kafka';
+import { brokersFromEnv } from '../config/env';
 import { inspectFlow } from '../workers/inspect';
 import { type HashState, offsetHashFlow, step } from '../test/fixtures/offsetHashFlow';
 

@@ -35,7 +35,7 @@ import { PACKAGE_ROOT, writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
 import { order } from '../examples/sales/orders';
-import { brokersFromEnv } from '../kafka';
+import { brokersFromEnv, readWorkerEnv } from '../config/env';
 import { DEFAULT_LIMITS, partitionWorkflowId } from '../workflows/partitionWorkflow';
 
 const PARTITIONS = 6;
@@ -172,7 +172,7 @@ async function measureHistory(topic: string, brokers: string[]) {
     // Quick runs persist every 5 s: the per-cycle events are the same, 12× as often.
     const scale = PERSIST_EVERY_MS / 60_000;
     const perHour = measured * scale;
-    const limit = process.env.KFT_MAX_HISTORY_EVENTS ? Number(process.env.KFT_MAX_HISTORY_EVENTS) : DEFAULT_LIMITS.maxHistoryEvents;
+    const limit = readWorkerEnv().maxHistoryEvents ?? DEFAULT_LIMITS.maxHistoryEvents;
     printTable(
       `history events per partition over ${Math.round(windowMs / 1000)} s, persistEvery ${PERSIST_EVERY_MS / 1000} s`,
       perPartition.map((p) => ({ ...p })),

@@ -25,7 +25,8 @@ import { measure, ratio } from './lib/timing';
 import { createPartitionFlow, defineFlow } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import type { InputMessage } from '../flow/record';
-import { brokersFromEnv, createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient } from '../kafka';
+import { createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient } from '../kafka';
+import { brokersFromEnv } from '../config/env';
 import { KafkaSnapshotBackend } from '../persistence/kafka';
 import type { KafkaPartitionPersistence } from '../persistence/kafka';
 

@@ -30,7 +30,8 @@ import { writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
 import { FlowMetrics } from '../flow/metrics';
-import { brokersFromEnv, createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient, PartitionReader } from '../kafka';
+import { createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient, PartitionReader } from '../kafka';
+import { brokersFromEnv } from '../config/env';
 import { KafkaSnapshotBackend } from '../persistence/kafka';
 
 const SNAPSHOTS = sized(100_000, 10_000);

@@ -22,7 +22,8 @@ import { isQuick, sized } from './lib/args';
 import { writeResults } from './lib/results';
 import { printTable } from './lib/table';
 import { median } from './lib/timing';
-import { brokersFromEnv, createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient } from '../kafka';
+import { createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient } from '../kafka';
+import { brokersFromEnv } from '../config/env';
 import { KafkaSnapshotBackend } from '../persistence/kafka';
 
 const KEYS = sized(100_000, 10_000);

@@ -3,7 +3,7 @@
 // kafkajs warns at every producer about a partitioner change from 2019; we use its default on purpose.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 require('tsx/cjs');
-require('../workers/cli.ts')
+require('../cli.ts')
   .main(process.argv)
   .catch((err) => {
     // Known, typed errors print one line; anything else keeps its stack for a bug report.

@@ -74,3 +74,59 @@ export const formatHostPort = (a: HostPort): string => (a.host.includes(':') ? `
 
 export const isLoopback = (host: string): boolean =>
   host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+/** `KAFKA_BROKERS` as kafkajs takes it (`host:port` strings). */
+export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  return readEnv(env).kafkaBrokers.map(formatHostPort);
+}
+
+/** pino's level names; a level is matched case-insensitively (pino lowercases the root level too). */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+const logLevel = z
+  .string()
+  .transform((s) => s.toLowerCase())
+  .pipe(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }));
+
+/** An optional variable: unset or empty means "not set", as the worker has always read them. */
+const optional = <T>(schema: z.ZodType<T>) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const metricsPort = z.coerce
+  .number({ message: 'must be a port number 0..65535 (0: any free port)' })
+  .int('must be a port number 0..65535 (0: any free port)')
+  .min(0, 'must be a port number 0..65535 (0: any free port)')
+  .max(65535, 'must be a port number 0..65535 (0: any free port)');
+
+export const positiveInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').positive('must be > 0');
+
+const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
+
+/** The worker process's own variables (the `worker` command), on top of the connection variables. */
+export interface WorkerEnv extends Env {
+  /** `LOG_LEVEL`: the worker's JSON logs on stderr. */
+  logLevel: LogLevelName;
+  /** `TEMPORAL_LOG_LEVEL`: the Temporal SDK's logs through the same logger. */
+  temporalLogLevel: LogLevelName;
+  /** `KFT_METRICS_PORT`: serve `/metrics` here (0: any free port); undefined: off. */
+  metricsPort: number | undefined;
+  /** `KFT_STATE_DIR`: local state of the worker's transactional Kafka flows; undefined: off. */
+  stateDir: string | undefined;
+  /** `KFT_MAX_HISTORY_EVENTS`: partition workflows continue as new past this; undefined: the workflow's default. */
+  maxHistoryEvents: number | undefined;
+  /** `KFT_EXIT_WITH_PARENT` (1 on, 0 off; unset: on when run by npm, i.e. `npm_execpath` is set). */
+  exitWithParent: boolean;
+}
+
+export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
+  const exitWithParent = envValue('KFT_EXIT_WITH_PARENT', optional(onOff), '', env);
+  return {
+    ...readEnv(env),
+    logLevel: envValue('LOG_LEVEL', logLevel, 'info', env),
+    temporalLogLevel: envValue('TEMPORAL_LOG_LEVEL', logLevel, 'warn', env),
+    metricsPort: envValue('KFT_METRICS_PORT', optional(metricsPort), '', env),
+    stateDir: env.KFT_STATE_DIR || undefined,
+    maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
+    exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
+  };
+}

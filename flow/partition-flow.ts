@@ -1,5 +1,5 @@
 import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from '../persistence/partition-persistence';
-import { SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
 import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../persistence/types';
 import { type Clock, systemClock } from './clock';
 import { CommitBound } from './commit-bound';
@@ -568,7 +568,7 @@ export class PartitionFlow<S, V> {
         });
       } catch (err) {
         t.error = err;
-        if (err instanceof SnapshotWriteFenced) t.fenced = true;
+        if (err instanceof SnapshotWriteFencedError) t.fenced = true;
       }
       for (const p of chunk) this.writing.delete(p.kf);
       for (let i = 0; i < chunk.length; i++) {
@@ -593,7 +593,7 @@ export class PartitionFlow<S, V> {
       }
       if (result?.commitError !== undefined) {
         this.m.commits('failed').inc();
-        if (result.commitError instanceof SnapshotWriteFenced) {
+        if (result.commitError instanceof SnapshotWriteFencedError) {
           t.fenced = true;
           t.error = result.commitError;
         } else {
@@ -629,7 +629,7 @@ export class PartitionFlow<S, V> {
       return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
     }
     if (t.failed > 0) {
-      const cause = t.error ?? new SnapshotWriteConflict(this.topic, this.partition, t.conflicts);
+      const cause = t.error ?? new SnapshotWriteConflictError(this.topic, this.partition, t.conflicts);
       if (strict) {
         this.m.persists(reason, 'failed').inc();
         const typed = t.error === undefined ? cause : new PersistFailedError(this.topic, this.partition, t.failed, cause);
@@ -668,7 +668,7 @@ export class PartitionFlow<S, V> {
       }
     } catch (err) {
       this.m.commits('failed').inc();
-      if (err instanceof SnapshotWriteFenced) {
+      if (err instanceof SnapshotWriteFencedError) {
         this.fail(err);
         if (reason === 'periodic') throw err;
         return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+// Lives in config/net (the worker uses it too); re-exported for infra's servers and chaos/servers.ts.
+export { portOpen } from '../config/net';
 
 /**
  * Background server processes started by `infra up`: detached, output appended to a log file,
@@ -108,18 +110,4 @@ export function tailLog(file: string, lines = 20): string {
   } catch {
     return '(no log yet)';
   }
-}
-
-/** True when something accepts TCP connections on host:port. */
-export function portOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
 }

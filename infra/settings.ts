@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { type Env, envValue, formatHostPort, isLoopback, portNumber, readEnv } from '../config/env';
+import { type Env, envValue, formatHostPort, isLoopback, portNumber, positiveInt, readEnv } from '../config/env';
 import { ConfigError } from '../config/errors';
 
 export const SERVER_NAMES = ['kafka', 'temporal', 'cassandra'] as const;
@@ -33,8 +33,6 @@ const serverList = z
   .string()
   .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
   .pipe(z.array(z.enum(SERVER_NAMES, { message: `each must be one of ${SERVER_NAMES.join(', ')}` })).min(1));
-
-const positiveInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').positive('must be > 0');
 
 export function readInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSettings {
   const root = path.resolve(__dirname, '..');

@@ -1,17 +1,10 @@
 /**
- * Broker address and client construction for the whole Kafka port. Everything else in `kafka/`
- * receives a `KafkaClient` (or brokers) from here; nothing outside `kafka/` imports kafkajs.
+ * Client construction for the whole Kafka port. Everything else in `kafka/` receives a
+ * `KafkaClient` from here; nothing outside `kafka/` imports kafkajs. The brokers come from the
+ * caller (`KAFKA_BROKERS` is parsed in config/env: `brokersFromEnv`).
  */
 import { Kafka, type logCreator, logLevel } from 'kafkajs';
-import { defaults, formatHostPort, readEnv } from '../config/env';
 import { kafkajsConsoleLogCreator } from './internals';
-
-export const DEFAULT_BROKERS = defaults.KAFKA_BROKERS;
-
-/** Brokers from `KAFKA_BROKERS` (validated with the other environment variables in config/env). */
-export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
-  return readEnv(env).kafkaBrokers.map(formatHostPort);
-}
 
 export interface KafkaClientOptions {
   brokers: string[];

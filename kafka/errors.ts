@@ -3,10 +3,10 @@
  * this transactional id)": the write must not land, the producer is spent, nothing is retried.
  */
 import { KafkaFlowError } from '../config/errors';
-import { type FenceReason, SnapshotWriteFenced } from '../persistence/errors';
+import { type FenceReason, SnapshotWriteFencedError } from '../persistence/errors';
 
 // The project has one fence error, defined with the persistence port; re-exported for convenience.
-export { type FenceReason, SnapshotWriteFenced };
+export { type FenceReason, SnapshotWriteFencedError };
 
 /** kafkajs error types that are fences, by the reason we report. */
 const FENCE_TYPES: Record<string, FenceReason> = {
@@ -27,7 +27,7 @@ const FENCE_CODES: Record<number, FenceReason> = {
  * snapshots and the offset share the outcome); the producer was torn down, and the next
  * producer's initialization settles the transaction.
  */
-export class SnapshotCommitTimeout extends KafkaFlowError {
+export class SnapshotCommitTimeoutError extends KafkaFlowError {
   readonly transactionalId: string;
   /** Where the transaction's records went (first offset per partition), to learn its outcome later. */
   readonly sent: readonly SentRecords[];
@@ -52,7 +52,7 @@ export interface SentRecords {
 }
 
 /** A group-less partition read made no progress for its deadline. */
-export class PartitionReadStalled extends KafkaFlowError {
+export class PartitionReadStalledError extends KafkaFlowError {
   constructor(
     readonly topic: string,
     readonly partition: number,
@@ -97,11 +97,6 @@ export function fenceReason(err: unknown): FenceReason | undefined {
     }
   }
   return undefined;
-}
-
-/** True when `err` (or what it wraps) is ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, 47 or 90. */
-export function isFence(err: unknown): boolean {
-  return fenceReason(err) !== undefined;
 }
 
 /** The kafkajs protocol error type in `err`'s chain (e.g. 'UNSTABLE_OFFSET_COMMIT'), if any. */

@@ -1,16 +1,15 @@
 /** The project's narrow Kafka port. Nothing outside `kafka/` imports kafkajs. */
 export { KafkaAdmin, type TopicDescription, type TopicSpec } from './admin';
-export { brokersFromEnv, createKafkaClient, DEFAULT_BROKERS, type KafkaClient, type KafkaClientOptions } from './client';
+export { createKafkaClient, type KafkaClient, type KafkaClientOptions } from './client';
 export { type CommittedOffsetsOptions, CommittedOffsets } from './committedOffsets';
 export {
   type FenceReason,
   fenceReason,
-  isFence,
-  PartitionReadStalled,
+  PartitionReadStalledError,
   protocolErrorType,
   type SentRecords,
-  SnapshotCommitTimeout,
-  SnapshotWriteFenced,
+  SnapshotCommitTimeoutError,
+  SnapshotWriteFencedError,
 } from './errors';
 export { type GroupGeneration, GroupMembership } from './groupMembership';
 export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plainWriter';

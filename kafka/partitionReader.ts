@@ -8,7 +8,7 @@
  * Aborted records are dropped by kafkajs's (patched) filter; see docs/kafkajs-patch.md.
  */
 import type { KafkaClient } from './client';
-import { PartitionReadStalled, protocolErrorType } from './errors';
+import { PartitionReadStalledError, protocolErrorType } from './errors';
 import { createBatch, createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage } from './internals';
 
 export interface ReadRecord {
@@ -38,7 +38,7 @@ export interface ReadOptions {
   maxBytes?: number;
   /** No-progress deadline; default 180 s. */
   stallTimeoutMs?: number;
-  /** The error to raise when the deadline passes; default PartitionReadStalled. */
+  /** The error to raise when the deadline passes; default PartitionReadStalledError. */
   onStall?: (info: StallInfo) => Error | Promise<Error>;
   /**
    * Called while the read makes no progress: once it has lasted `noticeEveryMs`, then every
@@ -109,7 +109,7 @@ export class PartitionReader {
       if (stalledForMs > stallTimeoutMs) {
         throw options.onStall
           ? await options.onStall(info())
-          : new PartitionReadStalled(topic, partition, String(position), String(bound), stalledForMs);
+          : new PartitionReadStalledError(topic, partition, String(position), String(bound), stalledForMs);
       }
       if (options.onNoProgress && now - lastNotice >= noticeEveryMs) {
         lastNotice = now;

@@ -12,7 +12,7 @@
  */
 import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import type { KafkaClient } from './client';
-import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeout, SnapshotWriteFenced } from './errors';
+import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
 import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './requestSize';
 
 export interface SnapshotMessage {
@@ -99,8 +99,8 @@ export class TransactionalWriter {
   /**
    * Writes `messages` and commits `offsets` for the group in one transaction, under `generation`.
    * Commits of one writer run one at a time, in call order.
-   * @throws SnapshotWriteFenced when a newer owner exists (nothing became visible)
-   * @throws SnapshotCommitTimeout when the commit went unanswered (outcome unknown; producer rebuilt)
+   * @throws SnapshotWriteFencedError when a newer owner exists (nothing became visible)
+   * @throws SnapshotCommitTimeoutError when the commit went unanswered (outcome unknown; producer rebuilt)
    */
   commit(request: CommitRequest): Promise<CommitResult> {
     return this.enqueue(() => this.commitNow(request));
@@ -110,7 +110,7 @@ export class TransactionalWriter {
    * Fences now: initializes a producer with the partition's transactional.id (InitProducerId),
    * which bumps the epoch, so every earlier producer with the id is fenced, and aborts (waiting
    * it out) whatever transaction an earlier owner left open. A new owner calls it before it reads.
-   * @throws SnapshotWriteFenced if a still newer producer fenced us meanwhile
+   * @throws SnapshotWriteFencedError if a still newer producer fenced us meanwhile
    */
   init(): Promise<void> {
     return this.enqueue(async () => {
@@ -135,12 +135,12 @@ export class TransactionalWriter {
     return run;
   }
 
-  private fenced(err: unknown, request: CommitRequest | undefined): SnapshotWriteFenced | undefined {
+  private fenced(err: unknown, request: CommitRequest | undefined): SnapshotWriteFencedError | undefined {
     const reason = fenceReason(err);
     if (!reason) return undefined;
     const topic = request?.offsets[0]?.topic ?? this.options.inputTopic ?? '';
     const detail = `${protocolErrorType(err) ?? 'fenced'} for transactional.id ${this.transactionalId}`;
-    return new SnapshotWriteFenced(topic, this.options.partition, detail, {
+    return new SnapshotWriteFencedError(topic, this.options.partition, detail, {
       reason,
       transactionalId: this.transactionalId,
       cause: err,
@@ -201,10 +201,10 @@ export class TransactionalWriter {
       if (outcome === 'timeout') {
         committing.catch(() => undefined); // its late answer is no longer anyone's business
         await this.discardProducer();
-        throw new SnapshotCommitTimeout(this.transactionalId, timeoutMs, { sent: [...sent.values()] });
+        throw new SnapshotCommitTimeoutError(this.transactionalId, timeoutMs, { sent: [...sent.values()] });
       }
     } catch (err) {
-      if (err instanceof SnapshotCommitTimeout) throw err;
+      if (err instanceof SnapshotCommitTimeoutError) throw err;
       // A failed EndTxn leaves kafkajs's transaction state machine in COMMITTING: unusable.
       await this.discardProducer();
       throw this.fenced(err, request) ?? err;

@@ -4,7 +4,7 @@ import { KafkaFlowError } from '../config/errors';
  * A conditional snapshot write was refused: the store already holds a newer offset for the key,
  * so another owner wrote after us. Nothing landed; the key keeps holding its old offset.
  */
-export class SnapshotWriteConflict extends KafkaFlowError {
+export class SnapshotWriteConflictError extends KafkaFlowError {
   readonly topic: string;
   readonly partition: number;
   readonly keys: readonly string[];
@@ -46,7 +46,7 @@ export interface SnapshotWriteFencedOptions {
  * offset commit; the partition must stop and leave recovery to the new owner. The one fence error
  * of the project: the Kafka port (`kafka/`) throws this class too.
  */
-export class SnapshotWriteFenced extends KafkaFlowError {
+export class SnapshotWriteFencedError extends KafkaFlowError {
   readonly topic: string;
   readonly partition: number;
   /** What happened, in words (e.g. "ILLEGAL_GENERATION on TxnOffsetCommit"). */
@@ -82,7 +82,7 @@ export class SnapshotWriteFenced extends KafkaFlowError {
 export class ProducerEpochLostError extends KafkaFlowError {
   readonly topic: string;
   readonly partition: number;
-  constructor(topic: string, partition: number, cause: SnapshotWriteFenced) {
+  constructor(topic: string, partition: number, cause: SnapshotWriteFencedError) {
     super(
       'PRODUCER_EPOCH_LOST',
       `the snapshot producer of topic "${topic}" partition ${partition} lost its epoch (${cause.detail}) while this ` +

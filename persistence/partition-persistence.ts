@@ -69,7 +69,7 @@ export interface RecoveredKey<S, V> {
  * whose writes and offset commit share a transaction (Kafka); compose it from SnapshotStore,
  * JournalStore, KeyStore and OffsetCommitter with StorePartitionPersistence otherwise.
  *
- * `write` throws `SnapshotWriteFenced` when this owner is fenced (nothing landed), and any other
+ * `write` throws `SnapshotWriteFencedError` when this owner is fenced (nothing landed), and any other
  * error when the batch failed as a whole; per-key refusals are `not-applied` statuses.
  */
 export interface PartitionPersistence<S, V> {

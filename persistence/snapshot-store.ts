@@ -13,7 +13,7 @@ export type SnapshotWrite<S> =
  * Where snapshots live. Writes come in batches (one persist's dirty keys) so a backend can group
  * them: a Kafka producer batch, a Cassandra unlogged batch of LWTs. A store may make a put
  * conditional on the stored offset (the offset-gated persist: refuse when it already holds a newer
- * offset) and answer `not-applied` for that key; it throws `SnapshotWriteFenced` when the writer
+ * offset) and answer `not-applied` for that key; it throws `SnapshotWriteFencedError` when the writer
  * itself is no longer the owner, and any other error when the batch's fate is unknown.
  */
 export interface SnapshotStore<S> {

@@ -2,7 +2,7 @@ import type { FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import { KafkaAdmin } from '../kafka/admin';
-import { brokersFromEnv, createKafkaClient } from '../kafka/client';
+import { createKafkaClient } from '../kafka/client';
 import { PlainWriter } from '../kafka/plainWriter';
 import { CassandraBackend } from '../persistence/cassandra';
 import { KafkaFlowBackend, OutputProducer, OutputTopics, type WriteGeneration } from '../persistence/kafka';
@@ -61,15 +61,15 @@ export function memoryBackend<S, V>(definition: FlowDefinition<S, V>): Persisten
  * A kafka flow's snapshot backends (one per input topic), for workers and for `inspect`
  * (`readAll({ topic?, partition? })` reads the snapshot topics without a group or a fence).
  */
-export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): KafkaFlowBackend<S, V> {
+export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext): KafkaFlowBackend<S, V> {
   const p = definition.persistence;
   if (p.backend !== 'kafka') throw new TypeError(`flow "${definition.name}" does not persist to Kafka`);
   const extra = p.options as { transactionalIdPrefix?: string; replicationFactor?: number };
-  const localState = worker.localState ? localStateOf(definition, worker.logger) : undefined;
+  const localState = worker.localState ? localStateOf(definition, worker) : undefined;
   return new KafkaFlowBackend<S, V>({
     // Local state on: the backend logs and counts its restores on the worker's logger and registry.
     ...(localState ? { localState, logger: worker.logger, metrics: worker.metrics } : {}),
-    client: createKafkaClient({ brokers: brokersFromEnv(), clientId: `kafka-flow-temporal-${definition.name}-snapshots` }),
+    client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots` }),
     flowName: definition.name,
     groupId: definition.groupId,
     topics: definition.topics,
@@ -84,22 +84,25 @@ export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker:
   });
 }
 
-/** What a worker offers the backend it builds. */
+/** What a worker (or `inspect`) offers the backend it builds; the settings come parsed from config/env. */
 export interface WorkerContext {
+  /** `KAFKA_BROKERS`: snapshot topics and dead letters. */
+  readonly brokers: string[];
   readonly logger?: Logger;
   readonly metrics?: FlowMetrics;
-  /** Honour persistence.localState and KFT_STATE_DIR (workers; not `inspect`). */
+  /** Honour persistence.localState and `stateDir` (workers; not `inspect`). */
   readonly localState?: boolean;
+  /** The worker's `KFT_STATE_DIR`, if set. */
+  readonly stateDir?: string;
 }
 
 /** persistence.localState, or KFT_STATE_DIR (which turns it on for transactional flows and overrides the dir). */
-function localStateOf(definition: Pick<FlowDefinition<unknown, unknown>, 'name' | 'persistence'>, log?: Logger): { dir: string } | undefined {
+function localStateOf(definition: Pick<FlowDefinition<unknown, unknown>, 'name' | 'persistence'>, worker: WorkerContext): { dir: string } | undefined {
   const p = definition.persistence;
   if (p.backend !== 'kafka') return undefined;
-  const env = process.env.KFT_STATE_DIR;
-  if (env) {
-    if (p.transactional) return { dir: env };
-    log?.warn({ flow: definition.name }, 'KFT_STATE_DIR ignored: local state needs transactional Kafka persistence');
+  if (worker.stateDir) {
+    if (p.transactional) return { dir: worker.stateDir };
+    worker.logger?.warn({ flow: definition.name }, 'KFT_STATE_DIR ignored: local state needs transactional Kafka persistence');
     return undefined;
   }
   return p.localState;
@@ -110,7 +113,7 @@ function localStateOf(definition: Pick<FlowDefinition<unknown, unknown>, 'name' 
  * docs/kafka-persistence.md). A transient flow (`mode: 'none'`) persists nothing: it only commits
  * offsets, through the consumer.
  */
-export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): PersistenceBackend<S, V> {
+export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext): PersistenceBackend<S, V> {
   if (definition.persistence.mode === 'none') return memoryBackend(definition);
   const backend = kafkaFlowBackend(definition, { ...worker, localState: true });
   return {
@@ -128,7 +131,7 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: Wor
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>, worker: Pick<WorkerContext, 'brokers'>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -141,7 +144,7 @@ export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>): Persis
     return started;
   };
   // Dead letters (when the flow dead-letters): produced before the writes that pass their records.
-  const dead = definition.deadLetterTopics ? deadLetterOutputs(definition, definition.deadLetterTopics) : undefined;
+  const dead = definition.deadLetterTopics ? deadLetterOutputs(definition, definition.deadLetterTopics, worker.brokers) : undefined;
   return {
     forPartition: async (o) => {
       await dead?.ensure(o.topic);
@@ -155,8 +158,8 @@ export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>): Persis
 }
 
 /** A plain producer of dead letters for a backend without Kafka transactions (Cassandra). */
-function deadLetterOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'name'>, topics: Readonly<Record<string, string>>) {
-  const client = createKafkaClient({ brokers: brokersFromEnv(), clientId: `kafka-flow-temporal-${definition.name}-dead-letters` });
+function deadLetterOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'name'>, topics: Readonly<Record<string, string>>, brokers: string[]) {
+  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-dead-letters` });
   const admin = new KafkaAdmin(client);
   const outputTopics = new OutputTopics(admin);
   const writer = new PlainWriter({ client });
@@ -175,13 +178,13 @@ function deadLetterOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'n
   };
 }
 
-export function createBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext = {}): PersistenceBackend<S, V> {
+export function createBackend<S, V>(definition: FlowDefinition<S, V>, worker: WorkerContext): PersistenceBackend<S, V> {
   switch (definition.persistence.backend) {
     case 'memory':
       return memoryBackend(definition);
     case 'kafka':
       return kafkaBackend(definition, worker);
     case 'cassandra':
-      return cassandraBackend(definition);
+      return cassandraBackend(definition, worker);
   }
 }

@@ -5,7 +5,7 @@ import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';
-import { ProducerEpochLostError, SnapshotWriteConflict, SnapshotWriteFenced } from '../persistence/errors';
+import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
 import type { PartitionPersistence } from '../persistence/partition-persistence';
 import type { PersistenceBackend } from './backends';
 import type { FlowConsumer } from './flow-consumer';
@@ -336,7 +336,7 @@ export class FlowRuntime implements PartitionHost {
       result = await flow.persist(undefined, reason);
     } catch (caught) {
       const err = this.classify(slot, caught);
-      slot.state = err instanceof SnapshotWriteFenced || err instanceof SnapshotWriteConflict ? 'fenced' : 'failed';
+      slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
@@ -347,8 +347,8 @@ export class FlowRuntime implements PartitionHost {
       this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
     }
     if (result.fenced) {
-      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFenced ? flow.failed : new SnapshotWriteFenced(slot.topic, slot.partition, 'the persist was fenced'));
-      slot.state = err instanceof SnapshotWriteFenced ? 'fenced' : 'failed';
+      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFencedError ? flow.failed : new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
+      slot.state = err instanceof SnapshotWriteFencedError ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
@@ -377,7 +377,7 @@ export class FlowRuntime implements PartitionHost {
    * transaction timeout, or an earlier producer of ours re-initialized): the workflow retries.
    */
   private classify(slot: Slot, err: unknown): unknown {
-    if (!(err instanceof SnapshotWriteFenced) || err.reason !== 'producer-epoch') return err;
+    if (!(err instanceof SnapshotWriteFencedError) || err.reason !== 'producer-epoch') return err;
     const current = this.consumer.current();
     const stillOurs =
       !this.stopping &&

@@ -2,7 +2,7 @@ import { type FoldingHandle, StaleGenerationError } from '../activities/partitio
 import type { OwnerRequest } from '../activities/types';
 import type { PartitionFlow } from '../flow/partition-flow';
 import type { GroupGeneration } from '../kafka';
-import { SnapshotWriteFenced } from '../persistence/errors';
+import { SnapshotWriteFencedError } from '../persistence/errors';
 
 /**
  * A partition's life in one process. `assigned`: joined with it, paused until a workflow recovers
@@ -104,7 +104,7 @@ export class PartitionSlots {
   /** The process still holds the slot's partition under the generation its state belongs to (else a fence). */
   static assertHolds(slot: Slot, current: GroupGeneration | undefined): void {
     if (!current || slot.generation !== current.generationId || slot.flowGeneration !== slot.generation) {
-      throw new SnapshotWriteFenced(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
+      throw new SnapshotWriteFencedError(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
     }
   }
 

@@ -1,7 +1,7 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { formatHostPort, readEnv } from '../config/env';
-import { portOpen } from '../infra/processes';
+import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
+import { portOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flowActivities';
 import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
@@ -18,6 +18,8 @@ import { connectTemporal } from './temporalConnection';
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
   metricsPort?: number;
+  /** The environment, parsed (config/env `readWorkerEnv`). */
+  env: WorkerEnv;
 }
 
 export interface RunningWorker {
@@ -35,16 +37,17 @@ let runtimeInstalled: string | undefined;
  * One worker process for one flow: Temporal workers on the shared workflow task queue and on this
  * process's own activity task queue, plus the flow's Kafka group consumer.
  */
-export async function runWorker(definition: FlowDefinition<unknown, unknown>, options: WorkerOptions = {}): Promise<RunningWorker> {
-  const env = readEnv();
-  const log = createLogger({ flow: definition.name });
+export async function runWorker(definition: FlowDefinition<unknown, unknown>, options: WorkerOptions): Promise<RunningWorker> {
+  const { env } = options;
+  const brokers = env.kafkaBrokers.map(formatHostPort);
+  const log = createLogger({ flow: definition.name }, env.logLevel);
   if (runtimeInstalled === undefined) {
     // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
     // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
     // Temporal core serves its metrics on a private port; /metrics appends them to ours.
     runtimeInstalled = options.metricsPort !== undefined ? `127.0.0.1:${await freePort()}` : '';
     Runtime.install({
-      logger: temporalLogger(log),
+      logger: temporalLogger(log, env.temporalLogLevel),
       shutdownSignals: [],
       telemetryOptions: runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : undefined,
     });
@@ -53,19 +56,19 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
 
-  await assertKafkaReachable(env.kafkaBrokers.map(formatHostPort));
+  await assertKafkaReachable(env.kafkaBrokers);
   const temporal = await connectTemporal(env);
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
   const runtime = new FlowRuntime({
     definition,
-    consumer: new KafkaFlowConsumer(definition, env.kafkaBrokers.map(formatHostPort)),
+    consumer: new KafkaFlowConsumer(definition, brokers),
     signals: new TemporalPartitionSignals(temporal.client),
     taskQueue,
-    maxHistoryEvents: process.env.KFT_MAX_HISTORY_EVENTS ? Number(process.env.KFT_MAX_HISTORY_EVENTS) : undefined,
-    backend: createBackend(definition, { logger: log, metrics }),
+    backend: createBackend(definition, { brokers, logger: log, metrics, stateDir: env.stateDir }),
     metrics,
     logger: log,
+    maxHistoryEvents: env.maxHistoryEvents,
   });
   const workflowWorker = await Worker.create({
     connection,
@@ -88,14 +91,14 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   } catch (err) {
     // The brokers took the connection but kept dropping it (a restart, a network fault) until
     // kafkajs gave up: one line naming KAFKA_BROKERS, exit 1, the process manager restarts it.
-    if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(env.kafkaBrokers.map(formatHostPort), err);
+    if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(brokers, err);
     throw err;
   }
   const server =
     options.metricsPort !== undefined
       ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined)
       : undefined;
-  log.info({ taskQueue, metrics: server?.url, kafka: env.kafkaBrokers.map(formatHostPort), temporal: temporal.address }, 'worker started');
+  log.info({ taskQueue, metrics: server?.url, kafka: brokers, temporal: temporal.address }, 'worker started');
 
   let stopping: Promise<void> | undefined;
   return {
@@ -120,12 +123,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 export { WORKFLOW_TASK_QUEUE };
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
-async function assertKafkaReachable(brokers: string[]): Promise<void> {
-  const answers = await Promise.all(
-    brokers.map((b) => {
-      const i = b.lastIndexOf(':');
-      return portOpen(b.slice(0, i).replace(/^\[|\]$/g, ''), Number(b.slice(i + 1)), 3000);
-    }),
-  );
-  if (!answers.some(Boolean)) throw new KafkaUnreachableError(brokers);
+async function assertKafkaReachable(brokers: HostPort[]): Promise<void> {
+  const answers = await Promise.all(brokers.map((b) => portOpen(b.host, b.port, 3000)));
+  if (!answers.some(Boolean)) throw new KafkaUnreachableError(brokers.map(formatHostPort));
 }

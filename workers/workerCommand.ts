@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
+import { type LogLevelName, readWorkerEnv } from '../config/env';
 import { loadFlowModule } from './flowModule';
 import { createLogger } from './logger';
 
@@ -18,8 +19,9 @@ export function workerCommand(): Command {
     .option('--shutdown-timeout <seconds>', 'exit with code 1 if a graceful stop takes longer', (v) => Number(v), 60)
     .action(async (modulePath: string, opts: { metricsPort?: number; shutdownTimeout: number }) => {
       const flow = loadFlowModule(modulePath);
-      watchParent(flow.name);
-      const metricsPort = opts.metricsPort ?? (process.env.KFT_METRICS_PORT ? port(process.env.KFT_METRICS_PORT) : undefined);
+      const env = readWorkerEnv();
+      if (env.exitWithParent) watchParent(flow.name, env.logLevel);
+      const metricsPort = opts.metricsPort ?? env.metricsPort;
       // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
       // the other commands (status, inspect, infra) do not need.
       const { runWorker } = require('./worker') as typeof import('./worker');
@@ -40,7 +42,7 @@ export function workerCommand(): Command {
       };
       process.once('SIGTERM', onSignal);
       process.once('SIGINT', onSignal);
-      const worker = await runWorker(flow, { metricsPort });
+      const worker = await runWorker(flow, { metricsPort, env });
       await new Promise<void>((resolve, reject) => {
         onStarted = () => worker.stop().then(resolve, reject);
         if (signalled) onStarted(signalled);
@@ -62,9 +64,7 @@ const SHELLS = new Set(['sh', 'dash', 'bash', 'ash', 'zsh', 'busybox']);
  * sends itself SIGTERM: the same graceful stop (flush, commit, leave the group). Before the worker
  * has started, that SIGTERM simply ends the process, as a real one would.
  */
-function watchParent(flowName: string): void {
-  const setting = process.env.KFT_EXIT_WITH_PARENT;
-  if (setting === '0' || (setting !== '1' && !process.env.npm_execpath)) return;
+function watchParent(flowName: string, logLevel: LogLevelName): void {
   const parent = process.ppid;
   if (parent <= 1) return;
   const info = procStat(parent);
@@ -73,7 +73,7 @@ function watchParent(flowName: string): void {
     const gone = process.ppid !== parent ? parent : grandparent !== undefined && !alive(grandparent) ? grandparent : undefined;
     if (gone === undefined) return;
     clearInterval(timer);
-    createLogger({ flow: flowName }).info(
+    createLogger({ flow: flowName }, logLevel).info(
       { parent, grandparent, gone },
       'the parent process is gone (npx and npm run do not pass signals on): stopping as on SIGTERM',
     );

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { findJava17 } from '../../infra/java';
-import { brokersFromEnv } from '../../kafka/client';
+import { brokersFromEnv } from '../../config/env';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
 import { processCpuMs } from './cpu';
 import type { ContestantResult } from './raw';

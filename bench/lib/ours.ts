@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { brokersFromEnv } from '../../kafka/client';
+import { brokersFromEnv } from '../../config/env';
 import { partitionWorkflowId } from '../../workflows/partitionWorkflow';
 import { connectTemporal } from '../../workers/temporalConnection';
 import { stopChild } from './anchors';

@@ -4,7 +4,7 @@
 // in bench/anchors/kafka-streams/).
 import { randomBytes } from 'node:crypto';
 import { CompressionTypes, Kafka, logLevel, type Message } from 'kafkajs';
-import { brokersFromEnv } from '../../kafka/client';
+import { brokersFromEnv } from '../../config/env';
 import { startProgress } from './progress';
 
 export interface BenchRecordValue {

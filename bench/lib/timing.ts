@@ -5,21 +5,6 @@ export async function measure(fn: () => unknown): Promise<number> {
   return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
-/** Milliseconds a synchronous `fn` takes; no promise, so no event-loop turn in the figure. */
-export function measureSync(fn: () => unknown): number {
-  const start = process.hrtime.bigint();
-  fn();
-  return Number(process.hrtime.bigint() - start) / 1e6;
-}
-
-/** Runs `fn` `runs` times (after `warmup` untimed runs) and returns the median milliseconds. */
-export async function measureMedian(fn: () => unknown, runs: number, warmup = 1): Promise<number> {
-  for (let i = 0; i < warmup; i++) await fn();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) times.push(await measure(fn));
-  return median(times);
-}
-
 export function median(values: readonly number[]): number {
   if (values.length === 0) throw new RangeError('median of no values');
   const sorted = [...values].sort((a, b) => a - b);
@@ -42,18 +27,4 @@ export function ratio(value: number, baseline: number): number {
     throw new RangeError(`cannot compute a ratio of ${value} to a baseline of ${baseline}`);
   }
   return value / baseline;
-}
-
-/**
- * Ratio figures of each measurement to the one named `baseline`: `{ a: 10, b: 25 }` with baseline
- * `a` gives `{ b_vs_a: 2.5 }` (the baseline itself is left out).
- */
-export function ratioFigures(measurements: Record<string, number>, baseline: string): Record<string, number> {
-  const base = measurements[baseline];
-  if (base === undefined) throw new RangeError(`no baseline measurement named "${baseline}"`);
-  const out: Record<string, number> = {};
-  for (const [name, value] of Object.entries(measurements)) {
-    if (name !== baseline) out[`${name}_vs_${baseline}`] = ratio(value, base);
-  }
-  return out;
 }

@@ -20,8 +20,6 @@ export interface Server {
   afterReady?(log: (line: string) => void): Promise<void>;
 }
 
-export type ServerFactory = (settings: InfraSettings) => Server;
-
 export const processFor = (s: InfraSettings, name: ServerName, marker: string): ManagedProcess => ({
   name,
   pidFile: `${s.runDir}/${name}.pid`,

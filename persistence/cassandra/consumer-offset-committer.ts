@@ -2,7 +2,7 @@
  * The input-offset commit of a non-transactional backend (Cassandra): the group member's own
  * OffsetCommit, which kafkajs sends with the member's current generation and member id — so the
  * group coordinator refuses a member that a rebalance has left behind (ILLEGAL_GENERATION,
- * UNKNOWN_MEMBER_ID), and that refusal surfaces as the typed SnapshotWriteFenced.
+ * UNKNOWN_MEMBER_ID), and that refusal surfaces as the typed SnapshotWriteFencedError.
  *
  * The broker checks generation and member only, not which partitions the member owns: after a
  * rebalance a member commits under its new generation whatever the partition. So before asking
@@ -12,7 +12,7 @@
  * Structural types only: nothing outside kafka/ imports kafkajs.
  */
 import { fenceReason, protocolErrorType } from '../../kafka/errors';
-import { SnapshotWriteFenced } from '../errors';
+import { SnapshotWriteFencedError } from '../errors';
 import type { OffsetCommitter } from '../offset-committer';
 import type { TopicPartition } from '../types';
 
@@ -44,12 +44,12 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
     const { topic } = partition;
     const member = this.o.membership.current();
     if (!member) {
-      throw new SnapshotWriteFenced(topic, partition.partition, 'offset commit refused: this consumer has not joined the group', {
+      throw new SnapshotWriteFencedError(topic, partition.partition, 'offset commit refused: this consumer has not joined the group', {
         reason: 'not-assigned',
       });
     }
     if (!member.assignment[topic]?.includes(partition.partition)) {
-      throw new SnapshotWriteFenced(
+      throw new SnapshotWriteFencedError(
         topic,
         partition.partition,
         `offset commit refused: generation ${member.generationId} no longer assigns the partition to member ${member.memberId}`,
@@ -61,7 +61,7 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
     } catch (err) {
       const fence = fenceReason(err);
       if (fence === 'generation' || fence === 'member') {
-        throw new SnapshotWriteFenced(
+        throw new SnapshotWriteFencedError(
           topic,
           partition.partition,
           `the group coordinator rejected the offset commit of generation ${member.generationId} (${protocolErrorType(err) ?? fence}); ` +

@@ -61,7 +61,7 @@ export interface Refusal {
  * Snapshots in kafka-flow's snapshots table (one Cassandra partition per key). With fencing
  * 'lwt' every put and delete is a lightweight transaction ordered by (generation, offset) — see
  * fencing.ts and docs/cassandra.md; with 'none' they are kafka-flow's plain last-write-wins
- * UPDATE and DELETE. A refused write is `not-applied` (the engine raises SnapshotWriteConflict
+ * UPDATE and DELETE. A refused write is `not-applied` (the engine raises SnapshotWriteConflictError
  * and stops the partition); a failed statement fails the batch with CassandraPersistenceError.
  */
 export class CassandraSnapshotStore<S> implements SnapshotStore<S> {

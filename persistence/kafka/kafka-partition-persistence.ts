@@ -19,9 +19,9 @@
 import { decodeSnapshot } from '../../flow/codec/errors';
 import type { Logger } from '../../flow/logger';
 import { silentLogger } from '../../flow/logger';
-import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeout } from '../../kafka/errors';
+import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactionalWriter';
-import { SnapshotWriteFenced } from '../errors';
+import { SnapshotWriteFencedError } from '../errors';
 import type { OffsetCommitter } from '../offset-committer';
 import type { KeyWrite, OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
 import { isDeleteMarker, type OutputRecord, type TopicPartition, type WriteStatus } from '../types';
@@ -78,7 +78,7 @@ interface Common<S> {
   readonly logger?: Logger;
   readonly metrics?: KafkaPersistenceMetrics;
   /** Called once when a fence stops this partition. */
-  readonly onFence?: (err: SnapshotWriteFenced) => void;
+  readonly onFence?: (err: SnapshotWriteFencedError) => void;
   /** The local state store (transactional mode): restore from it plus the delta. See docs/local-state.md. */
   readonly local?: LocalStateHook;
   /** Where the writes' outputs (dead letters) go: in the transaction (transactional), or produced first (caching). */
@@ -164,7 +164,7 @@ interface Prepared {
 }
 
 interface Unsettled {
-  readonly error: SnapshotCommitTimeout;
+  readonly error: SnapshotCommitTimeoutError;
   readonly offset: number;
   readonly prepared: Prepared;
 }
@@ -180,7 +180,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   private readonly labels: { flow: string; topic: string; partition: string };
   private snapshots = new Map<string, StoredSnapshot>();
   private offsetToCommit: number;
-  private fence: SnapshotWriteFenced | undefined;
+  private fence: SnapshotWriteFencedError | undefined;
   private unsettled: Unsettled | undefined;
   private chain: Promise<unknown> = Promise.resolve();
   private fenceMs = 0;
@@ -212,7 +212,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   }
 
   /** Why this partition stopped writing, if a fence stopped it. */
-  get fenced(): SnapshotWriteFenced | undefined {
+  get fenced(): SnapshotWriteFencedError | undefined {
     return this.fence;
   }
 
@@ -242,7 +242,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     try {
       await this.o.transactions.init();
     } catch (err) {
-      if (err instanceof SnapshotWriteFenced) throw this.onFence(err);
+      if (err instanceof SnapshotWriteFencedError) throw this.onFence(err);
       throw err;
     }
     this.fenceMs = performance.now() - started;
@@ -444,11 +444,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
         generation: { generationId: generation.generationId, memberId: generation.memberId },
       });
     } catch (err) {
-      if (err instanceof SnapshotWriteFenced) {
+      if (err instanceof SnapshotWriteFencedError) {
         this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'fenced' });
         throw this.onFence(err);
       }
-      if (err instanceof SnapshotCommitTimeout) {
+      if (err instanceof SnapshotCommitTimeoutError) {
         this.stats.commitTimeouts++;
         this.o.metrics?.transactions.inc({ ...this.labels, outcome: 'timeout' });
         this.log.warn({ ...this.where(), err }, 'snapshot transaction commit got no answer: rebuilding the producer to learn its outcome');
@@ -481,7 +481,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     try {
       await o.transactions.init();
     } catch (err) {
-      if (err instanceof SnapshotWriteFenced) {
+      if (err instanceof SnapshotWriteFencedError) {
         this.unsettled = undefined; // a newer owner settled it; nothing more of ours will land
         throw this.onFence(err);
       }
@@ -510,7 +510,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     }
     if (g.assignment && !(g.assignment[o.input.topic] ?? []).includes(o.input.partition)) {
       throw this.onFence(
-        new SnapshotWriteFenced(o.input.topic, o.input.partition, `generation ${g.generationId} does not assign the partition to member ${g.memberId}`, {
+        new SnapshotWriteFencedError(o.input.topic, o.input.partition, `generation ${g.generationId} does not assign the partition to member ${g.memberId}`, {
           reason: 'not-assigned',
           transactionalId: o.transactions.transactionalId,
         }),
@@ -549,7 +549,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
       const reason = fenceReason(err);
       const failure = reason
         ? this.onFence(
-            new SnapshotWriteFenced(o.input.topic, o.input.partition, `${protocolErrorType(err) ?? 'fenced'} on the consumer's offset commit`, {
+            new SnapshotWriteFencedError(o.input.topic, o.input.partition, `${protocolErrorType(err) ?? 'fenced'} on the consumer's offset commit`, {
               reason,
               cause: err,
             }),
@@ -656,7 +656,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     if (prepared.tombstones > 0) m.records.inc({ ...this.labels, kind: 'tombstone' }, prepared.tombstones);
   }
 
-  private onFence(err: SnapshotWriteFenced): SnapshotWriteFenced {
+  private onFence(err: SnapshotWriteFencedError): SnapshotWriteFencedError {
     if (this.fence === undefined) {
       this.fence = err;
       this.stats.fences++;

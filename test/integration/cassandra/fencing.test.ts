@@ -6,7 +6,7 @@ import type { Client } from 'cassandra-driver';
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
 import type { CassandraBackend, CassandraPartitionPersistence } from '../../../persistence/cassandra';
-import { SnapshotWriteConflict, SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../persistence/errors';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
 import type { SnapshotWrite } from '../../../persistence/snapshot-store';
@@ -228,7 +228,7 @@ class GenerationFencedGroup {
   member(generation: number): OffsetCommitter {
     return {
       commit: async (partition, offset) => {
-        if (generation < this.latest) throw new SnapshotWriteFenced(partition.topic, partition.partition, `generation ${generation} is stale`);
+        if (generation < this.latest) throw new SnapshotWriteFencedError(partition.topic, partition.partition, `generation ${generation} is stale`);
         this.latest = generation;
         await this.offsets.commit(partition, offset);
       },
@@ -244,7 +244,7 @@ describe('the #732 overlap: a stale owner flushes after the new owner wrote newe
   test("fencing 'none': the stale flush lands and the next recovery loads state that lost 50 records", async () => {
     const { recovered, stale, expected, staleView } = await overlap('none');
     // Kafka refuses the stale offset commit, but the snapshot writes before it have landed.
-    expect(stale.error).toBeInstanceOf(SnapshotWriteFenced);
+    expect(stale.error).toBeInstanceOf(SnapshotWriteFencedError);
     expect(recovered).toEqual(staleView); // what the stale owner had, not what was committed
     expect(recovered).not.toEqual(expected);
     let lost = 0;
@@ -252,10 +252,10 @@ describe('the #732 overlap: a stale owner flushes after the new owner wrote newe
     expect(lost).toBe(50); // records 150–199: committed by B, missing from the state C loads
   });
 
-  test("fencing 'lwt': the stale flush is refused (SnapshotWriteConflict, the partition stops) and recovery loads the committed state", async () => {
+  test("fencing 'lwt': the stale flush is refused (SnapshotWriteConflictError, the partition stops) and recovery loads the committed state", async () => {
     const { recovered, stale, a, expected } = await overlap('lwt');
-    expect(stale.error).toBeInstanceOf(SnapshotWriteConflict);
-    expect((stale.error as SnapshotWriteConflict).keys).toHaveLength(20);
+    expect(stale.error).toBeInstanceOf(SnapshotWriteConflictError);
+    expect((stale.error as SnapshotWriteConflictError).keys).toHaveLength(20);
     expect(a.flow.failed).toBe(stale.error); // stopped until its next assignment
     expect(recovered).toEqual(expected);
   });

@@ -1,13 +1,13 @@
 // The Cassandra backend's input-offset commit on the real broker: a real consumer group member
 // commits through ConsumerOffsetCommitter (kafkajs's OffsetCommit, with its generation and
 // member id); once a second real member has joined and the group moved on without the first
-// (stuck in a batch, so evicted), the first's commit is rejected with SnapshotWriteFenced and the
+// (stuck in a batch, so evicted), the first's commit is rejected with SnapshotWriteFencedError and the
 // committed offset stays the new owner's.
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
 import { ConsumerOffsetCommitter } from '../../../persistence/cassandra';
-import { SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
 
 describe('ConsumerOffsetCommitter on the real broker', () => {
@@ -67,9 +67,9 @@ describe('ConsumerOffsetCommitter on the real broker', () => {
       // The first member still believes it owns the partition (no new join): the broker says no.
       expect(first.membership.current()?.generationId).toBe(gen1.generationId);
       const rejected = stale.commit(P, 20);
-      await expect(rejected).rejects.toBeInstanceOf(SnapshotWriteFenced);
+      await expect(rejected).rejects.toBeInstanceOf(SnapshotWriteFencedError);
       await expect(rejected).rejects.toMatchObject({ code: 'FENCED', topic: input, partition: 0 });
-      const error = (await rejected.catch((e: unknown) => e)) as SnapshotWriteFenced;
+      const error = (await rejected.catch((e: unknown) => e)) as SnapshotWriteFencedError;
       expect(['generation', 'member']).toContain(error.reason);
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('30');
     } finally {

@@ -8,7 +8,7 @@ import { CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
 import { cassandraBackend } from '../../../workers/backends';
-import { cassandraContactPoints } from '../../support/servers';
+import { cassandraContactPoints, kafkaBrokers } from '../../support/servers';
 import { dropKeyspace, keyspaceName, requireCassandra } from './support';
 
 const keyspace = keyspaceName('kft_start_retry');
@@ -35,7 +35,7 @@ test('a failed start is retried by the next forPartition and succeeds once Cassa
       contactPoints: [`127.0.0.1:${proxyPort}`],
     },
   });
-  const backend = cassandraBackend(definition);
+  const backend = cassandraBackend(definition, { brokers: kafkaBrokers });
   const ownership = { topic: 'orders', partition: 0, groupId: 'start-retry-group', generation: 1, memberId: 'm', committer: new InMemoryOffsetCommitter() };
   try {
     const failed = await backend.forPartition(ownership).catch((e: unknown) => e);

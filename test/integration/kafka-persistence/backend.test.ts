@@ -10,7 +10,7 @@ import { timerPolicy } from '../../../flow/timers';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
-import { SnapshotCommitTimeout } from '../../../kafka/errors';
+import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partitionReader';
 import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../../persistence/kafka/backend';
 import { DEAD_LETTER_HEADERS } from '../../../persistence/kafka/dead-letter';
@@ -151,7 +151,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const b = backend({ snapshotTopic, client: silentCommits('lost'), transactional: true, transactionalIdPrefix: unique('app'), commitTimeoutMs: 300 });
     const p = await b.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const error = await p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 } }], commitOffset: 8 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SnapshotCommitTimeout);
+    expect(error).toBeInstanceOf(SnapshotCommitTimeoutError);
     expect(p.stats.commitTimeouts).toBe(1);
     expect(p.fenced).toBeUndefined(); // not a rejection: the partition goes on
     expect(await p.read('k')).toBeUndefined();

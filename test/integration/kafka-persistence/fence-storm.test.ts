@@ -7,7 +7,7 @@
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { TransactionalWriter } from '../../../kafka/transactionalWriter';
-import { SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
 import { snapshotsOf } from './harness';
@@ -59,7 +59,7 @@ describe('a fence storm on the real broker', () => {
 
         await rival.init(); // the storm: partition 0's id initialized elsewhere
         const error = await p0.write({ writes: [{ key: `k${i % 7}`, snapshot: { state: -i, offset: i } }], commitOffset: i + 1 }).catch((e: unknown) => e);
-        if (error instanceof SnapshotWriteFenced && error.reason === 'producer-epoch') fenced++;
+        if (error instanceof SnapshotWriteFencedError && error.reason === 'producer-epoch') fenced++;
         await expect(p0.write({ writes: [], commitOffset: i + 1 })).rejects.toBe(error); // stopped until reassigned
 
         await other.write({ writes: [{ key: `j${i % 5}`, snapshot: { state: i, offset: i } }], commitOffset: i + 1 });

@@ -9,7 +9,7 @@ import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
 import type { GroupGeneration } from '../../../kafka/groupMembership';
 import { TransactionalWriter } from '../../../kafka/transactionalWriter';
-import { SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
 import { snapshotsOf } from './harness';
@@ -72,9 +72,9 @@ describe('the consumer-generation fence on the real broker', () => {
 
     await rebalance(); // A is alive and in the group, but this persistence still commits under the old generation
     const error = await stale.write({ writes: [], commitOffset: 8 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SnapshotWriteFenced);
+    expect(error).toBeInstanceOf(SnapshotWriteFencedError);
     expect(error).toMatchObject({ code: 'FENCED', reason: 'generation', topic: input, partition: 0 });
-    expect((error as SnapshotWriteFenced).detail).toMatch(/ILLEGAL_GENERATION/);
+    expect((error as SnapshotWriteFencedError).detail).toMatch(/ILLEGAL_GENERATION/);
     expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('4');
     expect(backend.fences).toBe(1);
   });

@@ -8,7 +8,7 @@
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
-import { SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, testClient, unique, waitFor } from '../kafka/support';
 import { type Events, Owner, produce, snapshotsOf } from './harness';
@@ -106,7 +106,7 @@ describe('a stale owner on the real broker (kafka-flow #732)', () => {
   it('(2) transactional mode: the same stale flush is fenced and the new owner\'s snapshot survives', async () => {
     const { a, revoke, committed, stored } = await staleFlushOnRevoke(true);
     expect(revoke.result).toMatchObject({ written: 0, fenced: true });
-    expect(a.persistence!.fenced).toBeInstanceOf(SnapshotWriteFenced);
+    expect(a.persistence!.fenced).toBeInstanceOf(SnapshotWriteFencedError);
     // B's takeover initialized the partition's transactional.id first, so A meets the epoch fence.
     expect(a.persistence!.fenced).toMatchObject({ code: 'FENCED', reason: 'producer-epoch', transactionalId: `${prefix}-snapshot-0` });
     expect(a.backend.fences).toBe(1);
@@ -138,13 +138,13 @@ describe('a stale owner on the real broker (kafka-flow #732)', () => {
       (e: unknown) => e,
     );
     const ms = performance.now() - started;
-    expect(error).toBeInstanceOf(SnapshotWriteFenced);
+    expect(error).toBeInstanceOf(SnapshotWriteFencedError);
     // The group fence of KIP-447, not the producer epoch: A was evicted, so the coordinator knows
     // neither its generation nor its member id (UNKNOWN_MEMBER_ID; test (4) shows ILLEGAL_GENERATION).
     expect(error).toMatchObject({ code: 'FENCED', reason: 'member', transactionalId: `${prefix}-snapshot-0` });
     expect(ms).toBeLessThan(2_000);
     expect(a.flow!.failed).toBe(error); // the partition stopped here
-    expect(() => a.flow!.handleBatch([])).toThrow(SnapshotWriteFenced);
+    expect(() => a.flow!.handleBatch([])).toThrow(SnapshotWriteFencedError);
 
     const offsets = new CommittedOffsets(client);
     const reader = new KafkaSnapshotBackend<Events>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });

@@ -5,7 +5,7 @@ import type { Producer } from 'kafkajs';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
-import { PartitionReadStalled } from '../../../kafka/errors';
+import { PartitionReadStalledError } from '../../../kafka/errors';
 import { createBatch, createCluster, type FetchPartitionData, ISOLATION, type RawMessage } from '../../../kafka/internals';
 import { PartitionReader } from '../../../kafka/partitionReader';
 import { closeAll, fillInput, sleep, testClient, unique, waitFor } from './support';
@@ -195,7 +195,7 @@ describe('read_committed on the real broker', () => {
     }
   });
 
-  it('the partition reader fails with PartitionReadStalled when an open transaction outlives its deadline', async () => {
+  it('the partition reader fails with PartitionReadStalledError when an open transaction outlives its deadline', async () => {
     const producer = transactional(client, unique('w'));
     const reader = new PartitionReader(client);
     try {
@@ -204,7 +204,7 @@ describe('read_committed on the real broker', () => {
       await open.send({ topic, messages: [{ value: 'open' }] });
       const started = Date.now();
       const read = reader.read({ topic, partition: 0, fromOffset: '0', stallTimeoutMs: 1000, onRecords: () => {} });
-      await expect(read).rejects.toBeInstanceOf(PartitionReadStalled);
+      await expect(read).rejects.toBeInstanceOf(PartitionReadStalledError);
       await expect(read).rejects.toMatchObject({ code: 'READ_STALLED', topic, partition: 0, position: '0' });
       expect(Date.now() - started).toBeLessThan(10_000);
       await open.abort();

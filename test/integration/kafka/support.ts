@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
 import type { Consumer, ConsumerConfig, EachBatchPayload } from 'kafkajs';
-import { brokersFromEnv, createKafkaClient, type KafkaClient } from '../../../kafka/client';
+import { brokersFromEnv } from '../../../config/env';
+import { createKafkaClient, type KafkaClient } from '../../../kafka/client';
 import { type GroupGeneration, GroupMembership } from '../../../kafka/groupMembership';
 
 export function unique(prefix: string): string {

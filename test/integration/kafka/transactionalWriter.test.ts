@@ -1,10 +1,10 @@
 // The transactional writer on the real broker: both fences (consumer generation, producer
-// epoch) reject a stale write with a typed SnapshotWriteFenced and leave nothing visible, and
+// epoch) reject a stale write with a typed SnapshotWriteFencedError and leave nothing visible, and
 // back-to-back transactions that start with sendOffsets all succeed (AddOffsetsToTxn retried).
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committedOffsets';
-import { SnapshotWriteFenced } from '../../../kafka/errors';
+import { SnapshotWriteFencedError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partitionReader';
 import { TransactionalWriter } from '../../../kafka/transactionalWriter';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from './support';
@@ -77,7 +77,7 @@ describe('TransactionalWriter on the real broker', () => {
         offsets: [{ topic: input, partition: 0, offset: '20' }],
         generation: gen1,
       });
-      await expect(stale).rejects.toBeInstanceOf(SnapshotWriteFenced);
+      await expect(stale).rejects.toBeInstanceOf(SnapshotWriteFencedError);
       await expect(stale).rejects.toMatchObject({ code: 'FENCED', reason: 'generation', topic: input, partition: 0 });
 
       expect(await readAll(client, snapshots)).toEqual(['v1']);
@@ -140,7 +140,7 @@ describe('TransactionalWriter on the real broker', () => {
           offsets: [{ topic: input, partition: 1, offset: '7' }],
           generation,
         }),
-      ).rejects.toMatchObject({ name: 'SnapshotWriteFenced', code: 'FENCED', reason: 'producer-epoch' });
+      ).rejects.toMatchObject({ name: 'SnapshotWriteFencedError', code: 'FENCED', reason: 'producer-epoch' });
 
       const reader = new PartitionReader(client);
       try {

@@ -1,3 +1,4 @@
+import { FailureTypes } from '../../../activities/types';
 import { eventually, FlowCluster, type SnapshotRecord, type Worker } from './harness';
 
 // The stale owner of kafka-flow #732, for real: a worker process frozen with SIGSTOP past its
@@ -20,9 +21,9 @@ interface Line {
 
 const lines = (cluster: FlowCluster, w: Worker): Line[] => cluster.logLines<Line>(w);
 
-/** A write the broker refused: the persistence's fence line, or a fenced error (code FENCED) on a flush or activity. */
+/** A write the broker refused: the persistence's fence line, a fenced error (code FENCED) on a flush, or an activity's fenced failure. */
 const isFence = (l: Line): boolean =>
-  /fenced/i.test(l.msg) || l.err?.code === 'FENCED' || l.err?.type === 'SnapshotWriteFenced' || l.error?.type === 'SnapshotWriteFenced';
+  /fenced/i.test(l.msg) || l.err?.code === 'FENCED' || l.err?.type === 'SnapshotWriteFencedError' || l.error?.type === FailureTypes.fenced;
 
 const brief = (l: Line) => JSON.stringify({ t: l.time, msg: l.msg, partition: l.partition, err: l.err?.message ?? l.error?.type }).slice(0, 300);
 

@@ -1,7 +1,7 @@
 // ConsumerOffsetCommitter without a broker: the local ownership check and the mapping of the
-// group coordinator's refusals to SnapshotWriteFenced (the real broker: test/integration/cassandra).
+// group coordinator's refusals to SnapshotWriteFencedError (the real broker: test/integration/cassandra).
 import { ConsumerOffsetCommitter, type MembershipView } from '../../../persistence/cassandra';
-import { SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../persistence/errors';
 
 const P = { topic: 'orders', partition: 1 };
 
@@ -28,7 +28,7 @@ describe('ConsumerOffsetCommitter', () => {
     let asked = 0;
     const consumer = { commitOffsets: async () => void asked++ };
     const moved = new ConsumerOffsetCommitter({ consumer, membership: member({ orders: [0] }) });
-    await expect(moved.commit(P, 1)).rejects.toBeInstanceOf(SnapshotWriteFenced);
+    await expect(moved.commit(P, 1)).rejects.toBeInstanceOf(SnapshotWriteFencedError);
     await expect(moved.commit(P, 1)).rejects.toMatchObject({ code: 'FENCED', reason: 'not-assigned' });
     await expect(moved.commit(P, 1)).rejects.toThrow(/generation 4 no longer assigns the partition to member m-1/);
     const never = new ConsumerOffsetCommitter({ consumer, membership: { current: () => undefined } });
@@ -39,7 +39,7 @@ describe('ConsumerOffsetCommitter', () => {
   test.each([
     ['ILLEGAL_GENERATION', 22, 'generation'],
     ['UNKNOWN_MEMBER_ID', 25, 'member'],
-  ])('%s from the coordinator is SnapshotWriteFenced with the cause kept', async (type, code, reason) => {
+  ])('%s from the coordinator is SnapshotWriteFencedError with the cause kept', async (type, code, reason) => {
     const cause = protocolError(type, code);
     const committer = new ConsumerOffsetCommitter({
       consumer: {
@@ -50,7 +50,7 @@ describe('ConsumerOffsetCommitter', () => {
       membership: member({ orders: [1] }),
     });
     const commit = committer.commit(P, 7);
-    await expect(commit).rejects.toBeInstanceOf(SnapshotWriteFenced);
+    await expect(commit).rejects.toBeInstanceOf(SnapshotWriteFencedError);
     await expect(commit).rejects.toMatchObject({ code: 'FENCED', reason, topic: 'orders', partition: 1, cause });
     await expect(commit).rejects.toThrow(new RegExp(`generation 4 \\(${type}\\)`));
   });

@@ -1,4 +1,4 @@
-import { readEnv } from '../../../config/env';
+import { brokersFromEnv, readEnv, readWorkerEnv } from '../../../config/env';
 import { ConfigError, formatFatal } from '../../../config/errors';
 import { readInfraSettings } from '../../../infra/settings';
 
@@ -39,6 +39,54 @@ describe('environment variables', () => {
     expect((err as Error).message).toMatch(message);
     expect(formatFatal(err)).not.toContain('\n');
     expect(formatFatal(err)).toMatch(/^kafka-flow-temporal: ConfigError: /);
+  });
+});
+
+describe('brokersFromEnv', () => {
+  it('defaults to 127.0.0.1:9092 and splits a list', () => {
+    expect(brokersFromEnv({})).toEqual(['127.0.0.1:9092']);
+    expect(brokersFromEnv({ KAFKA_BROKERS: ' a:1, b:2 ,' })).toEqual(['a:1', 'b:2']);
+  });
+  it('rejects a broker without a port', () => {
+    expect(() => brokersFromEnv({ KAFKA_BROKERS: 'localhost' })).toThrow(ConfigError);
+  });
+});
+
+describe('worker environment variables', () => {
+  test('defaults; empty means unset', () => {
+    const unset = { logLevel: 'info', temporalLogLevel: 'warn', metricsPort: undefined, stateDir: undefined, maxHistoryEvents: undefined, exitWithParent: false };
+    expect(readWorkerEnv({})).toMatchObject(unset);
+    expect(readWorkerEnv({ KFT_METRICS_PORT: '', KFT_STATE_DIR: '', KFT_MAX_HISTORY_EVENTS: '', KFT_EXIT_WITH_PARENT: '' })).toMatchObject(unset);
+    expect(readWorkerEnv({}).kafkaBrokers).toEqual(readEnv({}).kafkaBrokers);
+  });
+
+  test('values', () => {
+    const env = readWorkerEnv({
+      LOG_LEVEL: 'DEBUG',
+      TEMPORAL_LOG_LEVEL: 'Info',
+      KFT_METRICS_PORT: '0',
+      KFT_STATE_DIR: '/state',
+      KFT_MAX_HISTORY_EVENTS: '60',
+    });
+    expect(env).toMatchObject({ logLevel: 'debug', temporalLogLevel: 'info', metricsPort: 0, stateDir: '/state', maxHistoryEvents: 60 });
+  });
+
+  test('KFT_EXIT_WITH_PARENT: 1 on, 0 off, unset on under npm only', () => {
+    expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js' }).exitWithParent).toBe(true);
+    expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js', KFT_EXIT_WITH_PARENT: '0' }).exitWithParent).toBe(false);
+    expect(readWorkerEnv({ KFT_EXIT_WITH_PARENT: '1' }).exitWithParent).toBe(true);
+  });
+
+  test.each([
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL="loud": must be one of trace, debug, info, warn, error, fatal, silent/],
+    ['TEMPORAL_LOG_LEVEL', 'verbose', /TEMPORAL_LOG_LEVEL="verbose": must be one of/],
+    ['KFT_METRICS_PORT', 'abc', /KFT_METRICS_PORT="abc": must be a port number 0..65535 \(0: any free port\)/],
+    ['KFT_METRICS_PORT', '70000', /KFT_METRICS_PORT="70000": must be a port number/],
+    ['KFT_MAX_HISTORY_EVENTS', '-5', /KFT_MAX_HISTORY_EVENTS="-5": must be > 0/],
+    ['KFT_EXIT_WITH_PARENT', 'yes', /KFT_EXIT_WITH_PARENT="yes": must be 1 \(on\) or 0 \(off\)/],
+  ])('%s=%j is a one-line ConfigError naming the variable', (name, value, message) => {
+    expect(() => readWorkerEnv({ [name]: value })).toThrow(ConfigError);
+    expect(() => readWorkerEnv({ [name]: value })).toThrow(message);
   });
 });
 

@@ -5,7 +5,7 @@ import type { KeyWrite } from '../../../persistence/partition-persistence';
 import type { Codec } from '../../../flow/codec/codec';
 import { DecodeError } from '../../../flow/codec/errors';
 import { FoldError } from '../../../flow/errors';
-import { SnapshotWriteConflict, SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../persistence/errors';
 import { InMemoryBackend } from '../../../persistence/memory';
 import type { PartitionPersistence, WriteBatch } from '../../../persistence/partition-persistence';
 import { type Count, countingFold, harness, MINUTE, records, TP } from './harness';
@@ -29,7 +29,7 @@ const fenced = (): PartitionPersistence<Count, string> => ({
   recover: async function* () {},
   read: async () => undefined,
   write: async () => {
-    throw new SnapshotWriteFenced(TP.topic, TP.partition, 'generation 3 is newer');
+    throw new SnapshotWriteFencedError(TP.topic, TP.partition, 'generation 3 is newer');
   },
 });
 
@@ -49,12 +49,12 @@ describe('PartitionFlow persist', () => {
     expect(backend.committer.history.map((c) => c.offset)).toEqual([2, 4, 5]);
   });
 
-  test('a fenced periodic persist stops the partition with SnapshotWriteFenced', async () => {
+  test('a fenced periodic persist stops the partition with SnapshotWriteFencedError', async () => {
     const h = await harness({ fold: countingFold(100), persistence: fenced(), timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors: true } } });
     const error = await h.step(records('k', 0, ['e'])).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SnapshotWriteFenced);
-    expect((error as SnapshotWriteFenced).code).toBe('FENCED');
-    expect(() => h.flow.handleBatch(records('k', 1, ['e']))).toThrow(SnapshotWriteFenced);
+    expect(error).toBeInstanceOf(SnapshotWriteFencedError);
+    expect((error as SnapshotWriteFencedError).code).toBe('FENCED');
+    expect(() => h.flow.handleBatch(records('k', 1, ['e']))).toThrow(SnapshotWriteFencedError);
   });
 
   test('a fenced flush on revoke is reported, not thrown', async () => {
@@ -63,7 +63,7 @@ describe('PartitionFlow persist', () => {
     await expect(h.flow.persist(h.clock.now(), 'revoke')).resolves.toMatchObject({ fenced: true, written: 0, committed: undefined });
   });
 
-  test('an offset-gated store refuses a stale write: SnapshotWriteConflict, or frozen with ignorePersistErrors', async () => {
+  test('an offset-gated store refuses a stale write: SnapshotWriteConflictError, or frozen with ignorePersistErrors', async () => {
     for (const ignorePersistErrors of [false, true]) {
       const backend = new InMemoryBackend<Count, string>({ offsetGated: true });
       const h = await harness({ fold: countingFold(100), backend, timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors } } });
@@ -78,8 +78,8 @@ describe('PartitionFlow persist', () => {
         expect(h.flow.holdingOf('k')).toBe('0');
         expect(h.committed()).toBeUndefined();
       } else {
-        expect(outcome).toBeInstanceOf(SnapshotWriteConflict);
-        expect((outcome as SnapshotWriteConflict).keys).toEqual(['k']);
+        expect(outcome).toBeInstanceOf(SnapshotWriteConflictError);
+        expect((outcome as SnapshotWriteConflictError).keys).toEqual(['k']);
       }
       expect(backend.snapshots.entries(TP).get('k')?.offset).toBe(50);
     }

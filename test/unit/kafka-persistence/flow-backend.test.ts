@@ -34,7 +34,7 @@ describe('a kafka flow\'s snapshot backends', () => {
       fold: (s: number | undefined) => (s ?? 0) + 1,
       persistence: { backend: 'kafka', transactional: true, maxWritesPerTransaction: 64, recoveryStallTimeout: '30s', snapshotTopic: 'totals-state', transactionalIdPrefix: 'sales-totals-v2', replicationFactor: 3 },
     });
-    const flow = kafkaFlowBackend(definition);
+    const flow = kafkaFlowBackend(definition, { brokers: ['127.0.0.1:1'] });
     expect(flow.forTopic('orders')).toMatchObject({ snapshotTopic: 'totals-state', transactionalIdPrefix: 'sales-totals-v2', maxWritesPerTransaction: 64, recoveryStallTimeoutMs: 30_000 });
     await flow.close();
     expect(() =>

@@ -9,10 +9,10 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
-import { SnapshotCommitTimeout } from '../../../kafka/errors';
+import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
 import type { ReadOptions } from '../../../kafka/partitionReader';
 import type { CommitRequest, CommitResult } from '../../../kafka/transactionalWriter';
-import { SnapshotWriteFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { MissingGenerationError } from '../../../persistence/kafka/errors';
 import {
   KafkaPartitionPersistence,
@@ -59,7 +59,7 @@ function transactional(o: { generation?: () => WriteGeneration | undefined; cap?
   const tx = new FakeTransactions();
   const registry = new Registry();
   let gen: WriteGeneration | undefined = { generationId: 7, memberId: 'member-a' };
-  const fences: SnapshotWriteFenced[] = [];
+  const fences: SnapshotWriteFencedError[] = [];
   const persistence = new KafkaPartitionPersistence<number, string>({
     flow: 'f',
     input: INPUT,
@@ -178,7 +178,7 @@ describe('transactional mode', () => {
 
   it('a fence stops the partition: typed, counted once, every later write rejected without sending', async () => {
     const { tx, persistence, fences, registry } = transactional();
-    const fence = new SnapshotWriteFenced('input', 3, 'ILLEGAL_GENERATION', { reason: 'generation', transactionalId: tx.transactionalId });
+    const fence = new SnapshotWriteFencedError('input', 3, 'ILLEGAL_GENERATION', { reason: 'generation', transactionalId: tx.transactionalId });
     tx.next.push(async () => {
       throw fence;
     });
@@ -206,7 +206,7 @@ describe('transactional mode', () => {
       },
     });
     tx.next.push(async () => {
-      throw new SnapshotCommitTimeout(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
     });
     const result = await persistence.write({ writes: [{ key: 'k', snapshot: { state: 4, offset: 9 } }], commitOffset: 10 });
     expect(result).toEqual({ statuses: ['applied'], committed: true });
@@ -223,7 +223,7 @@ describe('transactional mode', () => {
     await flow.recover();
     await flow.handleBatch(oneEach(1));
     tx.next.push(async () => {
-      throw new SnapshotCommitTimeout(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '0', count: 1 }] });
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '0', count: 1 }] });
     });
     flow.triggerTimers(0);
     const result = await flow.persist(0, 'periodic');
@@ -248,7 +248,7 @@ describe('transactional mode', () => {
       },
     });
     tx.next.push(async () => {
-      throw new SnapshotCommitTimeout(tx.transactionalId, 5);
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5);
     });
     await expect(persistence.write({ writes: [], commitOffset: 12 })).rejects.toThrow('coordinator unavailable');
     probeFails = false;
@@ -262,9 +262,9 @@ describe('transactional mode', () => {
   it('a fence while rebuilding after a timeout stops the partition', async () => {
     const { tx, persistence } = transactional();
     tx.next.push(async () => {
-      throw new SnapshotCommitTimeout(tx.transactionalId, 5);
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5);
     });
-    tx.initFails = new SnapshotWriteFenced('input', 3, 'INVALID_PRODUCER_EPOCH', { reason: 'producer-epoch' });
+    tx.initFails = new SnapshotWriteFencedError('input', 3, 'INVALID_PRODUCER_EPOCH', { reason: 'producer-epoch' });
     await expect(persistence.write({ writes: [], commitOffset: 3 })).rejects.toMatchObject({ code: 'FENCED', reason: 'producer-epoch' });
     expect(persistence.fenced).toBeDefined();
   });

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { down, status, up } from '../infra/infra';
-import { readInfraSettings } from '../infra/settings';
+import { down, status, up } from './infra';
+import { readInfraSettings } from './settings';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 

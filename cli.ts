@@ -1,10 +1,14 @@
 import { Command } from 'commander';
-import { infraCommand } from './infraCommand';
-import { inspectCommand } from './inspectCommand';
-import { statusCommand } from './statusCommand';
-import { workerCommand } from './workerCommand';
+import { infraCommand } from './infra/infraCommand';
+import { inspectCommand } from './workers/inspectCommand';
+import { statusCommand } from './workers/statusCommand';
+import { workerCommand } from './workers/workerCommand';
 
-/** The `kafka-flow-temporal` command line (DESIGN.md "Public surface"). */
+/**
+ * The `kafka-flow-temporal` command line (DESIGN.md "Public surface"), assembled here, above the
+ * layers: the flow commands come from `workers/`, the local servers' command from `infra/`, and
+ * neither of those folders imports the other.
+ */
 export function buildCli(): Command {
   const program = new Command('kafka-flow-temporal')
     .description('Stateful Kafka stream processing whose partitions are Temporal workflows')
