@@ -136,6 +136,20 @@ export class PartitionReader {
     return { bound: String(bound), records, fetches };
   }
 
+  /** Every committed record of `topic`, each partition from offset 0 to its end (read_committed), with its partition. */
+  async readTopic(topic: string, partitions: number, onRecord: (record: ReadRecord, partition: number) => void): Promise<void> {
+    for (let p = 0; p < partitions; p++) {
+      await this.read({
+        topic,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (records) => {
+          for (const r of records) onRecord(r, p);
+        },
+      });
+    }
+  }
+
   async close(): Promise<void> {
     if (this.connected) await this.cluster.disconnect();
     this.connected = false;

@@ -267,16 +267,7 @@ export class FlowCluster {
   async readTopic(topic: string, partitions: number, onRecord: (record: ReadRecord, partition: number) => void): Promise<void> {
     const reader = new PartitionReader(this.client);
     try {
-      for (let p = 0; p < partitions; p++) {
-        await reader.read({
-          topic,
-          partition: p,
-          fromOffset: '0',
-          onRecords: (records) => {
-            for (const r of records) onRecord(r, p);
-          },
-        });
-      }
+      await reader.readTopic(topic, partitions, onRecord);
     } finally {
       await reader.close();
     }
