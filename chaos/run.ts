@@ -300,6 +300,7 @@ async function main(): Promise<number> {
     } else say(`private servers left running (--keep-servers): KFT_DATA_DIR=${servers.dataDir} ${Object.entries(servers.directEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   }
 }
+
 // A chaos driver must not die half-way and leave private servers and workers behind: an error
 // thrown from a timer (a client retrying on a connection the faults broke) is logged and counted.
 let driverErrors = 0;
