@@ -1,12 +1,12 @@
 // Carrying out one planned fault: on a mode's workers, on a server, or through a TCP proxy.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultRecord } from './fault-log';
-import type { Mode } from './modes';
+import { type Mode, ownerOf } from './modes';
 import type { Outages } from './outages';
 import type { Sampler } from './sampler';
 import type { PlannedFault } from './schedule';
 import type { PrivateServers } from './servers';
-import { CASSANDRA_KILL9, GRACE_MS, rel } from './settings';
+import { CASSANDRA_KILL9, GRACE_MS, rel, SESSION_TIMEOUT_MS } from './settings';
 import type { TcpProxy } from './tcp-proxy';
 import { type ChaosWorker, signal } from './workers';
 
@@ -57,6 +57,11 @@ export async function executeFault(f: PlannedFault, record: FaultRecord, ctx: Fa
       victim.busy = true;
       record.target = `${victim.name} (pid ${victim.child.pid})`;
       begin();
+      if (f.type === 'worker-kill9' || f.type === 'worker-sigstop') {
+        // Until its session times out, the group still counts the victim as the owner of its partitions.
+        const at = Date.now();
+        ctx.outages.begin(ownerOf(mode.spec), at)(at + SESSION_TIMEOUT_MS);
+      }
       if (f.type === 'worker-kill9') {
         await pool.kill9(victim);
         const next = pool.start({ stateDir: victim.stateDir });

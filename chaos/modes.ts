@@ -15,10 +15,16 @@ export const MODE_SPECS: Record<string, ModeSpec> = {
   cassandra: { id: 'cassandra', backend: 'cassandra', local: false },
 };
 
-/** The servers a mode's partitions need to make progress (commits go through Temporal's timers). */
+/**
+ * What a mode's partitions need to make progress: the servers (commits go through Temporal's
+ * timers), and owners the group knows to be alive (`owner:<mode>`).
+ */
 export function serversNeeded(spec: ModeSpec): Server[] {
-  return spec.backend === 'cassandra' ? ['kafka', 'temporal', 'cassandra'] : ['kafka', 'temporal'];
+  const servers: Server[] = spec.backend === 'cassandra' ? ['kafka', 'temporal', 'cassandra'] : ['kafka', 'temporal'];
+  return [...servers, ownerOf(spec)];
 }
+
+export const ownerOf = (spec: ModeSpec): Server => `owner:${spec.id}`;
 
 export interface Mode {
   spec: ModeSpec;

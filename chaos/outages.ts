@@ -1,9 +1,12 @@
-// When each server was down or cut off during a chaos run: a broker killed until it is ready
-// again, Temporal or Cassandra stopped until started, a proxy dropping or stalling every
-// connection. A partition cannot progress while a server it needs is out, so the stall figure
-// leaves that time out (and a second figure keeps it in).
+// What was out of the system's hands during a chaos run: a server down or cut off (a broker
+// killed until it is ready again, Temporal or Cassandra stopped until started, a proxy dropping or
+// stalling every connection), and a mode's worker killed or frozen until its session timeout has
+// passed (before that the group cannot know the owner is gone: Kafka's protocol floor). A
+// partition cannot progress then, so the stall figure leaves that time out (a second figure keeps
+// it in).
 
-export type Server = 'kafka' | 'temporal' | 'cassandra';
+/** A server, or `owner:<mode>`: a worker of that mode killed or frozen, its session not yet expired. */
+export type Server = 'kafka' | 'temporal' | 'cassandra' | `owner:${string}`;
 
 interface Span {
   server: Server;

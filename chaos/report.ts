@@ -4,7 +4,7 @@ import path from 'node:path';
 import { writeResults } from '../bench/lib/results';
 import { printTable, type Row } from '../bench/lib/table';
 import { type FaultRecord, formatFault } from './fault-log';
-import type { Mode } from './modes';
+import { type Mode, ownerOf } from './modes';
 import { describeWrongKey, type InputRecord, type Verdict } from './oracle';
 import type { Outages } from './outages';
 import type { Sampler } from './sampler';
@@ -69,6 +69,7 @@ export function report(o: RunOutcome): number {
   const maxStall = samplers.map((x) => x.maxStall).reduce((a, x) => (x.ms > a.ms ? x : a), samplers[0]!.maxStall);
   const maxStallWithOutages = samplers.map((x) => x.maxStallWithOutages).reduce((a, x) => (x.ms > a.ms ? x : a), samplers[0]!.maxStallWithOutages);
   const outageS = Number((outages.downMs(['kafka', 'temporal', 'cassandra'], 0, Date.now()) / 1000).toFixed(1));
+  const ownerGoneS = Number((outages.downMs(modes.map((m) => ownerOf(m.spec)), 0, Date.now()) / 1000).toFixed(1));
   const allCaughtUp = caughtUp.every((c) => c !== undefined);
   const allAtEnd = offsetsAtEnd.every(Boolean);
   const p99 = recoveries.length ? recoveries[Math.min(recoveries.length - 1, Math.ceil(0.99 * recoveries.length) - 1)]! : 0;
@@ -87,6 +88,7 @@ export function report(o: RunOutcome): number {
     chaos_max_stall_s: maxStallS,
     chaos_max_stall_with_outages_s: Number((maxStallWithOutages.ms / 1000).toFixed(1)),
     chaos_server_outage_s: outageS,
+    chaos_owner_gone_s: ownerGoneS,
     chaos_recovery_p99_s: p99,
     chaos_unrecovered_faults: unrecovered.length,
     chaos_records: verdicts.reduce((a, v) => a + v.records, 0),
@@ -137,11 +139,12 @@ export function report(o: RunOutcome): number {
     { figure: 'chaos_max_stall_s', value: maxStallS, goal: `< ${stallGoalS}`, ok: maxStallS < stallGoalS ? 'yes' : 'NO' },
     { figure: 'chaos_max_stall_with_outages_s', value: figures.chaos_max_stall_with_outages_s!, goal: '-', ok: '-' },
     { figure: 'chaos_server_outage_s', value: outageS, goal: '-', ok: '-' },
+    { figure: 'chaos_owner_gone_s', value: ownerGoneS, goal: '-', ok: '-' },
     { figure: 'chaos_recovery_p99_s', value: p99, goal: '-', ok: '-' },
     { figure: 'caught up (committed = log end)', value: caughtUp.map((c) => (c === undefined ? 'no' : `${c.toFixed(1)} s`)).join(', '), goal: 'yes', ok: allCaughtUp ? 'yes' : 'NO' },
     { figure: 'offsets at end after the stop', value: offsetsAtEnd.map((o) => (o ? 'yes' : 'no')).join(', '), goal: 'yes', ok: allAtEnd ? 'yes' : 'NO' },
   ];
-  printTable(`chaos (seed ${SEED}${QUICK ? ', quick' : ''}): max stall ${maxStallS} s on ${maxStall.key} from ${maxStall.fromS} s to ${maxStall.toS} s (${(maxStall.outageMs / 1000).toFixed(1)} s of it with a server out, left out)`, goals);
+  printTable(`chaos (seed ${SEED}${QUICK ? ', quick' : ''}): max stall ${maxStallS} s on ${maxStall.key} from ${maxStall.fromS} s to ${maxStall.toS} s (${(maxStall.outageMs / 1000).toFixed(1)} s of it with a server out or an owner's session not yet expired, left out)`, goals);
   if (maxStallS >= stallGoalS) {
     const [modeId, part] = maxStall.key.split('/');
     const seen = timeline.filter((l) => {
@@ -167,7 +170,7 @@ export function report(o: RunOutcome): number {
     session_timeout_ms: SESSION_TIMEOUT_MS,
     server_rest_ms: SERVER_REST_MS,
     persist_every_ms: PERSIST_EVERY_MS,
-    stall: 'longest time a partition had committed < log end without its committed offset moving (sampled every second from the group offsets, owner or not), leaving out the time a server its mode needs (Kafka, Temporal, and Cassandra for the cassandra mode) was out: killed or stopped until ready again, or cut off by a dropping or stalling proxy; chaos_max_stall_with_outages_s counts that time too',
+    stall: 'longest time a partition had committed < log end without its committed offset moving (sampled every second from the group offsets, owner or not), leaving out the time outside the system: a server its mode needs (Kafka, Temporal, and Cassandra for the cassandra mode) out (killed or stopped until ready again, or cut off by a dropping or stalling proxy), and the session timeout after a worker of the mode was killed or frozen (the group cannot know before); chaos_max_stall_with_outages_s counts that time too',
     outages: outages.list(t0),
     recovery: 'from a fault healed until every partition of the affected mode(s) committed past its offset at the heal (or was at the log end)',
     lost_duplicated: 'per key, count (records folded since the key was last created) short of / beyond the reference',
