@@ -66,7 +66,8 @@ export class EmitBuffer implements FoldContext {
     const o = this.options;
     if (!o) throw new Error('ctx.emit: this flow declares no outputTopics');
     if (!o.topics.has(output.topic)) throw new UndeclaredOutputTopicError(output.topic);
-    const pending = (this.pending ??= []);
+    this.pending ??= [];
+    const pending = this.pending;
     const source = `${record.topic}/${record.partition}/${record.offset}/${pending.length}`;
     pending.push({
       kind: 'emitted',

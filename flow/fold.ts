@@ -96,7 +96,12 @@ export function handleErrorWith<S, V>(
   return (state, record, ctx) => {
     // The inner fold's emits are held until it succeeds.
     let held: EmitRecord[] | undefined;
-    const inner: FoldContext = { emit: (output) => void (held ??= []).push(output) };
+    const inner: FoldContext = {
+      emit: (output) => {
+        held ??= [];
+        held.push(output);
+      },
+    };
     const release = <T>(value: T): T => {
       if (held) for (const output of held) ctx.emit(output);
       return value;

@@ -41,7 +41,7 @@ describe('emitted outputs (ctx.emit)', () => {
     await plain.step(records('k', 0, ['1', '2']));
     expect(plain.flow.stateOf('k')).toBe(3);
 
-    const many: Fold<number, string> = (s, r, ctx) => {
+    const many: Fold<number, string> = (s, _r, ctx) => {
       ctx.emit({ topic: 'alerts', key: null, value: 'a', headers: { trace: 'x' } });
       ctx.emit({ topic: 'other', key: 'z', value: null });
       return s;
