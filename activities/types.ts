@@ -66,6 +66,11 @@ export interface PersistResult {
   readonly at: number;
   /** Records dead-lettered by this persist (they landed with it). */
   readonly deadLetters?: number;
+  /**
+   * Records the fold emitted that landed with this persist — and with the owner's in-process
+   * `outputEvery` persists since the last one it reported (they are not workflow activities).
+   */
+  readonly outputs?: number;
   /** Nothing was persisted: the partition was revoked on the owner (its revoke signal says what it flushed). */
   readonly skipped?: boolean;
 }

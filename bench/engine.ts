@@ -9,7 +9,7 @@ import { writeResults } from './lib/results';
 import { printTable } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
 import type { Codec } from '../flow/codec/codec';
-import type { Fold } from '../flow/fold';
+import { discardingContext, type Fold } from '../flow/fold';
 import { FlowMetrics } from '../flow/metrics';
 import { PartitionFlow } from '../flow/partition-flow';
 import type { FlowRecord, InputMessage } from '../flow/record';
@@ -59,7 +59,7 @@ function plainLoop(batches: readonly InputMessage[][]): Map<string, number | und
         timestamp: m.timestamp,
         headers: {},
       };
-      states.set(key, fold(states.get(key), record) as number | undefined);
+      states.set(key, fold(states.get(key), record, discardingContext) as number | undefined);
     }
   }
   return states;

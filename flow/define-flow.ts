@@ -9,6 +9,7 @@ import type { Codec } from './codec/codec';
 import { jsonCodec } from './codec/json';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { type Duration, toMillis } from './duration';
+import type { OutputEncoder } from './emit';
 import type { Fold } from './fold';
 import type { Logger } from './logger';
 import { FlowMetrics } from './metrics';
@@ -80,6 +81,16 @@ export interface FlowOptions<S, V> {
   onFoldFailure?: PoisonPolicy;
   /** The dead-letter topic of an input topic. Default `<groupId>-<name>-<inputTopic>-dead-letters` (created if absent). */
   deadLetterTopic?: (inputTopic: string) => string;
+  /**
+   * The topics the fold may emit to (`ctx.emit`), created if absent at worker start with the input
+   * topic's partition count. Emitting to another topic fails the record's fold. Needs persistence
+   * to Kafka or Cassandra.
+   */
+  outputTopics?: readonly string[];
+  /** Encodes emitted values. Default JSON. */
+  outputCodec?: OutputEncoder;
+  /** Keys with pending outputs are persisted (and their outputs produced) at least this often. Default 1 s. */
+  outputEvery?: Duration;
   /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
   filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
@@ -127,6 +138,10 @@ export interface FlowDefinition<S, V> {
   readonly onFoldFailure: PoisonPolicy;
   /** The dead-letter topic of each input topic, when a policy dead-letters (else undefined). */
   readonly deadLetterTopics: Readonly<Record<string, string>> | undefined;
+  /** The topics the fold may emit to (empty: it emits nothing). */
+  readonly outputTopics: readonly string[];
+  readonly outputCodec: OutputEncoder;
+  readonly outputEveryMs: number;
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
   readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
   readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
@@ -194,6 +209,14 @@ const schema = z.strictObject({
   onDecodeFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
   onFoldFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
   deadLetterTopic: fn('deadLetterTopic').optional(),
+  outputTopics: z.array(z.string().min(1)).optional(),
+  outputCodec: z
+    .custom<OutputEncoder>(
+      (v) => typeof v === 'object' && v !== null && typeof (v as OutputEncoder).encode === 'function',
+      'outputCodec must have an encode function',
+    )
+    .optional(),
+  outputEvery: duration.optional(),
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
   consumer: z
@@ -224,6 +247,15 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
         `(dead letters are produced with the key writes that pass them), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
     );
   }
+  const outputTopics = [...new Set(options.outputTopics ?? [])];
+  if (outputTopics.length > 0 && (persistence.backend === 'memory' || persistence.mode === 'none')) {
+    throw new ConfigError(
+      `invalid flow definition "${options.name}": outputTopics needs persistence to Kafka or Cassandra ` +
+        `(outputs are produced with the key writes that pass their records), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
+    );
+  }
+  const outputEveryMs = toMillis(options.outputEvery ?? 1000, 'outputEvery');
+  if (!(outputEveryMs > 0)) throw new ConfigError(`invalid flow definition "${options.name}": outputEvery must be more than 0`);
   let deadLetterTopics: Record<string, string> | undefined;
   if (deadLetters) {
     deadLetterTopics = {};
@@ -245,6 +277,9 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     onDecodeFailure,
     onFoldFailure,
     deadLetterTopics: deadLetterTopics ? Object.freeze(deadLetterTopics) : undefined,
+    outputTopics: Object.freeze(outputTopics),
+    outputCodec: options.outputCodec ?? jsonCodec<unknown>(),
+    outputEveryMs,
     filter: options.filter,
     remapKey: options.remapKey,
     consumer: {
@@ -313,6 +348,8 @@ export function createPartitionFlow<S, V>(definition: FlowDefinition<S, V>, cont
     onDecodeFailure: definition.onDecodeFailure,
     onFoldFailure: definition.onFoldFailure,
     deadLetterTopic: definition.deadLetterTopics?.[context.topic],
+    outputs: definition.outputTopics.length > 0 ? { topics: new Set(definition.outputTopics), encoder: definition.outputCodec } : undefined,
+    outputEvery: definition.outputEveryMs,
     clock: context.clock,
     logger: context.logger,
     metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),

@@ -1,13 +1,39 @@
 import type { FlowRecord } from './record';
 
+/** A record a fold emits (`ctx.emit`): its value is encoded with the flow's `outputCodec`. */
+export interface EmitRecord {
+  /** One of the flow's `outputTopics`. */
+  readonly topic: string;
+  /** Partitioned by key like Kafka's default partitioner (murmur2); a null key goes to the input partition (modulo the count). */
+  readonly key: string | Buffer | null;
+  /** Encoded with `outputCodec` (JSON by default); null is produced as a null value. */
+  readonly value: unknown;
+  readonly headers?: Readonly<Record<string, string | Buffer>>;
+  /** A fixed partition of the output topic (default: by key, see above). */
+  readonly partition?: number;
+}
+
+/**
+ * The fold's third argument. `emit` hands a record to the output topics: it is produced with the
+ * key's next write (transactional Kafka: in the snapshot transaction, exactly once), and only if
+ * the fold of this record succeeds — a fold that throws takes its emits with it.
+ */
+export interface FoldContext {
+  emit(output: EmitRecord): void;
+}
+
 /**
  * The user's fold: the key's state so far (undefined for a new key) and the next record in, the
  * new state out. Returning `undefined` deletes the key's persisted state at the end of the batch.
  * It may return a Promise; a fold that returns plain values keeps the engine on its sync path.
  * Treat the state as immutable: return a new object rather than changing the one given, because
- * a persist may be writing the previous one.
+ * a persist may be writing the previous one. `ctx.emit` emits output records (see FoldContext);
+ * a fold that emits nothing may take two arguments.
  */
-export type Fold<S, V> = (state: S | undefined, record: FlowRecord<V>) => S | undefined | Promise<S | undefined>;
+export type Fold<S, V> = (state: S | undefined, record: FlowRecord<V>, ctx: FoldContext) => S | undefined | Promise<S | undefined>;
+
+/** A context whose emits go nowhere: journal replay (the outputs went out with the journal's write) and tests. */
+export const discardingContext: FoldContext = Object.freeze({ emit: () => {} });
 
 export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return (
@@ -30,12 +56,12 @@ export function filter<S, V>(
   fold: Fold<S, V>,
   keep: (state: S | undefined, record: FlowRecord<V>) => boolean,
 ): Fold<S, V> {
-  return (state, record) => (keep(state, record) ? fold(state, record) : state);
+  return (state, record, ctx) => (keep(state, record) ? fold(state, record, ctx) : state);
 }
 
 /** Adapts a fold of `V` values to records carrying `B` values (kafka-flow's `contramap`). */
 export function contramapValue<S, V, B>(fold: Fold<S, V>, f: (value: B, record: FlowRecord<B>) => V): Fold<S, B> {
-  return (state, record) => fold(state, { ...record, value: f(record.value, record) });
+  return (state, record, ctx) => fold(state, { ...record, value: f(record.value, record) }, ctx);
 }
 
 /**
@@ -47,33 +73,48 @@ export function transformState<S, T, V>(
   get: (outer: T) => S,
   wrap: (inner: S, record: FlowRecord<V>) => T,
 ): Fold<T, V> {
-  return (outer, record) =>
-    then(fold(outer === undefined ? undefined : get(outer), record), (inner) =>
+  return (outer, record, ctx) =>
+    then(fold(outer === undefined ? undefined : get(outer), record, ctx), (inner) =>
       inner === undefined ? undefined : wrap(inner, record),
     );
 }
 
 /** Post-processes the fold's result (when there is one). */
 export function mapState<S, V>(fold: Fold<S, V>, f: (state: S, record: FlowRecord<V>) => S | undefined): Fold<S, V> {
-  return (state, record) => then(fold(state, record), (next) => (next === undefined ? undefined : f(next, record)));
+  return (state, record, ctx) => then(fold(state, record, ctx), (next) => (next === undefined ? undefined : f(next, record)));
 }
 
 /**
  * Catches what the fold throws (or rejects with) and decides the state instead: keep the old state,
  * replace it, or return undefined to delete it. Without this, a throwing fold stops the partition.
+ * What the failed fold emitted is discarded with it; the handler may emit instead (its `ctx`).
  */
 export function handleErrorWith<S, V>(
   fold: Fold<S, V>,
-  handler: (state: S | undefined, error: unknown, record: FlowRecord<V>) => S | undefined | Promise<S | undefined>,
+  handler: (state: S | undefined, error: unknown, record: FlowRecord<V>, ctx: FoldContext) => S | undefined | Promise<S | undefined>,
 ): Fold<S, V> {
-  return (state, record) => {
+  return (state, record, ctx) => {
+    // The inner fold's emits are held until it succeeds.
+    let held: EmitRecord[] | undefined;
+    const inner: FoldContext = {
+      emit: (output) => {
+        held ??= [];
+        held.push(output);
+      },
+    };
+    const release = <T>(value: T): T => {
+      if (held) for (const output of held) ctx.emit(output);
+      return value;
+    };
     let result: S | undefined | Promise<S | undefined>;
     try {
-      result = fold(state, record);
+      result = fold(state, record, inner);
     } catch (error) {
-      return handler(state, error, record);
+      return handler(state, error, record, ctx);
     }
-    return isPromise(result) ? result.catch((error: unknown) => handler(state, error, record)) : result;
+    return isPromise(result)
+      ? result.then(release, (error: unknown) => handler(state, error, record, ctx))
+      : release(result);
   };
 }
 
@@ -82,5 +123,6 @@ export function handleErrorWith<S, V>(
  * (kafka-flow's `productR`).
  */
 export function andThen<S, V>(first: Fold<S, V>, second: Fold<S, V>): Fold<S, V> {
-  return (state, record) => then(first(state, record), (next) => (next === undefined ? undefined : second(next, record)));
+  return (state, record, ctx) =>
+    then(first(state, record, ctx), (next) => (next === undefined ? undefined : second(next, record, ctx)));
 }

@@ -1,5 +1,6 @@
+import { EmitBuffer, type OutputOptions } from './emit';
 import { FoldError } from './errors';
-import { type Fold, isPromise } from './fold';
+import { discardingContext, type Fold, isPromise } from './fold';
 import type { OutputRecord, PoisonReason } from './poison';
 import type { FlowRecord } from './record';
 import type { KeyTimestamps, Timestamp } from './timers';
@@ -35,8 +36,10 @@ export class KeyFlow<S, V> implements KeyTimestamps {
 
   /** Records folded since the last successful write, for the journal (journal modes only). */
   events: FlowRecord<V>[] | undefined;
-  /** Records to produce with the key's next write (dead letters). */
+  /** Records to produce with the key's next write (dead letters and emitted records). */
   outputs: OutputRecord[] | undefined;
+  /** The fold context (ctx.emit) of this key's records, made on the first fold. */
+  private emits: EmitBuffer | undefined;
   /** Queued records whose value could not be decoded, by offset (handed to the poison handler in order). */
   poisoned: Map<number, unknown> | undefined;
 
@@ -75,9 +78,17 @@ export class KeyFlow<S, V> implements KeyTimestamps {
    * or below `lastOffset`). Stays synchronous unless the fold returns a Promise. Without `poison`,
    * a fold that throws fails with FoldError; with it, the handler decides (it throws to fail).
    */
-  foldQueued(fold: Fold<S, V>, now: number, poison?: PoisonHandler<S, V>): number | Promise<number> {
+  foldQueued(fold: Fold<S, V>, now: number, poison?: PoisonHandler<S, V>, outputs?: OutputOptions): number | Promise<number> {
     this.poison = poison;
+    this.emits ??= new EmitBuffer(outputs);
     return this.foldFrom(fold, now, 0, 0);
+  }
+
+  /** Adds records to produce with the key's next write; the key is then due at the next persist. */
+  addOutputs(outputs: readonly OutputRecord[]): void {
+    if (this.outputs) this.outputs.push(...outputs);
+    else this.outputs = outputs.slice();
+    this.due = true;
   }
 
   private poison: PoisonHandler<S, V> | undefined;
@@ -112,7 +123,8 @@ export class KeyFlow<S, V> implements KeyTimestamps {
       if (offset <= this.lastOffset) continue;
       let next: S | undefined | Promise<S | undefined>;
       try {
-        next = fold(state, event);
+        // Its outputs went out with the write that journaled it: a replay emits nothing.
+        next = fold(state, event, discardingContext);
       } catch (err) {
         throw new FoldError(event.topic, event.partition, event.key, event.offset, err);
       }
@@ -146,6 +158,7 @@ export class KeyFlow<S, V> implements KeyTimestamps {
   private foldFrom(fold: Fold<S, V>, now: number | undefined, from: number, applied: number): number | Promise<number> {
     const records = this.queued;
     const offsets = this.queuedOffsets;
+    const ctx = this.emits!;
     let state = this.state;
     // Any change counts, even one undone within the batch: a key created and deleted between two
     // persists still needs its delete marker (a replay from its middle would differ).
@@ -159,9 +172,11 @@ export class KeyFlow<S, V> implements KeyTimestamps {
         continue;
       }
       let next: S | undefined | Promise<S | undefined>;
+      ctx.begin(record);
       try {
-        next = fold(state, record);
+        next = fold(state, record, ctx);
       } catch (err) {
+        ctx.discard(); // a failed record's emits go with it
         this.state = state;
         if (this.onPoison(record, offset, 'fold', err)) changed = true;
         continue;
@@ -170,6 +185,13 @@ export class KeyFlow<S, V> implements KeyTimestamps {
         if (changed) this.version++;
         this.state = state;
         return this.continueAsync(fold, now, next, i, applied);
+      }
+      const emitted = ctx.take();
+      // A record that emitted is written even if the state is unchanged: the snapshot's offset
+      // must pass it, or a replay would emit again.
+      if (emitted) {
+        this.addOutputs(emitted);
+        changed = true;
       }
       if (this.events) this.events.push(record);
       if (next !== state) changed = true;
@@ -195,11 +217,14 @@ export class KeyFlow<S, V> implements KeyTimestamps {
     try {
       next = await pending;
     } catch (err) {
+      this.emits!.discard();
       if (this.onPoison(record, this.queuedOffsets[index]!, 'fold', err)) this.version++;
       return this.foldFrom(fold, now, index + 1, applied);
     }
+    const emitted = this.emits!.take();
+    if (emitted) this.addOutputs(emitted);
     if (this.events) this.events.push(record);
-    if (next !== this.state) this.version++;
+    if (next !== this.state || emitted) this.version++;
     this.state = next;
     this.lastOffset = this.queuedOffsets[index]!;
     return this.foldFrom(fold, now, index + 1, applied + 1);

@@ -14,6 +14,7 @@ export class FlowMetrics {
   readonly decodeFailures: Counter<PartitionLabels | 'policy'>;
   readonly foldFailures: Counter<PartitionLabels | 'policy'>;
   readonly deadLetters: Counter<PartitionLabels | 'reason'>;
+  readonly outputs: Counter<PartitionLabels | 'output_topic'>;
   readonly keysLive: Gauge<PartitionLabels>;
   readonly persists: Counter<PartitionLabels | 'reason' | 'outcome'>;
   readonly persistDuration: Histogram<PartitionLabels | 'reason'>;
@@ -77,6 +78,12 @@ export class FlowMetrics {
       labelNames: [...labels, 'reason'],
       registers,
     });
+    this.outputs = new Counter({
+      name: 'kafka_flow_outputs_total',
+      help: 'Records emitted by the fold (ctx.emit) that landed with their key write, by output topic',
+      labelNames: [...labels, 'output_topic'],
+      registers,
+    });
     this.keysLive = new Gauge({
       name: 'kafka_flow_keys_live',
       help: 'Keys held in memory',
@@ -85,7 +92,7 @@ export class FlowMetrics {
     });
     this.persists = new Counter({
       name: 'kafka_flow_persists_total',
-      help: 'Persist runs, by reason (periodic, revoke, shutdown) and outcome (ok, failed)',
+      help: 'Persist runs, by reason (periodic, outputs, revoke, shutdown) and outcome (ok, failed)',
       labelNames: [...labels, 'reason', 'outcome'],
       registers,
     });
@@ -145,6 +152,7 @@ export class FlowMetrics {
       decodeFailures: (policy: string) => this.decodeFailures.labels({ ...l, policy }),
       foldFailures: (policy: string) => this.foldFailures.labels({ ...l, policy }),
       deadLetters: (reason: string) => this.deadLetters.labels({ ...l, reason }),
+      outputs: (outputTopic: string) => this.outputs.labels({ ...l, output_topic: outputTopic }),
       keysLive: this.keysLive.labels(l),
       persists: (reason: string, outcome: 'ok' | 'failed') => this.persists.labels({ ...l, reason, outcome }),
       persistDuration: (reason: string) => this.persistDuration.labels({ ...l, reason }),
@@ -165,6 +173,7 @@ export interface PartitionMetrics {
   decodeFailures(policy: string): CounterChild;
   foldFailures(policy: string): CounterChild;
   deadLetters(reason: string): CounterChild;
+  outputs(outputTopic: string): CounterChild;
   keysLive: { set(value: number): void };
   persists(reason: string, outcome: 'ok' | 'failed'): CounterChild;
   persistDuration(reason: string): { observe(value: number): void };

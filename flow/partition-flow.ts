@@ -5,6 +5,7 @@ import { type Clock, systemClock } from './clock';
 import { CommitBound } from './commit-bound';
 import type { Codec } from './codec/codec';
 import { DecodeError } from './codec/errors';
+import type { OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
 import type { Fold } from './fold';
@@ -18,11 +19,13 @@ import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
 
 /**
  * Why a persist runs. `periodic`: the keys whose timers are due (the workflow's persistEvery timer).
+ * `outputs`: the keys with pending outputs (emitted records, dead letters), at least every
+ * `outputEvery` (the owning process's flush, see README design notes); fails like `periodic`.
  * `revoke`: every dirty key if a timer asked for flushOnRevoke, otherwise only pending deletes.
  * `shutdown`: every dirty key ("persist now"). Revoke and shutdown never throw for a failed write:
  * the failure is counted and the keys concerned keep holding their offsets.
  */
-export type PersistReason = 'periodic' | 'revoke' | 'shutdown';
+export type PersistReason = 'periodic' | 'outputs' | 'revoke' | 'shutdown';
 
 export interface PersistResult {
   /** The offset committed by this run, if it committed one. */
@@ -33,6 +36,8 @@ export interface PersistResult {
   readonly deleted?: number;
   /** Dead letters that landed with these writes. */
   readonly deadLetters?: number;
+  /** Emitted records (ctx.emit) that landed with these writes. */
+  readonly outputs?: number;
   /** Key writes that failed or were refused. */
   readonly failed: number;
   /** Keys unloaded from memory. */
@@ -62,6 +67,10 @@ export interface PartitionFlowOptions<S, V> {
   readonly onFoldFailure?: PoisonPolicy;
   /** Where this partition's dead letters go (needed by the `dead-letter` policies). */
   readonly deadLetterTopic?: string;
+  /** The topics the fold may emit to and the encoder of emitted values (without: ctx.emit throws). */
+  readonly outputs?: OutputOptions;
+  /** Keys with pending outputs are due for an `outputs` persist this long after the first of them was emitted. Default 1 s. */
+  readonly outputEvery?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
   readonly metrics?: FlowMetrics;
@@ -96,6 +105,7 @@ interface PersistTally {
   written: number;
   deletes: number;
   deadLetters: number;
+  outputs: number;
   failed: number;
   evicted: number;
   fenced: boolean;
@@ -138,6 +148,8 @@ export class PartitionFlow<S, V> {
   private folding = false;
   private persistChain: Promise<unknown> = Promise.resolve();
   private failure: unknown;
+  /** When the oldest pending output (of any key) was folded, if any is pending (clock ms). */
+  private outputsPendingSince: number | undefined;
 
   constructor(options: PartitionFlowOptions<S, V>) {
     this.o = options;
@@ -173,9 +185,8 @@ export class PartitionFlow<S, V> {
     }
     const message = findMessage(this.batch, record.offset);
     if (!message) throw this.fail(new PartitionStateError(`dead letter: offset ${record.offset} is not in the batch being folded`));
-    kf.outputs ??= [];
-    kf.outputs.push(deadLetter(message, { flow: this.o.flow, topic: this.topic, partition: this.partition, deadLetterTopic: this.o.deadLetterTopic! }, reason, typed));
-    kf.due = true; // persisted (past the record) with its dead letter at the next persist
+    // Persisted (past the record) with its dead letter at the next persist.
+    kf.addOutputs([deadLetter(message, { flow: this.o.flow, topic: this.topic, partition: this.partition, deadLetterTopic: this.o.deadLetterTopic! }, reason, typed)]);
     this.log.warn({ topic: this.topic, partition: this.partition, offset: record.offset, reason, deadLetterTopic: this.o.deadLetterTopic }, 'dead-lettering a poison record');
     return 'dead-lettered';
   }
@@ -324,7 +335,7 @@ export class PartitionFlow<S, V> {
       queued += kf.queued.length;
       let r: number | Promise<number>;
       try {
-        r = kf.foldQueued(fold, now, this.poison);
+        r = kf.foldQueued(fold, now, this.poison, this.o.outputs);
       } catch (err) {
         throw this.fail(err);
       }
@@ -357,6 +368,7 @@ export class PartitionFlow<S, V> {
     this.batch = [];
     for (let i = 0; i < touched.length; i++) {
       const kf = touched[i]!;
+      if (kf.outputs !== undefined && this.outputsPendingSince === undefined) this.outputsPendingSince = this.clock.now();
       // A key whose fold returned no state and never had one since it was last written is
       // forgotten at once (a replay folds its records to no state again). One that had a state
       // keeps holding until its delete marker lands (a replay from its middle would differ), unless
@@ -403,6 +415,15 @@ export class PartitionFlow<S, V> {
     const run = this.persistChain.then(() => this.persistNow(now, reason));
     this.persistChain = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Some key has had outputs pending for `outputEvery` or longer: the owner should run an
+   * `outputs` persist now (so outputs land within outputEvery of their record, whatever persistEvery).
+   */
+  outputsDue(now: number = this.clock.now()): boolean {
+    const since = this.outputsPendingSince;
+    return since !== undefined && this.failure === undefined && now >= since + (this.o.outputEvery ?? 1000);
   }
 
   /** The offset it is safe to commit if it moved past the last commit, else undefined. */
@@ -456,10 +477,15 @@ export class PartitionFlow<S, V> {
   private async persistNow(now: number, reason: PersistReason): Promise<PersistResult> {
     this.ensureHealthy();
     const started = performance.now();
-    const strict = reason === 'periodic' && !this.policy.ignorePersistErrors;
+    const strict = timed(reason) && !this.policy.ignorePersistErrors;
     const capturedNext = this.nextOffset;
     const plan = this.planPersist(now, reason, capturedNext);
-    const tally = await this.writePlanned(plan, now, capturedNext, strict);
+    let tally: PersistTally;
+    try {
+      tally = await this.writePlanned(plan, now, capturedNext, strict);
+    } finally {
+      this.notePendingOutputs(now);
+    }
     const stopped = this.applyErrorPolicy(tally, reason, strict);
     if (stopped) return stopped;
     const fenced = await this.commitCommittable(tally, reason, strict);
@@ -474,10 +500,23 @@ export class PartitionFlow<S, V> {
       written: tally.written,
       deleted: tally.deletes,
       deadLetters: tally.deadLetters,
+      outputs: tally.outputs,
       failed: tally.failed,
       evicted: tally.evicted,
       fenced: false,
     };
+  }
+
+  /** After a persist's writes: outputs still pending (failed writes, records folded meanwhile) are due again from `now`. */
+  private notePendingOutputs(now: number): void {
+    if (this.outputsPendingSince === undefined) return;
+    this.outputsPendingSince = undefined;
+    for (const kf of this.keys.values()) {
+      if (kf.outputs !== undefined && kf.outputs.length > 0) {
+        this.outputsPendingSince = now;
+        return;
+      }
+    }
   }
 
   /**
@@ -516,7 +555,8 @@ export class PartitionFlow<S, V> {
         }
         continue;
       }
-      const selected = reason === 'periodic' ? kf.due || kf.unload : everything;
+      const selected =
+        reason === 'periodic' ? kf.due || kf.unload : reason === 'outputs' ? kf.outputs !== undefined && kf.outputs.length > 0 : everything;
       if (!selected || (transient && !kf.unload && reason === 'periodic')) {
         othersMin = Math.min(othersMin, hold);
         continue;
@@ -546,7 +586,7 @@ export class PartitionFlow<S, V> {
    */
   private async writePlanned(plan: PersistPlan<S, V>, now: number, capturedNext: number, strict: boolean): Promise<PersistTally> {
     const { planned } = plan;
-    const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, failed: 0, evicted: plan.evicted, fenced: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
+    const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, outputs: 0, failed: 0, evicted: plan.evicted, fenced: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
     const bound = new CommitBound(
       planned.map((p) => p.oldHold),
       plan.othersMin,
@@ -578,8 +618,15 @@ export class PartitionFlow<S, V> {
           t.written++;
           if (p.kind !== 'put') t.deletes++;
           if (p.outputs) {
-            t.deadLetters += p.outputs.length;
-            for (const out of p.outputs) this.m.deadLetters(String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')).inc();
+            for (const out of p.outputs) {
+              if (out.kind === 'emitted') {
+                t.outputs++;
+                this.m.outputs(out.topic).inc();
+              } else {
+                t.deadLetters++;
+                this.m.deadLetters(String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')).inc();
+              }
+            }
           }
           this.m.persistedKeys('applied').inc();
           if (this.landed(p, now, capturedNext)) t.evicted++;
@@ -624,7 +671,7 @@ export class PartitionFlow<S, V> {
     if (t.fenced) {
       this.fail(t.error);
       this.m.persists(reason, 'failed').inc();
-      if (reason === 'periodic') throw t.error;
+      if (timed(reason)) throw t.error;
       this.log.warn({ topic: this.topic, partition: this.partition, err: t.error }, 'persist fenced: partition stopped');
       return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
     }
@@ -670,7 +717,7 @@ export class PartitionFlow<S, V> {
       this.m.commits('failed').inc();
       if (err instanceof SnapshotWriteFencedError) {
         this.fail(err);
-        if (reason === 'periodic') throw err;
+        if (timed(reason)) throw err;
         return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
       }
       if (strict) throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(c), err));
@@ -839,6 +886,11 @@ export class PartitionFlow<S, V> {
     }
     return err;
   }
+}
+
+/** Persists that run on a timer (the workflow's, or outputEvery) and fail the partition when strict. */
+function timed(reason: PersistReason): boolean {
+  return reason === 'periodic' || reason === 'outputs';
 }
 
 function takeOutputs<S, V>(kf: KeyFlow<S, V>): OutputRecord[] | undefined {

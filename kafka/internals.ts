@@ -104,6 +104,13 @@ export function createBatch(topic: string, fetchedOffset: string, data: FetchPar
   return new Batch(topic, fetchedOffset, data);
 }
 
+const murmur2 = requireKafkajs('./src/producer/partitioners/default/murmur2') as (key: string | Buffer) => number;
+
+/** The partition Kafka's default partitioner (Java's and kafkajs's: murmur2) gives `key` among `count`. */
+export function keyPartition(key: string | Buffer, count: number): number {
+  return (murmur2(key) & 0x7fffffff) % count;
+}
+
 /** The kafkajs protocol error for a response's error code (typed `type`, `code`, `retriable`). */
 export function createErrorFromCode(code: number): Error {
   return createError(code);

@@ -69,13 +69,19 @@ export function persistsJournal(mode: PersistenceMode): boolean {
 }
 
 /**
- * A record to produce with a key's write (a dead letter): in the same transaction as the key's
- * snapshot and the offset commit with transactional Kafka persistence (exactly once), before the
- * offset commit otherwise (at least once).
+ * A record to produce with a key's write (a dead letter, or a record the fold emitted): in the
+ * same transaction as the key's snapshot and the offset commit with transactional Kafka
+ * persistence (exactly once), before the offset commit otherwise (at least once).
  */
 export interface OutputRecord {
+  /** `dead-letter` (default) or `emitted` (by the fold, `ctx.emit`): counted apart, partitioned apart. */
+  readonly kind?: 'dead-letter' | 'emitted';
   readonly topic: string;
-  /** Default: the backend picks (the input partition, modulo the topic's partition count). */
+  /**
+   * Default: the backend picks — a dead letter or a keyless output goes to the input partition
+   * (modulo the topic's partition count), an emitted record with a key by the key's murmur2 hash
+   * (Kafka's default partitioner).
+   */
   readonly partition?: number;
   readonly key: Buffer | string | null;
   readonly value: Buffer | string | null;

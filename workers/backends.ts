@@ -81,6 +81,7 @@ export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker:
     transactionalIdPrefix: extra.transactionalIdPrefix,
     replicationFactor: extra.replicationFactor,
     deadLetterTopics: definition.deadLetterTopics,
+    outputTopics: definition.outputTopics,
   });
 }
 
@@ -143,8 +144,11 @@ export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>, worker:
     });
     return started;
   };
-  // Dead letters (when the flow dead-letters): produced before the writes that pass their records.
-  const dead = definition.deadLetterTopics ? deadLetterOutputs(definition, definition.deadLetterTopics, worker.brokers) : undefined;
+  // Dead letters and emitted records: produced before the writes that pass their records (at least once).
+  const dead =
+    definition.deadLetterTopics || definition.outputTopics.length > 0
+      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers)
+      : undefined;
   return {
     forPartition: async (o) => {
       await dead?.ensure(o.topic);
@@ -157,19 +161,25 @@ export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>, worker:
   };
 }
 
-/** A plain producer of dead letters for a backend without Kafka transactions (Cassandra). */
-function deadLetterOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'name'>, topics: Readonly<Record<string, string>>, brokers: string[]) {
-  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-dead-letters` });
+/** A plain producer of dead letters and emitted records for a backend without Kafka transactions (Cassandra). */
+function plainOutputs(
+  definition: Pick<FlowDefinition<unknown, unknown>, 'name'>,
+  topics: Readonly<Record<string, string>>,
+  outputTopics: readonly string[],
+  brokers: string[],
+) {
+  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs` });
   const admin = new KafkaAdmin(client);
-  const outputTopics = new OutputTopics(admin);
+  const outputs = new OutputTopics(admin);
+  const ensureOutput = (topic: string, partitions: number) => outputs.ensure(topic, partitions);
   const writer = new PlainWriter({ client });
   return {
-    producer: new OutputProducer(outputTopics, writer),
+    producer: new OutputProducer(outputs, writer),
     async ensure(inputTopic: string) {
-      const topic = topics[inputTopic];
-      if (!topic) return;
+      const wanted = [...(topics[inputTopic] ? [topics[inputTopic]] : []), ...outputTopics];
+      if (wanted.length === 0) return;
       const input = await admin.describeTopic(inputTopic);
-      await outputTopics.ensure(topic, input?.partitions ?? 1);
+      for (const topic of wanted) await ensureOutput(topic, input?.partitions ?? 1);
     },
     async close() {
       await writer.close().catch(() => undefined);

@@ -72,7 +72,9 @@ export class FlowRuntime implements PartitionHost {
       onRevoke: (revoked) => this.onRevoke(revoked),
       eachBatch: (payload) => this.eachBatch(payload),
     });
-    const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000));
+    // Keys with pending outputs are persisted here, within outputEvery (plus half of it) of their record.
+    const outputsTick = this.definition.outputTopics.length > 0 || this.definition.deadLetterTopics ? this.definition.outputEveryMs / 2 : Number.POSITIVE_INFINITY;
+    const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000, outputsTick));
     this.timers = setInterval(() => this.triggerTimers(), every);
   }
 
@@ -183,7 +185,33 @@ export class FlowRuntime implements PartitionHost {
         slot.state = 'failed';
         slot.failure = err;
         this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'timers failed');
+        continue;
       }
+      if (!slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
+    }
+  }
+
+  /**
+   * outputEvery: persists the keys with pending outputs (emitted records, dead letters) through the
+   * partition's serialized persist chain — like the flush on revoke, in this process and not as a
+   * workflow activity, so the workflow history does not grow with the output rate. The generation
+   * fence and the transaction protect it as any persist; a failure stops the partition here like a
+   * failed periodic persist (the fold loop reports it and the workflow retries).
+   */
+  private async flushOutputs(slot: Slot): Promise<void> {
+    const current = this.consumer.current();
+    if (slot.state !== 'running' || !slot.flow || current?.generationId !== slot.generation || slot.flowGeneration !== slot.generation) return;
+    slot.flushingOutputs = true;
+    try {
+      const r = await this.persistSlot(slot, 'outputs');
+      const u = slot.unreported ?? { outputs: 0, deadLetters: 0 };
+      u.outputs += r.outputs ?? 0;
+      u.deadLetters += r.deadLetters ?? 0;
+      slot.unreported = u;
+    } catch (err) {
+      this.log.warn({ err, topic: slot.topic, partition: slot.partition }, 'outputs persist failed; the partition stopped here');
+    } finally {
+      slot.flushingOutputs = false;
     }
   }
 
@@ -327,7 +355,7 @@ export class FlowRuntime implements PartitionHost {
     return this.persistSlot(slot, 'periodic');
   }
 
-  private async persistSlot(slot: Slot, reason: 'periodic' | 'revoke' | 'shutdown'): Promise<WorkflowPersistResult> {
+  private async persistSlot(slot: Slot, reason: 'periodic' | 'outputs' | 'revoke' | 'shutdown'): Promise<WorkflowPersistResult> {
     const flow = slot.flow!;
     const started = performance.now();
     flow.triggerTimers();
@@ -354,6 +382,14 @@ export class FlowRuntime implements PartitionHost {
       throw err;
     }
     const hw = slot.highWatermark;
+    // Reported to the workflow (not an in-process outputs persist): with what those landed since.
+    let outputs = result.outputs ?? 0;
+    let deadLetters = result.deadLetters ?? 0;
+    if (reason !== 'outputs' && slot.unreported) {
+      outputs += slot.unreported.outputs;
+      deadLetters += slot.unreported.deadLetters;
+      slot.unreported = undefined;
+    }
     this.log.debug(
       { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset },
       'persisted',
@@ -361,7 +397,8 @@ export class FlowRuntime implements PartitionHost {
     return {
       persistedKeys: result.written,
       deletedKeys: result.deleted ?? 0,
-      deadLetters: result.deadLetters || undefined,
+      deadLetters: deadLetters || undefined,
+      outputs: outputs || undefined,
       committedOffset: flow.committedOffset,
       liveKeys: flow.liveKeys,
       logEndOffset: hw,

@@ -138,12 +138,12 @@ export function fallbackHint(rows: readonly StatusRow[]): string | undefined {
 }
 
 export function formatStatus(rows: readonly (StatusRow | PartitionStatus)[]): string {
-  const header = ['topic', 'partition', 'phase', 'generation', 'owner', 'committed', 'lag', 'keys', 'last persist', 'fences'];
+  const header = ['topic', 'partition', 'phase', 'generation', 'owner', 'committed', 'lag', 'keys', 'last persist', 'fences', 'outputs'];
   const anyFallback = rows.some((r) => 'source' in r && r.source === 'search-attributes');
   if (anyFallback) header.push('from');
   const lines = rows.map((r) => {
     if ('source' in r && r.source === 'search-attributes') {
-      const line = [r.topic, String(r.partition), r.phase, String(r.generation ?? '-'), r.owner ?? '-', '-', '-', '-', '-', '-'];
+      const line = [r.topic, String(r.partition), r.phase, String(r.generation ?? '-'), r.owner ?? '-', '-', '-', '-', '-', '-', '-'];
       return [...line, 'search attributes'];
     }
     const s = r as PartitionStatus;
@@ -158,6 +158,7 @@ export function formatStatus(rows: readonly (StatusRow | PartitionStatus)[]): st
       s.liveKeys === undefined ? '-' : String(s.liveKeys),
       ago(s.lastPersist?.at),
       String(s.counters.fences),
+      String(s.counters.outputs ?? 0),
     ];
     return anyFallback ? [...line, 'query'] : line;
   });

@@ -36,6 +36,10 @@ export interface Slot {
   revokeSignalled?: number;
   /** Signalling the revoke of `generation` was given up: its activities need not wait for it. */
   revokeUnsignalled?: number;
+  /** An in-process `outputs` persist (outputEvery) is running. */
+  flushingOutputs?: boolean;
+  /** What in-process `outputs` persists landed since the workflow was last told (with the next persist it sees). */
+  unreported?: { outputs: number; deadLetters: number };
 }
 
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;

@@ -68,6 +68,8 @@ interface Counters {
   retries?: number;
   /** Records handed to the dead-letter topic (decode or fold failures under the dead-letter policy). */
   deadLetters?: number;
+  /** Records the fold emitted (ctx.emit) that landed in their output topics. */
+  outputs?: number;
 }
 
 /** Where the self-healing retry stands (phase `retrying`, kept until the next successful persist). */
@@ -203,6 +205,9 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       lastPersist = r.flushed;
       committedOffset = r.flushed.committedOffset ?? committedOffset;
       counters.persists++;
+      // Counters only (no commands): runs recorded before them replay the same.
+      if (r.flushed.outputs) counters.outputs = (counters.outputs ?? 0) + r.flushed.outputs;
+      if (r.flushed.deadLetters) counters.deadLetters = (counters.deadLetters ?? 0) + r.flushed.deadLetters;
     }
   });
   setHandler(statusQuery, () => ({
@@ -328,6 +333,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       committedOffset = persisted.value.committedOffset ?? committedOffset;
       counters.persists++;
       if (persisted.value.deadLetters) counters.deadLetters = (counters.deadLetters ?? 0) + persisted.value.deadLetters;
+      if (persisted.value.outputs) counters.outputs = (counters.outputs ?? 0) + persisted.value.outputs;
       if (retry) {
         // Healthy again: the next failure starts the backoff from the beginning.
         retry = undefined;

@@ -12,10 +12,10 @@ export default Object.freeze({
   ...example,
   fold: expected === undefined
     ? example.fold
-    : (state: Parameters<typeof example.fold>[0], record: Parameters<typeof example.fold>[1]) => {
+    : (state: Parameters<typeof example.fold>[0], record: Parameters<typeof example.fold>[1], ctx: Parameters<typeof example.fold>[2]) => {
         folded++;
         if (folded === 1) process.stdout.write('BENCH FIRST_FOLD\n');
         if (folded === expected) process.stdout.write('BENCH ALL_FOLDED\n');
-        return example.fold(state, record);
+        return example.fold(state, record, ctx);
       },
 });

@@ -79,6 +79,8 @@ export interface KafkaSnapshotBackendOptions<S> {
    * produced first (caching).
    */
   readonly deadLetterTopic?: string;
+  /** The topics the flow's fold emits to, created if absent (with the input's partition count) with the snapshot topic. */
+  readonly outputTopics?: readonly string[];
 }
 
 export interface LocalStateOptions {
@@ -206,6 +208,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
           replicationFactor: this.o.replicationFactor,
         });
         if (this.o.deadLetterTopic) await this.outputTopics.ensure(this.o.deadLetterTopic, partitions);
+        for (const topic of this.o.outputTopics ?? []) await this.outputTopics.ensure(topic, partitions);
         this.log.info({ flow: this.flowName, snapshotTopic: this.snapshotTopic, partitions, outcome }, 'snapshot topic ready');
       })();
       this.topicReady.catch(() => {

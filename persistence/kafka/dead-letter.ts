@@ -1,14 +1,18 @@
 /**
- * Dead-letter topics (one per input topic, see flow/poison.ts) and where a dead letter goes in
- * them: created if absent with the input topic's partition count, so input partition p's dead
- * letters go to partition p (modulo the count of a topic that already existed otherwise).
+ * Output topics — dead-letter topics (one per input topic, see flow/poison.ts) and the topics a
+ * fold emits to (`outputTopics`, flow/emit.ts) — and where an output goes in them: created if
+ * absent with the input topic's partition count, so input partition p's dead letters go to
+ * partition p (modulo the count of a topic that already existed otherwise); an emitted record with
+ * a key goes where Kafka's default partitioner puts the key (murmur2), so outputs of one key stay
+ * in order on one partition whoever produces them.
  * Transactional persistence produces them inside the key's snapshot transaction; caching mode and
  * Cassandra produce them with `OutputProducer` (acks=all) before the writes and the offset commit
- * that pass their records — at least once.
+ * that pass their records — at least once (emitted records carry the `kafka-flow-source` header).
  */
 import type { Logger } from '../../flow/logger';
 import { silentLogger } from '../../flow/logger';
 import type { KafkaAdmin } from '../../kafka/admin';
+import { keyPartition } from '../../kafka/internals';
 import type { PlainWriter } from '../../kafka/plainWriter';
 import type { SnapshotMessage } from '../../kafka/transactionalWriter';
 import type { OutputSender } from '../partition-persistence';
@@ -32,7 +36,7 @@ export class OutputTopics {
         const existing = await this.admin.describeTopic(topic);
         if (existing) return existing.partitions;
         await this.admin.ensureTopics([{ topic, partitions, replicationFactor: this.options.replicationFactor ?? 1 }]);
-        (this.options.logger ?? silentLogger).info({ topic, partitions }, 'dead-letter topic created');
+        (this.options.logger ?? silentLogger).info({ topic, partitions }, 'output topic created');
         return (await this.admin.describeTopic(topic))?.partitions ?? partitions;
       })();
       this.counts.set(topic, count);
@@ -48,7 +52,7 @@ export class OutputTopics {
       const count = await this.ensure(o.topic, from.partition + 1);
       out.push({
         topic: o.topic,
-        partition: o.partition ?? from.partition % count,
+        partition: o.partition ?? (o.kind === 'emitted' && o.key !== null ? keyPartition(o.key, count) : from.partition % count),
         key: o.key ?? '',
         value: o.value,
         headers: o.headers ? { ...o.headers } : undefined,

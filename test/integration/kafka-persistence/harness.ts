@@ -7,6 +7,8 @@
  */
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { Registry } from 'prom-client';
+import type { OutputOptions } from '../../../flow/emit';
+import type { Fold } from '../../../flow/fold';
 import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow, type PersistResult } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
@@ -38,6 +40,10 @@ export interface OwnerOptions {
   /** Short, so a frozen owner is evicted quickly (the broker's minimum session timeout is 6 s). */
   rebalanceTimeout?: number;
   flushOnRevoke?: boolean;
+  /** Default eventsFold. */
+  fold?: Fold<Events, string>;
+  /** The output topics the fold may emit to (ctx.emit). */
+  outputs?: OutputOptions;
 }
 
 export interface RevokeRecord {
@@ -126,8 +132,9 @@ export class Owner {
       topic: this.o.input,
       partition: 0,
       assignedAt: committed,
-      fold: eventsFold,
+      fold: this.o.fold ?? eventsFold,
       codec: textCodec,
+      outputs: this.o.outputs,
       persistence,
       mode: 'snapshots',
       timers: timerPolicy({ persistPeriodically: { fireEvery: 0, persistEvery: 0, flushOnRevoke: this.o.flushOnRevoke ?? false } }),

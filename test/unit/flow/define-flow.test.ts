@@ -32,6 +32,22 @@ describe('defineFlow', () => {
     expect(() => defineFlow({ ...base, onFoldFailure: 'retry' as never })).toThrow(/onFoldFailure/);
   });
 
+  test('outputs: topics, codec and outputEvery (default JSON, 1 s); memory-backed or transient flows and bad values are refused', () => {
+    const kafka = { ...base, persistence: { backend: 'kafka' as const, transactional: true } };
+    const def = defineFlow({ ...kafka, outputTopics: ['alerts', 'alerts'] });
+    expect(def.outputTopics).toEqual(['alerts']);
+    expect(def.outputEveryMs).toBe(1000);
+    expect(def.outputCodec.encode({ a: 1 }).toString()).toBe('{"a":1}');
+    expect(defineFlow(base).outputTopics).toEqual([]);
+    expect(defineFlow({ ...kafka, outputTopics: ['a'], outputEvery: '250ms' }).outputEveryMs).toBe(250);
+    expect(() => defineFlow({ ...base, outputTopics: ['a'] })).toThrow(/outputTopics needs persistence to Kafka or Cassandra/);
+    expect(() => defineFlow({ ...kafka, persistence: { backend: 'kafka', mode: 'none' }, outputTopics: ['a'] })).toThrow(/mode 'none'/);
+    expect(() => defineFlow({ ...kafka, outputTopics: [''] })).toThrow(ConfigError);
+    expect(() => defineFlow({ ...kafka, outputCodec: { decode: () => 1 } as never })).toThrow(/outputCodec must have an encode function/);
+    expect(() => defineFlow({ ...kafka, outputEvery: 0 })).toThrow(/outputEvery must be more than 0/);
+    expect(() => defineFlow({ ...kafka, outputEvery: 'soon' })).toThrow(/outputEvery must be a duration/);
+  });
+
   test('kafka persistence defaults and duration parsing', () => {
     const def = defineFlow({
       ...base,

@@ -118,9 +118,9 @@ describe('PartitionFlow (kafka-flow PartitionFlowSpec)', () => {
     const folded = new Set<string>();
     const fold = countingFold(5);
     const h = await harness<Count>({
-      fold: (s, r) => {
+      fold: (s, r, ctx) => {
         folded.add(r.key);
-        return fold(s, r);
+        return fold(s, r, ctx);
       },
       assignedAt: 100,
       timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors: true } },

@@ -6,7 +6,7 @@
 // faults restart the partition: any other error from the engine fails the property.
 import fc from 'fast-check';
 import { ManualClock } from '../../../flow/clock';
-import type { Fold } from '../../../flow/fold';
+import { discardingContext, type Fold } from '../../../flow/fold';
 import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
@@ -35,7 +35,7 @@ function injected(err: unknown): boolean {
   }
   return false;
 }
-const asyncFold: Fold<State, string> = (s, r) => Promise.resolve(syncFold(s, r));
+const asyncFold: Fold<State, string> = (s, r, ctx) => Promise.resolve(syncFold(s, r, ctx));
 
 /** 0: the write goes through; 1: it fails, nothing lands; 2: writes land, the offset commit fails. */
 type Fault = 0 | 1 | 2;
@@ -64,7 +64,7 @@ function plainFold(messages: readonly InputMessage[]): Map<string, State> {
     if (m.key === null) continue;
     const key = String(m.key);
     if (String(m.value) === 'boom') continue;
-    const next = syncFold(states.get(key), { topic: TP.topic, partition: TP.partition, offset: m.offset, key, value: String(m.value), timestamp: '0', headers: {} });
+    const next = syncFold(states.get(key), { topic: TP.topic, partition: TP.partition, offset: m.offset, key, value: String(m.value), timestamp: '0', headers: {} }, discardingContext);
     states.set(key, next as State | undefined);
   }
   return new Map([...states].filter((e): e is [string, State] => e[1] !== undefined));

@@ -3,7 +3,9 @@ import type { Owner } from '../../../activities/types';
 import { defineFlow } from '../../../index';
 import { silentLogger } from '../../../flow/logger';
 import { FlowMetrics } from '../../../flow/metrics';
-import { memoryBackend } from '../../../workers/backends';
+import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../persistence/memory';
+import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
+import { memoryBackend, type PersistenceBackend } from '../../../workers/backends';
 import { FlowRuntime } from '../../../workers/flowRuntime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
 
@@ -25,7 +27,33 @@ const flushingOnRevoke = defineFlow<number, { n: number }>({
   timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000, flushOnRevoke: true } },
 }) as never;
 
-function setup(flow = definition) {
+/** Emits an alert each time a key's total crosses a multiple of 10; outputs due 100 ms after their record. */
+const alerting = defineFlow<number, { n: number }>({
+  name: 'counts',
+  groupId: 'counts',
+  topics: ['t'],
+  fold: (s, r, ctx) => {
+    const total = (s ?? 0) + r.value.n;
+    if (Math.floor(total / 10) > Math.floor((s ?? 0) / 10)) ctx.emit({ topic: 'alerts', key: r.key, value: total });
+    return total;
+  },
+  persistence: { backend: 'kafka', transactional: true },
+  outputTopics: ['alerts'],
+  outputEvery: 100,
+  timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000 } },
+}) as never;
+
+/** The memory stores with an output sender, standing in for Kafka (the runtime does not care). */
+function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unknown, unknown> {
+  const snapshots = new InMemorySnapshotStore<unknown>();
+  return {
+    forPartition: async (o) =>
+      new StorePartitionPersistence({ partition: { topic: o.topic, partition: o.partition }, mode: 'snapshots', snapshots, committer: o.committer, outputs: sent }),
+    close: async () => {},
+  };
+}
+
+function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>) {
   const consumer = new FakeFlowConsumer();
   const signals = new RecordingSignals();
   const runtime = new FlowRuntime({
@@ -33,7 +61,7 @@ function setup(flow = definition) {
     consumer,
     signals,
     taskQueue: 'tq-1',
-    backend: memoryBackend(flow),
+    backend: backend ?? memoryBackend(flow),
     metrics: FlowMetrics.of(),
     logger: silentLogger,
     maxHistoryEvents: 500,
@@ -120,6 +148,32 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(signal).toMatchObject({ generation: 1, memberId: 'member-1', reason: 'revoke', flushed: { persistedKeys: 1, committedOffset: '1' } });
     expect(rt.runtime.persistReadiness(req(owner))).toBe('skip');
     expect(folding.poll()).toMatchObject({ running: false, settling: false });
+  });
+
+  test('outputEvery: keys with pending outputs are persisted in-process (not waiting for persistEvery), reported with the next workflow persist', async () => {
+    await rt.runtime.stop(10);
+    const sent = new InMemoryOutputSender();
+    rt = setup(alerting, memoryWithOutputs(sent));
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    rt.runtime.startFolding(req(owner));
+    await rt.consumer.deliver('t', 0, [
+      { offset: 0, key: 'a', value: { n: 4 } },
+      { offset: 1, key: 'b', value: { n: 12 } },
+      { offset: 2, key: 'a', value: { n: 7 } },
+    ]);
+    expect(sent.sent).toHaveLength(0);
+    const deadline = Date.now() + 2_000;
+    while (sent.sent.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(sent.sent.map((o) => [o.key, String(o.value)]).sort()).toEqual([['a', '11'], ['b', '12']]);
+    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '3' }]); // with the outputs' keys
+    expect(rt.signals.assignedCalls).toHaveLength(1); // nothing went through the workflow
+
+    // The workflow's next persist (persistEvery) reports what the in-process persists landed, once.
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 0, outputs: 2 });
+    expect((await rt.runtime.persist(req(owner))).outputs).toBeUndefined();
   });
 
   test('same process, next generation: the in-memory state goes on from its position — not after a recovery was started since', async () => {
