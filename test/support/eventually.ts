@@ -2,14 +2,13 @@
  * Polls `fn` until it returns a value (not undefined/false), or fails naming what it waited for.
  * `detail`, when given, is asked once on timeout for what the failure message should add (e.g.
  * which partitions were not running, and in which phase); it must not throw (a throw is reported
- * in its place). `pause` waits between two polls (250 ms of wall-clock time unless given).
+ * in its place).
  */
 export async function eventually<T>(
   what: string,
   fn: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 60_000,
   detail?: () => Promise<string | undefined> | string | undefined,
-  pause: () => Promise<void> = () => new Promise((r) => setTimeout(r, 250)),
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -20,7 +19,7 @@ export async function eventually<T>(
     } catch (err) {
       last = err;
     }
-    await pause();
+    await new Promise((r) => setTimeout(r, 250));
   }
   let more = '';
   if (detail) {

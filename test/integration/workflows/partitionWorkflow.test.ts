@@ -1,16 +1,68 @@
-import { Client, Connection } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { assignedSignal, partitionWorkflow, partitionWorkflowId, revokedSignal, statusQuery } from '../../../workflows/partitionWorkflow';
+import type { FlowActivities, Owner, OwnerRequest, PersistRequest, RecoverRequest } from '../../../activities/types';
+import { FailureTypes } from '../../../activities/types';
+import {
+  assignedSignal,
+  type PartitionStatus,
+  partitionWorkflow,
+  partitionWorkflowId,
+  revokedSignal,
+  statusQuery,
+} from '../../../workflows/partitionWorkflow';
 import { eventually } from '../../support/eventually';
 import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
-import { type Calls, newCalls, type OwnerScript, scriptedOwner } from './scriptedOwner';
 
 // The partition workflow on the real Temporal server, with scripted activities standing in for
-// the owning processes. The lifecycle cases (generations, supersession, revoke, fences, dead owners,
-// retries, continueAsNew) run on the time-skipping test server in
-// partitionWorkflow.timeskipping.test.ts; what stays here needs the real server: how its matching
-// batches signals into workflow tasks when no worker polls, and the replay of those histories by a
-// fresh worker.
+// the owning processes: what is under test is the workflow's lifecycle logic (generations,
+// supersession, revoke, fences, dead owners, continueAsNew). The real activities run in the
+// worker end-to-end tests.
+
+interface Calls {
+  recover: RecoverRequest[];
+  foldLoopStarted: OwnerRequest[];
+  foldLoopCancelled: OwnerRequest[];
+  persist: PersistRequest[];
+}
+
+function scriptedOwner(
+  calls: Calls,
+  script: { persistFails?: () => ApplicationFailure | undefined; recoverFails?: () => ApplicationFailure | undefined } = {},
+): FlowActivities {
+  return {
+    async recover(r) {
+      calls.recover.push(r);
+      const failure = script.recoverFails?.();
+      if (failure) throw failure;
+      return { fromMemory: r.keepFromGeneration !== undefined, keys: 3, snapshotsRead: 3, ms: 1, committedOffset: '10' };
+    },
+    async foldLoop(r) {
+      calls.foldLoopStarted.push(r);
+      const ctx = Context.current();
+      try {
+        for (;;) {
+          ctx.heartbeat();
+          await ctx.sleep(200);
+        }
+      } catch (err) {
+        calls.foldLoopCancelled.push(r);
+        throw err;
+      }
+    },
+    async persist(r) {
+      calls.persist.push(r);
+      await Context.current().sleep(r.delayMs);
+      const failure = script.persistFails?.();
+      if (failure) throw failure;
+      return { persistedKeys: 1, deletedKeys: 0, committedOffset: String(10 + calls.persist.length), liveKeys: 3, ms: 1, at: Date.now() };
+    },
+  };
+}
+
+const newCalls = (): Calls => ({ recover: [], foldLoopStarted: [], foldLoopCancelled: [], persist: [] });
+
 
 describe('partitionWorkflow on the real Temporal server', () => {
   let connection: Connection;
@@ -43,11 +95,272 @@ describe('partitionWorkflow on the real Temporal server', () => {
     await connection.close();
   });
 
-  async function startOwner(calls: Calls, script?: OwnerScript, taskQueue = unique('owner')): Promise<string> {
+  async function startOwner(calls: Calls, script?: Parameters<typeof scriptedOwner>[1], taskQueue = unique('owner')): Promise<string> {
     const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue, activities: scriptedOwner(calls, script) });
     owners.push({ worker, run: worker.run() });
     return taskQueue;
   }
+
+  async function start(limits = {}): Promise<{ handle: WorkflowHandle; assign: (o: Owner) => Promise<void>; status: () => Promise<PartitionStatus> }> {
+    const ref = { flow: unique('flow'), topic: 'orders', partition: 3 };
+    const workflowId = partitionWorkflowId(ref);
+    const assign = async (owner: Owner) => {
+      await client.workflow.signalWithStart(partitionWorkflow, {
+        workflowId,
+        taskQueue: workflowQueue,
+        args: [{ ...ref, persistEveryMs: 300, limits: { heartbeatMs: 3000, scheduleToStartMs: 2000, ...limits } }],
+        signal: assignedSignal,
+        signalArgs: [owner],
+      });
+    };
+    const handle = client.workflow.getHandle(workflowId);
+    return { handle, assign, status: () => handle.query(statusQuery) };
+  }
+
+  test('an assignment recovers on the owner, folds, and persists on the timer cadence', async () => {
+    const calls = newCalls();
+    const queue = await startOwner(calls);
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: queue });
+    const s = await eventually('two persists', async () => {
+      const st = await wf.status();
+      return st.counters.persists >= 2 ? st : undefined;
+    });
+    expect(s.phase).toBe('running');
+    expect(s.owner).toEqual({ generation: 1, memberId: 'a', taskQueue: queue });
+    expect(calls.recover).toHaveLength(1);
+    expect(calls.recover[0]!.keepFromGeneration).toBeUndefined();
+    expect(calls.foldLoopStarted).toHaveLength(1);
+    expect(calls.persist.every((p) => p.delayMs === 300 && p.owner.generation === 1)).toBe(true);
+    expect(Number(s.committedOffset)).toBeGreaterThanOrEqual(12);
+    await wf.handle.terminate();
+  });
+
+  test('a newer generation on another process cancels the old owner; older generations are ignored', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const qa = await startOwner(a);
+    const qb = await startOwner(b);
+    const wf = await start();
+    await wf.assign({ generation: 5, memberId: 'a', taskQueue: qa });
+    await eventually('A folding', () => a.foldLoopStarted.length === 1 || undefined);
+    await wf.assign({ generation: 6, memberId: 'b', taskQueue: qb });
+    await eventually('B folding', () => b.foldLoopStarted.length === 1 || undefined);
+    await eventually('A cancelled', () => a.foldLoopCancelled.length === 1 || undefined);
+    expect(b.recover[0]!.keepFromGeneration).toBeUndefined(); // another process: a real recovery
+
+    await wf.assign({ generation: 5, memberId: 'a', taskQueue: qa }); // late, stale
+    await new Promise((r) => setTimeout(r, 1000));
+    const s = await wf.status();
+    expect(s.owner?.generation).toBe(6);
+    expect(s.owner?.memberId).toBe('b');
+    expect(s.phase).toBe('running');
+    expect(a.recover).toHaveLength(1);
+    expect(s.ownerHistory.map((o) => `${o.memberId}@${o.generation}`)).toEqual(['a@5', 'b@6']);
+    await wf.handle.terminate();
+  });
+
+  test('revoked, then back on the same process with the next generation: keeps its in-memory state', async () => {
+    const a = newCalls();
+    const qa = await startOwner(a);
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('folding', () => a.foldLoopStarted.length === 1 || undefined);
+    const flushed = { persistedKeys: 7, deletedKeys: 0, committedOffset: '99', liveKeys: 3, ms: 1, at: Date.now() };
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', flushed, reason: 'revoke' });
+    const revoked = await eventually('revoked', async () => {
+      const s = await wf.status();
+      return s.phase === 'revoked' ? s : undefined;
+    });
+    expect(revoked.committedOffset).toBe('99');
+    // TRY_CANCEL: the workflow moves on at once; the activity learns on its next heartbeat.
+    await eventually('fold loop cancelled', () => a.foldLoopCancelled.length === 1 || undefined);
+
+    await wf.assign({ generation: 2, memberId: 'a2', taskQueue: qa });
+    await eventually('second recovery', () => a.recover.length === 2 || undefined);
+    expect(a.recover[1]!.keepFromGeneration).toBe(1);
+    await eventually('running again', async () => (await wf.status()).phase === 'running' || undefined);
+    await wf.handle.terminate();
+  });
+
+  test('a fenced persist stops the partition (counted) until the next assignment', async () => {
+    const a = newCalls();
+    let fence = true;
+    const qa = await startOwner(a, {
+      persistFails: () => (fence ? ApplicationFailure.create({ message: 'fenced', type: FailureTypes.fenced, nonRetryable: true }) : undefined),
+    });
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    const s = await eventually('fenced', async () => {
+      const st = await wf.status();
+      return st.phase === 'fenced' ? st : undefined;
+    });
+    expect(s.counters.fences).toBe(1);
+    expect(s.lastError).toContain('fenced');
+    expect(a.persist).toHaveLength(1); // non-retryable: not retried
+    await eventually('fold loop cancelled', () => a.foldLoopCancelled.length === 1 || undefined);
+
+    fence = false;
+    await wf.assign({ generation: 2, memberId: 'a', taskQueue: qa });
+    await eventually('running after reassignment', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.counters.persists >= 1 ? st : undefined;
+    });
+    expect(a.recover[1]!.keepFromGeneration).toBeUndefined(); // a fenced partition is recovered again
+    await wf.handle.terminate();
+  });
+
+  test('a failure on a live owner: retrying with a growing backoff, recovered again on the same owner until it runs', async () => {
+    const a = newCalls();
+    let persistFailures = 2;
+    let recoverFailures = 0;
+    const stopped = () => ApplicationFailure.create({ message: 'PersistFailedError: cassandra down', type: FailureTypes.persistFailed, nonRetryable: true });
+    const qa = await startOwner(a, {
+      persistFails: () => {
+        if (persistFailures <= 0) return undefined;
+        persistFailures--;
+        if (persistFailures === 0) recoverFailures = 1; // the first retry's recovery fails too
+        return stopped();
+      },
+      recoverFails: () => (recoverFailures-- > 0 ? stopped() : undefined),
+    });
+    const wf = await start({ retryInitialMs: 300, retryMaxMs: 1200 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    const retrying = await eventually('retrying', async () => {
+      const st = await wf.status();
+      return st.phase === 'retrying' ? st : undefined;
+    });
+    expect(retrying.retry).toMatchObject({ attempt: 1, lastError: expect.stringContaining('cassandra down') });
+    const healed = await eventually('running and persisting again', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.retry === undefined && st.counters.persists >= 1 ? st : undefined;
+    }, 30_000);
+    // Same owner, same generation, always a real recovery (never the in-memory shortcut).
+    expect(a.recover.length).toBe(4); // the first, two after failed persists, one after the failed recovery
+    expect(a.recover.every((r) => r.owner.generation === 1 && r.keepFromGeneration === undefined)).toBe(true);
+    expect(healed.ownerHistory).toHaveLength(1);
+    expect(healed.counters.retries).toBe(3);
+    expect(healed.counters.persistFailures).toBe(3);
+    await wf.handle.terminate();
+  });
+
+  test('a newer owner during the backoff takes over at once', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const qa = await startOwner(a, {
+      persistFails: () => ApplicationFailure.create({ message: 'PersistFailedError: broker down', type: FailureTypes.persistFailed, nonRetryable: true }),
+    });
+    const qb = await startOwner(b);
+    const wf = await start({ retryInitialMs: 60_000, retryMaxMs: 60_000 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('retrying', async () => (await wf.status()).phase === 'retrying' || undefined);
+    const assignedAt = Date.now();
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: qb });
+    await eventually('running on b', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.owner?.memberId === 'b' && st.counters.persists >= 1 ? st : undefined;
+    });
+    expect(Date.now() - assignedAt).toBeLessThan(20_000);
+    expect(a.recover).toHaveLength(1);
+    await wf.handle.terminate();
+  });
+
+  test('a new owner starts its retry backoff from the first attempt', async () => {
+    // Found by the chaos suite: the attempt count used to carry over to the next owner, so the
+    // first owner after a long outage waited the full cap before its first try.
+    const a = newCalls();
+    const b = newCalls();
+    const down = (what: string) => () => ApplicationFailure.create({ message: `PersistFailedError: ${what}`, type: FailureTypes.persistFailed, nonRetryable: true });
+    const qa = await startOwner(a, { persistFails: down('cassandra down') });
+    const qb = await startOwner(b, { recoverFails: down('cassandra still down') });
+    const wf = await start({ retryInitialMs: 200, retryMaxMs: 60_000 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('a few failed attempts on a', async () => {
+      const st = await wf.status();
+      return st.owner?.memberId === 'a' && (st.retry?.attempt ?? 0) >= 5 ? st : undefined;
+    }, 30_000);
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: qb });
+    const onB = await eventually('retrying on b', async () => {
+      const st = await wf.status();
+      return st.phase === 'retrying' && st.owner?.memberId === 'b' ? st : undefined;
+    });
+    expect(onB.retry?.attempt).toBeLessThanOrEqual(2);
+    expect(onB.retry!.nextAt - Date.now()).toBeLessThan(1_000);
+    await wf.handle.terminate();
+  });
+
+  test('an owner that leaves gracefully: idle, and an assignment revoked before it was taken up is not recovered there', async () => {
+    const a = newCalls();
+    const qa = await startOwner(a);
+    const wf = await start({ scheduleToStartMs: 1000, ownerRetryMs: 500 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('running', async () => (await wf.status()).phase === 'running' || undefined);
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'shutdown' });
+    await eventually('idle', async () => (await wf.status()).phase === 'idle' || undefined);
+
+    // A member that joined and left before the workflow recovered the partition on it.
+    const ghost = unique('left-already');
+    await wf.assign({ generation: 2, memberId: 'ghost', taskQueue: ghost });
+    await wf.handle.signal(revokedSignal, { generation: 2, memberId: 'ghost', reason: 'shutdown' });
+    await eventually('idle again', async () => {
+      const st = await wf.status();
+      return st.phase === 'idle' && st.owner?.generation === 2 ? st : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // past schedule-to-start and the owner retry
+    const st = await wf.status();
+    expect(st.phase).toBe('idle');
+    expect(st.counters.ownerLosses).toBe(0);
+    await wf.handle.terminate();
+  });
+
+  test('an owner whose task queue nobody polls is reported lost, not waited for forever — and retried', async () => {
+    const wf = await start({ scheduleToStartMs: 1000, ownerRetryMs: 1500 });
+    const queue = unique('nobody-polls-yet');
+    await wf.assign({ generation: 1, memberId: 'ghost', taskQueue: queue });
+    const s = await eventually('owner lost', async () => {
+      const st = await wf.status();
+      return st.phase === 'owner-lost' ? st : undefined;
+    });
+    expect(s.counters.ownerLosses).toBeGreaterThanOrEqual(1);
+    expect(s.lastError).toMatch(/Timeout/i);
+
+    // The owner was only unreachable (or Temporal was down): once it polls again, the workflow
+    // resumes with it — same generation, in-memory state kept, no new owner recorded.
+    const calls = newCalls();
+    await startOwner(calls, undefined, queue);
+    const back = await eventually('running again on the same owner', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' ? st : undefined;
+    }, 30_000);
+    expect(back.owner?.generation).toBe(1);
+    expect(calls.recover[0]!.keepFromGeneration).toBe(1);
+    expect(back.ownerHistory).toHaveLength(1);
+    await wf.handle.terminate();
+  });
+
+  test('history stays bounded: continueAsNew carries owner, offsets and counters, without a new recovery', async () => {
+    const a = newCalls();
+    const qa = await startOwner(a);
+    const wf = await start({ maxHistoryEvents: 40 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    const s = await eventually(
+      'a continued run',
+      async () => {
+        const st = await wf.status();
+        return st.counters.runs >= 2 && st.phase === 'running' ? st : undefined;
+      },
+      30_000,
+    );
+    expect(s.owner?.generation).toBe(1);
+    expect(s.counters.persists).toBeGreaterThanOrEqual(3);
+    expect(s.ownerHistory).toHaveLength(1);
+    // The continued run re-attaches to the same process: it recovers from memory.
+    expect(a.recover.length).toBeGreaterThanOrEqual(2);
+    expect(a.recover.slice(1).every((r) => r.keepFromGeneration === 1)).toBe(true);
+    const described = await wf.handle.describe();
+    expect(described.historyLength).toBeLessThan(80);
+    await wf.handle.terminate();
+  });
 
   test('a revoke and the next assignment give the same commands whether they come in one workflow task or in two', async () => {
     // A chaos run caught a replay that saw the next assignment in the same activation as the revoke
