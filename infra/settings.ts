@@ -6,17 +6,12 @@ import { ConfigError } from '../config/errors';
 export const SERVER_NAMES = ['kafka', 'temporal', 'cassandra'] as const;
 export type ServerName = (typeof SERVER_NAMES)[number];
 
-/**
- * Pinned server versions; docker-compose.yml must agree (a unit test checks it). The time-skipping
- * test server (and its slf4j backend) only runs in the workflow tests, not in docker-compose.
- */
+/** Pinned server versions; docker-compose.yml must agree (a unit test checks it). */
 export const VERSIONS = {
   kafka: '4.3.1',
   log4j: '2.24.3',
   temporalCli: '1.9.1',
   cassandra: '5.0.6',
-  temporalTestServer: '1.31.0',
-  slf4j: '2.0.17',
 } as const;
 
 export interface InfraSettings {
