@@ -346,8 +346,9 @@ describe('partitionWorkflow on the real Temporal server', () => {
     const s = await eventually(
       'a continued run',
       async () => {
+        // The continued run shows `running` as soon as it starts, before its recovery reaches the owner.
         const st = await wf.status();
-        return st.counters.runs >= 2 && st.phase === 'running' ? st : undefined;
+        return st.counters.runs >= 2 && st.phase === 'running' && a.recover.length >= 2 ? st : undefined;
       },
       30_000,
     );
