@@ -96,7 +96,16 @@ describe('partitionWorkflow on the real Temporal server', () => {
   });
 
   async function startOwner(calls: Calls, script?: Parameters<typeof scriptedOwner>[1], taskQueue = unique('owner')): Promise<string> {
-    const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue, activities: scriptedOwner(calls, script) });
+    // Heartbeats reach the server every 200 ms (the fold loop's own pace) instead of every 0.8 ×
+    // heartbeatMs (2.4 s here): a superseded or revoked fold loop learns of its cancellation on its
+    // next heartbeat, and several cases wait for that.
+    const worker = await Worker.create({
+      connection: native,
+      namespace: temporalNamespace,
+      taskQueue,
+      activities: scriptedOwner(calls, script),
+      maxHeartbeatThrottleInterval: 200,
+    });
     owners.push({ worker, run: worker.run() });
     return taskQueue;
   }
@@ -346,8 +355,9 @@ describe('partitionWorkflow on the real Temporal server', () => {
     const s = await eventually(
       'a continued run',
       async () => {
+        // The continued run shows `running` as soon as it starts, before its recovery reaches the owner.
         const st = await wf.status();
-        return st.counters.runs >= 2 && st.phase === 'running' ? st : undefined;
+        return st.counters.runs >= 2 && st.phase === 'running' && a.recover.length >= 2 ? st : undefined;
       },
       30_000,
     );
