@@ -116,6 +116,8 @@ export interface WorkerEnv extends Env {
   maxHistoryEvents: number | undefined;
   /** `KFT_EXIT_WITH_PARENT` (1 on, 0 off; unset: on when run by npm, i.e. `npm_execpath` is set). */
   exitWithParent: boolean;
+  /** `KFT_REASSERT_AFTER_MS`: a partition held here but not folding for this long is signalled to its workflow again. */
+  reassertAfterMs: number;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -128,5 +130,6 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     stateDir: env.KFT_STATE_DIR || undefined,
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
+    reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
   };
 }

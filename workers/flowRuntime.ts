@@ -27,6 +27,12 @@ export interface FlowRuntimeOptions {
   logger: Logger;
   /** Continue-as-new threshold passed to new partition workflows (KFT_MAX_HISTORY_EVENTS). */
   maxHistoryEvents?: number;
+  /**
+   * A partition held here but not folding for this long has its assignment signalled again
+   * (KFT_REASSERT_AFTER_MS, default 30 s): a live workflow ignores the repeat; a closed one (failed
+   * on a nondeterminism error, terminated by an operator) is started afresh and recovers it.
+   */
+  reassertAfterMs?: number;
 }
 
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
@@ -53,6 +59,7 @@ export class FlowRuntime implements PartitionHost {
   private readonly slots = new PartitionSlots();
   private readonly log: Logger;
   private timers?: NodeJS.Timeout;
+  private watchdog?: NodeJS.Timeout;
   private stopping = false;
   /** Activities of this process in flight (a graceful stop lets them end before the Temporal workers stop). */
   private activities = 0;
@@ -76,6 +83,37 @@ export class FlowRuntime implements PartitionHost {
     const outputsTick = this.definition.outputTopics.length > 0 || this.definition.deadLetterTopics ? this.definition.outputEveryMs / 2 : Number.POSITIVE_INFINITY;
     const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000, outputsTick));
     this.timers = setInterval(() => this.triggerTimers(), every);
+    const reassertAfterMs = this.o.reassertAfterMs ?? 30_000;
+    this.watchdog = setInterval(() => this.reassertStalled(reassertAfterMs), Math.max(250, Math.min(reassertAfterMs / 2, 5_000)));
+  }
+
+  /**
+   * The orchestration's own self-healing: a partition this process holds (current generation)
+   * whose fold loop has not run for `afterMs` gets its assignment signalled again. Nothing changes
+   * for a workflow that is alive (it ignores an assignment it has); one that closed (failed on a
+   * nondeterminism error, or was terminated) is started afresh by the signal and recovers the
+   * partition here from its persisted state.
+   */
+  private reassertStalled(afterMs: number): void {
+    const current = this.consumer.current();
+    if (!current || this.stopping) return;
+    const now = Date.now();
+    const stalled: Array<{ topic: string; partition: number }> = [];
+    for (const slot of this.slots.all()) {
+      if (slot.generation !== current.generationId || slot.state === 'running' || slot.state === 'revoked') {
+        slot.notFoldingSince = undefined;
+        continue;
+      }
+      slot.notFoldingSince ??= now;
+      if (now - slot.notFoldingSince < afterMs) continue;
+      slot.notFoldingSince = now; // again after another afterMs, not at every tick
+      stalled.push({ topic: slot.topic, partition: slot.partition });
+    }
+    if (stalled.length === 0) return;
+    this.log.warn({ partitions: stalled.map((p) => `${p.topic}-${p.partition}`), afterMs }, 'partitions held here but not folding: signalling their assignment again');
+    const assignment: Record<string, number[]> = {};
+    for (const p of stalled) assignment[p.topic] = [...(assignment[p.topic] ?? []), p.partition];
+    void this.signalAssignments({ ...current, assignment }).catch((err) => this.log.warn({ err }, 'could not signal the assignment again'));
   }
 
   /**
@@ -87,6 +125,7 @@ export class FlowRuntime implements PartitionHost {
   async stop(activitiesGraceMs = 5000): Promise<void> {
     this.stopping = true;
     if (this.timers) clearInterval(this.timers);
+    if (this.watchdog) clearInterval(this.watchdog);
     await this.consumer.stop();
     await this.whenActivitiesIdle(activitiesGraceMs);
     await this.consumer.close();

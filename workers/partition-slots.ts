@@ -36,6 +36,8 @@ export interface Slot {
   revokeSignalled?: number;
   /** Signalling the revoke of `generation` was given up: its activities need not wait for it. */
   revokeUnsignalled?: number;
+  /** Since when this process has held the partition without a fold loop (the reassert watchdog). */
+  notFoldingSince?: number;
   /** An in-process `outputs` persist (outputEvery) is running. */
   flushingOutputs?: boolean;
   /** What in-process `outputs` persists landed since the workflow was last told (with the next persist it sees). */
@@ -77,8 +79,9 @@ export class PartitionSlots {
           slot.generation = g.generationId;
           slot.memberId = g.memberId;
           if (slot.state !== 'fenced' && slot.state !== 'failed') slot.state = 'assigned';
+          slot.notFoldingSince = Date.now();
         } else {
-          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned', recoverSeq: 0 });
+          this.slots.set(key, { topic, partition, generation: g.generationId, memberId: g.memberId, state: 'assigned', recoverSeq: 0, notFoldingSince: Date.now() });
         }
       }
     }

@@ -69,6 +69,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     metrics,
     logger: log,
     maxHistoryEvents: env.maxHistoryEvents,
+    reassertAfterMs: env.reassertAfterMs,
   });
   const workflowWorker = await Worker.create({
     connection,
@@ -77,6 +78,10 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     workflowsPath: require.resolve('../workflows'),
     // A workflow cached on a worker that died is handed to another after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: '2 seconds',
+    // A partition workflow that cannot replay its own history fails (instead of retrying its task
+    // forever, the partition stuck): the owner's runtime then starts a fresh run (reassertAfterMs),
+    // which recovers the partition from its persisted state. See README, Self-healing.
+    workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
   });
   const activityWorker = await Worker.create({
     connection,

@@ -53,7 +53,7 @@ function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unkno
   };
 }
 
-function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>) {
+function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>, reassertAfterMs?: number) {
   const consumer = new FakeFlowConsumer();
   const signals = new RecordingSignals();
   const runtime = new FlowRuntime({
@@ -65,6 +65,7 @@ function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>
     metrics: FlowMetrics.of(),
     logger: silentLogger,
     maxHistoryEvents: 500,
+    reassertAfterMs,
   });
   return { consumer, signals, runtime };
 }
@@ -217,6 +218,23 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(folding.poll().failure).toBeDefined();
     expect(() => failing.runtime.persistReadiness(req(owner))).toThrow();
     await failing.runtime.stop(10);
+  });
+
+  test('a partition held here but not folding has its assignment signalled again (a closed workflow starts afresh)', async () => {
+    await rt.runtime.stop(10);
+    rt = setup(definition, undefined, 300);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0, 1] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner, 1));
+    rt.runtime.startFolding(req(owner, 1)); // partition 1 folds; partition 0's workflow never came
+    await settle();
+    expect(rt.signals.assignedCalls.map(([i]) => i.partition)).toEqual([0, 1]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(rt.signals.assignedCalls).toHaveLength(2); // not yet
+    await new Promise((r) => setTimeout(r, 400));
+    const again = rt.signals.assignedCalls.slice(2);
+    expect(again.map(([i, o]) => [i.partition, o.generation])).toEqual([[0, 1]]);
   });
 
   test('a graceful stop leaves the group (revoke signalled as shutdown) and waits for running activities', async () => {
