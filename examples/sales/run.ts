@@ -1,6 +1,6 @@
 /**
  * `npm start`: the servers, the example's topic, two worker processes and a producer of orders,
- * a link to the flow in the Temporal UI and a live one-line summary. Ctrl-C stops it all cleanly.
+ * a link to the flow in the Temporal UI and a live one-line summary (with the alerts the flow emitted). Ctrl-C stops it all cleanly.
  * Options (env): SALES_RATE orders/s (500), SALES_WORKERS (2), SALES_DURATION seconds (until Ctrl-C).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -9,7 +9,7 @@ import { up } from '../../infra/infra';
 import { readInfraSettings } from '../../infra/settings';
 import { createKafkaClient, KafkaAdmin } from '../../kafka';
 import { flowStatus } from '../../workers/flowStatus';
-import flow, { topic } from './flow';
+import flow, { alertsTopic, topic } from './flow';
 import { order } from './orders';
 
 const rate = Number(process.env.SALES_RATE ?? 500);
@@ -34,7 +34,8 @@ async function main(): Promise<void> {
   for (let i = 0; i < workerCount; i++) {
     const w = spawn(process.execPath, [path.join(root, 'bin/kafka-flow-temporal.js'), 'worker', path.join(__dirname, 'flow.ts')], {
       stdio: ['ignore', 'inherit', 'pipe'],
-      env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+      // Quiet by default: a rebalance's expected activity failures (stale generations) are warnings of the SDK.
+      env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', TEMPORAL_LOG_LEVEL: process.env.TEMPORAL_LOG_LEVEL ?? 'error' },
     });
     w.stderr?.on('data', (d: Buffer) => process.stderr.write(`[worker ${i + 1}] ${d}`));
     workers.push(w);
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
   const ui = `http://${settings.temporal.host}:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows?query=${encodeURIComponent(`KafkaFlow="${flow.name}"`)}`;
   console.log(`\nflow "${flow.name}": ${workerCount} workers, topic ${topic} (${PARTITIONS} partitions), ${rate} orders/s`);
   console.log(`Temporal UI: ${ui}`);
+  console.log(`alerts:      topic ${alertsTopic} (a store crossing another $10,000; exactly once for read_committed consumers)`);
   console.log(`state:       node bin/kafka-flow-temporal.js inspect examples/sales/flow.ts\n`);
 
   const producer = client.kafka.producer({ idempotent: true });
@@ -67,10 +69,11 @@ async function main(): Promise<void> {
     const perWorker = new Map<string, number>();
     for (const r of rows) if (r.phase === 'running' && r.owner) perWorker.set(r.owner.taskQueue, (perWorker.get(r.owner.taskQueue) ?? 0) + 1);
     const lag = rows.reduce((sum, r) => sum + (r.lag ?? 0), 0);
+    const alerts = rows.reduce((sum, r) => sum + (r.counters.outputs ?? 0), 0);
     const perS = Math.round((produced - producedAtLastLine) / 2);
     producedAtLastLine = produced;
     const split = [...perWorker.values()].join('+') || '0';
-    process.stdout.write(`${new Date().toISOString().slice(11, 19)}  produced ${produced} (${perS}/s)  partitions running ${split}  lag ${lag}\n`);
+    process.stdout.write(`${new Date().toISOString().slice(11, 19)}  produced ${produced} (${perS}/s)  partitions running ${split}  lag ${lag}  alerts ${alerts}\n`);
   }, 2000);
 
   const stop = async (why: string) => {

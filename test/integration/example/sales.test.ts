@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import type { Order } from '../../../examples/sales/flow';
+import { ALERT_EVERY_CENTS, type Order, type SalesAlert } from '../../../examples/sales/flow';
 import { expectedTotals } from '../../../examples/sales/orders';
 import { createKafkaClient, PartitionReader } from '../../../kafka';
 import { renderedWorkflowList } from '../../../scripts/temporalUi';
@@ -11,11 +11,13 @@ const root = path.resolve(__dirname, '../../..');
 
 // `npm start` as a user runs it: servers, topic, two workers, the producer, the UI link and the
 // live summary; it stops cleanly, and the persisted totals per store are exactly those of the
-// orders folded (up to the committed offsets). While it runs, the Temporal UI (in a real headless Chromium) lists the flow's
+// orders folded (up to the committed offsets), and the alerts topic holds each threshold crossing
+// of those totals exactly once. While it runs, the Temporal UI (in a real headless Chromium) lists the flow's
 // partition workflows.
 test('the sales example runs, shows up in the Temporal UI, stops cleanly, and persists exact totals', async () => {
   const id = unique('sales');
-  const env = { ...process.env, SALES_TOPIC: id, SALES_FLOW: id, SALES_GROUP: id, SALES_RATE: '400', SALES_PERSIST_EVERY: '2s' };
+  const alertsTopic = `${id}-alerts`;
+  const env = { ...process.env, SALES_TOPIC: id, SALES_ALERTS_TOPIC: alertsTopic, SALES_FLOW: id, SALES_GROUP: id, SALES_RATE: '400', SALES_PERSIST_EVERY: '2s' };
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'bin/run-ts.js'), 'examples/sales/run.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => {
@@ -74,11 +76,29 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
       },
     });
   }
+  // The alerts (read_committed): for each store, one per multiple of ALERT_EVERY_CENTS its
+  // persisted total crossed — each exactly once, none for orders not yet committed.
+  const alerts = new Map<string, number[]>();
+  await reader.readTopic(alertsTopic, 6, (r) => {
+    const a = JSON.parse(String(r.value)) as SalesAlert;
+    expect(String(r.key)).toBe(a.store);
+    alerts.set(a.store, [...(alerts.get(a.store) ?? []), a.crossedCents]);
+  });
   await reader.close();
+  const expectedAlerts = new Map<string, number[]>();
+  for (const [store, t] of expected) {
+    const crossed = Array.from({ length: Math.floor(t.amountCents / ALERT_EVERY_CENTS) }, (_, k) => (k + 1) * ALERT_EVERY_CENTS);
+    if (crossed.length > 0) expectedAlerts.set(store, crossed);
+  }
+  for (const list of alerts.values()) list.sort((a, b) => a - b);
+  expect(alerts).toEqual(expectedAlerts);
+  expect([...alerts.values()].flat().length).toBeGreaterThan(0);
+  expect(out).toMatch(/alerts [1-9]\d*/);
   expect(folded).toBeGreaterThan(produced * 0.8);
   expect(expectedTotals(folded).size).toBe(expected.size);
 
   process.env.SALES_TOPIC = id;
+  process.env.SALES_ALERTS_TOPIC = alertsTopic;
   process.env.SALES_FLOW = id;
   process.env.SALES_GROUP = id;
   jest.resetModules();
