@@ -54,6 +54,10 @@ interface Carried {
   readonly lastPersist?: PersistResult;
   readonly lastRecovery?: RecoverResult;
   readonly retry?: RetryStatus;
+  /** Assignments not taken up yet, oldest first (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
+  readonly pending?: Owner[];
+  /** Revokes of assignments, by generation (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
+  readonly revoked?: Array<{ generation: number; reason: RevokeSignal['reason'] }>;
 }
 
 interface Counters {
@@ -167,11 +171,23 @@ const SAME_COMMANDS_PATCH = 'revoked-phase-before-newer-owner';
  */
 const RETRY_PER_OWNER_PATCH = 'retry-backoff-per-owner';
 
+/**
+ * Assignments are taken up one at a time in the order they came, each one announced
+ * (`recovering`) before its revoke is looked at, so the commands depend only on the order of the
+ * signals — not on how they are batched into activations. A chaos run caught a replay that saw
+ * assigned(g2), revoked(g2), assigned(g3) in one activation where the original run had seen
+ * assigned(g2) alone first (around a workflow task that timed out): the replay skipped g2, the
+ * original had announced it, and the run failed on a nondeterminism error. Runs recorded before
+ * this patch replay the old way (the newest assignment wins).
+ */
+const ASSIGNMENTS_IN_ORDER_PATCH = 'assignments-in-order';
+
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   // First, so that its marker is at the same place in every run (a patch asked for only on some
   // paths would itself be a command that differs between them).
   const sameCommands = patched(SAME_COMMANDS_PATCH);
   const retryPerOwner = patched(RETRY_PER_OWNER_PATCH);
+  const inOrder = patched(ASSIGNMENTS_IN_ORDER_PATCH);
   const c = input.carried;
   const limits: Limits = { ...DEFAULT_LIMITS, ...(retryPerOwner ? {} : { retryMaxMs: LEGACY_RETRY_MAX_MS }), ...input.limits };
   const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
@@ -189,8 +205,18 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   let latest: Owner | undefined = owner;
   let revokedGeneration = -1;
   let revokedReason: RevokeSignal['reason'] = 'revoke';
+  /** In order (inOrder): assignments not taken up yet, and the revokes by generation. */
+  const pending: Owner[] = c?.pending ? [...c.pending] : [];
+  const revokes = new Map<number, RevokeSignal['reason']>((c?.revoked ?? []).map((r) => [r.generation, r.reason]));
+  const isRevoked = (generation: number) => (inOrder ? revokes.has(generation) : revokedGeneration === generation);
 
   setHandler(assignedSignal, (o) => {
+    if (inOrder) {
+      const newest = pending.at(-1) ?? owner;
+      if (newest && o.generation <= newest.generation) return; // an older or repeated assignment
+      pending.push(o);
+      return;
+    }
     if (latest && o.generation <= latest.generation) return; // an older or repeated assignment
     latest = o;
   });
@@ -198,9 +224,14 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     // The owner, or the newest assignment not taken up yet (the owner may have left before the
     // workflow recovered the partition on it): either way nobody should recover it there now.
     const matches = (o: Owner | undefined) => o !== undefined && r.generation === o.generation && r.memberId === o.memberId;
-    if (!matches(owner) && !matches(latest)) return;
-    revokedGeneration = r.generation;
-    revokedReason = r.reason;
+    if (inOrder) {
+      if (!matches(owner) && !pending.some(matches)) return;
+      revokes.set(r.generation, r.reason);
+    } else {
+      if (!matches(owner) && !matches(latest)) return;
+      revokedGeneration = r.generation;
+      revokedReason = r.reason;
+    }
     if (r.flushed) {
       lastPersist = r.flushed;
       committedOffset = r.flushed.committedOffset ?? committedOffset;
@@ -237,13 +268,16 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       { key: searchAttributes.owner, value: owner?.memberId ?? '' },
     ]);
   };
-  const newerAssignment = () => latest !== undefined && (owner === undefined || latest.generation > owner.generation);
+  const newerAssignment = () =>
+    inOrder ? pending.length > 0 : latest !== undefined && (owner === undefined || latest.generation > owner.generation);
+  /** What continue-as-new carries of the signals not acted on yet. */
+  const unhandled = () => (inOrder ? { pending: [...pending], revoked: [...revokes].map(([generation, reason]) => ({ generation, reason })) } : {});
 
   for (;;) {
     if (historyFull()) {
       await continueAsNew<typeof partitionWorkflow>({
         ...input,
-        carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry },
+        carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ...unhandled() },
       });
     }
     let sameOwnerAgain = false;
@@ -263,14 +297,16 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     const previous = owner;
     // After continueAsNew, or retrying on the same owner: the same owner, no new history entry.
     const resuming = (phase === 'running' || sameOwnerAgain) && previous !== undefined && !newerAssignment();
-    owner = latest!;
+    owner = !inOrder ? latest! : resuming ? previous! : pending.shift()!;
     if (!resuming) {
       ownerHistory.push({ ...owner, at: Date.now() });
       if (ownerHistory.length > OWNER_HISTORY) ownerHistory.shift();
       if (retryPerOwner) retry = undefined; // a new owner: its backoff starts from the beginning
     }
-    if (revokedGeneration === owner.generation) {
+    if (!inOrder && revokedGeneration === owner.generation) {
       // Revoked (or left) before this workflow took the assignment up: nothing to recover there.
+      // (In order, it is announced first and its recovery superseded at once: the same commands
+      // as when the revoke comes in a later activation.)
       setPhase(revokedPhase());
       continue;
     }
@@ -288,11 +324,11 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     setPhase(resuming && phase === 'running' ? 'running' : 'recovering');
     const recovering = owner;
     const recovered = await raceStop(
-      () => newerAssignment() || revokedGeneration === recovering.generation,
+      () => newerAssignment() || isRevoked(recovering.generation),
       () => acts.recover({ ...ref(input), owner: recovering, keepFromGeneration }),
     );
     if (recovered.kind === 'superseded') {
-      if ((sameCommands || !newerAssignment()) && revokedGeneration === recovering.generation) setPhase(revokedPhase());
+      if ((sameCommands || !newerAssignment()) && isRevoked(recovering.generation)) setPhase(revokedPhase(recovering.generation));
       continue;
     }
     if (recovered.kind === 'failed') {
@@ -316,7 +352,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
         loopEnded = err;
       },
     );
-    const stop = () => newerAssignment() || revokedGeneration === current.generation || loopEnded !== null;
+    const stop = () => newerAssignment() || isRevoked(current.generation) || loopEnded !== null;
 
     while (!stop()) {
       if (historyFull()) break;
@@ -353,21 +389,22 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       await loop;
       await continueAsNew<typeof partitionWorkflow>({
         ...input,
-        carried: { owner, phase: 'running', ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry },
+        carried: { owner, phase: 'running', ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ...unhandled() },
       });
     }
     loopScope.cancel();
     await loop;
-    if (revokedGeneration === current.generation && (sameCommands || !newerAssignment())) {
-      setPhase(revokedPhase());
+    if (isRevoked(current.generation) && (sameCommands || !newerAssignment())) {
+      setPhase(revokedPhase(current.generation));
       continue;
     }
     if (newerAssignment()) continue;
     handleFailure(loopEnded);
   }
 
-  function revokedPhase(): Phase {
-    return revokedReason === 'shutdown' ? 'idle' : 'revoked';
+  function revokedPhase(generation?: number): Phase {
+    const reason = inOrder && generation !== undefined ? revokes.get(generation) : revokedReason;
+    return reason === 'shutdown' ? 'idle' : 'revoked';
   }
 
   function handleFailure(err: unknown): void {

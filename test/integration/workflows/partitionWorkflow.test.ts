@@ -435,4 +435,59 @@ describe('partitionWorkflow on the real Temporal server', () => {
     expect(inTwo).toEqual(['upsert revoked', 'upsert recovering', 'schedule recover']);
     expect(inOne).toEqual(inTwo);
   }, 120_000);
+
+  test('assignments are taken up in order: one superseded in the same workflow task is still announced, then revoked', async () => {
+    // A chaos run caught a replay that saw assigned(g2), revoked(g2), assigned(g3) in one
+    // activation where the original run had seen assigned(g2) alone first (around a workflow task
+    // that timed out): the replay skipped g2, the original had announced it (recovering, then
+    // revoked), and the run failed on a nondeterminism error. Taken up in order, each assignment is
+    // announced before its revoke is looked at — the commands the split delivery gives too (its
+    // recovery, scheduled and cancelled within the task, never reaches the history).
+    const queue = unique('wf-in-order');
+    const runWorker = async () => {
+      const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue: queue, workflowsPath: require.resolve('../../../workflows') });
+      return { worker, run: worker.run() };
+    };
+    const a = newCalls();
+    const b = newCalls();
+    const c = newCalls();
+    const [qa, qb, qc] = [await startOwner(a), await startOwner(b), await startOwner(c)];
+    const ref = { flow: unique('flow'), topic: 'orders', partition: 2 };
+    const handle = client.workflow.getHandle(partitionWorkflowId(ref));
+    let w = await runWorker();
+    await client.workflow.signalWithStart(partitionWorkflow, {
+      workflowId: handle.workflowId,
+      taskQueue: queue,
+      args: [{ ...ref, persistEveryMs: 300, limits: { heartbeatMs: 3000, scheduleToStartMs: 2000 } }],
+      signal: assignedSignal,
+      signalArgs: [{ generation: 1, memberId: 'a', taskQueue: qa }],
+    });
+    await eventually('running on a', async () => ((await handle.query(statusQuery)).phase === 'running' ? true : undefined));
+    // No workflow worker while the three signals arrive: the next workflow task carries them all.
+    w.worker.shutdown();
+    await w.run;
+    await handle.signal(assignedSignal, { generation: 2, memberId: 'b', taskQueue: qb });
+    await handle.signal(revokedSignal, { generation: 2, memberId: 'b', reason: 'revoke' });
+    await handle.signal(assignedSignal, { generation: 3, memberId: 'c', taskQueue: qc });
+    w = await runWorker();
+    await eventually('recovered on c', () => (c.recover.length > 0 ? true : undefined), 60_000);
+    const events = (await handle.fetchHistory()).events ?? [];
+    await handle.terminate();
+    w.worker.shutdown();
+    await w.run;
+    const firstSignal = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'revoked');
+    const out: string[] = [];
+    for (const e of events.slice(firstSignal)) {
+      const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+      const value = (k: string) => (fields?.[k]?.data ? JSON.parse(Buffer.from(fields[k]!.data!).toString()) : undefined);
+      if (fields?.KafkaFlowPhase) out.push(`${value('KafkaFlowPhase')} g${value('KafkaGeneration')}`);
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      if (scheduled?.activityType?.name === 'recover') {
+        out.push(`recover on ${scheduled.taskQueue?.name === qc ? 'c' : scheduled.taskQueue?.name === qb ? 'b' : '?'}`);
+        break;
+      }
+    }
+    expect(out).toEqual(['recovering g2', 'revoked g2', 'recovering g3', 'recover on c']);
+    expect(b.recover).toHaveLength(0);
+  }, 120_000);
 });
