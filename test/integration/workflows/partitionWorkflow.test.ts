@@ -110,6 +110,18 @@ describe('partitionWorkflow on the real Temporal server', () => {
     return taskQueue;
   }
 
+  /** A workflow worker of its own on `taskQueue`, to stop while signals pile up for one workflow task. */
+  async function workflowWorkerOn(taskQueue: string): Promise<{ stop: () => Promise<void> }> {
+    const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue, workflowsPath: require.resolve('../../../workflows') });
+    const run = worker.run();
+    return {
+      stop: async () => {
+        worker.shutdown();
+        await run;
+      },
+    };
+  }
+
   async function start(limits = {}): Promise<{ handle: WorkflowHandle; assign: (o: Owner) => Promise<void>; status: () => Promise<PartitionStatus> }> {
     const ref = { flow: unique('flow'), topic: 'orders', partition: 3 };
     const workflowId = partitionWorkflowId(ref);
@@ -378,17 +390,13 @@ describe('partitionWorkflow on the real Temporal server', () => {
     // partition stuck. The commands after a revoke must not depend on how the signals are batched.
     const sequenceAfterRevoke = async (together: boolean): Promise<string[]> => {
       const queue = unique('wf-batching');
-      const runWorker = async () => {
-        const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue: queue, workflowsPath: require.resolve('../../../workflows') });
-        return { worker, run: worker.run() };
-      };
       const a = newCalls();
       const b = newCalls();
       const qa = await startOwner(a);
       const qb = await startOwner(b);
       const ref = { flow: unique('flow'), topic: 'orders', partition: 1 };
       const workflowId = partitionWorkflowId(ref);
-      let w = await runWorker();
+      let w = await workflowWorkerOn(queue);
       await client.workflow.signalWithStart(partitionWorkflow, {
         workflowId,
         taskQueue: queue,
@@ -402,11 +410,10 @@ describe('partitionWorkflow on the real Temporal server', () => {
       const assignB = { generation: 2, memberId: 'b', taskQueue: qb };
       if (together) {
         // No workflow worker while both signals arrive: the next workflow task carries both.
-        w.worker.shutdown();
-        await w.run;
+        await w.stop();
         await handle.signal(revokedSignal, revoke);
         await handle.signal(assignedSignal, assignB);
-        w = await runWorker();
+        w = await workflowWorkerOn(queue);
       } else {
         await handle.signal(revokedSignal, revoke);
         await eventually('revoked', async () => ((await handle.query(statusQuery)).phase === 'revoked' ? true : undefined));
@@ -415,8 +422,7 @@ describe('partitionWorkflow on the real Temporal server', () => {
       await eventually('recovered on b', () => (b.recover.length > 0 ? true : undefined), 60_000);
       const events = (await handle.fetchHistory()).events ?? [];
       await handle.terminate();
-      w.worker.shutdown();
-      await w.run;
+      await w.stop();
       const revokedAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'revoked');
       const out: string[] = [];
       for (const e of events.slice(revokedAt)) {
@@ -444,17 +450,13 @@ describe('partitionWorkflow on the real Temporal server', () => {
     // announced before its revoke is looked at — the commands the split delivery gives too (its
     // recovery, scheduled and cancelled within the task, never reaches the history).
     const queue = unique('wf-in-order');
-    const runWorker = async () => {
-      const worker = await Worker.create({ connection: native, namespace: temporalNamespace, taskQueue: queue, workflowsPath: require.resolve('../../../workflows') });
-      return { worker, run: worker.run() };
-    };
     const a = newCalls();
     const b = newCalls();
     const c = newCalls();
     const [qa, qb, qc] = [await startOwner(a), await startOwner(b), await startOwner(c)];
     const ref = { flow: unique('flow'), topic: 'orders', partition: 2 };
     const handle = client.workflow.getHandle(partitionWorkflowId(ref));
-    let w = await runWorker();
+    let w = await workflowWorkerOn(queue);
     await client.workflow.signalWithStart(partitionWorkflow, {
       workflowId: handle.workflowId,
       taskQueue: queue,
@@ -464,17 +466,15 @@ describe('partitionWorkflow on the real Temporal server', () => {
     });
     await eventually('running on a', async () => ((await handle.query(statusQuery)).phase === 'running' ? true : undefined));
     // No workflow worker while the three signals arrive: the next workflow task carries them all.
-    w.worker.shutdown();
-    await w.run;
+    await w.stop();
     await handle.signal(assignedSignal, { generation: 2, memberId: 'b', taskQueue: qb });
     await handle.signal(revokedSignal, { generation: 2, memberId: 'b', reason: 'revoke' });
     await handle.signal(assignedSignal, { generation: 3, memberId: 'c', taskQueue: qc });
-    w = await runWorker();
+    w = await workflowWorkerOn(queue);
     await eventually('recovered on c', () => (c.recover.length > 0 ? true : undefined), 60_000);
     const events = (await handle.fetchHistory()).events ?? [];
     await handle.terminate();
-    w.worker.shutdown();
-    await w.run;
+    await w.stop();
     const firstSignal = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'revoked');
     const out: string[] = [];
     for (const e of events.slice(firstSignal)) {
