@@ -174,7 +174,10 @@ const RETRY_PER_OWNER_PATCH = 'retry-backoff-per-owner';
 /**
  * Assignments are taken up one at a time in the order they came, each one announced
  * (`recovering`) before its revoke is looked at, so the commands depend only on the order of the
- * signals — not on how they are batched into activations. A chaos run caught a replay that saw
+ * signals — not on how they are batched into activations. Likewise the next persist is always
+ * scheduled (and cancelled at once if the loop should stop), and the owner-lost / retry waits are
+ * always entered, so activity and timer ids do not depend on whether a signal came in the same
+ * activation as an activity's result (a later chaos run caught that shape too). A chaos run caught a replay that saw
  * assigned(g2), revoked(g2), assigned(g3) in one activation where the original run had seen
  * assigned(g2) alone first (around a workflow task that timed out): the replay skipped g2, the
  * original had announced it, and the run failed on a nondeterminism error. Runs recorded before
@@ -281,7 +284,9 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       });
     }
     let sameOwnerAgain = false;
-    if (!newerAssignment() && phase !== 'running') {
+    // In order: the waits are entered even when what they wait for is already there (their timer
+    // started and cancelled within the task), so timer ids do not depend on the batching either.
+    if (phase !== 'running' && (inOrder || !newerAssignment())) {
       if (phase === 'owner-lost' && owner) {
         // The owner may be alive and only unreachable for a while — or Temporal itself was down
         // and its timeouts fired on restart. Try it again, unless a newer owner comes first.
@@ -354,7 +359,10 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     );
     const stop = () => newerAssignment() || isRevoked(current.generation) || loopEnded !== null;
 
-    while (!stop()) {
+    // In order: the next persist is always scheduled, and cancelled at once when the loop should
+    // stop (nothing reaches the history): whether a signal is seen in the same activation as the
+    // last persist's result or in the next one, the activity ids that follow are the same.
+    while (inOrder || !stop()) {
       if (historyFull()) break;
       const persisted = await raceStop(stop, () =>
         acts.persist({ ...ref(input), owner: current, delayMs: input.persistEveryMs, reason: 'timer' }),

@@ -442,6 +442,51 @@ describe('partitionWorkflow on the real Temporal server', () => {
     expect(inOne).toEqual(inTwo);
   }, 120_000);
 
+  test('activity ids do not depend on whether a revoke comes with the last persist result or after it', async () => {
+    // A chaos run caught a replay that saw a persist's result and the signals that followed it in
+    // one activation where the original run had seen the result alone first (and scheduled the next
+    // persist, cancelled within the task): every later activity id was off by one. The next persist
+    // is now always scheduled (and cancelled at once when the loop should stop), so a batched
+    // delivery consumes the same id as a split one.
+    const queue = unique('wf-ids');
+    const a = newCalls();
+    const b = newCalls();
+    const [qa, qb] = [await startOwner(a), await startOwner(b)];
+    const ref = { flow: unique('flow'), topic: 'orders', partition: 4 };
+    const handle = client.workflow.getHandle(partitionWorkflowId(ref));
+    let w = await workflowWorkerOn(queue);
+    await client.workflow.signalWithStart(partitionWorkflow, {
+      workflowId: handle.workflowId,
+      taskQueue: queue,
+      args: [{ ...ref, persistEveryMs: 300, limits: { heartbeatMs: 3000, scheduleToStartMs: 5000 } }],
+      signal: assignedSignal,
+      signalArgs: [{ generation: 1, memberId: 'a', taskQueue: qa }],
+    });
+    await eventually('persisting on a', async () => ((await handle.query(statusQuery)).counters.persists >= 1 ? true : undefined));
+    // No workflow worker while a persist completes and the revoke and next assignment arrive: the
+    // next workflow task carries the result and both signals.
+    await w.stop();
+    await new Promise((r) => setTimeout(r, 1500)); // the persist in flight (300 ms) completes meanwhile
+    await handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'revoke' });
+    await handle.signal(assignedSignal, { generation: 2, memberId: 'b', taskQueue: qb });
+    w = await workflowWorkerOn(queue);
+    await eventually('recovered on b', () => (b.recover.length > 0 ? true : undefined), 60_000);
+    const events = (await handle.fetchHistory()).events ?? [];
+    await handle.terminate();
+    await w.stop();
+    const scheduled = events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : []));
+    const recoverAt = scheduled.findIndex((x) => x.activityType?.name === 'recover' && x.taskQueue?.name === qb);
+    const recoverOnB = scheduled[recoverAt]!;
+    const lastPersist = scheduled.slice(0, recoverAt).filter((x) => x.activityType?.name === 'persist').at(-1)!;
+    // The batching the test is about: no workflow task completed between the last persist's result and the revoke.
+    const revokeAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'revoked');
+    const before = events.slice(0, revokeAt);
+    const resultAt = before.map((e) => Boolean(e.activityTaskCompletedEventAttributes)).lastIndexOf(true);
+    expect(resultAt).toBeGreaterThan(0);
+    expect(before.slice(resultAt).some((e) => e.workflowTaskCompletedEventAttributes)).toBe(false);
+    expect(Number(recoverOnB.activityId)).toBe(Number(lastPersist.activityId) + 2);
+  }, 120_000);
+
   test('assignments are taken up in order: one superseded in the same workflow task is still announced, then revoked', async () => {
     // A chaos run caught a replay that saw assigned(g2), revoked(g2), assigned(g3) in one
     // activation where the original run had seen assigned(g2) alone first (around a workflow task
