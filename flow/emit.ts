@@ -1,3 +1,4 @@
+import { KafkaFlowError } from '../config/errors';
 import type { EmitRecord, FoldContext } from './fold';
 import type { OutputRecord } from './poison';
 import type { FlowRecord } from './record';
@@ -23,10 +24,9 @@ export interface OutputOptions {
 }
 
 /** ctx.emit to a topic the flow did not declare: thrown inside the fold, so the poison policy applies. */
-export class UndeclaredOutputTopicError extends Error {
+export class UndeclaredOutputTopicError extends KafkaFlowError {
   constructor(topic: string) {
-    super(`ctx.emit: topic "${topic}" is not one of the flow's outputTopics`);
-    this.name = 'UndeclaredOutputTopicError';
+    super('UNDECLARED_OUTPUT_TOPIC', `ctx.emit: topic "${topic}" is not one of the flow's outputTopics`);
   }
 }
 
