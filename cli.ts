@@ -1,8 +1,8 @@
 import { Command } from 'commander';
-import { infraCommand } from './infra/infraCommand';
-import { inspectCommand } from './workers/inspectCommand';
-import { statusCommand } from './workers/statusCommand';
-import { workerCommand } from './workers/workerCommand';
+import { infraCommand } from './infra/infra-command';
+import { inspectCommand } from './workers/inspect-command';
+import { statusCommand } from './workers/status-command';
+import { workerCommand } from './workers/worker-command';
 
 /**
  * The `kafka-flow-temporal` command line (DESIGN.md "Public surface"), assembled here, above the

@@ -1,5 +1,5 @@
 // Two projects: `unit` (pure, in-memory, fast) and `integration` (real Kafka, Temporal and
-// Cassandra, started once per run by test/support/globalSetup.ts when not already up).
+// Cassandra, started once per run by test/support/global-setup.ts when not already up).
 const transform = { '^.+\\.tsx?$': ['@swc/jest'] };
 const common = { transform, testEnvironment: 'node', moduleFileExtensions: ['ts', 'js', 'json'] };
 
@@ -12,8 +12,8 @@ module.exports = {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      globalSetup: '<rootDir>/test/support/globalSetup.ts',
-      setupFilesAfterEnv: ['<rootDir>/test/support/integrationSetup.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/integration-setup.ts'],
     },
   ],
 };

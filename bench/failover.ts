@@ -1,4 +1,4 @@
-// Failover (issue 8, item 4): two workers of the offset-hash flow (test/fixtures/offsetHashFlow.ts:
+// Failover (issue 8, item 4): two workers of the offset-hash flow (test/fixtures/offset-hash-flow.ts:
 // per key a count and a running hash over the offsets folded, so a lost or a twice-applied record
 // shows) under steady load from a producer; kill -9 one of them, and measure
 //   failover_ms   kill → every partition `running` on the survivor (the partition workflows'
@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Partitioners } from 'kafkajs';
 import { sized } from './lib/args';
-import { deleteRunTopicsAndGroup, type FlowWorker, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flowWorkers';
+import { deleteRunTopicsAndGroup, type FlowWorker, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flow-workers';
 import { startProgress } from './lib/progress';
 import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, writeResults } from './lib/results';
@@ -27,7 +27,7 @@ import { median } from './lib/timing';
 import { createKafkaClient, PartitionReader } from '../kafka';
 import { brokersFromEnv } from '../config/env';
 import { inspectFlow } from '../workers/inspect';
-import { type HashState, offsetHashFlow, step } from '../test/fixtures/offsetHashFlow';
+import { type HashState, offsetHashFlow, step } from '../test/fixtures/offset-hash-flow';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offsetHashFlow.ts');
 const PARTITIONS = 6;
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   const file = writeResults('failover', figures, {
     versions: { kafka: '4.3.1' },
     notes: {
-      flow: 'test/fixtures/offsetHashFlow.ts (per key: count and a running hash over the folded offsets), transactional Kafka persistence',
+      flow: 'test/fixtures/offset-hash-flow.ts (per key: count and a running hash over the folded offsets), transactional Kafka persistence',
       partitions: PARTITIONS,
       keys: KEYS,
       rate_records_per_s: RATE,

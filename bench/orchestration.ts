@@ -26,7 +26,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { CompressionTypes, type Message, Partitioners } from 'kafkajs';
 import { isQuick, sized } from './lib/args';
-import { deleteRunTopicsAndGroup, type FlowWorker, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flowWorkers';
+import { deleteRunTopicsAndGroup, type FlowWorker, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flow-workers';
 import { runOurs } from './lib/ours';
 import { startProgress } from './lib/progress';
 import { type ContestantResult, rawKafkajsConsume } from './lib/raw';
@@ -36,7 +36,7 @@ import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
 import { order } from '../examples/sales/orders';
 import { brokersFromEnv, readWorkerEnv } from '../config/env';
-import { DEFAULT_LIMITS, partitionWorkflowId } from '../workflows/partitionWorkflow';
+import { DEFAULT_LIMITS, partitionWorkflowId } from '../workflows/partition-workflow';
 
 const PARTITIONS = 6;
 const ORDERS = sized(1_000_000, 100_000);

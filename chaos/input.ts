@@ -1,6 +1,6 @@
 // The input topic read back from offset 0: the oracle's reference.
 import { type createKafkaClient, PartitionReader } from '../kafka';
-import type { ChaosValue } from '../test/fixtures/chaosFlow';
+import type { ChaosValue } from '../test/fixtures/chaos-flow';
 import type { InputRecord } from './oracle';
 import { PARTITIONS } from './settings';
 

@@ -1,7 +1,7 @@
 // The producer: a steady rate per mode, retrying on errors; only acknowledged sends are counted.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
-import type { ChaosValue } from '../test/fixtures/chaosFlow';
+import type { ChaosValue } from '../test/fixtures/chaos-flow';
 import { KEYS, RATE } from './settings';
 
 export class LoadProducer {

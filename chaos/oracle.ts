@@ -1,4 +1,4 @@
-import { type ChaosState, type ChaosValue, chaosStep } from '../test/fixtures/chaosFlow';
+import { type ChaosState, type ChaosValue, chaosStep } from '../test/fixtures/chaos-flow';
 
 /**
  * The oracle: a plain fold of the input topic as committed (read after the run), per key, with

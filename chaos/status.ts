@@ -1,6 +1,6 @@
 // Each partition's workflow status, queried from Temporal directly (for evidence in the report).
-import { connectTemporal, type TemporalConnections } from '../workers/temporalConnection';
-import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../workflows/partitionWorkflow';
+import { connectTemporal, type TemporalConnections } from '../workers/temporal-connection';
+import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../workflows/partition-workflow';
 import type { Mode } from './modes';
 import { withTimeout } from './sampler';
 import { PARTITIONS } from './settings';

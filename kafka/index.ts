@@ -1,7 +1,7 @@
 /** The project's narrow Kafka port. Nothing outside `kafka/` imports kafkajs. */
 export { KafkaAdmin, type TopicDescription, type TopicSpec } from './admin';
 export { createKafkaClient, type KafkaClient, type KafkaClientOptions } from './client';
-export { type CommittedOffsetsOptions, CommittedOffsets } from './committedOffsets';
+export { type CommittedOffsetsOptions, CommittedOffsets } from './committed-offsets';
 export {
   type FenceReason,
   fenceReason,
@@ -11,11 +11,11 @@ export {
   SnapshotCommitTimeoutError,
   SnapshotWriteFencedError,
 } from './errors';
-export { type GroupGeneration, GroupMembership } from './groupMembership';
-export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plainWriter';
-export { PartitionReader, type ReadOptions, type ReadRecord, type ReadResult, type StallInfo } from './partitionReader';
-export { type RevokedPartitions, type RevokeHandler, withRevokePoint } from './revokePoint';
-export { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './requestSize';
+export { type GroupGeneration, GroupMembership } from './group-membership';
+export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plain-writer';
+export { PartitionReader, type ReadOptions, type ReadRecord, type ReadResult, type StallInfo } from './partition-reader';
+export { type RevokedPartitions, type RevokeHandler, withRevokePoint } from './revoke-point';
+export { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
 export {
   type CommitRequest,
   type CommitResult,
@@ -25,4 +25,4 @@ export {
   TransactionalWriter,
   type TransactionalWriterOptions,
   type WriteGeneration,
-} from './transactionalWriter';
+} from './transactional-writer';

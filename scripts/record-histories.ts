@@ -11,8 +11,8 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { formatHostPort, readEnv } from '../config/env';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { flowStatus } from '../workers/flowStatus';
-import { connectTemporal } from '../workers/temporalConnection';
+import { flowStatus } from '../workers/flow-status';
+import { connectTemporal } from '../workers/temporal-connection';
 
 const root = path.resolve(__dirname, '..');
 const out = path.join(root, 'test/histories');
@@ -29,7 +29,7 @@ const env = {
 const PARTITIONS = 2;
 
 const startWorker = (name: string): ChildProcess => {
-  const w = spawn(process.execPath, [path.join(root, 'bin/kafka-flow-temporal.js'), 'worker', path.join(root, 'test/fixtures/offsetHashFlow.ts')], {
+  const w = spawn(process.execPath, [path.join(root, 'bin/kafka-flow-temporal.js'), 'worker', path.join(root, 'test/fixtures/offset-hash-flow.ts')], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -5,9 +5,9 @@
  */
 import path from 'node:path';
 import { readInfraSettings } from '../infra/settings';
-import { loadFlowModule } from '../workers/flowModule';
-import { flowStatus } from '../workers/flowStatus';
-import { flowUiUrl, renderedWorkflowList, screenshot } from './temporalUi';
+import { loadFlowModule } from '../workers/flow-module';
+import { flowStatus } from '../workers/flow-status';
+import { flowUiUrl, renderedWorkflowList, screenshot } from './temporal-ui';
 
 async function main(): Promise<void> {
   const [modulePath, out = 'docs/temporal-ui.png'] = process.argv.slice(2);

@@ -3,7 +3,7 @@ import type { Logger } from '../flow/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import { KafkaAdmin } from '../kafka/admin';
 import { createKafkaClient } from '../kafka/client';
-import { PlainWriter } from '../kafka/plainWriter';
+import { PlainWriter } from '../kafka/plain-writer';
 import { CassandraBackend } from '../persistence/cassandra';
 import { KafkaFlowBackend, OutputProducer, OutputTopics, type WriteGeneration } from '../persistence/kafka';
 import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';

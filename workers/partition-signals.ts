@@ -7,9 +7,9 @@ import {
   partitionWorkflowId,
   type RevokeSignal,
   revokedSignal,
-} from '../workflows/partitionWorkflow';
-import { searchAttributes } from '../workflows/searchAttributes';
-import { WORKFLOW_TASK_QUEUE } from './taskQueues';
+} from '../workflows/partition-workflow';
+import { searchAttributes } from '../workflows/search-attributes';
+import { WORKFLOW_TASK_QUEUE } from './task-queues';
 
 /**
  * How a worker process tells the partition workflows about its group membership: Temporal signals

@@ -2,18 +2,18 @@ import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { portOpen } from '../config/net';
-import { createFlowActivities } from '../activities/flowActivities';
+import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../flow/define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from './backends';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
 import { KafkaFlowConsumer } from './flow-consumer';
-import { FlowRuntime } from './flowRuntime';
+import { FlowRuntime } from './flow-runtime';
 import { TemporalPartitionSignals } from './partition-signals';
 import { createLogger, temporalLogger } from './logger';
-import { freePort, startMetricsServer } from './metricsServer';
-import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './taskQueues';
-import { connectTemporal } from './temporalConnection';
+import { freePort, startMetricsServer } from './metrics-server';
+import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
+import { connectTemporal } from './temporal-connection';
 
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */

@@ -1,2 +1,2 @@
 // The workflow bundle's entry: every workflow a kafka-flow-temporal worker registers.
-export { partitionWorkflow } from './partitionWorkflow';
+export { partitionWorkflow } from './partition-workflow';

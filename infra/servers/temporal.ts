@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { KafkaFlowError } from '../../config/errors';
-import { searchAttributes } from '../../workflows/searchAttributes';
+import { searchAttributes } from '../../workflows/search-attributes';
 import { portOpen, startDetached } from '../processes';
 import { type InfraSettings, VERSIONS } from '../settings';
 import { processFor, type Server } from './server';

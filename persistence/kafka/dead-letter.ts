@@ -13,8 +13,8 @@ import type { Logger } from '../../flow/logger';
 import { silentLogger } from '../../flow/logger';
 import type { KafkaAdmin } from '../../kafka/admin';
 import { keyPartition } from '../../kafka/internals';
-import type { PlainWriter } from '../../kafka/plainWriter';
-import type { SnapshotMessage } from '../../kafka/transactionalWriter';
+import type { PlainWriter } from '../../kafka/plain-writer';
+import type { SnapshotMessage } from '../../kafka/transactional-writer';
 import type { OutputSender } from '../partition-persistence';
 import type { OutputRecord, TopicPartition } from '../types';
 

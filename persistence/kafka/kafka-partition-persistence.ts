@@ -20,7 +20,7 @@ import { decodeSnapshot } from '../../flow/codec/errors';
 import type { Logger } from '../../flow/logger';
 import { silentLogger } from '../../flow/logger';
 import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
-import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactionalWriter';
+import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../errors';
 import type { OffsetCommitter } from '../offset-committer';
 import type { KeyWrite, OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';

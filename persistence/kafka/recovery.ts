@@ -7,7 +7,7 @@
  * makes none it says so in the log every few seconds. A slow read that progresses never fails.
  */
 import type { Logger } from '../../flow/logger';
-import type { ReadOptions, ReadResult, StallInfo } from '../../kafka/partitionReader';
+import type { ReadOptions, ReadResult, StallInfo } from '../../kafka/partition-reader';
 import { diagnoseStall } from './diagnose';
 import { RecoveryReadStalledError, type StallObservation } from './errors';
 

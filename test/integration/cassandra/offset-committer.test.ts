@@ -5,7 +5,7 @@
 // committed offset stays the new owner's.
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { CommittedOffsets } from '../../../kafka/committedOffsets';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { ConsumerOffsetCommitter } from '../../../persistence/cassandra';
 import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';

@@ -9,7 +9,7 @@ import { policies } from 'cassandra-driver';
 import { PersistFailedError } from '../../../flow/errors';
 import { CassandraBackend, CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import { freePort, privateCassandra } from '../../support/privateCassandra';
+import { freePort, privateCassandra } from '../../support/private-cassandra';
 import { expectedTallies, keyspaceName, recoverStates, roundRobin, step, type Tally, tallyFlow } from './support';
 
 describe('Cassandra down mid-run (a private Cassandra)', () => {

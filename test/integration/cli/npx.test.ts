@@ -57,7 +57,7 @@ describe('npx kafka-flow-temporal worker', () => {
         const log = fs.openSync(logFile, 'a');
         // Its own process group (as a shell would start a job), so that a signal reaches npx only
         // and everything it started can be found afterwards.
-        const npx = spawn('npx', ['kafka-flow-temporal', 'worker', 'test/fixtures/offsetHashFlow.ts'], {
+        const npx = spawn('npx', ['kafka-flow-temporal', 'worker', 'test/fixtures/offset-hash-flow.ts'], {
           cwd: root,
           detached: true,
           stdio: ['ignore', log, log],

@@ -5,13 +5,13 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { msToTs } from '@temporalio/common/lib/time';
-import { searchAttributes } from '../../../workflows/searchAttributes';
+import { searchAttributes } from '../../../workflows/search-attributes';
 import { temporalAddress, unique } from '../../support/servers';
 import { eventually, FlowCluster } from '../orchestration/harness';
 
 const root = path.join(__dirname, '../../..');
 const bin = path.join(root, 'bin/kafka-flow-temporal.js');
-const flowModule = path.join(root, 'test/fixtures/offsetHashFlow.ts');
+const flowModule = path.join(root, 'test/fixtures/offset-hash-flow.ts');
 
 interface Run {
   code: number | null;

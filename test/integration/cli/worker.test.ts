@@ -10,7 +10,7 @@ const run = promisify(execFile);
 const [kafkaHost, kafkaPort] = ((broker: string) => [broker.slice(0, broker.lastIndexOf(':')), Number(broker.slice(broker.lastIndexOf(':') + 1))] as const)(kafkaBrokers[0]!);
 const root = path.join(__dirname, '../../..');
 const bin = path.join(root, 'bin/kafka-flow-temporal.js');
-const flow = path.join(root, 'test/fixtures/offsetHashFlow.ts');
+const flow = path.join(root, 'test/fixtures/offset-hash-flow.ts');
 
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string }> {
   try {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ALERT_EVERY_CENTS, type Order, type SalesAlert } from '../../../examples/sales/flow';
 import { expectedTotals } from '../../../examples/sales/orders';
 import { createKafkaClient, PartitionReader } from '../../../kafka';
-import { renderedWorkflowList } from '../../../scripts/temporalUi';
+import { renderedWorkflowList } from '../../../scripts/temporal-ui';
 import { inspectFlow } from '../../../workers/inspect';
 import { kafkaBrokers, unique } from '../../support/servers';
 

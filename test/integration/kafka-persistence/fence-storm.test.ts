@@ -6,7 +6,7 @@
 // no promise is left rejected unhandled.
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { TransactionalWriter } from '../../../kafka/transactionalWriter';
+import { TransactionalWriter } from '../../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';

@@ -6,9 +6,9 @@
 //     too, because every transaction commits the offset seeded at assignment.
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { CommittedOffsets } from '../../../kafka/committedOffsets';
-import type { GroupGeneration } from '../../../kafka/groupMembership';
-import { TransactionalWriter } from '../../../kafka/transactionalWriter';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
+import type { GroupGeneration } from '../../../kafka/group-membership';
+import { TransactionalWriter } from '../../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';

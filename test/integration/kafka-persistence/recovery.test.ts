@@ -9,8 +9,8 @@
 import type { Producer, Transaction } from 'kafkajs';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { PartitionReader } from '../../../kafka/partitionReader';
-import { snapshotTransactionalId } from '../../../kafka/transactionalWriter';
+import { PartitionReader } from '../../../kafka/partition-reader';
+import { snapshotTransactionalId } from '../../../kafka/transactional-writer';
 import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../../persistence/kafka/backend';
 import { RecoveryReadStalledError } from '../../../persistence/kafka/errors';
 import type { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';

@@ -7,7 +7,7 @@
 //     not initialized its producer, so no producer-epoch fence is involved).
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { CommittedOffsets } from '../../../kafka/committedOffsets';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, testClient, unique, waitFor } from '../kafka/support';

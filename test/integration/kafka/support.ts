@@ -7,7 +7,7 @@ import { Socket } from 'node:net';
 import type { Consumer, ConsumerConfig, EachBatchPayload } from 'kafkajs';
 import { brokersFromEnv } from '../../../config/env';
 import { createKafkaClient, type KafkaClient } from '../../../kafka/client';
-import { type GroupGeneration, GroupMembership } from '../../../kafka/groupMembership';
+import { type GroupGeneration, GroupMembership } from '../../../kafka/group-membership';
 
 export function unique(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { Compressor } from '../../../flow/codec/compressor';
 import { createKafkaClient, KafkaAdmin, PartitionReader, type ReadRecord } from '../../../kafka';
 import { inspectFlow } from '../../../workers/inspect';
-import type { PartitionStatus } from '../../../workflows/partitionWorkflow';
-import { flowStatus } from '../../../workers/flowStatus';
-import { type HashState, type OffsetHashNames, offsetHashFlow, step } from '../../fixtures/offsetHashFlow';
+import type { PartitionStatus } from '../../../workflows/partition-workflow';
+import { flowStatus } from '../../../workers/flow-status';
+import { type HashState, type OffsetHashNames, offsetHashFlow, step } from '../../fixtures/offset-hash-flow';
 import { kafkaBrokers, unique } from '../../support/servers';
 
 import { eventually } from '../../support/eventually';
@@ -16,7 +16,7 @@ export { eventually };
 
 const root = path.resolve(__dirname, '../../..');
 const bin = path.join(root, 'bin/kafka-flow-temporal.js');
-const flowModule = path.join(root, 'test/fixtures/offsetHashFlow.ts');
+const flowModule = path.join(root, 'test/fixtures/offset-hash-flow.ts');
 
 /** A committed record of a snapshot partition. */
 export interface SnapshotRecord {

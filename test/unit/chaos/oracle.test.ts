@@ -1,5 +1,5 @@
 import { compareStates, describeWrongKey, type InputRecord, referenceFold } from '../../../chaos/oracle';
-import { type ChaosState, chaosStep } from '../../fixtures/chaosFlow';
+import { type ChaosState, chaosStep } from '../../fixtures/chaos-flow';
 
 const rec = (offset: number, key: string, op: 'inc' | 'dec', partition = 0): InputRecord => ({ partition, offset: String(offset), key, value: { op } });
 

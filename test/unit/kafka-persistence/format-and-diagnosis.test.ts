@@ -2,7 +2,7 @@
 // the stall diagnosis fed the observations real stalls produce, and the snapshot topic checks.
 import type { Codec } from '../../../flow/codec/codec';
 import { Compressor } from '../../../flow/codec/compressor';
-import type { ReadOptions } from '../../../kafka/partitionReader';
+import type { ReadOptions } from '../../../kafka/partition-reader';
 import { diagnoseStall } from '../../../persistence/kafka/diagnose';
 import { RecoveryReadStalledError } from '../../../persistence/kafka/errors';
 import { readSnapshotPartition, type SnapshotLogReader } from '../../../persistence/kafka/recovery';

@@ -10,8 +10,8 @@ import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
 import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
-import type { ReadOptions } from '../../../kafka/partitionReader';
-import type { CommitRequest, CommitResult } from '../../../kafka/transactionalWriter';
+import type { ReadOptions } from '../../../kafka/partition-reader';
+import type { CommitRequest, CommitResult } from '../../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../../../persistence/errors';
 import { MissingGenerationError } from '../../../persistence/kafka/errors';
 import {

@@ -6,7 +6,7 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../persistence/memory';
 import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
 import { memoryBackend, type PersistenceBackend } from '../../../workers/backends';
-import { FlowRuntime } from '../../../workers/flowRuntime';
+import { FlowRuntime } from '../../../workers/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
 
 // The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the

@@ -1,4 +1,4 @@
-import { chunkByBytes, recordBytes } from '../../../kafka/requestSize';
+import { chunkByBytes, recordBytes } from '../../../kafka/request-size';
 
 describe('produce requests under the record-batch limit', () => {
   const msg = (n: number) => ({ key: 'k', value: Buffer.alloc(n) });

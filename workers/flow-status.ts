@@ -1,7 +1,7 @@
 import type { WorkflowExecutionInfo } from '@temporalio/client';
-import { type PartitionStatus, statusQuery } from '../workflows/partitionWorkflow';
-import { searchAttributes } from '../workflows/searchAttributes';
-import { connectTemporalClient } from './temporalClient';
+import { type PartitionStatus, statusQuery } from '../workflows/partition-workflow';
+import { searchAttributes } from '../workflows/search-attributes';
+import { connectTemporalClient } from './temporal-client';
 
 /** How long `status` waits for the partition workflows' status queries (all run at once). */
 export const DEFAULT_QUERY_TIMEOUT_MS = 2_000;

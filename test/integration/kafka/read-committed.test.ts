@@ -4,10 +4,10 @@
 import type { Producer } from 'kafkajs';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { CommittedOffsets } from '../../../kafka/committedOffsets';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReadStalledError } from '../../../kafka/errors';
 import { createBatch, createCluster, type FetchPartitionData, ISOLATION, type RawMessage } from '../../../kafka/internals';
-import { PartitionReader } from '../../../kafka/partitionReader';
+import { PartitionReader } from '../../../kafka/partition-reader';
 import { closeAll, fillInput, sleep, testClient, unique, waitFor } from './support';
 
 /**

@@ -3,10 +3,10 @@
 // back-to-back transactions that start with sendOffsets all succeed (AddOffsetsToTxn retried).
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { CommittedOffsets } from '../../../kafka/committedOffsets';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotWriteFencedError } from '../../../kafka/errors';
-import { PartitionReader, type ReadRecord } from '../../../kafka/partitionReader';
-import { TransactionalWriter } from '../../../kafka/transactionalWriter';
+import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
+import { TransactionalWriter } from '../../../kafka/transactional-writer';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from './support';
 
 async function readAll(client: KafkaClient, topic: string): Promise<string[]> {

@@ -2,7 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { defaultDeadLetterTopic, DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import { createKafkaClient, KafkaAdmin } from '../../../kafka';
-import { type HashState, isPoison, step } from '../../fixtures/offsetHashFlow';
+import { type HashState, isPoison, step } from '../../fixtures/offset-hash-flow';
 import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
 import { eventually, FlowCluster } from './harness';
 

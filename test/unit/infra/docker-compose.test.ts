@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { defaults } from '../../../config/env';
 import { readInfraSettings, VERSIONS } from '../../../infra/settings';
-import { searchAttributes } from '../../../workflows/searchAttributes';
+import { searchAttributes } from '../../../workflows/search-attributes';
 
 // Docker does not run on this project's machines, so docker-compose.yml is checked here against
 // the local scripts instead: same server versions, same ports, same search attributes.

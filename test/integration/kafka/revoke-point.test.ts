@@ -4,9 +4,9 @@
 // completes the rebalance.
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
-import { CommittedOffsets } from '../../../kafka/committedOffsets';
-import { type RevokedPartitions, withRevokePoint } from '../../../kafka/revokePoint';
-import { TransactionalWriter } from '../../../kafka/transactionalWriter';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
+import { type RevokedPartitions, withRevokePoint } from '../../../kafka/revoke-point';
+import { TransactionalWriter } from '../../../kafka/transactional-writer';
 import { closeAll, fillInput, type RunningMember, sleep, startMember, testClient, unique, waitFor } from './support';
 
 describe('revoke point on the real broker', () => {

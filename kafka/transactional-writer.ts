@@ -13,7 +13,7 @@
 import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import type { KafkaClient } from './client';
 import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
-import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './requestSize';
+import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
 
 export interface SnapshotMessage {
   topic: string;

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { loadFlowModule } from './flowModule';
+import { loadFlowModule } from './flow-module';
 import { type InspectFilter, inspectFlow } from './inspect';
 
 const partitionNumber = (v: string): number => {

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { readEnv } from '../config/env';
 import { TemporalUnreachableError } from './errors';
-import { connectTemporalClient } from './temporalClient';
+import { connectTemporalClient } from './temporal-client';
 
 export interface TemporalConnections {
   address: string;

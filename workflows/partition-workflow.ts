@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { FlowActivities, Owner, PartitionRef, PersistResult, RecoverResult } from '../activities/types';
 import { FailureTypes } from '../activities/types';
-import { searchAttributes } from './searchAttributes';
+import { searchAttributes } from './search-attributes';
 
 /**
  * One workflow per (flow, topic, partition), id `kafka-flow/<flow>/<topic>/<partition>`. It owns

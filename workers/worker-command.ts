@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { type LogLevelName, readWorkerEnv } from '../config/env';
-import { loadFlowModule } from './flowModule';
+import { loadFlowModule } from './flow-module';
 import { createLogger } from './logger';
 
 const port = (v: string): number => {

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { loadFlowModule } from './flowModule';
-import { DEFAULT_QUERY_TIMEOUT_MS, fallbackHint, flowStatusRows, formatStatus } from './flowStatus';
+import { loadFlowModule } from './flow-module';
+import { DEFAULT_QUERY_TIMEOUT_MS, fallbackHint, flowStatusRows, formatStatus } from './flow-status';
 
 /** Without --query-timeout, the command answers within about this long of its start. */
 const ANSWER_WITHIN_MS = 4_000;

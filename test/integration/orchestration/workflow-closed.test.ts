@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { partitionWorkflowId } from '../../../workflows/partitionWorkflow';
+import { partitionWorkflowId } from '../../../workflows/partition-workflow';
 import { temporalAddress, temporalNamespace } from '../../support/servers';
 import { eventually, FlowCluster } from './harness';
 

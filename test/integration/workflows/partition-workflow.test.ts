@@ -11,7 +11,7 @@ import {
   partitionWorkflowId,
   revokedSignal,
   statusQuery,
-} from '../../../workflows/partitionWorkflow';
+} from '../../../workflows/partition-workflow';
 import { eventually } from '../../support/eventually';
 import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
 

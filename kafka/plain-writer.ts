@@ -7,7 +7,7 @@
 import type { Producer, RecordMetadata } from 'kafkajs';
 import type { KafkaClient } from './client';
 import type { SentRecords } from './errors';
-import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './requestSize';
+import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
 
 /** A record to send; without a partition, kafkajs's default partitioner picks one by key. */
 export interface PlainMessage {

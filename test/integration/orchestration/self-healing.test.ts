@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { PartitionStatus } from '../../../workflows/partitionWorkflow';
-import { freePort, privateCassandra } from '../../support/privateCassandra';
+import type { PartitionStatus } from '../../../workflows/partition-workflow';
+import { freePort, privateCassandra } from '../../support/private-cassandra';
 import { eventually, FlowCluster } from './harness';
 
 // Self-healing on the real servers: a worker persisting to Cassandra (a private server this test
