@@ -1,9 +1,9 @@
 // The package root: what flow modules and outside code import.
 export { ConfigError, KafkaFlowError } from './config/errors';
 export { type Clock, ManualClock, systemClock } from './flow/clock';
-export type { Codec } from './flow/codec/codec';
-export { DecodeError } from './flow/codec/errors';
-export { jsonCodec } from './flow/codec/json';
+export type { Codec } from './core/codec/codec';
+export { DecodeError } from './core/codec/errors';
+export { jsonCodec } from './core/codec/json';
 export type { DecodeFailurePolicy } from './flow/decode-policy';
 export { DEAD_LETTER_HEADERS, defaultDeadLetterTopic, type PoisonPolicy, type PoisonReason } from './flow/poison';
 export {
@@ -18,10 +18,10 @@ export {
   type PersistenceOptions,
   type ResolvedPersistence,
 } from './flow/define-flow';
-export type { Duration } from './flow/duration';
+export type { Duration } from './core/duration';
 export { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './flow/errors';
 export { andThen, contramapValue, type Fold, filter, handleErrorWith, mapState, transformState } from './flow/fold';
-export { type Logger, silentLogger } from './flow/logger';
+export { type Logger, silentLogger } from './core/logger';
 export { FlowMetrics, type PartitionMetrics } from './flow/metrics';
 export { OffsetOutOfRangeError } from './flow/offsets';
 export {
@@ -61,8 +61,8 @@ export type {
 export type { SnapshotStore, SnapshotWrite } from './persistence/snapshot-store';
 export { StorePartitionPersistence, type StorePartitionPersistenceOptions } from './persistence/store-partition-persistence';
 export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './persistence/types';
-export { CompressionError, CorruptSnapshotError } from './flow/codec/errors';
-export { Compressor, withCompression } from './flow/codec/compressor';
+export { CompressionError, CorruptSnapshotError } from './core/codec/errors';
+export { Compressor, withCompression } from './core/codec/compressor';
 export { SnapshotCommitTimeoutError } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
 export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';

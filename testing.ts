@@ -4,7 +4,7 @@
 // The same classes as the package root exports (not copies): instanceof works across both.
 export { type Clock, ManualClock } from './flow/clock';
 export { createPartitionFlow, type PartitionContext } from './flow/define-flow';
-export { type Logger, silentLogger } from './flow/logger';
+export { type Logger, silentLogger } from './core/logger';
 export type { InputMessage } from './flow/record';
 export {
   InMemoryBackend,

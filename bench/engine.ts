@@ -8,7 +8,7 @@ import { isQuick, sized } from './lib/args';
 import { writeResults } from './lib/results';
 import { printTable } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
-import type { Codec } from '../flow/codec/codec';
+import type { Codec } from '../core/codec/codec';
 import { discardingContext, type Fold } from '../flow/fold';
 import { FlowMetrics } from '../flow/metrics';
 import { PartitionFlow } from '../flow/partition-flow';

@@ -5,13 +5,13 @@ import { type CassandraFlowOptions, cassandraFlowOptionsShape } from '../persist
 import type { PartitionPersistence } from '../persistence/partition-persistence';
 import type { PersistenceMode } from '../persistence/types';
 import type { Clock } from './clock';
-import type { Codec } from './codec/codec';
-import { jsonCodec } from './codec/json';
+import type { Codec } from '../core/codec/codec';
+import { jsonCodec } from '../core/codec/json';
 import type { DecodeFailurePolicy } from './decode-policy';
-import { type Duration, toMillis } from './duration';
+import { type Duration, toMillis } from '../core/duration';
 import type { OutputEncoder } from './emit';
 import type { Fold } from './fold';
-import type { Logger } from './logger';
+import type { Logger } from '../core/logger';
 import { FlowMetrics } from './metrics';
 import { PartitionFlow } from './partition-flow';
 import { defaultDeadLetterTopic, type PoisonPolicy } from './poison';

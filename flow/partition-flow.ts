@@ -3,14 +3,14 @@ import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persist
 import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../persistence/types';
 import { type Clock, systemClock } from './clock';
 import { CommitBound } from './commit-bound';
-import type { Codec } from './codec/codec';
-import { DecodeError } from './codec/errors';
+import type { Codec } from '../core/codec/codec';
+import { DecodeError } from '../core/codec/errors';
 import type { OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
 import type { Fold } from './fold';
 import { KeyFlow, type PoisonHandler } from './key-flow';
-import { type Logger, silentLogger } from './logger';
+import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
 import { formatOffset, parseOffset } from './offsets';
 import { deadLetter, type OutputRecord, type PoisonPolicy, type PoisonReason } from './poison';

@@ -1,4 +1,4 @@
-import { type Duration, toMillis } from './duration';
+import { type Duration, toMillis } from '../core/duration';
 
 /**
  * kafka-flow's TimerFlowOf.persistPeriodically: every `fireEvery` a key checks whether

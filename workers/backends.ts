@@ -1,5 +1,5 @@
 import type { FlowDefinition } from '../flow/define-flow';
-import type { Logger } from '../flow/logger';
+import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import { KafkaAdmin } from '../kafka/admin';
 import { createKafkaClient } from '../kafka/client';

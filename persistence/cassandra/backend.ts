@@ -1,11 +1,11 @@
 import { Client, type ClientOptions } from 'cassandra-driver';
 import { formatHostPort, readEnv } from '../../config/env';
 import { ConfigError, KafkaFlowError } from '../../config/errors';
-import type { Codec } from '../../flow/codec/codec';
-import { Compressor, compressorMetrics, withCompression } from '../../flow/codec/compressor';
-import { jsonCodec } from '../../flow/codec/json';
+import type { Codec } from '../../core/codec/codec';
+import { Compressor, compressorMetrics, withCompression } from '../../core/codec/compressor';
+import { jsonCodec } from '../../core/codec/json';
 import type { FlowDefinition } from '../../flow/define-flow';
-import { type Logger, silentLogger } from '../../flow/logger';
+import { type Logger, silentLogger } from '../../core/logger';
 import type { FlowMetrics } from '../../flow/metrics';
 import type { OutputSender } from '../partition-persistence';
 import type { OffsetCommitter } from '../offset-committer';

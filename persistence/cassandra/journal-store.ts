@@ -1,6 +1,6 @@
 import type { types } from 'cassandra-driver';
-import type { Codec } from '../../flow/codec/codec';
-import { decodeRecord } from '../../flow/codec/errors';
+import type { Codec } from '../../core/codec/codec';
+import { decodeRecord } from '../../core/codec/errors';
 import type { JournalStore } from '../journal-store';
 import type { JournalEvent, TopicPartition } from '../types';
 import { CassandraPersistenceError } from './errors';

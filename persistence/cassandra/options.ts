@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../../config/errors';
-import { type Duration, toMillis } from '../../flow/duration';
+import { type Duration, toMillis } from '../../core/duration';
 
 /** Cassandra consistency levels by their CQL names. */
 export const CONSISTENCY_LEVELS = [

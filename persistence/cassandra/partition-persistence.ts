@@ -1,4 +1,4 @@
-import { type Logger, silentLogger } from '../../flow/logger';
+import { type Logger, silentLogger } from '../../core/logger';
 import type { OffsetCommitter } from '../offset-committer';
 import type { OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
 import { StorePartitionPersistence } from '../store-partition-persistence';

@@ -1,7 +1,7 @@
 import { types } from 'cassandra-driver';
-import type { Codec } from '../../flow/codec/codec';
-import { decodeSnapshot } from '../../flow/codec/errors';
-import { type Logger, silentLogger } from '../../flow/logger';
+import type { Codec } from '../../core/codec/codec';
+import { decodeSnapshot } from '../../core/codec/errors';
+import { type Logger, silentLogger } from '../../core/logger';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
 import type { StoredKey, TopicPartition, WriteStatus } from '../types';
 import { CassandraPersistenceError } from './errors';

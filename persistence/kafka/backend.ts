@@ -5,11 +5,11 @@
  */
 import { Registry } from 'prom-client';
 import { ConfigError } from '../../config/errors';
-import type { Codec } from '../../flow/codec/codec';
-import { Compressor, compressorMetrics } from '../../flow/codec/compressor';
-import { decodeSnapshot } from '../../flow/codec/errors';
-import type { Logger } from '../../flow/logger';
-import { silentLogger } from '../../flow/logger';
+import type { Codec } from '../../core/codec/codec';
+import { Compressor, compressorMetrics } from '../../core/codec/compressor';
+import { decodeSnapshot } from '../../core/codec/errors';
+import type { Logger } from '../../core/logger';
+import { silentLogger } from '../../core/logger';
 import { FlowMetrics } from '../../flow/metrics';
 import { KafkaAdmin } from '../../kafka/admin';
 import type { KafkaClient } from '../../kafka/client';

@@ -9,8 +9,8 @@
  * Cassandra produce them with `OutputProducer` (acks=all) before the writes and the offset commit
  * that pass their records — at least once (emitted records carry the `kafka-flow-source` header).
  */
-import type { Logger } from '../../flow/logger';
-import { silentLogger } from '../../flow/logger';
+import type { Logger } from '../../core/logger';
+import { silentLogger } from '../../core/logger';
 import type { KafkaAdmin } from '../../kafka/admin';
 import { keyPartition } from '../../kafka/internals';
 import type { PlainWriter } from '../../kafka/plain-writer';

@@ -12,7 +12,7 @@ import {
   type KafkaSnapshotBackendOptions,
 } from './backend';
 import type { KafkaPartitionPersistence } from './kafka-partition-persistence';
-import { silentLogger } from '../../flow/logger';
+import { silentLogger } from '../../core/logger';
 import { RestoreRound } from './restore-round';
 import { defaultSnapshotTopic, defaultTransactionalIdPrefix } from './topic';
 

@@ -16,9 +16,9 @@
  * Both keep each key's latest record bytes in memory (read back when the engine asks for a key it
  * unloaded) and write the same record format.
  */
-import { decodeSnapshot } from '../../flow/codec/errors';
-import type { Logger } from '../../flow/logger';
-import { silentLogger } from '../../flow/logger';
+import { decodeSnapshot } from '../../core/codec/errors';
+import type { Logger } from '../../core/logger';
+import { silentLogger } from '../../core/logger';
 import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../errors';

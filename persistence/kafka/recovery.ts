@@ -6,7 +6,7 @@
  * the stall deadline fails with a RecoveryReadStalledError naming the diagnosed cause; while it
  * makes none it says so in the log every few seconds. A slow read that progresses never fails.
  */
-import type { Logger } from '../../flow/logger';
+import type { Logger } from '../../core/logger';
 import type { ReadOptions, ReadResult, StallInfo } from '../../kafka/partition-reader';
 import { diagnoseStall } from './diagnose';
 import { RecoveryReadStalledError, type StallObservation } from './errors';

@@ -3,7 +3,7 @@
  * the partition restores that overlap, and once none is running for `quietMs`, logs what they
  * restored in all — partitions, keys from local state, records from the topic, wall time.
  */
-import type { Logger } from '../../flow/logger';
+import type { Logger } from '../../core/logger';
 
 export interface RestoreFigures {
   readonly fromLocal: number;

@@ -5,8 +5,8 @@
  * compressed at or above the threshold). A deleted key is a tombstone (null value). Caching and
  * transactional mode write the same format, so switching modes needs no migration.
  */
-import type { Codec } from '../../flow/codec/codec';
-import { Compressor } from '../../flow/codec/compressor';
+import type { Codec } from '../../core/codec/codec';
+import { Compressor } from '../../core/codec/compressor';
 import type { DeleteMarker, Snapshot, StoredKey } from '../types';
 
 /**

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from 'cassandra-driver';
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
-import { CorruptSnapshotError } from '../../../flow/codec/errors';
+import { CorruptSnapshotError } from '../../../core/codec/errors';
 import { type CassandraBackend, CassandraPersistenceError, keySegment } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { JournalEvent } from '../../../persistence/types';

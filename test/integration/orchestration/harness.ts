@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Compressor } from '../../../flow/codec/compressor';
+import { Compressor } from '../../../core/codec/compressor';
 import { createKafkaClient, KafkaAdmin, PartitionReader, type ReadRecord } from '../../../kafka';
 import { inspectFlow } from '../../../workers/inspect';
 import type { PartitionStatus } from '../../../workflows/partition-workflow';

@@ -10,9 +10,9 @@ import {
   lz4CompressBlock,
   lz4DecompressBlock,
   withCompression,
-} from '../../../flow/codec/compressor';
-import { CompressionError } from '../../../flow/codec/errors';
-import { jsonCodec } from '../../../flow/codec/json';
+} from '../../../core/codec/compressor';
+import { CompressionError } from '../../../core/codec/errors';
+import { jsonCodec } from '../../../core/codec/json';
 
 const hex = (h: string) => Buffer.from(h.replace(/\s+/g, ''), 'hex');
 const text = (s: string) => Buffer.from(s, 'utf8');

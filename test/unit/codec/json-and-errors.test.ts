@@ -1,13 +1,13 @@
 import { KafkaFlowError } from '../../../config/errors';
-import type { Codec } from '../../../flow/codec/codec';
+import type { Codec } from '../../../core/codec/codec';
 import {
   CompressionError,
   CorruptSnapshotError,
   DecodeError,
   decodeRecord,
   decodeSnapshot,
-} from '../../../flow/codec/errors';
-import { jsonCodec } from '../../../flow/codec/json';
+} from '../../../core/codec/errors';
+import { jsonCodec } from '../../../core/codec/json';
 
 describe('jsonCodec', () => {
   const codec = jsonCodec<unknown>();

@@ -1,6 +1,6 @@
 // Shared fixtures for the engine's unit tests: an in-memory backend, a manual clock, and helpers
 // that build kafkajs-shaped messages.
-import type { Codec } from '../../../flow/codec/codec';
+import type { Codec } from '../../../core/codec/codec';
 import { ManualClock } from '../../../flow/clock';
 import type { Fold } from '../../../flow/fold';
 import { FlowMetrics } from '../../../flow/metrics';

@@ -1,7 +1,7 @@
 // Records a fold emits (ctx.emit): held on the key, written with its next write (in the same
 // batch as its snapshot and the offset commit), never re-emitted for records a snapshot covers,
 // discarded with a record whose fold threw, and due within outputEvery whatever persistEvery says.
-import { jsonCodec } from '../../../flow/codec/json';
+import { jsonCodec } from '../../../core/codec/json';
 import { OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
 import { type Fold, handleErrorWith } from '../../../flow/fold';
 import { InMemoryBackend } from '../../../persistence/memory';

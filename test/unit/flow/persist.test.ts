@@ -2,8 +2,8 @@
 // offset-gated conflicts, decode-failure policies, async folds and unloaded keys read back.
 import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import type { KeyWrite } from '../../../persistence/partition-persistence';
-import type { Codec } from '../../../flow/codec/codec';
-import { DecodeError } from '../../../flow/codec/errors';
+import type { Codec } from '../../../core/codec/codec';
+import { DecodeError } from '../../../core/codec/errors';
 import { FoldError } from '../../../flow/errors';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../persistence/errors';
 import { InMemoryBackend } from '../../../persistence/memory';

@@ -1,7 +1,7 @@
 // The snapshot record format (kafka-flow's JSON KafkaSnapshot, framed by the engine's Compressor),
 // the stall diagnosis fed the observations real stalls produce, and the snapshot topic checks.
-import type { Codec } from '../../../flow/codec/codec';
-import { Compressor } from '../../../flow/codec/compressor';
+import type { Codec } from '../../../core/codec/codec';
+import { Compressor } from '../../../core/codec/compressor';
 import type { ReadOptions } from '../../../kafka/partition-reader';
 import { diagnoseStall } from '../../../persistence/kafka/diagnose';
 import { RecoveryReadStalledError } from '../../../persistence/kafka/errors';

@@ -14,7 +14,7 @@ import { LocalPartitionStore, type LocalStateIdentity } from '../../../persisten
 import type { SnapshotLogReader } from '../../../persistence/kafka/recovery';
 import { RestoreRound } from '../../../persistence/kafka/restore-round';
 import { snapshotFormat } from '../../../persistence/kafka/snapshot-format';
-import type { Logger } from '../../../flow/logger';
+import type { Logger } from '../../../core/logger';
 
 const TOPIC = 'snapshots';
 const P = 2;

@@ -1,7 +1,7 @@
 import { StaleGenerationError } from '../../../activities/partition-host';
 import type { Owner } from '../../../activities/types';
 import { defineFlow } from '../../../index';
-import { silentLogger } from '../../../flow/logger';
+import { silentLogger } from '../../../core/logger';
 import { FlowMetrics } from '../../../flow/metrics';
 import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../persistence/memory';
 import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
