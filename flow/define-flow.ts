@@ -97,6 +97,15 @@ export interface FlowOptions<S, V> {
   remapKey?: (key: string, record: FlowRecord<V>) => string;
   /** The group consumer's timeouts (kafkajs defaults: session 30 s, heartbeat 3 s, rebalance 60 s). */
   consumer?: ConsumerOptions;
+  /**
+   * For folds that return a Promise. Unset (default): batch by batch — each batch's records are
+   * folded before the next batch is taken, the batch's keys concurrently. A positive integer:
+   * pipelined — at most this many keys of a partition fold at once (a key's records always in
+   * offset order), and the next batch is taken while earlier keys still fold, so a slow key holds
+   * up only its own records. Either way the committed offset never passes a record not yet folded
+   * (a key holds its earliest unpersisted offset). 1 folds one record at a time.
+   */
+  asyncConcurrency?: number;
 }
 
 export interface ConsumerOptions {
@@ -145,6 +154,8 @@ export interface FlowDefinition<S, V> {
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
   readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
   readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
+  /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
+  readonly asyncConcurrency: number | undefined;
 }
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
@@ -222,6 +233,7 @@ const schema = z.strictObject({
   consumer: z
     .strictObject({ sessionTimeout: duration.optional(), heartbeatInterval: duration.optional(), rebalanceTimeout: duration.optional() })
     .optional(),
+  asyncConcurrency: z.number().int().positive().optional(),
 });
 
 /**
@@ -287,6 +299,7 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
       heartbeatIntervalMs: toMillis(options.consumer?.heartbeatInterval ?? 3_000, 'consumer.heartbeatInterval'),
       rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
     },
+    asyncConcurrency: options.asyncConcurrency,
   });
 }
 
@@ -350,6 +363,7 @@ export function createPartitionFlow<S, V>(definition: FlowDefinition<S, V>, cont
     deadLetterTopic: definition.deadLetterTopics?.[context.topic],
     outputs: definition.outputTopics.length > 0 ? { topics: new Set(definition.outputTopics), encoder: definition.outputCodec } : undefined,
     outputEvery: definition.outputEveryMs,
+    asyncConcurrency: definition.asyncConcurrency,
     clock: context.clock,
     logger: context.logger,
     metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),

@@ -219,11 +219,13 @@ export class FlowRuntime implements PartitionHost {
     for (const slot of this.slots.all()) {
       if (slot.state !== 'running' || !slot.flow) continue;
       try {
+        // Also how a partition that failed outside a batch (an async fold, pipelined) is noticed.
         slot.flow.triggerTimers();
       } catch (err) {
         slot.state = 'failed';
         slot.failure = err;
-        this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'timers failed');
+        this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
+        this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'partition failed; it stops until reassigned');
         continue;
       }
       if (!slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
@@ -388,7 +390,10 @@ export class FlowRuntime implements PartitionHost {
   async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
     const slot = this.slotFor(r);
     if (slot.state === 'failed') throw slot.failure ?? new Error(`${r.topic}-${r.partition} failed`);
-    if (!slot.flow || slot.state !== 'running') {
+    // Recovered here for this generation but its fold loop not started yet (a loaded worker can
+    // start the persist activity first): persisting is what a running partition would do.
+    const recoveredHere = slot.state === 'assigned' && slot.flowGeneration === r.owner.generation;
+    if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
     return this.persistSlot(slot, 'periodic');

@@ -130,6 +130,18 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '8' }]);
   });
 
+  test('a persist that starts before the fold loop (a loaded worker) persists instead of failing as stale', async () => {
+    rt.consumer.committed.set('t-0', '3');
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    // Recovered, no fold loop yet: nothing folded, the committed offset stays.
+    await expect(rt.runtime.persist(req(owner))).resolves.toMatchObject({ persistedKeys: 0, committedOffset: '3' });
+    // Not recovered for this generation (a newer join before its recovery): still refused.
+    rt.consumer.join(2, { t: [0] });
+    await expect(rt.runtime.persist(req({ ...owner, generation: 2 }))).rejects.toThrow(StaleGenerationError);
+  });
+
   test('a revoke flushes (flushOnRevoke) under the generation given up, signals the workflow with the flush, and then persists are skipped', async () => {
     await rt.runtime.stop(10);
     rt = setup(flushingOnRevoke);
