@@ -188,6 +188,9 @@ export class PartitionFlow<S, V> {
   private batchWaits: Promise<void>[] | undefined;
   /** Keys folding asynchronously now (pipelined mode counts them against asyncConcurrency). */
   private inFlight = 0;
+  /** Busy keys' runs going on (folds and read-backs), and who waits for none to be left. */
+  private runs = 0;
+  private drainedWaiters: Array<() => void> = [];
   /** Pipelined mode: busy keys waiting for a free slot, in the order their first record came. */
   private readonly waiting: KeyFlow<S, V>[] = [];
   /** Records waiting in busy keys' queues. */
@@ -459,6 +462,7 @@ export class PartitionFlow<S, V> {
    */
   private started(run: Promise<void>, counted = true): void {
     if (counted) this.inFlight++;
+    this.runs++;
     const done = run.then(
       () => this.ended(counted),
       (err: unknown) => {
@@ -475,6 +479,7 @@ export class PartitionFlow<S, V> {
 
   private ended(counted: boolean): void {
     if (counted) this.inFlight--;
+    this.runs--;
     this.countFolded();
     const limit = this.o.asyncConcurrency;
     while (limit !== undefined && this.inFlight < limit && this.waiting.length > 0 && this.failure === undefined) {
@@ -482,6 +487,16 @@ export class PartitionFlow<S, V> {
       this.started(this.runKey(kf, undefined, undefined));
     }
     this.releaseBatch();
+    if (this.runs === 0 && this.drainedWaiters.length > 0) for (const resolve of this.drainedWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Resolves once no key is busy (every record handed over is folded, or the partition failed):
+   * with asyncConcurrency set, batches return before their async folds end.
+   */
+  drained(): Promise<void> {
+    if (this.runs === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainedWaiters.push(resolve));
   }
 
   /** Pipelined mode: the batch waiting for room may go (or must see the failure). */
@@ -712,6 +727,11 @@ export class PartitionFlow<S, V> {
     const deleted: KeyFlow<S, V>[] = [];
     let othersMin = Number.POSITIVE_INFINITY;
     let evicted = 0;
+    // A periodic persist also takes every key whose persistEvery has passed, not only those a
+    // timer has marked since: a key's timer and the workflow's persist run on their own clocks, and
+    // waiting for the next timer would leave such a key (and the committed offset) a cycle behind.
+    const every = this.policy.persistEvery;
+    const persistedBefore = every === undefined ? Number.NEGATIVE_INFINITY : now - this.epoch - every;
 
     for (const kf of [...this.keys.values()]) {
       const hold = kf.holding ?? Number.POSITIVE_INFINITY;
@@ -740,7 +760,11 @@ export class PartitionFlow<S, V> {
         continue;
       }
       const selected =
-        reason === 'periodic' ? kf.due || kf.unload : reason === 'outputs' ? kf.outputs !== undefined && kf.outputs.length > 0 : everything;
+        reason === 'periodic'
+          ? kf.due || kf.unload || kf.flushedClock <= persistedBefore
+          : reason === 'outputs'
+            ? kf.outputs !== undefined && kf.outputs.length > 0
+            : everything;
       if (!selected || (transient && !kf.unload && reason === 'periodic')) {
         othersMin = Math.min(othersMin, hold);
         continue;

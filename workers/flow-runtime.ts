@@ -213,6 +213,10 @@ export class FlowRuntime implements PartitionHost {
     const last = batch.messages[batch.messages.length - 1];
     if (last) resolveOffset(last.offset);
     await heartbeat();
+    // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
+    // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run
+    // between batches instead of after the whole fetch.
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   private triggerTimers(): void {
@@ -358,6 +362,7 @@ export class FlowRuntime implements PartitionHost {
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
     slot.installedSeq = seq;
+    slot.lastPersistAt = undefined;
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
@@ -383,6 +388,11 @@ export class FlowRuntime implements PartitionHost {
     if (this.slots.stopFolding(r, token)) this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
   }
 
+  lastPersistAt(r: OwnerRequest): number | undefined {
+    const slot = this.slots.get(r.topic, r.partition);
+    return slot && slot.flowGeneration === r.owner.generation ? slot.lastPersistAt : undefined;
+  }
+
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait' {
     return this.slots.persistReadiness(r, this.consumer.current(), this.stopping);
   }
@@ -396,6 +406,7 @@ export class FlowRuntime implements PartitionHost {
     if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
+    slot.lastPersistAt = Date.now();
     return this.persistSlot(slot, 'periodic');
   }
 

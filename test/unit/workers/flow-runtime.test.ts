@@ -142,6 +142,24 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await expect(rt.runtime.persist(req({ ...owner, generation: 2 }))).rejects.toThrow(StaleGenerationError);
   });
 
+  test('the next persist is due persistEvery after the last one started here, not after its activity started', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    rt.runtime.startFolding(req(owner));
+    expect(rt.runtime.lastPersistAt(req(owner))).toBeUndefined(); // freshly recovered: wait a whole persistEvery
+    const before = Date.now();
+    await rt.runtime.persist(req(owner));
+    const at = rt.runtime.lastPersistAt(req(owner))!;
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(Date.now());
+    expect(rt.runtime.lastPersistAt(req({ ...owner, generation: 2 }))).toBeUndefined(); // another generation's
+    // A new recovery starts the cadence over.
+    rt.consumer.join(2, { t: [0] });
+    await rt.runtime.recover(req({ ...owner, generation: 2 }));
+    expect(rt.runtime.lastPersistAt(req({ ...owner, generation: 2 }))).toBeUndefined();
+  });
+
   test('a revoke flushes (flushOnRevoke) under the generation given up, signals the workflow with the flush, and then persists are skipped', async () => {
     await rt.runtime.stop(10);
     rt = setup(flushingOnRevoke);
