@@ -35,6 +35,12 @@ export interface FlowRuntimeOptions {
   reassertAfterMs?: number;
 }
 
+/**
+ * Records folded between two yields to the event loop (≈ 5–10 ms of work): a persist in flight
+ * during folding took 1.6–1.9 s for 7 transactions without slices, ≈ 0.6 s with (measured).
+ */
+const SLICE = 2_000;
+
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
 type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
 
@@ -201,8 +207,14 @@ export class FlowRuntime implements PartitionHost {
     }
     slot.highWatermark = batch.highWatermark;
     try {
-      const r = slot.flow.handleBatch(batch.messages);
-      if (r) await r;
+      // In slices, yielding between them: the persist in flight (a transaction's requests and
+      // answers) and the Temporal workers' callbacks run between slices, not after the whole batch.
+      const messages = batch.messages;
+      for (let from = 0; from < messages.length; from += SLICE) {
+        if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+        const r = slot.flow.handleBatch(from === 0 && messages.length <= SLICE ? messages : messages.slice(from, from + SLICE));
+        if (r) await r;
+      }
     } catch (err) {
       slot.state = 'failed';
       slot.failure = err;
@@ -446,7 +458,7 @@ export class FlowRuntime implements PartitionHost {
       slot.unreported = undefined;
     }
     this.log.debug(
-      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset },
+      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset, ms: Math.round(performance.now() - started) },
       'persisted',
     );
     return {
