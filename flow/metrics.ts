@@ -145,19 +145,35 @@ export class FlowMetrics {
   /** Children bound to one partition, so the hot path does not hash labels per call. */
   forPartition(flow: string, topic: string, partition: number): PartitionMetrics {
     const l = { flow, topic, partition: String(partition) };
+    // Children with one more label are made once per value: persistedKeys is counted per key written.
+    const once = <T>(make: (value: string) => T) => {
+      const made = new Map<string, T>();
+      return (value: string): T => {
+        let child = made.get(value);
+        if (child === undefined) {
+          child = make(value);
+          made.set(value, child);
+        }
+        return child;
+      };
+    };
+    const persists = once((key) => {
+      const [reason, outcome] = key.split('\u0000') as [string, string];
+      return this.persists.labels({ ...l, reason, outcome });
+    });
     return {
       recordsFolded: this.recordsFolded.labels(l),
       recordsSkipped: this.recordsSkipped.labels(l),
       keylessDropped: this.keylessDropped.labels(l),
-      decodeFailures: (policy: string) => this.decodeFailures.labels({ ...l, policy }),
-      foldFailures: (policy: string) => this.foldFailures.labels({ ...l, policy }),
-      deadLetters: (reason: string) => this.deadLetters.labels({ ...l, reason }),
-      outputs: (outputTopic: string) => this.outputs.labels({ ...l, output_topic: outputTopic }),
+      decodeFailures: once((policy) => this.decodeFailures.labels({ ...l, policy })),
+      foldFailures: once((policy) => this.foldFailures.labels({ ...l, policy })),
+      deadLetters: once((reason) => this.deadLetters.labels({ ...l, reason })),
+      outputs: once((outputTopic) => this.outputs.labels({ ...l, output_topic: outputTopic })),
       keysLive: this.keysLive.labels(l),
-      persists: (reason: string, outcome: 'ok' | 'failed') => this.persists.labels({ ...l, reason, outcome }),
-      persistDuration: (reason: string) => this.persistDuration.labels({ ...l, reason }),
-      persistedKeys: (outcome: 'applied' | 'not_applied' | 'failed') => this.persistedKeys.labels({ ...l, outcome }),
-      commits: (outcome: 'ok' | 'failed') => this.commits.labels({ ...l, outcome }),
+      persists: (reason: string, outcome: 'ok' | 'failed') => persists(`${reason}\u0000${outcome}`),
+      persistDuration: once((reason) => this.persistDuration.labels({ ...l, reason })),
+      persistedKeys: once((outcome) => this.persistedKeys.labels({ ...l, outcome })) as (outcome: 'applied' | 'not_applied' | 'failed') => CounterChild,
+      commits: once((outcome) => this.commits.labels({ ...l, outcome })) as (outcome: 'ok' | 'failed') => CounterChild,
       commitDuration: this.commitDuration.labels(l),
       keysEvicted: this.keysEvicted.labels(l),
     };

@@ -822,6 +822,10 @@ export class PartitionFlow<S, V> {
         if (err instanceof SnapshotWriteFencedError) t.fenced = true;
       }
       for (const p of chunk) this.writing.delete(p.kf);
+      // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping).
+      let applied = 0;
+      let notApplied = 0;
+      let failed = 0;
       for (let i = 0; i < chunk.length; i++) {
         const p = chunk[i]!;
         const status = result?.statuses[i];
@@ -839,16 +843,20 @@ export class PartitionFlow<S, V> {
               }
             }
           }
-          this.m.persistedKeys('applied').inc();
+          applied++;
           if (this.landed(p, now, capturedNext)) t.evicted++;
         } else {
           t.failed++;
-          this.m.persistedKeys(status === 'not-applied' ? 'not_applied' : 'failed').inc();
+          if (status === 'not-applied') notApplied++;
+          else failed++;
           if (status === 'not-applied') t.conflicts.push(p.kf.key);
           this.notLanded(p);
         }
         bound.stillHolds(this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined);
       }
+      if (applied > 0) this.m.persistedKeys('applied').inc(applied);
+      if (notApplied > 0) this.m.persistedKeys('not_applied').inc(notApplied);
+      if (failed > 0) this.m.persistedKeys('failed').inc(failed);
       if (result?.commitError !== undefined) {
         this.m.commits('failed').inc();
         if (result.commitError instanceof SnapshotWriteFencedError) {
@@ -943,7 +951,10 @@ export class PartitionFlow<S, V> {
    * unless every hold that can remain after this persist is above its deleting offset, in which
    * case the committed offset passes the deletion at once and the key is purged directly (or, never
    * stored, simply forgotten). Holds that can remain: other keys' current holds (a write may fail),
-   * and the holds of deleted keys that get a marker (their write may fail too).
+   * and the holds of deleted keys that get a marker (their write may fail too). A direct purge needs
+   * the purge and the commit to land together (`atomicCommit`, a Kafka transaction): elsewhere the
+   * purge could land and the commit fail (or the process die in between), and a replay from the
+   * old committed offset would fold the key again from nothing — so there the key gets its marker.
    */
   private planDeletes(deleted: readonly KeyFlow<S, V>[], planned: Planned<S, V>[], othersMin: number, capturedNext: number): void {
     if (deleted.length === 0) return;
@@ -970,8 +981,10 @@ export class PartitionFlow<S, V> {
     for (const kf of deleted) {
       const hold = kf.holding ?? Number.POSITIVE_INFINITY;
       if (marked.has(kf) || kf.stored) {
+        // A direct purge is safe only if it cannot land without the commit that passes the deletion.
+        const purge = !marked.has(kf) && this.o.persistence.atomicCommit === true;
         kf.beginWrite();
-        planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: marked.has(kf) ? 'delete' : 'purge', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
+        planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: purge ? 'purge' : 'delete', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
       } else {
         if (kf.events) kf.events = [];
         kf.holding = undefined;

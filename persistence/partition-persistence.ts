@@ -75,6 +75,13 @@ export interface RecoveredKey<S, V> {
 export interface PartitionPersistence<S, V> {
   /** The most writes the engine puts in one batch (e.g. maxWritesPerTransaction). */
   readonly maxWritesPerBatch: number;
+  /**
+   * A batch's writes and its offset commit land together or not at all (one Kafka transaction).
+   * Without it (the default), a key deleted since it was stored always gets its delete marker
+   * first, purged once the commit has passed it: a purge that landed without its commit would let
+   * a replay fold the key again from nothing.
+   */
+  readonly atomicCommit?: boolean;
   /** Every key with persisted state, read once when the partition is assigned. */
   recover(): AsyncIterable<RecoveredKey<S, V>>;
   /** One key, read again after it was unloaded from memory. */

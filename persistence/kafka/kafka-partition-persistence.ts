@@ -201,6 +201,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     this.offsetToCommit = options.mode === 'transactional' ? options.assignedOffset : 0;
   }
 
+  /** Writes and the offset commit are one transaction (transactional mode). */
+  get atomicCommit(): boolean {
+    return this.mode === 'transactional';
+  }
+
   /** The transactional.id of this partition's producer (transactional mode). */
   get transactionalId(): string | undefined {
     return this.o.mode === 'transactional' ? this.o.transactions.transactionalId : undefined;

@@ -1,5 +1,6 @@
 // kafka-flow's KeyFlowSpec: a key processes, restores and deletes correctly; transient never flushes.
 import type { KeyFlow } from '../../../flow/key-flow';
+import { InMemoryBackend } from '../../../persistence/memory';
 import { countingFold, harness, keyless, records, TP } from './harness';
 
 describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
@@ -64,11 +65,51 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     // Still holding its old offset until the delete lands.
     expect(h.flow.holdingOf('key')).toBe('2');
     expect(h.flow.offsetToCommit()).toBeUndefined();
+    // This backend commits apart from its writes: a delete marker first, its purge once committed past.
     const result = await h.flow.persist(h.clock.now(), 'periodic');
     expect(result).toMatchObject({ written: 1, committed: '3' });
+    expect(h.backend.snapshots.markers(TP).get('key')).toBe(2);
+    await h.flow.persist(h.clock.now(), 'periodic');
     expect(h.backend.snapshots.entries(TP).size).toBe(0);
     expect(h.backend.keys.keys(TP).size).toBe(0);
     expect(h.flow.liveKeys).toBe(0);
+  });
+
+  test('with writes and commit in one transaction (atomicCommit), a deletion the commit passes is purged at once', async () => {
+    const backend = new InMemoryBackend<number, string>();
+    const persistence = Object.assign(backend.forPartition(TP, 'snapshots'), { atomicCommit: true });
+    let finish = false;
+    const h = await harness<number>({ fold: (s) => (finish ? undefined : (s ?? 0) + 1), backend, persistence });
+    await h.flow.handleBatch(records('key', 0, ['a', 'b']));
+    await h.flow.persist(h.clock.now(), 'shutdown');
+    finish = true;
+    await h.flow.handleBatch(records('key', 2, ['c']));
+    expect(await h.flow.persist(h.clock.now(), 'periodic')).toMatchObject({ written: 1, committed: '3' });
+    expect(h.backend.snapshots.entries(TP).size).toBe(0);
+    expect(h.backend.snapshots.markers(TP).size).toBe(0);
+    expect(h.flow.liveKeys).toBe(0);
+  });
+
+  test('without atomicCommit, a purge never lands without its commit: a replay after a failed commit keeps the deletion', async () => {
+    // Writes land, then the offset commit fails (caching mode, Cassandra): the key must not be
+    // folded again from nothing when the next owner replays from the old committed offset.
+    const backend = new InMemoryBackend<string[], string>();
+    const fold = (s: string[] | undefined, r: { value: string; offset: string }) =>
+      r.value === 'pop' ? (s === undefined ? [`-${r.offset}`] : s.length === 1 ? undefined : s.slice(0, -1)) : [...(s ?? []), r.offset];
+    const h = await harness<string[]>({ fold, backend });
+    await h.flow.handleBatch(records('c', 0, ['x']));
+    await h.flow.persist(h.clock.now(), 'shutdown');
+    expect(h.committed()).toBe(1);
+    await h.flow.handleBatch(records('c', 1, ['pop']));
+    backend.committer.commit = async () => {
+      throw new Error('commit refused');
+    };
+    await h.flow.persist(h.clock.now(), 'revoke');
+    expect(h.committed()).toBe(1);
+    // The next owner recovers from what was persisted and replays from the committed offset.
+    const next = await harness<string[]>({ fold, backend, assignedAt: 1 });
+    await next.flow.handleBatch(records('c', 1, ['pop']));
+    expect(next.flow.stateOf('c')).toBeUndefined();
   });
 
   test('a key that returns undefined mid-batch and state again later keeps the later state', async () => {
