@@ -4,7 +4,7 @@
 // else lives in the heap: RSS and heap after gc() before the first record, and again after every
 // key has been folded twice (not persisted: the keys are live and dirty, as between two persists).
 // For scale, a second child measures the same keys in a plain Map<string, {count, total}> — the
-// least any JavaScript process pays for them.
+// least any JavaScript process pays for them; rss_vs_plain_map is the engine's RSS over the Map's.
 // `npm run bench:memory [-- --quick]`: 1,000,000 keys (quick: 100,000).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -145,11 +145,14 @@ async function main(): Promise<void> {
     bytes_per_key_heap: Math.round((engine.after.heapUsed - engine.before.heapUsed) / KEYS),
     plain_map_rss_mb_per_100k_keys: per100k(plain.after.rss - plain.before.rss, KEYS),
     plain_map_heap_mb_per_100k_keys: per100k(plain.after.heapUsed - plain.before.heapUsed, KEYS),
+    // The goal (issue 14): at most 2x what a plain Map of the same states costs.
+    rss_vs_plain_map: Number(((engine.after.rss - engine.before.rss) / (plain.after.rss - plain.before.rss)).toFixed(2)),
   };
   printTable(`memory: ${KEYS.toLocaleString('en-US')} live keys of {count, total}, ${PASSES} records each`, [
     { holder: 'PartitionFlow (engine)', rss_mb_per_100k_keys: figures.rss_mb_per_100k_keys, heap_mb_per_100k_keys: figures.heap_mb_per_100k_keys },
     { holder: 'plain Map', rss_mb_per_100k_keys: figures.plain_map_rss_mb_per_100k_keys, heap_mb_per_100k_keys: figures.plain_map_heap_mb_per_100k_keys },
   ]);
+  process.stdout.write(`rss_vs_plain_map = ${figures.rss_vs_plain_map} (goal <= 2)\n`);
   const mb = (s: Sample) => ({ rss_mb: Math.round(s.rss / MiB), heap_used_mb: Math.round(s.heapUsed / MiB), external_mb: Math.round(s.external / MiB) });
   const file = writeResults('memory', figures, {
     notes: {

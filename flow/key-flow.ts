@@ -12,6 +12,11 @@ const UNLOAD = 4;
 const DIRTY = 8;
 /** Changed since the write now in flight was planned. */
 const CHANGED = 16;
+/** Has extras (in `extrasOf`). */
+const EXTRAS = 32;
+
+/** The extras of the keys that have any, off the key objects (most keys have none: see KeyExtras). */
+const extrasOf = new WeakMap<object, KeyExtras<unknown>>();
 
 /** A record waiting for its key: behind an async fold of an earlier record, or the key's read-back. */
 export interface Queued<V> {
@@ -55,7 +60,7 @@ export interface KeyExtras<V> {
  *
  * Small on purpose (one object per live key, no sub-objects on the common path): clocks are
  * relative to the partition's epoch (small integers, not boxed doubles), booleans share one
- * bit field, and everything rare lives in `x`.
+ * bit field, and everything rare lives in `x`, kept off the object (a WeakMap entry a bit marks).
  */
 export class KeyFlow<S, V> implements KeyTimes {
   state: S | undefined = undefined;
@@ -70,8 +75,6 @@ export class KeyFlow<S, V> implements KeyTimes {
   flushedClock: number;
   /** When its timer fires next (partition clock); undefined: no timer. */
   timerAt: number | undefined = undefined;
-  /** Journal events, outputs, and the queue of a busy key; undefined for most keys. */
-  x: KeyExtras<V> | undefined = undefined;
 
   /**
    * @param clock  the partition clock when the key was created (or recovered)
@@ -87,7 +90,12 @@ export class KeyFlow<S, V> implements KeyTimes {
     this.touchedClock = clock;
     this.touchedOffset = offset;
     this.flushedClock = clock;
-    if (journaling) this.x = { events: [] };
+    if (journaling) this.extras().events = [];
+  }
+
+  /** Journal events, outputs, and the queue of a busy key; undefined for most keys. */
+  get x(): KeyExtras<V> | undefined {
+    return (this.flags & EXTRAS) === 0 ? undefined : (extrasOf.get(this) as KeyExtras<V>);
   }
 
   /** Its extras, made on first use. */
@@ -95,7 +103,8 @@ export class KeyFlow<S, V> implements KeyTimes {
     let x = this.x;
     if (x === undefined) {
       x = {};
-      this.x = x;
+      extrasOf.set(this, x as KeyExtras<unknown>);
+      this.flags |= EXTRAS;
     }
     return x;
   }
@@ -103,7 +112,10 @@ export class KeyFlow<S, V> implements KeyTimes {
   /** Drops the extras once nothing is left in them (a key that folded asynchronously once stays small). */
   tidy(): void {
     const x = this.x;
-    if (x && x.events === undefined && (x.outputs === undefined || x.outputs.length === 0) && x.queue === undefined && x.emits === undefined) this.x = undefined;
+    if (x && x.events === undefined && (x.outputs === undefined || x.outputs.length === 0) && x.queue === undefined && x.emits === undefined) {
+      extrasOf.delete(this);
+      this.flags &= ~EXTRAS;
+    }
   }
 
   /** Something is stored for this key (snapshot, journal or key entry), so a delete must be written. */

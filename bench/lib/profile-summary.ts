@@ -77,7 +77,8 @@ export function summarize(profile: CpuProfile, options: { top?: number; fromMs?:
       continue;
     }
     byArea.set(area, (byArea.get(area) ?? 0) + us);
-    const where = frame.url ? `${shortUrl(frame.url)}:${frame.lineNumber + 1}` : '';
+    // TypeScript files run compiled by tsx: their line numbers are the compiled code's, not the source's.
+    const where = frame.url ? (frame.url.endsWith('.ts') ? shortUrl(frame.url) : `${shortUrl(frame.url)}:${frame.lineNumber + 1}`) : '';
     const k = `${frame.functionName}|${where}`;
     const e = byFn.get(k) ?? { fn: frame.functionName || '(anonymous)', where, us: 0 };
     e.us += us;
