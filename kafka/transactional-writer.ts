@@ -163,6 +163,9 @@ export class TransactionalWriter {
     try {
       transaction = await producer.transaction();
       const tx = transaction;
+      if (typeof tx.addPartitions !== 'function') {
+        throw new Error('kafkajs transaction without addPartitions: is the kafkajs patch applied? (npm install runs patch-package)');
+      }
       // Round trips, not bytes, are what a small transaction costs. The partitions and the group's
       // offsets are registered with the transaction coordinator first, both requests at once
       // (pipelined on one connection, answered in order: no CONCURRENT_TRANSACTIONS between

@@ -39,7 +39,7 @@ export function areaOf(frame: CallFrame): string {
   if (fn === '(garbage collector)') return 'garbage collection';
   if (fn === '(idle)') return 'idle';
   if (fn === '(program)') return 'V8/native (program)';
-  if (url.includes('/kafkajs/')) return 'kafkajs';
+  if (/\/kafkajs(-dev)?\//.test(url)) return 'kafkajs'; // -dev: a working copy of the patched package
   if (url.includes('@temporalio') || url.includes('/temporal')) return 'Temporal SDK';
   if (/\/(core\/codec)\//.test(url)) return 'codecs (core/codec)';
   if (/\/flow\//.test(url) && !url.includes('node_modules')) return 'engine (flow/)';
@@ -99,6 +99,8 @@ export function summarize(profile: CpuProfile, options: { top?: number; fromMs?:
 }
 
 function shortUrl(url: string): string {
+  const dev = url.indexOf('/kafkajs-dev/');
+  if (dev >= 0) return `kafkajs/${url.slice(dev + '/kafkajs-dev/'.length)}`;
   const nm = url.lastIndexOf('node_modules/');
   if (nm >= 0) return url.slice(nm + 'node_modules/'.length);
   const file = url.replace(/^file:\/\//, '');
