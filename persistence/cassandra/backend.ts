@@ -10,6 +10,7 @@ import type { FlowMetrics } from '../../flow/metrics';
 import type { OutputSender } from '../partition-persistence';
 import type { OffsetCommitter } from '../offset-committer';
 import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
+import { backendClientOptions } from './client-options';
 import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
 import { CassandraKeyStore } from './key-store';
@@ -128,11 +129,7 @@ export class CassandraBackend<S, V> {
     const contactPoints = settings.contactPoints ?? readEnv().cassandraContactPoints.map(formatHostPort);
     const client =
       given ??
-      new Client({
-        contactPoints,
-        localDataCenter: settings.localDataCenter,
-        ...clientOptions,
-      });
+      new Client(backendClientOptions({ contactPoints: [...contactPoints], localDataCenter: settings.localDataCenter }, clientOptions));
     const shownContactPoints = given ? ((given as unknown as { options?: ClientOptions }).options?.contactPoints ?? contactPoints) : contactPoints;
     const hosts = given ? undefined : trackHosts(client);
     try {
