@@ -273,6 +273,7 @@ export class CassandraBackend<S, V> {
       outputs: ownership.outputs,
       maxWritesPerBatch: this.settings.maxWritesPerBatch,
       recoveryParallelism: this.settings.maxConcurrentReads,
+      recoveryBatchSize: this.settings.recoveryBatchSize,
       logger: this.log,
       onProgress: ownership.onProgress,
       metrics: this.metrics,

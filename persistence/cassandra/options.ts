@@ -99,6 +99,11 @@ export interface CassandraFlowOptions {
   segmentsPerQuery?: number;
   /** The most key writes in one persist batch (one offset commit per batch). Default 1,000. */
   maxWritesPerBatch?: number;
+  /**
+   * Snapshots read per recovery query (`key IN (...)`). Default 100; 1 reads one key per query.
+   * Journal mode reads one key's journal per query.
+   */
+  recoveryBatchSize?: number;
 }
 
 const name = z
@@ -134,6 +139,7 @@ export const cassandraFlowOptionsShape = {
   keyListParallelism: z.number().int().positive().optional(),
   segmentsPerQuery: z.number().int().min(1).max(1000).optional(),
   maxWritesPerBatch: z.number().int().positive().optional(),
+  recoveryBatchSize: z.number().int().min(1).max(1000).optional(),
 };
 
 export const cassandraFlowOptionsSchema = z.strictObject(cassandraFlowOptionsShape);
@@ -159,6 +165,7 @@ export interface ResolvedCassandraOptions {
   keyListParallelism: number;
   segmentsPerQuery: number;
   maxWritesPerBatch: number;
+  recoveryBatchSize: number;
 }
 
 /** Validates and resolves; throws ConfigError naming the option. `applicationId` falls back to `defaultApplicationId`. */
@@ -200,6 +207,7 @@ export function resolveCassandraOptions(options: CassandraFlowOptions, defaultAp
     keyListParallelism: o.keyListParallelism ?? 32,
     segmentsPerQuery: o.segmentsPerQuery ?? 100,
     maxWritesPerBatch: o.maxWritesPerBatch ?? 1000,
+    recoveryBatchSize: o.recoveryBatchSize ?? 100,
   };
 }
 
