@@ -40,7 +40,7 @@ export {
   UNLOAD_ORPHANED_DEFAULTS,
   type UnloadOrphanedOptions,
 } from './flow/timers';
-export { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './persistence/errors';
+export { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './core/fence-errors';
 export type { JournalStore } from './persistence/journal-store';
 export type { KeyStore } from './persistence/key-store';
 export {
@@ -57,10 +57,10 @@ export type {
   RecoveredKey,
   WriteBatch,
   WriteBatchResult,
-} from './persistence/partition-persistence';
+} from './flow/ports';
 export type { SnapshotStore, SnapshotWrite } from './persistence/snapshot-store';
 export { StorePartitionPersistence, type StorePartitionPersistenceOptions } from './persistence/store-partition-persistence';
-export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './persistence/types';
+export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './core/persistence-types';
 export { CompressionError, CorruptSnapshotError } from './core/codec/errors';
 export { Compressor, withCompression } from './core/codec/compressor';
 export { SnapshotCommitTimeoutError } from './kafka/errors';
@@ -78,4 +78,4 @@ export {
   SnapshotWriteConflictError as SnapshotWriteConflict,
   /** @deprecated renamed SnapshotWriteFencedError */
   SnapshotWriteFencedError as SnapshotWriteFenced,
-} from './persistence/errors';
+} from './core/fence-errors';

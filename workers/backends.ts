@@ -8,9 +8,9 @@ import { CassandraBackend } from '../persistence/cassandra';
 import { KafkaFlowBackend, OutputProducer, OutputTopics, type WriteGeneration } from '../persistence/kafka';
 import { InMemoryJournalStore, InMemoryKeyStore, InMemorySnapshotStore } from '../persistence/memory';
 import type { OffsetCommitter } from '../persistence/offset-committer';
-import type { PartitionPersistence } from '../persistence/partition-persistence';
+import type { PartitionPersistence } from '../flow/ports';
 import { StorePartitionPersistence } from '../persistence/store-partition-persistence';
-import type { TopicPartition } from '../persistence/types';
+import type { TopicPartition } from '../core/persistence-types';
 
 /** What a backend needs from the worker to build one partition's persistence. */
 export interface PartitionOwnership extends TopicPartition {

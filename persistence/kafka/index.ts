@@ -14,7 +14,7 @@ export {
   type KafkaSnapshotBackendOptions,
   type LocalStateOptions,
 } from './backend';
-export { DEAD_LETTER_HEADERS, OutputProducer, OutputTopics } from './dead-letter';
+export { OutputProducer, OutputTopics } from './dead-letter';
 export { diagnoseStall, type StallDiagnosis } from './diagnose';
 export {
   MissingGenerationError,
@@ -48,7 +48,6 @@ export { readSnapshotPartition, type RecoveryReadResult, type SnapshotLogReader,
 export { RestoreRound, type RestoreRoundSummary } from './restore-round';
 export { type SnapshotFormat, snapshotFormat } from './snapshot-format';
 export {
-  defaultDeadLetterTopic,
   defaultSnapshotTopic,
   defaultTransactionalIdPrefix,
   ensureSnapshotTopic,

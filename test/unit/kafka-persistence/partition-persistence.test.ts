@@ -12,7 +12,7 @@ import { timerPolicy } from '../../../flow/timers';
 import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
 import type { ReadOptions } from '../../../kafka/partition-reader';
 import type { CommitRequest, CommitResult } from '../../../kafka/transactional-writer';
-import { SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { MissingGenerationError } from '../../../persistence/kafka/errors';
 import {
   KafkaPartitionPersistence,
