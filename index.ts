@@ -8,16 +8,18 @@ export type { DecodeFailurePolicy } from './flow/decode-policy';
 export { DEAD_LETTER_HEADERS, defaultDeadLetterTopic, type PoisonPolicy, type PoisonReason } from './flow/poison';
 export {
   type CassandraPersistenceOptions,
-  createPartitionFlow,
   defineFlow,
   type FlowDefinition,
   type FlowOptions,
   type KafkaPersistenceOptions,
   type MemoryPersistenceOptions,
-  type PartitionContext,
   type PersistenceOptions,
   type ResolvedPersistence,
-} from './flow/define-flow';
+} from './define-flow';
+export {
+  createPartitionFlow,
+  type PartitionContext,
+} from './flow/create-partition-flow';
 export type { Duration } from './core/duration';
 export { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './flow/errors';
 export { andThen, contramapValue, type Fold, filter, handleErrorWith, mapState, transformState } from './flow/fold';

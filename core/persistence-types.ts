@@ -58,7 +58,10 @@ export interface JournalEvent<V> {
 export type WriteStatus = 'applied' | 'not-applied';
 
 /** How a flow persists its keys. */
-export type PersistenceMode = 'none' | 'snapshots' | 'journal' | 'journal+snapshots';
+export type PersistenceMode = (typeof PERSISTENCE_MODES)[number];
+
+/** Every PersistenceMode, for the backends' option schemas. */
+export const PERSISTENCE_MODES = ['none', 'snapshots', 'journal', 'journal+snapshots'] as const;
 
 export function persistsSnapshots(mode: PersistenceMode): boolean {
   return mode === 'snapshots' || mode === 'journal+snapshots';

@@ -1,4 +1,4 @@
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import { KafkaAdmin } from '../kafka/admin';

@@ -1,7 +1,8 @@
 import type { EachBatchPayload } from 'kafkajs';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
 import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
-import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
+import { createPartitionFlow } from '../flow/create-partition-flow';
+import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';

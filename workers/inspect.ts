@@ -1,5 +1,5 @@
 import { ConfigError } from '../config/errors';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import { brokersFromEnv } from '../config/env';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { CassandraBackend } from '../persistence/cassandra';

@@ -3,7 +3,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { portOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from './backends';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
