@@ -39,7 +39,7 @@ export function isDeleteMarker(stored: StoredKey<unknown> | undefined): stored i
 
 /**
  * A journal entry: one input record as the fold saw it (decoded), so recovery can replay it through
- * the same fold. Kept structurally equal to the engine's FlowRecord without importing it.
+ * the same fold. The engine's FlowRecord (flow/record.ts) is this record with kafkajs's header types.
  */
 export interface JournalEvent<V> {
   readonly topic: string;
