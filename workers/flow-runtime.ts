@@ -8,7 +8,7 @@ import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';
 import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import type { PartitionPersistence } from '../flow/ports';
-import type { PersistenceBackend } from './backends';
+import type { PersistenceBackend } from '../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
 import { PartitionSlots, type Slot } from './partition-slots';

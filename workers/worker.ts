@@ -5,7 +5,7 @@ import { portOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
-import { createBackend } from './backends';
+import { createBackend } from '../persistence/backends';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
 import { KafkaFlowConsumer } from './flow-consumer';
 import { FlowRuntime } from './flow-runtime';

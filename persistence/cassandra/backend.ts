@@ -6,7 +6,7 @@ import { Compressor, compressorMetrics, withCompression } from '../../core/codec
 import { compressorCounters, type MetricsRegistry } from '../../core/codec/compressor-counters';
 import { jsonCodec } from '../../core/codec/json';
 import { type Logger, silentLogger } from '../../core/logger';
-import type { ResolvedPersistence } from '../options';
+import type { BackendFlow } from '../backends';
 import type { OutputSender } from '../output-sender';
 import type { OffsetCommitter } from '../offset-committer';
 import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
@@ -236,7 +236,7 @@ export class CassandraBackend<S, V> {
    * flow's value codec.
    */
   static forFlow<S, V>(
-    definition: { readonly name: string; readonly groupId: string; readonly valueCodec: Codec<V>; readonly persistence: ResolvedPersistence },
+    definition: Pick<BackendFlow<V>, 'name' | 'groupId' | 'valueCodec' | 'persistence'>,
     extra: Pick<CassandraBackendOptions<S, V>, 'client' | 'clientOptions' | 'stateCodec' | 'compressor' | 'logger' | 'metrics'> = {},
   ): Promise<CassandraBackend<S, V>> {
     const p = definition.persistence;

@@ -7,7 +7,7 @@ import { defineFlow } from '../../../define-flow';
 import { CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
-import { cassandraBackend } from '../../../workers/backends';
+import { cassandraBackend } from '../../../persistence/cassandra/factory';
 import { cassandraContactPoints, kafkaBrokers } from '../../support/servers';
 import { dropKeyspace, keyspaceName, requireCassandra } from './support';
 

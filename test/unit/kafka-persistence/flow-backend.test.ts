@@ -3,7 +3,7 @@
 import { defineFlow } from '../../../define-flow';
 import { createKafkaClient } from '../../../kafka/client';
 import { KafkaFlowBackend } from '../../../persistence/kafka/flow-backend';
-import { kafkaFlowBackend } from '../../../workers/backends';
+import { kafkaFlowBackend } from '../../../persistence/kafka/factory';
 
 const client = createKafkaClient({ brokers: ['127.0.0.1:1'], clientId: 'unit', logLevel: 'nothing' });
 
