@@ -9,7 +9,7 @@ import type { Logger } from '../core/logger';
 import type { TopicPartition } from '../core/persistence-types';
 import type { PartitionPersistence } from '../flow/ports';
 import { cassandraBackend } from './cassandra/factory';
-import type { WriteGeneration } from './kafka/kafka-partition-persistence';
+import type { WriteGeneration } from './kafka/transactional-snapshot-writer';
 import { kafkaBackend } from './kafka/factory';
 import { memoryBackend } from './memory/factory';
 import type { OffsetCommitter } from './offset-committer';
