@@ -23,7 +23,7 @@ import { measure, median, perSecond, ratio } from './lib/timing';
 import { formatHostPort, readEnv } from '../config/env';
 import { CassandraBackend, type Fencing } from '../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../persistence/memory';
-import type { KeyWrite } from '../persistence/partition-persistence';
+import type { KeyWrite } from '../flow/ports';
 import { VERSIONS } from '../infra/settings';
 
 const KEYS = sized(10_000, 1_000);

@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import { CommittedOffsets, createKafkaClient, type GroupGeneration, GroupMembership, type RevokedPartitions, withRevokePoint } from '../kafka';
 
 export interface TopicPartitions {

@@ -1,13 +1,14 @@
 import type { EachBatchPayload } from 'kafkajs';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
 import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
-import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
+import { createPartitionFlow } from '../flow/create-partition-flow';
+import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';
-import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
-import type { PartitionPersistence } from '../persistence/partition-persistence';
-import type { PersistenceBackend } from './backends';
+import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
+import type { PartitionPersistence } from '../flow/ports';
+import type { PersistenceBackend } from '../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
 import { PartitionSlots, type Slot } from './partition-slots';

@@ -1,9 +1,9 @@
 import { ConfigError } from '../config/errors';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import { brokersFromEnv } from '../config/env';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { CassandraBackend } from '../persistence/cassandra';
-import { kafkaFlowBackend } from './backends';
+import { kafkaFlowBackend } from '../persistence/kafka/factory';
 
 /** A persisted key as `inspect` prints it: one JSON line each. */
 export interface InspectedKey {

@@ -3,13 +3,13 @@ import { formatHostPort, readEnv } from '../../config/env';
 import { ConfigError, KafkaFlowError } from '../../config/errors';
 import type { Codec } from '../../core/codec/codec';
 import { Compressor, compressorMetrics, withCompression } from '../../core/codec/compressor';
+import { compressorCounters, type MetricsRegistry } from '../../core/codec/compressor-counters';
 import { jsonCodec } from '../../core/codec/json';
-import type { FlowDefinition } from '../../flow/define-flow';
 import { type Logger, silentLogger } from '../../core/logger';
-import type { FlowMetrics } from '../../flow/metrics';
-import type { OutputSender } from '../partition-persistence';
+import type { BackendFlow } from '../backends';
+import type { OutputSender } from '../output-sender';
 import type { OffsetCommitter } from '../offset-committer';
-import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
+import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
 import { backendClientOptions } from './client-options';
 import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
@@ -41,8 +41,8 @@ export interface CassandraBackendOptions<S, V> extends CassandraFlowOptions {
   /** A compressor to use instead (metrics, header format), or false to store the codec's bytes as they are. */
   compressor?: Compressor | false;
   logger?: Logger;
-  /** The process's flow metrics: their registry gets this backend's metrics (and the compressor's). */
-  metrics?: FlowMetrics;
+  /** The process's metrics (the engine's FlowMetrics): their registry gets this backend's metrics (and the compressor's). */
+  metrics?: MetricsRegistry;
   /** The `flow` label of the metrics. Default: the application id. */
   flowName?: string;
 }
@@ -177,12 +177,7 @@ export class CassandraBackend<S, V> {
           : (compressor ??
             new Compressor({
               compressionThreshold: compressionThreshold ?? 10_000,
-              metrics: flowMetrics
-                ? compressorMetrics(`${flowName}-snapshots`, {
-                    raw: flowMetrics.compressorRawBytes,
-                    compressed: flowMetrics.compressorCompressedBytes,
-                  })
-                : undefined,
+              metrics: flowMetrics ? compressorMetrics(`${flowName}-snapshots`, compressorCounters(flowMetrics.registry)) : undefined,
             }));
       const baseCodec = stateCodec ?? jsonCodec<S>();
       const snapshots = persistsSnapshots(mode)
@@ -238,7 +233,7 @@ export class CassandraBackend<S, V> {
    * flow's value codec.
    */
   static forFlow<S, V>(
-    definition: FlowDefinition<S, V>,
+    definition: Pick<BackendFlow<V>, 'name' | 'groupId' | 'valueCodec' | 'persistence'>,
     extra: Pick<CassandraBackendOptions<S, V>, 'client' | 'clientOptions' | 'stateCodec' | 'compressor' | 'logger' | 'metrics'> = {},
   ): Promise<CassandraBackend<S, V>> {
     const p = definition.persistence;

@@ -1,8 +1,9 @@
 import { type Logger, silentLogger } from '../../core/logger';
 import type { OffsetCommitter } from '../offset-committer';
-import type { OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
+import type { OutputSender } from '../output-sender';
+import type { PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { StorePartitionPersistence } from '../store-partition-persistence';
-import { isDeleteMarker, type PersistenceMode, persistsSnapshots, type TopicPartition } from '../types';
+import { isDeleteMarker, type PersistenceMode, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
 import type { CassandraJournalStore } from './journal-store';
 import type { CassandraKeyStore } from './key-store';
 import { chunked, mapConcurrent } from './limiter';

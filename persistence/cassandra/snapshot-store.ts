@@ -3,7 +3,7 @@ import type { Codec } from '../../core/codec/codec';
 import { decodeSnapshot } from '../../core/codec/errors';
 import { type Logger, silentLogger } from '../../core/logger';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
-import type { StoredKey, TopicPartition, WriteStatus } from '../types';
+import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
 import { CassandraPersistenceError } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import type { KeyLister } from './key-store';

@@ -15,10 +15,8 @@ import type { KafkaAdmin } from '../../kafka/admin';
 import { keyPartition } from '../../kafka/internals';
 import type { PlainWriter } from '../../kafka/plain-writer';
 import type { SnapshotMessage } from '../../kafka/transactional-writer';
-import type { OutputSender } from '../partition-persistence';
-import type { OutputRecord, TopicPartition } from '../types';
-
-export { DEAD_LETTER_HEADERS } from '../../flow/poison';
+import type { OutputSender } from '../output-sender';
+import type { OutputRecord, TopicPartition } from '../../core/persistence-types';
 
 export class OutputTopics {
   private readonly counts = new Map<string, Promise<number>>();

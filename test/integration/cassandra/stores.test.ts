@@ -8,7 +8,7 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { CorruptSnapshotError } from '../../../core/codec/errors';
 import { type CassandraBackend, CassandraPersistenceError, keySegment } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import type { JournalEvent } from '../../../persistence/types';
+import type { JournalEvent } from '../../../core/persistence-types';
 import { closeAll, dropKeyspace, keyspaceName, rawClient, recoverStates, startBackend } from './support';
 
 const keyspace = keyspaceName('kft_stores');

@@ -10,7 +10,7 @@ import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
-import { SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { closeAll, testClient, unique, waitFor } from '../kafka/support';
 import { type Events, Owner, produce } from './harness';
 

@@ -5,7 +5,8 @@ import { silentLogger } from '../../../core/logger';
 import { FlowMetrics } from '../../../flow/metrics';
 import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../persistence/memory';
 import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
-import { memoryBackend, type PersistenceBackend } from '../../../workers/backends';
+import { memoryBackend } from '../../../persistence/memory/factory';
+import type { PersistenceBackend } from '../../../persistence/backends';
 import { FlowRuntime } from '../../../workers/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
 
