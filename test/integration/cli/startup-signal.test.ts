@@ -31,3 +31,23 @@ test('SIGTERM while the worker is starting: it finishes starting, then stops gra
     await proxy.close();
   }
 }, 120_000);
+
+// Earlier still — while the CLI itself is loading (tsx, the commands, the flow module) — a
+// SIGTERM used to end the worker by the signal's default action (the chaos suite saw it as
+// "killed by SIGTERM" on a busy machine). Now nothing starts and it exits 0.
+test('SIGTERM while the CLI is still loading: the worker exits 0 without starting', async () => {
+  const cluster = new FlowCluster(1);
+  try {
+    const w = cluster.startWorker('early');
+    // Node is up in ≈ 0.05–0.2 s and runs the bin script's first lines; loading tsx, the CLI and
+    // the flow module takes ≥ 1 s (and far longer on a busy machine): 0.6 s lands in between.
+    await new Promise((r) => setTimeout(r, 600));
+    w.process.kill('SIGTERM');
+    const code = await w.exited;
+    const log = cluster.log(w);
+    expect(log).not.toContain('"msg":"worker started"');
+    expect({ code, stoppedBeforeStart: log.includes('stopped before starting') }).toEqual({ code: 0, stoppedBeforeStart: true });
+  } finally {
+    await cluster.close();
+  }
+}, 60_000);
