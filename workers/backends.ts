@@ -1,3 +1,4 @@
+import type { KafkaSecurity } from '../config/security';
 import type { FlowDefinition } from '../flow/define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
@@ -69,7 +70,7 @@ export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker:
   return new KafkaFlowBackend<S, V>({
     // Local state on: the backend logs and counts its restores on the worker's logger and registry.
     ...(localState ? { localState, logger: worker.logger, metrics: worker.metrics } : {}),
-    client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots` }),
+    client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots`, security: worker.kafkaSecurity }),
     flowName: definition.name,
     groupId: definition.groupId,
     topics: definition.topics,
@@ -89,6 +90,8 @@ export function kafkaFlowBackend<S, V>(definition: FlowDefinition<S, V>, worker:
 export interface WorkerContext {
   /** `KAFKA_BROKERS`: snapshot topics and dead letters. */
   readonly brokers: string[];
+  /** KAFKA_SSL_* / KAFKA_SASL_* (config/security); default plaintext. */
+  readonly kafkaSecurity?: KafkaSecurity;
   readonly logger?: Logger;
   readonly metrics?: FlowMetrics;
   /** Honour persistence.localState and `stateDir` (workers; not `inspect`). */
@@ -132,7 +135,7 @@ export function kafkaBackend<S, V>(definition: FlowDefinition<S, V>, worker: Wor
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>, worker: Pick<WorkerContext, 'brokers'>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity'>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -147,7 +150,7 @@ export function cassandraBackend<S, V>(definition: FlowDefinition<S, V>, worker:
   // Dead letters and emitted records: produced before the writes that pass their records (at least once).
   const dead =
     definition.deadLetterTopics || definition.outputTopics.length > 0
-      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers)
+      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers, worker.kafkaSecurity)
       : undefined;
   return {
     forPartition: async (o) => {
@@ -167,8 +170,9 @@ function plainOutputs(
   topics: Readonly<Record<string, string>>,
   outputTopics: readonly string[],
   brokers: string[],
+  security: KafkaSecurity | undefined,
 ) {
-  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs` });
+  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs`, security });
   const admin = new KafkaAdmin(client);
   const outputs = new OutputTopics(admin);
   const ensureOutput = (topic: string, partitions: number) => outputs.ensure(topic, partitions);

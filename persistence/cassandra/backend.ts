@@ -10,6 +10,8 @@ import type { FlowMetrics } from '../../flow/metrics';
 import type { OutputSender } from '../partition-persistence';
 import type { OffsetCommitter } from '../offset-committer';
 import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
+import { readCassandraSecurity } from '../../config/security';
+import { cassandraAuthFailure, cassandraConnectOptions } from './connect-options';
 import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
 import { CassandraKeyStore } from './key-store';
@@ -126,11 +128,14 @@ export class CassandraBackend<S, V> {
     if (!groupId) throw new ConfigError('Cassandra persistence needs a groupId');
     const settings = resolveCassandraOptions({ ...flowOptions, applicationId }, applicationId);
     const contactPoints = settings.contactPoints ?? readEnv().cassandraContactPoints.map(formatHostPort);
+    // CASSANDRA_USERNAME/PASSWORD, CASSANDRA_TLS_*, CASSANDRA_LOCAL_DATACENTER (a flow's own localDataCenter wins).
+    const security = given ? undefined : readCassandraSecurity();
     const client =
       given ??
       new Client({
         contactPoints,
-        localDataCenter: settings.localDataCenter,
+        localDataCenter: flowOptions.localDataCenter ?? security?.localDataCenter ?? settings.localDataCenter,
+        ...cassandraConnectOptions(security),
         ...clientOptions,
       });
     const shownContactPoints = given ? ((given as unknown as { options?: ClientOptions }).options?.contactPoints ?? contactPoints) : contactPoints;
@@ -141,7 +146,7 @@ export class CassandraBackend<S, V> {
     } catch (err) {
       if (hosts) for (const h of client.hosts?.values() ?? []) hosts.add(h);
       if (!given) await shutdownClient(client, hosts);
-      throw new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
+      throw cassandraAuthFailure(shownContactPoints, security, err) ?? new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
     }
     try {
       const roles: TableRole[] = ['keys'];
