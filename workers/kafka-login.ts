@@ -30,7 +30,11 @@ export function kafkaAuthFailure(brokers: readonly string[], security: KafkaSecu
     return new KafkaAuthenticationError(brokers, vars, 'refused the SASL credentials', err);
   }
   if (/certificate|CERT_|SSL routines|handshake|alert|wrong version number|ERR_SSL|ERR_TLS|self.signed|unable to verify/i.test(text)) {
-    const vars = ['KAFKA_SSL_CA_PATH', ...(security?.ssl?.cert ? ['KAFKA_SSL_CERT_PATH', 'KAFKA_SSL_KEY_PATH'] : []), ...(security?.ssl?.serverName ? ['KAFKA_SSL_SERVER_NAME'] : [])];
+    // The broker's alert: it refused our client certificate (or wants one). Otherwise we refused its.
+    if (/certificate required|alert bad certificate|alert certificate unknown|alert unknown ca/i.test(text)) {
+      return new KafkaAuthenticationError(brokers, ['KAFKA_SSL_CERT_PATH', 'KAFKA_SSL_KEY_PATH'], security?.ssl?.cert ? 'refused the client certificate' : 'requires a client certificate', err);
+    }
+    const vars = ['KAFKA_SSL_CA_PATH', ...(security?.ssl?.serverName ? ['KAFKA_SSL_SERVER_NAME'] : [])];
     return new KafkaAuthenticationError(brokers, security?.ssl ? vars : ['KAFKA_SSL'], 'failed the TLS handshake', err);
   }
   return undefined;

@@ -2,7 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { type Env, formatHostPort, readEnv } from '../config/env';
 import { readTemporalSecurity, type TemporalSecurity } from '../config/security';
 import { TemporalUnreachableError } from './errors';
-import { temporalAuthFailure, temporalConnectOptions } from './temporal-tls';
+import { temporalAuthFailure, temporalConnectOptions, temporalSessionFailure } from './temporal-tls';
 
 export interface TemporalClientConnection {
   readonly address: string;
@@ -26,7 +26,7 @@ export async function connectTemporalClient(env: Env = readEnv(), security: Temp
     connection = await Connection.connect({ address, connectTimeout: 5000, ...temporalConnectOptions(security) });
     await connection.workflowService.getSystemInfo({});
   } catch (err) {
-    throw temporalAuthFailure(address, security, err) ?? new TemporalUnreachableError(address, err);
+    throw temporalAuthFailure(address, security, err) ?? (await temporalSessionFailure(env.temporalAddress, address, security, err)) ?? new TemporalUnreachableError(address, err);
   }
   return { address, namespace, connection, client: new Client({ connection, namespace }), security };
 }

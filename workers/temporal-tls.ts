@@ -47,7 +47,7 @@ export function temporalAuthFailure(address: string, security: TemporalSecurity 
     ...(security?.tls?.cert ? ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH'] : []),
     ...(security?.tls?.serverName ? ['TEMPORAL_TLS_SERVER_NAME'] : []),
   ];
-  if (code === GRPC_UNAUTHENTICATED || code === GRPC_PERMISSION_DENIED || /unauthenticated|permission denied|invalid api key|unauthorized/i.test(text)) {
+  if (code === GRPC_UNAUTHENTICATED || code === GRPC_PERMISSION_DENIED || /unauthenticated|permission denied|invalid api key|unauthorized|valid authentication credentials/i.test(text)) {
     const vars = security?.apiKey ? ['TEMPORAL_API_KEY'] : security?.tls?.cert ? ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH'] : ['TEMPORAL_API_KEY', 'TEMPORAL_TLS_CLIENT_CERT_PATH'];
     return new TemporalAuthenticationError(address, vars, 'refused the credentials', err);
   }
@@ -56,4 +56,23 @@ export function temporalAuthFailure(address: string, security: TemporalSecurity 
     return new TemporalAuthenticationError(address, tlsVars, 'failed the TLS handshake', err);
   }
   return undefined;
+}
+
+/**
+ * grpc-js reports a failed TLS session only as "Failed to connect before the deadline". When the
+ * port does accept TCP connections, that is a security mismatch (TLS against a plaintext port, a
+ * plaintext client against a TLS port, an untrusted server certificate), not an absent server.
+ */
+export async function temporalSessionFailure(
+  address: { host: string; port: number },
+  shown: string,
+  security: TemporalSecurity | undefined,
+  err: unknown,
+): Promise<TemporalAuthenticationError | undefined> {
+  if (!/before the deadline/i.test(messages(err))) return undefined;
+  const { portOpen } = await import('../config/net');
+  if (!(await portOpen(address.host, address.port, 2000))) return undefined;
+  return security?.tls
+    ? new TemporalAuthenticationError(shown, ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_NAME'], 'accepts connections but the TLS session failed (an untrusted server certificate, or a plaintext port?)', err)
+    : new TemporalAuthenticationError(shown, ['TEMPORAL_TLS'], 'accepts connections but no plaintext gRPC session (does it expect TLS?)', err);
 }

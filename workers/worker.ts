@@ -157,7 +157,9 @@ async function checkCassandraAtStart(definition: FlowDefinition<unknown, unknown
   const contactPoints = o.contactPoints ?? env.cassandraContactPoints.map(formatHostPort);
   const dc = o.localDataCenter ?? env.security.cassandra.localDataCenter ?? 'datacenter1';
   const outcome = await checkCassandraLogin(contactPoints, dc, env.security.cassandra);
-  if (outcome === 'unreachable') log.warn({ contactPoints }, 'Cassandra does not answer yet: the partitions connect when they are assigned (and retry)');
+  if (!outcome.ok) {
+    log.warn({ contactPoints, why: outcome.why }, 'Cassandra does not answer yet (or closed a plaintext connection: CASSANDRA_TLS?): the partitions connect when they are assigned, and retry');
+  }
 }
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */

@@ -63,7 +63,11 @@ export function cassandraAuthFailure(contactPoints: readonly string[], security:
     return new CassandraAuthenticationError(contactPoints, vars, 'refused the credentials', err);
   }
   if (/certificate|CERT_|SSL routines|handshake|alert|wrong version number|ERR_SSL|ERR_TLS|self.signed|unable to verify|secure TLS connection/i.test(text)) {
-    const vars = ['CASSANDRA_TLS_CA_PATH', ...(security?.tls?.cert ? ['CASSANDRA_TLS_CERT_PATH', 'CASSANDRA_TLS_KEY_PATH'] : []), ...(security?.tls?.serverName ? ['CASSANDRA_TLS_SERVER_NAME'] : [])];
+    // The server's alert: it refused our client certificate (or wants one). Otherwise we refused its.
+    if (/certificate required|alert bad certificate|alert certificate unknown|alert unknown ca|alert handshake failure/i.test(text)) {
+      return new CassandraAuthenticationError(contactPoints, ['CASSANDRA_TLS_CERT_PATH', 'CASSANDRA_TLS_KEY_PATH'], security?.tls?.cert ? 'refused the client certificate' : 'requires a client certificate', err);
+    }
+    const vars = ['CASSANDRA_TLS_CA_PATH', ...(security?.tls?.serverName ? ['CASSANDRA_TLS_SERVER_NAME'] : [])];
     return new CassandraAuthenticationError(contactPoints, security?.tls ? vars : ['CASSANDRA_TLS'], 'failed the TLS handshake', err);
   }
   return undefined;
@@ -75,7 +79,11 @@ export function cassandraAuthFailure(contactPoints: readonly string[], security:
  * (the worker exits with one line); an unreachable Cassandra does not — the backend connects on the
  * partitions' next retry, as it always has (a worker may start before Cassandra).
  */
-export async function checkCassandraLogin(contactPoints: readonly string[], localDataCenter: string, security: CassandraSecurity | undefined): Promise<'ok' | 'unreachable'> {
+export async function checkCassandraLogin(
+  contactPoints: readonly string[],
+  localDataCenter: string,
+  security: CassandraSecurity | undefined,
+): Promise<{ ok: true } | { ok: false; why: string }> {
   const { Client } = await import('cassandra-driver');
   const client = new Client({
     contactPoints: [...contactPoints],
@@ -85,11 +93,11 @@ export async function checkCassandraLogin(contactPoints: readonly string[], loca
   });
   try {
     await client.connect();
-    return 'ok';
+    return { ok: true };
   } catch (err) {
     const auth = cassandraAuthFailure(contactPoints, security, err);
     if (auth) throw auth;
-    return 'unreachable';
+    return { ok: false, why: innerText(err) };
   } finally {
     await client.shutdown().catch(() => undefined);
   }

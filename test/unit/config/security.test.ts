@@ -105,7 +105,7 @@ describe('connection security from the environment', () => {
     const authenticator = o.authProvider!.newAuthenticator('127.0.0.1:9042', 'org.apache.cassandra.auth.PasswordAuthenticator') as unknown as {
       initialResponse(cb: (err: unknown, token: Buffer) => void): void;
     };
-    let token = Buffer.alloc(0);
+    let token: Buffer = Buffer.alloc(0);
     authenticator.initialResponse((_err, t) => {
       token = t;
     });
