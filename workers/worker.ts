@@ -11,6 +11,7 @@ import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
 import { checkKafkaLogin, kafkaAuthFailure } from './kafka-login';
 import { checkCassandraLogin } from '../persistence/cassandra/connect-options';
 import type { Logger } from '../core/logger';
+import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './flow-consumer';
 import { FlowRuntime } from './flow-runtime';
 import { TemporalPartitionSignals } from './partition-signals';
@@ -47,6 +48,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const { env } = options;
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
+  // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
+  setLogKeys(definition.logKeys);
   if (runtimeInstalled === undefined) {
     // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
     // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
