@@ -4,6 +4,7 @@
  * `NativeConnection.connect` take the same `tls` and `apiKey` shapes.
  */
 import type { TLSConfig } from '@temporalio/client';
+import { portOpen } from '../config/net';
 import type { TemporalSecurity } from '../config/security';
 import { TemporalAuthenticationError } from './auth-errors';
 
@@ -70,7 +71,6 @@ export async function temporalSessionFailure(
   err: unknown,
 ): Promise<TemporalAuthenticationError | undefined> {
   if (!/before the deadline/i.test(messages(err))) return undefined;
-  const { portOpen } = await import('../config/net');
   if (!(await portOpen(address.host, address.port, 2000))) return undefined;
   return security?.tls
     ? new TemporalAuthenticationError(shown, ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_NAME'], 'accepts connections but the TLS session failed (an untrusted server certificate, or a plaintext port?)', err)

@@ -3,7 +3,7 @@
  * config/security) as cassandra-driver client options, and the driver's "refused" errors as one
  * line naming the variables to check.
  */
-import { auth, type ClientOptions } from 'cassandra-driver';
+import { auth, Client, type ClientOptions } from 'cassandra-driver';
 import { KafkaFlowError } from '../../config/errors';
 import type { CassandraSecurity } from '../../config/security';
 
@@ -84,7 +84,6 @@ export async function checkCassandraLogin(
   localDataCenter: string,
   security: CassandraSecurity | undefined,
 ): Promise<{ ok: true } | { ok: false; why: string }> {
-  const { Client } = await import('cassandra-driver');
   const client = new Client({
     contactPoints: [...contactPoints],
     localDataCenter,
