@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { KafkaFlowError } from '../../config/errors';
 import { readSecretFile, type SecureMaterial } from '../secure-material';
 
 export interface SecureListeners {
@@ -57,25 +58,37 @@ export function ensureScramUser(o: { java: string; classpath: string; log4j: str
   const marker = scramMarker(o.kafkaDataDir);
   if (fs.existsSync(marker)) return false;
   const password = readSecretFile(o.material.kafkaPasswordFile);
-  execFileSync(
-    o.java,
-    [
-      `-Dlog4j2.configurationFile=${o.log4j}`,
-      '-cp',
-      o.classpath,
-      'kafka.admin.ConfigCommand',
-      '--bootstrap-server',
-      o.bootstrap,
-      '--alter',
-      '--add-config',
-      `SCRAM-SHA-256=[iterations=8192,password=${password}],SCRAM-SHA-512=[password=${password}]`,
-      '--entity-type',
-      'users',
-      '--entity-name',
-      o.material.kafkaUser,
-    ],
-    { stdio: 'pipe' },
-  );
+  // One mechanism per call: the broker refuses two credentials of one user in one request.
+  for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-512']) {
+    try {
+      execFileSync(
+        o.java,
+        [
+          `-Dlog4j2.configurationFile=${o.log4j}`,
+          '-cp',
+          o.classpath,
+          'kafka.admin.ConfigCommand',
+          '--bootstrap-server',
+          o.bootstrap,
+          '--alter',
+          '--add-config',
+          `${mechanism}=[iterations=8192,password=${password}]`,
+          '--entity-type',
+          'users',
+          '--entity-name',
+          o.material.kafkaUser,
+        ],
+        { stdio: 'pipe' },
+      );
+    } catch (err) {
+      // Neither the command line nor the tool's echo of its arguments: both hold the password.
+      const why = ((err as { stderr?: Buffer }).stderr?.toString() ?? '')
+        .split('\n')
+        .filter((l) => /Exception|Caused by/.test(l) && !l.includes(password))
+        .slice(-1)[0];
+      throw new KafkaFlowError('SCRAM_USER_FAILED', `kafka-configs could not create the SCRAM user ${o.material.kafkaUser} (${mechanism}): ${why ?? 'see the broker log'}`);
+    }
+  }
   fs.writeFileSync(marker, '');
   return true;
 }

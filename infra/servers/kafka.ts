@@ -103,23 +103,24 @@ export function kafkaServer(s: InfraSettings): Server {
         try {
           await warmUpTransactions(address);
           if (attempt > 1) log(`coordinators ready after ${attempt} attempts`);
-          // A data directory formatted before the secured listeners: create the SCRAM user now (once).
-          if (fs.existsSync(path.join(logDirs, 'meta.properties')) && !fs.existsSync(scramMarker(dataDir))) {
-            const created = ensureScramUser({
-              java: findJava17(),
-              classpath: classpath(libDir),
-              log4j: path.join(dataDir, 'log4j2.properties'),
-              bootstrap: address,
-              kafkaDataDir: dataDir,
-              material: secureListeners(s).material,
-            });
-            if (created) log(`created the SCRAM user ${secureListeners(s).material.kafkaUser} (kafka-configs)`);
-          }
-          return;
+          break;
         } catch (err) {
           if (Date.now() > deadline) throw err;
           await new Promise((r) => setTimeout(r, 500));
         }
+      }
+      // A data directory formatted before the secured listeners: create the SCRAM user now (once).
+      if (fs.existsSync(path.join(logDirs, 'meta.properties')) && !fs.existsSync(scramMarker(dataDir))) {
+        const material = secureListeners(s).material;
+        const created = ensureScramUser({
+          java: findJava17(),
+          classpath: classpath(libDir),
+          log4j: path.join(dataDir, 'log4j2.properties'),
+          bootstrap: address,
+          kafkaDataDir: dataDir,
+          material,
+        });
+        if (created) log(`created the SCRAM user ${material.kafkaUser} (kafka-configs)`);
       }
     },
   };
