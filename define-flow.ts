@@ -42,6 +42,12 @@ export interface FlowOptions<S, V> {
   /** The dead-letter topic of an input topic. Default `<groupId>-<name>-<inputTopic>-dead-letters` (created if absent). */
   deadLetterTopic?: (inputTopic: string) => string;
   /**
+   * Show record keys, and codec errors that may quote values, in logs and error messages (and so in
+   * Temporal failures). Default false: a key is shown as a short hash (`#1a2b3c4d`) and a codec's
+   * error message is withheld.
+   */
+  logKeys?: boolean;
+  /**
    * The topics the fold may emit to (`ctx.emit`), created if absent at worker start with the input
    * topic's partition count. Emitting to another topic fails the record's fold. Needs persistence
    * to Kafka or Cassandra.
@@ -74,6 +80,8 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly topics: readonly string[];
   readonly persistence: ResolvedPersistence;
   readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
+  /** Keys and codec error messages in logs and errors (default false: hashed / withheld; core/redact). */
+  readonly logKeys: boolean;
 }
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
@@ -114,6 +122,7 @@ const schema = z.strictObject({
   onDecodeFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
   onFoldFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
   deadLetterTopic: fn('deadLetterTopic').optional(),
+  logKeys: z.boolean().optional(),
   outputTopics: z.array(z.string().min(1)).optional(),
   outputCodec: z
     .custom<OutputEncoder>(
@@ -192,5 +201,6 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
       heartbeatIntervalMs: toMillis(options.consumer?.heartbeatInterval ?? 3_000, 'consumer.heartbeatInterval'),
       rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
     },
+    logKeys: options.logKeys ?? false,
   });
 }

@@ -68,6 +68,9 @@ export { Compressor, withCompression } from './core/codec/compressor';
 export { SnapshotCommitTimeoutError } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
 export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';
+export { KafkaAuthenticationError, TemporalAuthenticationError } from './workers/auth-errors';
+export { CassandraAuthenticationError } from './persistence/cassandra/connect-options';
+export { BrokerTooOldError } from './kafka/broker-versions';
 
 // The former names of three error classes, from before every error class name ended in `Error`
 // (the same classes, the same codes).

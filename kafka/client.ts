@@ -4,6 +4,8 @@
  * caller (`KAFKA_BROKERS` is parsed in config/env: `brokersFromEnv`).
  */
 import { Kafka, type logCreator, logLevel } from 'kafkajs';
+import type { KafkaSecurity } from '../config/security';
+import { type KafkaConnectionSecurity, kafkaConnectionSecurity } from './client-security';
 import { kafkajsConsoleLogCreator } from './internals';
 
 export interface KafkaClientOptions {
@@ -11,6 +13,8 @@ export interface KafkaClientOptions {
   clientId: string;
   /** kafkajs log level; default WARN (its INFO is chatty about every join and transaction). */
   logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+  /** TLS and SASL (KAFKA_SSL_* / KAFKA_SASL_*, config/security `readKafkaSecurity`); default plaintext. */
+  security?: KafkaSecurity;
 }
 
 const LOG_LEVELS = {
@@ -27,6 +31,8 @@ export interface KafkaClient {
   readonly clientId: string;
   readonly kafka: Kafka;
   readonly logLevel: number;
+  /** kafkajs's `ssl` / `sasl` options of this client, for the group-less readers built on it. */
+  readonly connection: KafkaConnectionSecurity;
 }
 
 /**
@@ -67,6 +73,7 @@ const projectLogCreator: logCreator = (level) => {
 
 export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
   const level = LOG_LEVELS[options.logLevel ?? 'warn'];
-  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator: projectLogCreator });
-  return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level };
+  const connection = kafkaConnectionSecurity(options.security);
+  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator: projectLogCreator, ...connection });
+  return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level, connection };
 }

@@ -91,6 +91,7 @@ export function createCluster(client: KafkaClient, isolationLevel: number): Inte
     socketFactory: defaultSocketFactory(),
     brokers: client.brokers,
     clientId: client.clientId,
+    ...client.connection,
     connectionTimeout: 1000,
     requestTimeout: 30000,
     enforceRequestTimeout: true,

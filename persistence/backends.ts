@@ -1,3 +1,4 @@
+import type { KafkaSecurity } from '../config/security';
 /**
  * A flow's persistence backend in a worker process: what the worker (and `inspect`) asks of one,
  * and `createBackend`, which picks the flow's. Each backend's factory lives with the backend
@@ -55,6 +56,8 @@ export interface PersistenceBackend<S, V> {
 export interface WorkerContext {
   /** `KAFKA_BROKERS`: snapshot topics and dead letters. */
   readonly brokers: string[];
+  /** KAFKA_SSL_* / KAFKA_SASL_* (config/security); default plaintext. */
+  readonly kafkaSecurity?: KafkaSecurity;
   readonly logger?: Logger;
   /** The process's metrics (the engine's FlowMetrics); backends register theirs on its registry. */
   readonly metrics?: MetricsRegistry;

@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { KafkaSecurity } from '../config/security';
 import type { FlowDefinition } from '../define-flow';
 import { CommittedOffsets, createKafkaClient, type GroupGeneration, GroupMembership, type RevokedPartitions, withRevokePoint } from '../kafka';
 
@@ -48,8 +49,9 @@ export class KafkaFlowConsumer implements FlowConsumer {
   constructor(
     private readonly definition: FlowDefinition<unknown, unknown>,
     brokers: string[],
+    security?: KafkaSecurity,
   ) {
-    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}` });
+    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security });
     this.committed = new CommittedOffsets(kafka);
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(

@@ -17,8 +17,9 @@ export function workerCommand(): Command {
     .description('run one worker process of a flow (a .ts or .js module exporting defineFlow(...))')
     .argument('<flow-module>', 'path to the flow module')
     .option('--metrics-port <port>', 'serve Prometheus /metrics on this port (0: any free port; env KFT_METRICS_PORT)', port)
+    .option('--metrics-host <address>', 'the address /metrics binds (default 127.0.0.1: this machine only; 0.0.0.0: every interface; env KFT_METRICS_HOST)')
     .option('--shutdown-timeout <seconds>', 'exit with code 1 if a graceful stop takes longer', (v) => Number(v), 60)
-    .action(async (modulePath: string, opts: { metricsPort?: number; shutdownTimeout: number }) => {
+    .action(async (modulePath: string, opts: { metricsPort?: number; metricsHost?: string; shutdownTimeout: number }) => {
       // A SIGTERM/SIGINT while the worker is still starting (connecting, joining the group) is
       // held, not fatal: once started, the worker stops gracefully at once. One that comes before
       // anything has started (the CLI or the flow module still loading) ends it at once, exit 0.
@@ -40,7 +41,7 @@ export function workerCommand(): Command {
       const early = releaseEarlySignal();
       if (early) onSignal(early);
       const flow = loadFlowModule(modulePath);
-      const env = readWorkerEnv();
+      const env = readWorkerEnv(opts.metricsHost !== undefined ? { ...process.env, KFT_METRICS_HOST: opts.metricsHost } : process.env);
       if (env.exitWithParent) watchParent(flow.name, env.logLevel);
       const metricsPort = opts.metricsPort ?? env.metricsPort;
       // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which

@@ -97,7 +97,7 @@ start_native_transport: true
 }
 
 /** From Cassandra 5.0's conf/jvm17-server.options: the module access it needs on Java 17. */
-const JVM17_OPTIONS = [
+export const JVM17_OPTIONS = [
   '-XX:+UseG1GC',
   '-XX:+ParallelRefProcEnabled',
   '-Djdk.attach.allowAttachSelf=true',
@@ -131,7 +131,7 @@ const JVM17_OPTIONS = [
   ].flatMap((m) => ['--add-opens', `${m}=ALL-UNNAMED`]),
 ];
 
-const LOGBACK = `<configuration>
+export const LOGBACK = `<configuration>
   <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
     <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
   </appender>

@@ -11,6 +11,8 @@ import type { OutputSender } from '../output-sender';
 import type { OffsetCommitter } from '../offset-committer';
 import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
 import { backendClientOptions } from './client-options';
+import { readCassandraSecurity } from '../../config/security';
+import { cassandraAuthFailure, cassandraConnectOptions } from './connect-options';
 import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
 import { CassandraKeyStore } from './key-store';
@@ -127,9 +129,20 @@ export class CassandraBackend<S, V> {
     if (!groupId) throw new ConfigError('Cassandra persistence needs a groupId');
     const settings = resolveCassandraOptions({ ...flowOptions, applicationId }, applicationId);
     const contactPoints = settings.contactPoints ?? readEnv().cassandraContactPoints.map(formatHostPort);
+    // CASSANDRA_USERNAME/PASSWORD, CASSANDRA_TLS_*, CASSANDRA_LOCAL_DATACENTER (a flow's own localDataCenter wins).
+    const security = given ? undefined : readCassandraSecurity();
     const client =
       given ??
-      new Client(backendClientOptions({ contactPoints: [...contactPoints], localDataCenter: settings.localDataCenter }, clientOptions));
+      new Client(
+        backendClientOptions(
+          {
+            contactPoints: [...contactPoints],
+            localDataCenter: flowOptions.localDataCenter ?? security?.localDataCenter ?? settings.localDataCenter,
+            ...cassandraConnectOptions(security),
+          },
+          clientOptions,
+        ),
+      );
     const shownContactPoints = given ? ((given as unknown as { options?: ClientOptions }).options?.contactPoints ?? contactPoints) : contactPoints;
     const hosts = given ? undefined : trackHosts(client);
     try {
@@ -138,7 +151,7 @@ export class CassandraBackend<S, V> {
     } catch (err) {
       if (hosts) for (const h of client.hosts?.values() ?? []) hosts.add(h);
       if (!given) await shutdownClient(client, hosts);
-      throw new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
+      throw cassandraAuthFailure(shownContactPoints, security, err) ?? new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
     }
     try {
       const roles: TableRole[] = ['keys'];

@@ -18,7 +18,7 @@ export function defaultReconnectionPolicy(): policies.reconnection.ReconnectionP
 }
 
 /** The options of the client a backend makes itself: the caller's, over our defaults. */
-export function backendClientOptions(base: { contactPoints: string[]; localDataCenter: string }, extra: Partial<ClientOptions> | undefined): ClientOptions {
+export function backendClientOptions(base: ClientOptions, extra: Partial<ClientOptions> | undefined): ClientOptions {
   return {
     ...base,
     ...extra,

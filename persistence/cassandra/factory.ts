@@ -1,3 +1,4 @@
+import type { KafkaSecurity } from '../../config/security';
 import { KafkaAdmin } from '../../kafka/admin';
 import { createKafkaClient } from '../../kafka/client';
 import { PlainWriter } from '../../kafka/plain-writer';
@@ -9,7 +10,7 @@ import { CassandraBackend } from './backend';
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers'>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity'>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -24,7 +25,7 @@ export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<
   // Dead letters and emitted records: produced before the writes that pass their records (at least once).
   const dead =
     definition.deadLetterTopics || definition.outputTopics.length > 0
-      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers)
+      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers, worker.kafkaSecurity)
       : undefined;
   return {
     forPartition: async (o) => {
@@ -44,8 +45,9 @@ function plainOutputs(
   topics: Readonly<Record<string, string>>,
   outputTopics: readonly string[],
   brokers: string[],
+  security: KafkaSecurity | undefined,
 ) {
-  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs` });
+  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs`, security });
   const admin = new KafkaAdmin(client);
   const outputs = new OutputTopics(admin);
   const ensureOutput = (topic: string, partitions: number) => outputs.ensure(topic, partitions);

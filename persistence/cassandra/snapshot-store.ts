@@ -1,3 +1,4 @@
+import { showKey } from '../../core/redact';
 import { types } from 'cassandra-driver';
 import type { Codec } from '../../core/codec/codec';
 import { decodeSnapshot } from '../../core/codec/errors';
@@ -181,7 +182,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
           partition: partition.partition,
           generation: this.generation,
           refused: refusals.length,
-          examples: refusals.slice(0, 5),
+          examples: refusals.slice(0, 5).map((r) => ({ ...r, key: showKey(r.key) })),
         },
         'cassandra: the snapshot fence refused writes: another owner wrote newer state',
       );
