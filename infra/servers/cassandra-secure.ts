@@ -1,12 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { auth, Client } from 'cassandra-driver';
-import { findJava17 } from '../java';
-import { classpath } from '../maven';
-import { portOpen, startDetached } from '../processes';
+import { portOpen } from '../processes';
 import { readSecretFile, type SecureMaterial, secureMaterial } from '../secure-material';
 import { type InfraSettings, VERSIONS } from '../settings';
-import { cassandraServer, JVM17_OPTIONS, LOGBACK } from './cassandra';
+import { cassandraServer, startCassandraNode } from './cassandra';
 import { processFor, type Server } from './server';
 
 /**
@@ -38,31 +36,17 @@ export function cassandraSecureServer(s: InfraSettings): Server {
     process: proc,
     // The same jars as the default node.
     install: (log) => cassandraServer(s).install(log),
-    start: async () => {
-      const java = findJava17();
-      const m = secureMaterial(s.dataDir);
-      fs.mkdirSync(path.join(dataDir, 'storage'), { recursive: true });
-      fs.writeFileSync(configFile, secureYaml(s, m));
-      const logback = path.join(dataDir, 'logback.xml');
-      fs.writeFileSync(logback, LOGBACK);
-      startDetached(proc, java, [
-        `-Xms${c.heapMb}m`,
-        `-Xmx${c.heapMb}m`,
-        ...JVM17_OPTIONS,
-        `-Dcassandra.config=file://${configFile}`,
-        `-Dcassandra.storagedir=${path.join(dataDir, 'storage')}`,
-        `-Dcassandra.logdir=${dataDir}`,
-        '-Dcassandra-foreground=yes',
-        `-Dlogback.configurationFile=${logback}`,
-        '-Dcassandra.skip_wait_for_gossip_to_settle=0',
-        '-Dcassandra.unsafesystem=true',
+    start: async () =>
+      startCassandraNode({
+        proc,
+        heapMb: c.heapMb,
+        dataDir,
+        configFile,
+        yaml: secureYaml(s, secureMaterial(s.dataDir)),
+        libDir,
         // The default superuser (cassandra/cassandra) at once instead of after 10 s.
-        '-Dcassandra.superuser_setup_delay_ms=0',
-        '-cp',
-        classpath(libDir),
-        'org.apache.cassandra.service.CassandraDaemon',
-      ]);
-    },
+        extraJvmOptions: ['-Dcassandra.superuser_setup_delay_ms=0'],
+      }),
     probe: async () => {
       if (!(await portOpen(c.host, c.port))) return false;
       const m = secureMaterial(s.dataDir);
