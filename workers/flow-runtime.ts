@@ -388,7 +388,13 @@ export class FlowRuntime implements PartitionHost {
   async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
     const slot = this.slotFor(r);
     if (slot.state === 'failed') throw slot.failure ?? new Error(`${r.topic}-${r.partition} failed`);
-    if (!slot.flow || slot.state !== 'running') {
+    // Recovered here for this generation but not folding (yet): the workflow starts the fold loop
+    // and the first persist together, and on a busy process the persist's delay can run out
+    // before the fold loop's activity has started. That is this process's own partition, not a
+    // stale one: persist what is due (nothing, usually). Refusing it made the workflow record the
+    // partition `fenced` on its only owner, where it stayed (found by bench:outputs).
+    const recoveredHere = slot.state === 'assigned' && slot.flowGeneration === slot.generation;
+    if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
     return this.persistSlot(slot, 'periodic');

@@ -130,6 +130,24 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '8' }]);
   });
 
+  test('a persist that comes before the fold loop has started persists (the partition is recovered here): not a stale generation', async () => {
+    // The workflow schedules the fold loop and the first persist together; on a busy worker the
+    // persist's delay ran out first and the refusal left the partition `fenced` on its only owner.
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    expect(rt.runtime.persistReadiness(req(owner))).toBe('persist');
+    await expect(rt.runtime.persist(req(owner))).resolves.toMatchObject({ persistedKeys: 0, committedOffset: '0' });
+    // Then the fold loop starts as usual.
+    rt.runtime.startFolding(req(owner));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 1, committedOffset: '1' });
+    // Not recovered for the current generation (a rejoin since): still refused.
+    rt.consumer.join(2, { t: [0] });
+    await expect(rt.runtime.persist(req({ ...owner, generation: 2 }))).rejects.toThrow(StaleGenerationError);
+  });
+
   test('a revoke flushes (flushOnRevoke) under the generation given up, signals the workflow with the flush, and then persists are skipped', async () => {
     await rt.runtime.stop(10);
     rt = setup(flushingOnRevoke);
