@@ -79,10 +79,7 @@ export class FlowRuntime implements PartitionHost {
       onRevoke: (revoked) => this.onRevoke(revoked),
       eachBatch: (payload) => this.eachBatch(payload),
     });
-    // Keys with pending outputs are persisted here, within outputEvery (plus half of it) of their record.
-    const outputsTick = this.definition.outputTopics.length > 0 || this.definition.deadLetterTopics ? this.definition.outputEveryMs / 2 : Number.POSITIVE_INFINITY;
-    const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000, outputsTick));
-    this.timers = setInterval(() => this.triggerTimers(), every);
+    this.timers = setInterval(() => this.triggerTimers(), timerTickMs(this.definition));
     const reassertAfterMs = this.o.reassertAfterMs ?? 30_000;
     this.watchdog = setInterval(() => this.reassertStalled(reassertAfterMs), Math.max(250, Math.min(reassertAfterMs / 2, 5_000)));
   }
@@ -216,6 +213,7 @@ export class FlowRuntime implements PartitionHost {
   }
 
   private triggerTimers(): void {
+    const outputs = hasOutputs(this.definition);
     for (const slot of this.slots.all()) {
       if (slot.state !== 'running' || !slot.flow) continue;
       try {
@@ -226,7 +224,7 @@ export class FlowRuntime implements PartitionHost {
         this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'timers failed');
         continue;
       }
-      if (!slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
+      if (outputs && !slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
     }
   }
 
@@ -242,7 +240,7 @@ export class FlowRuntime implements PartitionHost {
     if (slot.state !== 'running' || !slot.flow || current?.generationId !== slot.generation || slot.flowGeneration !== slot.generation) return;
     slot.flushingOutputs = true;
     try {
-      const r = await this.persistSlot(slot, 'outputs');
+      const r = await this.persistSlot(slot, 'outputs', { timersTriggered: true });
       const u = slot.unreported ?? { outputs: 0, deadLetters: 0 };
       u.outputs += r.outputs ?? 0;
       u.deadLetters += r.deadLetters ?? 0;
@@ -400,10 +398,15 @@ export class FlowRuntime implements PartitionHost {
     return this.persistSlot(slot, 'periodic');
   }
 
-  private async persistSlot(slot: Slot, reason: 'periodic' | 'outputs' | 'revoke' | 'shutdown'): Promise<WorkflowPersistResult> {
+  /** `timersTriggered`: the caller ran the key timers just now (the tick that found outputs due). */
+  private async persistSlot(
+    slot: Slot,
+    reason: 'periodic' | 'outputs' | 'revoke' | 'shutdown',
+    options: { timersTriggered?: boolean } = {},
+  ): Promise<WorkflowPersistResult> {
     const flow = slot.flow!;
     const started = performance.now();
-    flow.triggerTimers();
+    if (!options.timersTriggered) flow.triggerTimers();
     let result: Awaited<ReturnType<typeof flow.persist>>;
     try {
       result = await flow.persist(undefined, reason);
@@ -482,4 +485,24 @@ export class FlowRuntime implements PartitionHost {
       }
     }
   }
+}
+
+/**
+ * The flow can have outputs pending on its keys: records its fold emits (`outputTopics`) or
+ * dead letters (a `dead-letter` policy). Both ride with their key's next write and both make the
+ * key due within `outputEvery` (flow/partition-flow.ts `outputsDue`).
+ */
+export function hasOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'outputTopics' | 'deadLetterTopics'>): boolean {
+  return definition.outputTopics.length > 0 || definition.deadLetterTopics !== undefined;
+}
+
+/**
+ * How often the owning process runs its partitions' key timers (and, for a flow with outputs,
+ * looks for keys whose outputs are due): every `fireEvery`, at most 1 s apart, and for a flow
+ * with outputs at most `outputEvery / 2` apart — so an output lands within `outputEvery` plus
+ * half of it — but never more often than every 100 ms.
+ */
+export function timerTickMs(definition: Pick<FlowDefinition<unknown, unknown>, 'outputTopics' | 'deadLetterTopics' | 'outputEveryMs' | 'timers'>): number {
+  const outputsTick = hasOutputs(definition) ? definition.outputEveryMs / 2 : Number.POSITIVE_INFINITY;
+  return Math.max(100, Math.min(definition.timers.fireEvery, 1000, outputsTick));
 }
