@@ -33,6 +33,11 @@ export interface OursOptions {
   env?: (flow: string, topic: string) => NodeJS.ProcessEnv;
   /** Label of the progress bar; default `ours (<backend>)`. */
   label?: string;
+  /**
+   * Runs once the committed offsets reached the end, before the worker is stopped and the run's
+   * topics are deleted (e.g. to read back what the flow emitted); its result joins the details.
+   */
+  check?: (flow: string, topic: string) => Promise<Record<string, unknown>>;
 }
 
 const sinceMs = (at: bigint | undefined, start: bigint) => (at === undefined ? undefined : Math.round(Number(at - start) / 1e6));
@@ -110,6 +115,7 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
       failure: () => exited,
     });
     cpu.reached = processCpuMs(proc.pid);
+    const checked = options.check ? await options.check(flow, topic) : undefined;
     const lastRecovered = at.recovered.length > 0 ? at.recovered[at.recovered.length - 1] : undefined;
     return {
       ms: Number(reachedAt - start) / 1e6,
@@ -137,6 +143,7 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
             : undefined,
         commit_tail_ms: at.allFolded === undefined ? undefined : Math.round(Number(reachedAt - at.allFolded) / 1e6),
         fold_only_cpu_us_per_record: cpuUsPerRecord(cpu.firstFold, cpu.allFolded, records),
+        ...checked,
       },
     };
   } finally {
