@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { Logger } from '../core/logger';
 import type { FlowDefinition } from '../define-flow';
 import { CommittedOffsets, createKafkaClient, type GroupGeneration, GroupMembership, type RevokedPartitions, withRevokePoint } from '../kafka';
 
@@ -48,8 +49,10 @@ export class KafkaFlowConsumer implements FlowConsumer {
   constructor(
     private readonly definition: FlowDefinition<unknown, unknown>,
     brokers: string[],
+    /** Where kafkajs logs (the worker's logger); default kafkajs's console. */
+    logger?: Logger,
   ) {
-    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}` });
+    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, logger });
     this.committed = new CommittedOffsets(kafka);
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(

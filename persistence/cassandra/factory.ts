@@ -9,7 +9,7 @@ import { CassandraBackend } from './backend';
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers'>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'logger'>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -24,7 +24,7 @@ export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<
   // Dead letters and emitted records: produced before the writes that pass their records (at least once).
   const dead =
     definition.deadLetterTopics || definition.outputTopics.length > 0
-      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers)
+      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker)
       : undefined;
   return {
     forPartition: async (o) => {
@@ -43,9 +43,9 @@ function plainOutputs(
   definition: Pick<BackendFlow<unknown>, 'name'>,
   topics: Readonly<Record<string, string>>,
   outputTopics: readonly string[],
-  brokers: string[],
+  worker: Pick<WorkerContext, 'brokers' | 'logger'>,
 ) {
-  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs` });
+  const client = createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs`, logger: worker.logger });
   const admin = new KafkaAdmin(client);
   const outputs = new OutputTopics(admin);
   const ensureOutput = (topic: string, partitions: number) => outputs.ensure(topic, partitions);
