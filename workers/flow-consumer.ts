@@ -1,5 +1,6 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { KafkaSecurity } from '../config/security';
+import type { Logger } from '../core/logger';
 import type { FlowDefinition } from '../define-flow';
 import { CommittedOffsets, createKafkaClient, type GroupGeneration, GroupMembership, type RevokedPartitions, withRevokePoint } from '../kafka';
 
@@ -50,8 +51,10 @@ export class KafkaFlowConsumer implements FlowConsumer {
     private readonly definition: FlowDefinition<unknown, unknown>,
     brokers: string[],
     security?: KafkaSecurity,
+    /** Where kafkajs logs (the worker's logger); default kafkajs's console. */
+    logger?: Logger,
   ) {
-    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security });
+    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security, logger });
     this.committed = new CommittedOffsets(kafka);
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(

@@ -30,7 +30,7 @@ export function workerCommand(): Command {
         if (signalled) return;
         signalled = signal;
         const timer = setTimeout(() => {
-          process.stderr.write(`kafka-flow-temporal: graceful stop did not finish within ${opts.shutdownTimeout} s after ${signal}\n`);
+          createLogger({ flow: flow.name }, env.logLevel).error({ signal, shutdownTimeout: opts.shutdownTimeout }, `graceful stop did not finish within ${opts.shutdownTimeout} s after ${signal}`);
           process.exit(1);
         }, opts.shutdownTimeout * 1000);
         timer.unref();

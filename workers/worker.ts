@@ -15,7 +15,7 @@ import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './flow-consumer';
 import { FlowRuntime } from './flow-runtime';
 import { TemporalPartitionSignals } from './partition-signals';
-import { createLogger, temporalLogger } from './logger';
+import { createLogger, temporalCoreLogging, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
 import { connectTemporal } from './temporal-connection';
@@ -53,12 +53,16 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   if (runtimeInstalled === undefined) {
     // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
     // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
-    // Temporal core serves its metrics on a private port; /metrics appends them to ours.
+    // Temporal core serves its metrics on a private port; /metrics appends them to ours. Its logs
+    // are forwarded to the same pino logger as the SDK's (one log format on stderr).
     runtimeInstalled = options.metricsPort !== undefined ? `127.0.0.1:${await freePort()}` : '';
     Runtime.install({
       logger: temporalLogger(log, env.temporalLogLevel),
       shutdownSignals: [],
-      telemetryOptions: runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : undefined,
+      telemetryOptions: {
+        logging: temporalCoreLogging(env.temporalLogLevel),
+        ...(runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : {}),
+      },
     });
   }
   const registry = new Registry();
@@ -73,7 +77,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const connection = await temporal.connect();
   const runtime = new FlowRuntime({
     definition,
-    consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka),
+    consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
     signals: new TemporalPartitionSignals(temporal.client),
     taskQueue,
     backend: createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir }),

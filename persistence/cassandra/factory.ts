@@ -1,4 +1,3 @@
-import type { KafkaSecurity } from '../../config/security';
 import { KafkaAdmin } from '../../kafka/admin';
 import { createKafkaClient } from '../../kafka/client';
 import { PlainWriter } from '../../kafka/plain-writer';
@@ -10,7 +9,7 @@ import { CassandraBackend } from './backend';
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity'>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity' | 'logger'>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -25,7 +24,7 @@ export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<
   // Dead letters and emitted records: produced before the writes that pass their records (at least once).
   const dead =
     definition.deadLetterTopics || definition.outputTopics.length > 0
-      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker.brokers, worker.kafkaSecurity)
+      ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker)
       : undefined;
   return {
     forPartition: async (o) => {
@@ -44,10 +43,14 @@ function plainOutputs(
   definition: Pick<BackendFlow<unknown>, 'name'>,
   topics: Readonly<Record<string, string>>,
   outputTopics: readonly string[],
-  brokers: string[],
-  security: KafkaSecurity | undefined,
+  worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity' | 'logger'>,
 ) {
-  const client = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}-outputs`, security });
+  const client = createKafkaClient({
+    brokers: worker.brokers,
+    clientId: `kafka-flow-temporal-${definition.name}-outputs`,
+    security: worker.kafkaSecurity,
+    logger: worker.logger,
+  });
   const admin = new KafkaAdmin(client);
   const outputs = new OutputTopics(admin);
   const ensureOutput = (topic: string, partitions: number) => outputs.ensure(topic, partitions);

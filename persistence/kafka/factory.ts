@@ -15,7 +15,7 @@ export function kafkaFlowBackend<S, V>(definition: BackendFlow<V>, worker: Worke
   return new KafkaFlowBackend<S, V>({
     // Local state on: the backend logs and counts its restores on the worker's logger and registry.
     ...(localState ? { localState, logger: worker.logger, metrics: worker.metrics } : {}),
-    client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots`, security: worker.kafkaSecurity }),
+    client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots`, security: worker.kafkaSecurity, logger: worker.logger }),
     flowName: definition.name,
     groupId: definition.groupId,
     topics: definition.topics,
