@@ -63,6 +63,15 @@ export interface FlowOptions<S, V> {
   remapKey?: (key: string, record: FlowRecord<V>) => string;
   /** The group consumer's timeouts (kafkajs defaults: session 30 s, heartbeat 3 s, rebalance 60 s). */
   consumer?: ConsumerOptions;
+  /**
+   * For folds that return a Promise. Unset (default): batch by batch — each batch's records are
+   * folded before the next batch is taken, the batch's keys concurrently. A positive integer:
+   * pipelined — at most this many keys of a partition fold at once (a key's records always in
+   * offset order), and the next batch is taken while earlier keys still fold, so a slow key holds
+   * up only its own records. Either way the committed offset never passes a record not yet folded
+   * (a key holds its earliest unpersisted offset). 1 folds one record at a time.
+   */
+  asyncConcurrency?: number;
 }
 
 export interface ConsumerOptions {
@@ -82,6 +91,8 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
   /** Keys and codec error messages in logs and errors (default false: hashed / withheld; core/redact). */
   readonly logKeys: boolean;
+  /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
+  readonly asyncConcurrency: number | undefined;
 }
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
@@ -136,6 +147,7 @@ const schema = z.strictObject({
   consumer: z
     .strictObject({ sessionTimeout: durationSchema.optional(), heartbeatInterval: durationSchema.optional(), rebalanceTimeout: durationSchema.optional() })
     .optional(),
+  asyncConcurrency: z.number().int().positive().optional(),
 });
 
 /**
@@ -202,5 +214,6 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
       rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
     },
     logKeys: options.logKeys ?? false,
+    asyncConcurrency: options.asyncConcurrency,
   });
 }

@@ -55,9 +55,12 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
       return rt.activity(async () => {
-        // The persist timer: wait (heartbeating, cancellable), then persist the keys that are due.
-        // A partition revoked here meanwhile ends the wait: its revoke signal carries the flush.
-        const until = Date.now() + request.delayMs;
+        // The persist timer: wait (heartbeating, cancellable), then persist the keys that are due —
+        // persistEvery after the last persist started here (so a slow round trip through the
+        // workflow between two persists does not stretch the cycle), or after this activity
+        // started. A partition revoked here meanwhile ends the wait: its revoke signal carries the flush.
+        const since = rt.lastPersistAt?.(request);
+        const until = (since ?? Date.now()) + request.delayMs;
         for (;;) {
           let readiness: ReturnType<PartitionHost['persistReadiness']>;
           try {

@@ -30,6 +30,12 @@ export interface PartitionHost {
   startFolding(r: OwnerRequest): FoldingHandle;
   /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
   stopFolding(r: OwnerRequest, token: number): void;
+  /**
+   * When the partition's last periodic persist started in this process (epoch ms), if it did under
+   * the request's generation: the next one is due `delayMs` after that, not after its activity
+   * started (the workflow's round trip between two persists is not added to every cycle).
+   */
+  lastPersistAt?(r: OwnerRequest): number | undefined;
   /** `persist` now, `skip` (revoked here, the workflow told), or `wait` (revoked, not yet signalled). */
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait';
   persist(r: OwnerRequest): Promise<PersistResult>;

@@ -85,7 +85,7 @@ async function main(): Promise<void> {
       if (rates[who].steady !== undefined) figures[`${who}_steady_records_per_s`] = rates[who].steady!;
       notes[who] = rs.map((r) => ({ ms: Math.round(r.ms), steady_ms: r.steady ? Math.round(r.steady.ms) : undefined, ...r.details }));
       rows.push({
-        contestant: who === 'raw' ? 'raw kafkajs eachBatch + JSON.parse' : 'sales example, one worker (Kafka transactional, persist 1 s)',
+        contestant: who === 'raw' ? 'raw kafkajs eachBatch + JSON.parse + Map' : 'sales example, one worker (Kafka transactional, persist 1 s)',
         e2e_ms: Math.round(e2eMs),
         e2e_records_per_s: rates[who].e2e,
         steady_ms: steadyMs === undefined ? '-' : Math.round(steadyMs),

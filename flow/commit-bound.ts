@@ -5,7 +5,8 @@
  * - the keys this persist does not write (`othersMin`);
  * - the written keys that still hold after their chunk (a write failed, or records came meanwhile);
  * - the planned writes of later chunks, which have not landed yet (their old holds);
- * - and, for the chunk itself, the position captured when the persist began (a put holds it).
+ * - and, for the chunk itself, what its puts hold once landed: the position captured when the
+ *   persist began, or, for a key still folding (an async fold), its first record not yet folded.
  * Infinity stands for "holds nothing".
  */
 export class CommitBound {
@@ -25,12 +26,11 @@ export class CommitBound {
 
   /**
    * The offset to commit with the chunk of writes that ends before write `end`, if they land —
-   * undefined when it would not move past `committed`. `hasPut`: the chunk writes a state (which
-   * then holds `capturedNext`).
+   * undefined when it would not move past `committed`. `putsHold`: the smallest offset the chunk's
+   * puts hold once landed (`capturedNext` for a key that is not folding; Infinity: no put).
    */
-  forChunk(end: number, hasPut: boolean, committed: number): number | undefined {
-    const chunkMin = hasPut ? this.capturedNext : Number.POSITIVE_INFINITY;
-    const candidate = Math.min(this.othersMin, this.doneMin, chunkMin, this.suffix[end]!);
+  forChunk(end: number, putsHold: number, committed: number): number | undefined {
+    const candidate = Math.min(this.othersMin, this.doneMin, putsHold, this.suffix[end]!);
     const safe = candidate === Number.POSITIVE_INFINITY ? this.capturedNext : candidate;
     return safe > committed ? safe : undefined;
   }

@@ -31,6 +31,8 @@ export interface PartitionFlowDefinition<S, V> {
   readonly outputTopics: readonly string[];
   readonly outputCodec: OutputEncoder;
   readonly outputEveryMs: number;
+  /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
+  readonly asyncConcurrency?: number;
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
   readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
 }
@@ -67,6 +69,7 @@ export function createPartitionFlow<S, V>(definition: PartitionFlowDefinition<S,
     deadLetterTopic: definition.deadLetterTopics?.[context.topic],
     outputs: definition.outputTopics.length > 0 ? { topics: new Set(definition.outputTopics), encoder: definition.outputCodec } : undefined,
     outputEvery: definition.outputEveryMs,
+    asyncConcurrency: definition.asyncConcurrency,
     clock: context.clock,
     logger: context.logger,
     metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),

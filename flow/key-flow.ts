@@ -1,114 +1,187 @@
-import { EmitBuffer, type OutputOptions } from './emit';
+import type { EmitBuffer } from './emit';
 import { FoldError } from './errors';
 import { discardingContext, type Fold, isPromise } from './fold';
-import type { OutputRecord, PoisonReason } from './poison';
-import type { FlowRecord } from './record';
-import type { KeyTimestamps, Timestamp } from './timers';
+import type { OutputRecord } from './poison';
+import type { FlowRecord, InputMessage } from './record';
+import type { KeyTimes } from './timers';
+
+const STORED = 1;
+const DUE = 2;
+const UNLOAD = 4;
+/** Changed since its last successful write. */
+const DIRTY = 8;
+/** Changed since the write now in flight was planned. */
+const CHANGED = 16;
+
+/** A record waiting for its key: behind an async fold of an earlier record, or the key's read-back. */
+export interface Queued<V> {
+  readonly record: FlowRecord<V>;
+  readonly offset: number;
+  /** The record as it came (a dead letter carries it). */
+  readonly message: InputMessage;
+  /** Set for a record whose value could not be decoded (it goes to the poison handler in its turn). */
+  readonly decodeError?: unknown;
+}
+
+/**
+ * What few keys need, kept out of KeyFlow so that a plain key stays small (the memory figure of
+ * bench:memory is per live key): journal events, pending outputs, and while the key folds
+ * asynchronously (or is read back), its waiting records and its own fold context.
+ */
+export interface KeyExtras<V> {
+  /** Records folded since the last successful write, for the journal (journal modes only). */
+  events?: FlowRecord<V>[];
+  /** Records to produce with the key's next write (dead letters and emitted records). */
+  outputs?: OutputRecord[];
+  /** Records waiting for this key, in offset order; set while the key is busy (an async fold or a read-back runs). */
+  queue?: Queued<V>[];
+  /** The fold context of this key's async folds (its emits must not mix with another key's). */
+  emits?: EmitBuffer;
+  /**
+   * While busy: the offset of the record folding now (or first to fold) — a write of the key's
+   * state meanwhile covers the records before it, so the key holds it. Undefined while it is read back.
+   */
+  at?: number;
+}
 
 /**
  * One key of a partition: its state, the offset of the last record folded into it, the offset it
- * holds back from commit, and its timers. Records are queued with `enqueue` while a batch is routed
- * and folded with `foldQueued`, in offset order.
+ * holds back from commit, and its timer. PartitionFlow folds records into it; a key is `busy`
+ * while an async fold (or its read-back) runs, and its later records wait in its queue.
  *
  * Holding: a live key always holds the earliest offset whose effect on it may not be persisted —
  * its first record's offset when new, the partition's committed offset when recovered, the
  * partition's next offset as of its last successful persist afterwards.
+ *
+ * Small on purpose (one object per live key, no sub-objects on the common path): clocks are
+ * relative to the partition's epoch (small integers, not boxed doubles), booleans share one
+ * bit field, and everything rare lives in `x`.
  */
-export class KeyFlow<S, V> implements KeyTimestamps {
+export class KeyFlow<S, V> implements KeyTimes {
   state: S | undefined = undefined;
   /** Offset of the last record applied; records at or below it are skipped (already applied). */
   lastOffset = -1;
-  /** Bumped whenever the state changes; persisted when it equals `persistedVersion`. */
-  version = 0;
-  persistedVersion = 0;
-  /** Something is stored for this key (snapshot, journal or key entry), so a delete must be written. */
-  stored = false;
   holding: number | undefined;
-
-  readonly createdAt: Timestamp;
-  persistedAt: Timestamp | undefined = undefined;
-  processedAt: Timestamp | undefined = undefined;
-  /** Registered timer instants (kafka-flow keeps a set; a handful at most). */
-  timers: number[] = [];
-  /** Marked by a timer: persist at the next persist, then unload if `unload`. */
-  due = false;
-  unload = false;
-
-  /** Records folded since the last successful write, for the journal (journal modes only). */
-  events: FlowRecord<V>[] | undefined;
-  /** Records to produce with the key's next write (dead letters and emitted records). */
-  outputs: OutputRecord[] | undefined;
-  /** The fold context (ctx.emit) of this key's records, made on the first fold. */
-  private emits: EmitBuffer | undefined;
-  /** Queued records whose value could not be decoded, by offset (handed to the poison handler in order). */
-  poisoned: Map<number, unknown> | undefined;
-
-  /** This batch's records for the key (reused between batches to spare allocations). */
-  readonly queued: FlowRecord<V>[] = [];
-  readonly queuedOffsets: number[] = [];
-
-  constructor(
-    readonly key: string,
-    createdAt: Timestamp,
-    journaling: boolean,
-  ) {
-    this.createdAt = createdAt;
-    this.holding = createdAt.offset;
-    if (journaling) this.events = [];
-  }
-
-  get dirty(): boolean {
-    return this.version !== this.persistedVersion || (this.events !== undefined && this.events.length > 0);
-  }
-
-  enqueue(record: FlowRecord<V>, offset: number): void {
-    this.queued.push(record);
-    this.queuedOffsets.push(offset);
-  }
-
-  /** Queues a record whose value could not be decoded: the poison handler gets it in its turn. */
-  enqueuePoisoned(record: FlowRecord<V>, offset: number, error: unknown): void {
-    this.poisoned ??= new Map();
-    this.poisoned.set(offset, error);
-    this.enqueue(record, offset);
-  }
+  private flags = 0;
+  /** When (partition clock) and at which offset it last processed a record, or was created: kafka-flow's processedAt ?? createdAt. */
+  touchedClock: number;
+  touchedOffset: number;
+  /** When it was last persisted, or created: kafka-flow's persistedAt ?? createdAt. */
+  flushedClock: number;
+  /** When its timer fires next (partition clock); undefined: no timer. */
+  timerAt: number | undefined = undefined;
+  /** Journal events, outputs, and the queue of a busy key; undefined for most keys. */
+  x: KeyExtras<V> | undefined = undefined;
 
   /**
-   * Folds the queued records into the state and returns how many were applied (the others were at
-   * or below `lastOffset`). Stays synchronous unless the fold returns a Promise. Without `poison`,
-   * a fold that throws fails with FoldError; with it, the handler decides (it throws to fail).
+   * @param clock  the partition clock when the key was created (or recovered)
+   * @param offset the offset it holds from: its first record's, or the committed offset at recovery
    */
-  foldQueued(fold: Fold<S, V>, now: number, poison?: PoisonHandler<S, V>, outputs?: OutputOptions): number | Promise<number> {
-    this.poison = poison;
-    this.emits ??= new EmitBuffer(outputs);
-    return this.foldFrom(fold, now, 0, 0);
+  constructor(
+    readonly key: string,
+    clock: number,
+    offset: number,
+    journaling: boolean,
+  ) {
+    this.holding = offset;
+    this.touchedClock = clock;
+    this.touchedOffset = offset;
+    this.flushedClock = clock;
+    if (journaling) this.x = { events: [] };
+  }
+
+  /** Its extras, made on first use. */
+  extras(): KeyExtras<V> {
+    let x = this.x;
+    if (x === undefined) {
+      x = {};
+      this.x = x;
+    }
+    return x;
+  }
+
+  /** Drops the extras once nothing is left in them (a key that folded asynchronously once stays small). */
+  tidy(): void {
+    const x = this.x;
+    if (x && x.events === undefined && (x.outputs === undefined || x.outputs.length === 0) && x.queue === undefined && x.emits === undefined) this.x = undefined;
+  }
+
+  /** Something is stored for this key (snapshot, journal or key entry), so a delete must be written. */
+  get stored(): boolean {
+    return (this.flags & STORED) !== 0;
+  }
+  set stored(v: boolean) {
+    this.flags = v ? this.flags | STORED : this.flags & ~STORED;
+  }
+
+  /** Marked by a timer (or pending outputs): persist at the next persist. */
+  get due(): boolean {
+    return (this.flags & DUE) !== 0;
+  }
+  set due(v: boolean) {
+    this.flags = v ? this.flags | DUE : this.flags & ~DUE;
+  }
+
+  /** Marked by a timer: unload once persisted. */
+  get unload(): boolean {
+    return (this.flags & UNLOAD) !== 0;
+  }
+  set unload(v: boolean) {
+    this.flags = v ? this.flags | UNLOAD : this.flags & ~UNLOAD;
+  }
+
+  /** Its state changed since its last successful write, or it has journal events to write. */
+  get dirty(): boolean {
+    return (this.flags & DIRTY) !== 0 || (this.x?.events !== undefined && this.x.events.length > 0);
+  }
+
+  /** Its state changed since `beginWrite` (the write in flight does not carry the change). */
+  get changedSinceWrite(): boolean {
+    return (this.flags & CHANGED) !== 0;
+  }
+
+  /** An async fold or a read-back runs for it: its records wait in `x.queue`. */
+  get busy(): boolean {
+    return this.x?.queue !== undefined;
+  }
+
+  /** Any change counts, even one undone later: a key created and deleted between two persists still needs its delete marker. */
+  markChanged(): void {
+    this.flags |= DIRTY | CHANGED;
+  }
+
+  /** A write of its current state is planned (at most one is in flight per key). */
+  beginWrite(): void {
+    this.flags &= ~CHANGED;
+  }
+
+  /** Its current state is what the store holds. */
+  markClean(): void {
+    this.flags &= ~(DIRTY | CHANGED);
+  }
+
+  get events(): FlowRecord<V>[] | undefined {
+    return this.x?.events;
+  }
+  set events(events: FlowRecord<V>[] | undefined) {
+    if (events !== undefined) this.extras().events = events;
+    else if (this.x) this.x.events = undefined;
+  }
+
+  get outputs(): OutputRecord[] | undefined {
+    return this.x?.outputs;
+  }
+  set outputs(outputs: OutputRecord[] | undefined) {
+    if (outputs !== undefined) this.extras().outputs = outputs;
+    else if (this.x) this.x.outputs = undefined;
   }
 
   /** Adds records to produce with the key's next write; the key is then due at the next persist. */
   addOutputs(outputs: readonly OutputRecord[]): void {
-    if (this.outputs) this.outputs.push(...outputs);
-    else this.outputs = outputs.slice();
+    const x = this.extras();
+    if (x.outputs) x.outputs.push(...outputs);
+    else x.outputs = outputs.slice();
     this.due = true;
-  }
-
-  private poison: PoisonHandler<S, V> | undefined;
-
-  /** A poisoned record (undecodable, or the fold threw): the handler skips it, dead-letters it, or throws. */
-  private onPoison(record: FlowRecord<V>, offset: number, reason: PoisonReason, error: unknown): boolean {
-    const handler = this.poison;
-    if (!handler) {
-      this.abandonQueue();
-      throw reason === 'fold' ? new FoldError(record.topic, record.partition, record.key, record.offset, error) : error;
-    }
-    let outcome: 'skipped' | 'dead-lettered';
-    try {
-      outcome = handler(this, record, reason, error);
-    } catch (err) {
-      this.abandonQueue();
-      throw err;
-    }
-    this.lastOffset = offset; // taken: a replay of this key skips it
-    return outcome === 'dead-lettered';
   }
 
   /**
@@ -152,110 +225,18 @@ export class KeyFlow<S, V> implements KeyTimestamps {
 
   private markRestored(): void {
     this.stored = true;
-    this.persistedVersion = this.version;
-  }
-
-  private foldFrom(fold: Fold<S, V>, now: number | undefined, from: number, applied: number): number | Promise<number> {
-    const records = this.queued;
-    const offsets = this.queuedOffsets;
-    const ctx = this.emits!;
-    let state = this.state;
-    // Any change counts, even one undone within the batch: a key created and deleted between two
-    // persists still needs its delete marker (a replay from its middle would differ).
-    let changed = false;
-    for (let i = from; i < records.length; i++) {
-      const offset = offsets[i]!;
-      if (offset <= this.lastOffset) continue;
-      const record = records[i]!;
-      if (this.poisoned?.has(offset)) {
-        if (this.onPoison(record, offset, 'decode', this.poisoned.get(offset))) changed = true;
-        continue;
-      }
-      let next: S | undefined | Promise<S | undefined>;
-      ctx.begin(record);
-      try {
-        next = fold(state, record, ctx);
-      } catch (err) {
-        ctx.discard(); // a failed record's emits go with it
-        this.state = state;
-        if (this.onPoison(record, offset, 'fold', err)) changed = true;
-        continue;
-      }
-      if (isPromise(next)) {
-        if (changed) this.version++;
-        this.state = state;
-        return this.continueAsync(fold, now, next, i, applied);
-      }
-      const emitted = ctx.take();
-      // A record that emitted is written even if the state is unchanged: the snapshot's offset
-      // must pass it, or a replay would emit again.
-      if (emitted) {
-        this.addOutputs(emitted);
-        changed = true;
-      }
-      if (this.events) this.events.push(record);
-      if (next !== state) changed = true;
-      state = next;
-      this.lastOffset = offset;
-      applied++;
-    }
-    if (changed) this.version++;
-    this.state = state;
-    this.finishQueue(now);
-    return applied;
-  }
-
-  private async continueAsync(
-    fold: Fold<S, V>,
-    now: number | undefined,
-    pending: Promise<S | undefined>,
-    index: number,
-    applied: number,
-  ): Promise<number> {
-    const record = this.queued[index]!;
-    let next: S | undefined;
-    try {
-      next = await pending;
-    } catch (err) {
-      this.emits!.discard();
-      if (this.onPoison(record, this.queuedOffsets[index]!, 'fold', err)) this.version++;
-      return this.foldFrom(fold, now, index + 1, applied);
-    }
-    const emitted = this.emits!.take();
-    if (emitted) this.addOutputs(emitted);
-    if (this.events) this.events.push(record);
-    if (next !== this.state || emitted) this.version++;
-    this.state = next;
-    this.lastOffset = this.queuedOffsets[index]!;
-    return this.foldFrom(fold, now, index + 1, applied + 1);
-  }
-
-  private finishQueue(now: number | undefined): void {
-    const n = this.queuedOffsets.length;
-    if (now !== undefined && n > 0) {
-      // Updated in place: this runs for every key of every batch.
-      const p = this.processedAt as { clock: number; offset: number } | undefined;
-      if (p) {
-        p.clock = now;
-        p.offset = this.queuedOffsets[n - 1]!;
-      } else {
-        this.processedAt = { clock: now, offset: this.queuedOffsets[n - 1]! };
-      }
-    }
-    this.queued.length = 0;
-    this.queuedOffsets.length = 0;
-    this.poisoned = undefined;
-  }
-
-  private abandonQueue(): void {
-    this.queued.length = 0;
-    this.queuedOffsets.length = 0;
-    this.poisoned = undefined;
+    this.markClean();
   }
 }
 
 /**
  * Decides about a poisoned record of `key`: returns `skipped` or `dead-lettered` (after adding the
- * dead letter to the key's outputs), or throws to stop the partition.
+ * dead letter to the key's outputs), or throws to stop the partition. `message` is the record as it came.
  */
-export type PoisonHandler<S, V> = (key: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown) => 'skipped' | 'dead-lettered';
+export type PoisonHandler<S, V> = (
+  key: KeyFlow<S, V>,
+  record: FlowRecord<V>,
+  reason: 'decode' | 'fold',
+  error: unknown,
+  message: InputMessage,
+) => 'skipped' | 'dead-lettered';

@@ -5,11 +5,11 @@ import { type Clock, systemClock } from './clock';
 import { CommitBound } from './commit-bound';
 import type { Codec } from '../core/codec/codec';
 import { DecodeError } from '../core/codec/errors';
-import type { OutputOptions } from './emit';
+import { EmitBuffer, type OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
-import type { Fold } from './fold';
-import { KeyFlow, type PoisonHandler } from './key-flow';
+import { type Fold, isPromise } from './fold';
+import { KeyFlow } from './key-flow';
 import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
 import { formatOffset, parseOffset } from './offsets';
@@ -71,12 +71,30 @@ export interface PartitionFlowOptions<S, V> {
   readonly outputs?: OutputOptions;
   /** Keys with pending outputs are due for an `outputs` persist this long after the first of them was emitted. Default 1 s. */
   readonly outputEvery?: number;
+  /**
+   * Async folds (see FlowOptions.asyncConcurrency). Unset: batch by batch — a batch returns once
+   * every record of it is folded, its keys folding concurrently. A number: pipelined — at most this
+   * many keys fold asynchronously at once (their records in order), and a batch returns as soon as
+   * no key waits for a free slot, so later batches start while earlier keys still fold.
+   */
+  readonly asyncConcurrency?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
   readonly metrics?: FlowMetrics;
 }
 
 const NO_HEADERS: RecordHeaders = Object.freeze({});
+
+/** Pipelined mode: a batch returns once at most this many records wait in busy keys' queues (and no key waits for a slot). */
+const MAX_QUEUED = 10_000;
+
+function withResolvers(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
 
 /**
  * One key write in flight, and what to do with the key when it lands. `put`: its state;
@@ -85,8 +103,9 @@ const NO_HEADERS: RecordHeaders = Object.freeze({});
  */
 interface Planned<S, V> {
   readonly kf: KeyFlow<S, V>;
-  readonly version: number;
   readonly oldHold: number;
+  /** What a put holds once landed: the persist's captured position, or a folding key's first record not folded yet. */
+  readonly holdAfter: number;
   readonly kind: 'put' | 'delete' | 'purge';
   readonly events: FlowRecord<V>[] | undefined;
   readonly outputs: OutputRecord[] | undefined;
@@ -123,6 +142,11 @@ interface PersistTally {
  * Call `recover()` once (unless the flow is transient), then `handleBatch` per batch (awaiting it
  * if it returns a Promise), `triggerTimers` every so often (a second, say) and `persist` when the
  * workflow's persistEvery timer fires or on revoke/shutdown.
+ *
+ * Records are folded as they are routed, in offset order: a synchronous fold never queues. A key
+ * whose fold returns a Promise (or that must first be read back from the store) becomes busy: its
+ * later records wait in its queue and fold in order once it is done, while other keys go on.
+ * `asyncConcurrency` decides how batches and busy keys interleave (see PartitionFlowOptions).
  */
 export class PartitionFlow<S, V> {
   readonly topic: string;
@@ -134,22 +158,45 @@ export class PartitionFlow<S, V> {
   private readonly m: PartitionMetrics;
   private readonly journaling: boolean;
   private readonly snapshotting: boolean;
+  /** Keys keep their clocks relative to this (small integers, not boxed doubles). */
+  private readonly epoch: number;
 
   private readonly keys = new Map<string, KeyFlow<S, V>>();
   /** Keys unloaded from memory with state in the store: read again when a record comes for them. */
   private readonly unloaded = new Set<string>();
   /** Keys with a write in flight: if they finish meanwhile, their stored state must still be deleted. */
   private readonly writing = new Set<KeyFlow<S, V>>();
-  private readonly touched: KeyFlow<S, V>[] = [];
 
   private nextOffset: number;
   private committed: number;
   private recovered = false;
-  private folding = false;
   private persistChain: Promise<unknown> = Promise.resolve();
   private failure: unknown;
   /** When the oldest pending output (of any key) was folded, if any is pending (clock ms). */
   private outputsPendingSince: number | undefined;
+
+  /** The fold context of synchronous folds (a key whose fold goes async takes it over). */
+  private ctx: EmitBuffer;
+  /** The partition clock of the batch being routed. */
+  private rel = 0;
+  /** Counted as records are folded; added to the metrics once per batch or async run. */
+  private applied = 0;
+  private skipped = 0;
+  /** The batch returned a Promise that has not settled yet. */
+  private batchPending = false;
+  /** Barrier mode (asyncConcurrency unset): what the batch being routed must wait for. */
+  private batchWaits: Promise<void>[] | undefined;
+  /** Keys folding asynchronously now (pipelined mode counts them against asyncConcurrency). */
+  private inFlight = 0;
+  /** Busy keys' runs going on (folds and read-backs), and who waits for none to be left. */
+  private runs = 0;
+  private drainedWaiters: Array<() => void> = [];
+  /** Pipelined mode: busy keys waiting for a free slot, in the order their first record came. */
+  private readonly waiting: KeyFlow<S, V>[] = [];
+  /** Records waiting in busy keys' queues. */
+  private queued = 0;
+  /** Pipelined mode: resolved when no key waits for a slot any more. */
+  private slotsFree: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(options: PartitionFlowOptions<S, V>) {
     this.o = options;
@@ -157,24 +204,23 @@ export class PartitionFlow<S, V> {
     this.partition = options.partition;
     this.policy = options.timers ?? timerPolicy({ persistPeriodically: {} });
     this.clock = options.clock ?? systemClock;
+    this.epoch = this.clock.now();
     this.log = options.logger ?? silentLogger;
     this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
     this.journaling = persistsJournal(options.mode);
     this.snapshotting = persistsSnapshots(options.mode);
     this.nextOffset = parseOffset(options.assignedAt);
     this.committed = this.nextOffset;
+    this.ctx = new EmitBuffer(options.outputs);
     if (options.mode === 'none') this.recovered = true;
     if ((options.onDecodeFailure === 'dead-letter' || options.onFoldFailure === 'dead-letter') && !options.deadLetterTopic) {
       throw new PartitionStateError('the dead-letter policy needs a deadLetterTopic');
     }
-    this.poison = (kf, record, reason, error) => this.onPoison(kf, record, reason, error);
+    const c = options.asyncConcurrency;
+    if (c !== undefined && !(Number.isInteger(c) && c >= 1)) throw new PartitionStateError(`asyncConcurrency must be a positive integer, got ${c}`);
   }
 
-  /** The batch being folded: a dead letter is the record as it came, looked up here by offset. */
-  private batch: readonly InputMessage[] = [];
-  private readonly poison: PoisonHandler<S, V>;
-
-  private onPoison(kf: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown): 'skipped' | 'dead-lettered' {
+  private onPoison(kf: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown, message: InputMessage): 'skipped' | 'dead-lettered' {
     const policy = (reason === 'decode' ? this.o.onDecodeFailure : this.o.onFoldFailure) ?? 'fail';
     const typed = reason === 'fold' ? new FoldError(this.topic, this.partition, record.key, record.offset, error) : error;
     if (reason === 'fold') this.m.foldFailures(policy).inc();
@@ -183,10 +229,8 @@ export class PartitionFlow<S, V> {
       this.log.warn({ topic: this.topic, partition: this.partition, offset: record.offset, reason, err: typed }, 'skipped a poison record');
       return 'skipped';
     }
-    const message = findMessage(this.batch, record.offset);
-    if (!message) throw this.fail(new PartitionStateError(`dead letter: offset ${record.offset} is not in the batch being folded`));
     // Persisted (past the record) with its dead letter at the next persist.
-    kf.addOutputs([deadLetter(message, { flow: this.o.flow, topic: this.topic, partition: this.partition, deadLetterTopic: this.o.deadLetterTopic! }, reason, typed)]);
+    this.addOutputs(kf, [deadLetter(message, { flow: this.o.flow, topic: this.topic, partition: this.partition, deadLetterTopic: this.o.deadLetterTopic! }, reason, typed)]);
     this.log.warn({ topic: this.topic, partition: this.partition, offset: record.offset, reason, deadLetterTopic: this.o.deadLetterTopic }, 'dead-lettering a poison record');
     return 'dead-lettered';
   }
@@ -196,9 +240,9 @@ export class PartitionFlow<S, V> {
     this.ensureHealthy();
     if (this.recovered && this.o.mode !== 'none') throw new PartitionStateError('recover() was already called');
     let count = 0;
-    const createdAt = { clock: this.clock.now(), offset: this.committed };
+    const created = this.clock.now() - this.epoch;
     for await (const found of this.o.persistence.recover()) {
-      const kf = new KeyFlow<S, V>(found.key, createdAt, this.journaling);
+      const kf = new KeyFlow<S, V>(found.key, created, this.committed, this.journaling);
       await this.restore(kf, found);
       this.registerFirstTimer(kf);
       this.keys.set(found.key, kf);
@@ -212,173 +256,327 @@ export class PartitionFlow<S, V> {
 
   /**
    * Folds one batch (kafkajs messages of this partition, in offset order). Returns a Promise only
-   * when it has to wait: an async fold, a key read back from the store, a dead-letter sink.
+   * when it has to wait: an async fold or a key read back from the store — until every record of
+   * the batch is folded (asyncConcurrency unset), or until no busy key waits for a slot
+   * (asyncConcurrency set: keys still folding go on while the next batch comes).
    */
   handleBatch(messages: readonly InputMessage[]): void | Promise<void> {
     this.ensureHealthy();
     if (!this.recovered) throw new PartitionStateError('recover() must complete before the first batch');
-    if (this.folding) throw new PartitionStateError('handleBatch called before the previous batch finished');
+    if (this.batchPending) throw new PartitionStateError('handleBatch called before the previous batch finished');
     if (messages.length === 0) return;
     const { topic, partition, o } = this;
     const { codec, filter, remapKey } = o;
     const policy = o.onDecodeFailure ?? 'fail';
-    const now = this.clock.now();
-    const touched = this.touched;
-    touched.length = 0;
+    this.rel = this.clock.now() - this.epoch;
+    this.batchWaits = undefined;
     let keyless = 0;
     let lastOffset = -1;
-    this.toLoad = undefined;
-    this.batch = messages;
 
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i]!;
-      const offset = parseOffset(m.offset);
-      lastOffset = offset;
-      const rawKey = m.key;
-      if (rawKey === null || rawKey === undefined) {
-        keyless++;
-        continue;
-      }
-      let key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
-      let value: V;
-      if (m.value === null || m.value === undefined) {
-        value = null as V;
-      } else {
-        try {
-          value = codec.decode(m.value);
-        } catch (cause) {
-          const error = new DecodeError({ topic, partition, key, offset: m.offset }, cause);
-          this.m.decodeFailures(policy).inc();
-          if (policy === 'fail') throw this.fail(error);
-          if (policy === 'dead-letter') {
-            // In its key's turn (records before it fold first), with the key's next write.
-            const kf = this.routeTo(key, now, offset);
-            kf.enqueuePoisoned({ topic, partition, offset: m.offset, key, value: null as V, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS }, offset, error);
-          } else {
-            this.log.warn({ topic, partition, offset: m.offset, err: error }, 'skipped an undecodable record');
-          }
+    try {
+      for (let i = 0; i < messages.length; i++) {
+        const m = messages[i]!;
+        const offset = parseOffset(m.offset);
+        lastOffset = offset;
+        const rawKey = m.key;
+        if (rawKey === null || rawKey === undefined) {
+          keyless++;
           continue;
         }
-      }
-      let record: FlowRecord<V> = { topic, partition, offset: m.offset, key, value, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS };
-      if (remapKey) {
-        const remapped = remapKey(key, record);
-        if (remapped !== key) {
-          key = remapped;
-          record = { ...record, key };
+        let key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
+        let value: V;
+        if (m.value === null || m.value === undefined) {
+          value = null as V;
+        } else {
+          try {
+            value = codec.decode(m.value);
+          } catch (cause) {
+            const error = new DecodeError({ topic, partition, key, offset: m.offset }, cause);
+            this.m.decodeFailures(policy).inc();
+            if (policy === 'fail') throw this.fail(error);
+            if (policy === 'dead-letter') {
+              // In its key's turn (records before it fold first), with the key's next write.
+              const record: FlowRecord<V> = { topic, partition, offset: m.offset, key, value: null as V, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS };
+              this.route(this.keyFor(key, offset), record, offset, m, error);
+            } else {
+              this.log.warn({ topic, partition, offset: m.offset, err: error }, 'skipped an undecodable record');
+            }
+            continue;
+          }
         }
+        let record: FlowRecord<V> = { topic, partition, offset: m.offset, key, value, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS };
+        if (remapKey) {
+          const remapped = remapKey(key, record);
+          if (remapped !== key) {
+            key = remapped;
+            record = { ...record, key };
+          }
+        }
+        if (filter && !filter(record)) continue;
+        this.route(this.keyFor(key, offset), record, offset, m, undefined);
       }
-      if (filter && !filter(record)) continue;
-      this.routeTo(key, now, offset).enqueue(record, offset);
+    } catch (err) {
+      throw this.fail(err);
     }
 
-    const toLoad = this.toLoad;
-    this.toLoad = undefined;
-    if (toLoad) return this.continueBatch(touched.slice(), now, lastOffset, keyless, toLoad);
-    return this.foldTouched(touched, now, lastOffset, keyless);
+    // Routed is handled, as far as offsets go: a busy key holds the offset of its first waiting record.
+    if (lastOffset + 1 > this.nextOffset) this.nextOffset = lastOffset + 1;
+    if (keyless > 0) this.m.keylessDropped.inc(keyless);
+    this.countFolded();
+
+    const waits = this.batchWaits;
+    this.batchWaits = undefined;
+    if (waits) return this.awaitBatch(Promise.all(waits).then(() => this.countFolded()));
+    if (this.waiting.length > 0 || this.queued > MAX_QUEUED) {
+      this.slotsFree ??= withResolvers();
+      return this.awaitBatch(this.slotsFree.promise);
+    }
   }
 
-  /** Keys of this batch to read back from the store first (they were unloaded). */
-  private toLoad: KeyFlow<S, V>[] | undefined;
+  private async awaitBatch(done: Promise<unknown>): Promise<void> {
+    this.batchPending = true;
+    try {
+      await done;
+    } finally {
+      this.batchPending = false;
+    }
+    this.ensureHealthy();
+  }
 
-  /** The key a record of this batch goes to: created (and marked to be read back if unloaded) when new. */
-  private routeTo(key: string, now: number, offset: number): KeyFlow<S, V> {
+  /** The key a record goes to: created when new (with its first timer), and read back first if it was unloaded. */
+  private keyFor(key: string, offset: number): KeyFlow<S, V> {
     let kf = this.keys.get(key);
     if (kf === undefined) {
-      kf = new KeyFlow<S, V>(key, { clock: now, offset }, this.journaling);
+      kf = new KeyFlow<S, V>(key, this.rel, offset, this.journaling);
       this.registerFirstTimer(kf);
       this.keys.set(key, kf);
-      if (this.unloaded.has(key)) {
-        this.toLoad ??= [];
-        this.toLoad.push(kf);
-      }
+      if (this.unloaded.has(key)) this.readBack(kf);
     }
-    if (kf.queued.length === 0) this.touched.push(kf);
     // A key that held nothing (a delete marker waiting for its purge) holds from its next record.
     if (kf.holding === undefined) kf.holding = offset;
     return kf;
   }
 
-  private async continueBatch(
-    touched: KeyFlow<S, V>[],
-    now: number,
-    lastOffset: number,
-    keyless: number,
-    toLoad: KeyFlow<S, V>[] | undefined,
-  ): Promise<void> {
-    this.folding = true;
+  /** Folds the record now, or queues it behind the key's async fold (or read-back), or behind the busy keys of a full partition. */
+  private route(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, decodeError: unknown): void {
+    const queue = kf.x?.queue;
+    if (queue !== undefined) {
+      queue.push({ record, offset, message, decodeError });
+      this.queued++;
+      return;
+    }
+    const limit = this.o.asyncConcurrency;
+    if (limit !== undefined && this.inFlight >= limit) {
+      const x = kf.extras();
+      x.queue = [{ record, offset, message, decodeError }];
+      x.at = offset;
+      this.queued++;
+      this.waiting.push(kf);
+      return;
+    }
+    const pending = this.step(kf, record, offset, message, decodeError, this.ctx);
+    if (pending === undefined) {
+      if (kf.state === undefined) this.forgetIfNothing(kf);
+      return;
+    }
+    // The fold went async: the key takes the fold context the fold was given, the partition a new one.
+    const x = kf.extras();
+    x.emits = this.ctx;
+    this.ctx = new EmitBuffer(this.o.outputs);
+    x.queue = [];
+    x.at = offset;
+    this.started(this.runKey(kf, { record, offset, message }, pending));
+  }
+
+  /**
+   * One record into its key: skipped if at or below the key's last offset, to the poison handler if
+   * undecodable or the fold throws, else folded. Returns the fold's Promise when it went async
+   * (the caller settles it with `settle`).
+   */
+  private step(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, decodeError: unknown, ctx: EmitBuffer): Promise<S | undefined> | undefined {
+    kf.touchedClock = this.rel;
+    kf.touchedOffset = offset;
+    if (offset <= kf.lastOffset) {
+      this.skipped++;
+      return undefined;
+    }
+    if (decodeError !== undefined) {
+      this.poisoned(kf, record, offset, message, 'decode', decodeError);
+      return undefined;
+    }
+    let next: S | undefined | Promise<S | undefined>;
+    ctx.begin(record);
     try {
-      if (toLoad) {
-        await Promise.all(
-          toLoad.map(async (kf) => {
-            const found = await this.o.persistence.read(kf.key);
-            if (found) await this.restore(kf, found);
-            this.unloaded.delete(kf.key);
-          }),
-        );
-      }
+      next = this.o.fold(kf.state, record, ctx);
     } catch (err) {
-      this.folding = false;
-      throw this.fail(err);
+      ctx.discard(); // a failed record's emits go with it
+      this.poisoned(kf, record, offset, message, 'fold', err);
+      return undefined;
     }
-    this.folding = false;
-    await this.foldTouched(touched, now, lastOffset, keyless);
+    if (isPromise(next)) return next;
+    this.apply(kf, next, ctx.take(), record, offset);
+    return undefined;
   }
 
-  private foldTouched(touched: KeyFlow<S, V>[], now: number, lastOffset: number, keyless: number): void | Promise<void> {
-    const fold = this.o.fold;
-    let applied = 0;
-    let queued = 0;
-    let pending: Promise<number>[] | undefined;
-    for (let i = 0; i < touched.length; i++) {
-      const kf = touched[i]!;
-      queued += kf.queued.length;
-      let r: number | Promise<number>;
-      try {
-        r = kf.foldQueued(fold, now, this.poison, this.o.outputs);
-      } catch (err) {
+  private apply(kf: KeyFlow<S, V>, next: S | undefined, emitted: OutputRecord[] | undefined, record: FlowRecord<V>, offset: number): void {
+    // A record that emitted is written even if the state is unchanged: the snapshot's offset
+    // must pass it, or a replay would emit again.
+    if (emitted) {
+      this.addOutputs(kf, emitted);
+      kf.markChanged();
+    } else if (next !== kf.state) {
+      kf.markChanged();
+    }
+    const events = kf.x?.events;
+    if (events) events.push(record);
+    kf.state = next;
+    kf.lastOffset = offset;
+    this.applied++;
+  }
+
+  /** A poisoned record: the handler skips it, dead-letters it, or throws (the partition stops). */
+  private poisoned(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, reason: PoisonReason, error: unknown): void {
+    this.skipped++;
+    if (this.onPoison(kf, record, reason, error, message) === 'dead-lettered') kf.markChanged();
+    kf.lastOffset = offset; // taken: a replay of this key skips it
+  }
+
+  private addOutputs(kf: KeyFlow<S, V>, outputs: readonly OutputRecord[]): void {
+    kf.addOutputs(outputs);
+    this.outputsPendingSince ??= this.clock.now();
+  }
+
+  /**
+   * A key whose fold returned no state and never had one since it was last written is forgotten at
+   * once (a replay folds its records to no state again). One that had a state keeps holding until
+   * its delete marker lands (a replay from its middle would differ), unless nothing is persisted
+   * at all (transient).
+   */
+  private forgetIfNothing(kf: KeyFlow<S, V>): void {
+    if (kf.state === undefined && !kf.stored && !kf.busy && !this.writing.has(kf) && (!kf.dirty || this.o.mode === 'none')) this.keys.delete(kf.key);
+  }
+
+  /**
+   * Starts a busy key's run: awaited by the batch in barrier mode, failing the partition if it
+   * fails; `counted` (a fold, not a read-back) counts it against asyncConcurrency.
+   */
+  private started(run: Promise<void>, counted = true): void {
+    if (counted) this.inFlight++;
+    this.runs++;
+    const done = run.then(
+      () => this.ended(counted),
+      (err: unknown) => {
+        this.ended(counted);
         throw this.fail(err);
-      }
-      if (typeof r === 'number') {
-        applied += r;
-      } else {
-        pending ??= [];
-        pending.push(r);
-      }
+      },
+    );
+    if (this.o.asyncConcurrency === undefined) {
+      if (this.batchWaits) this.batchWaits.push(done);
+      else this.batchWaits = [done];
     }
-    if (pending) {
-      this.folding = true;
-      const keys = touched.slice();
-      return Promise.all(pending).then(
-        (counts) => {
-          this.folding = false;
-          for (const c of counts) applied += c;
-          this.finishBatch(keys, lastOffset, keyless, applied, queued);
-        },
-        (err: unknown) => {
-          this.folding = false;
-          throw this.fail(err);
-        },
-      );
-    }
-    this.finishBatch(touched, lastOffset, keyless, applied, queued);
+    else done.catch(() => undefined); // the failure stops the partition: the next batch (or the runtime's check) sees it
   }
 
-  private finishBatch(touched: readonly KeyFlow<S, V>[], lastOffset: number, keyless: number, applied: number, queued: number): void {
-    this.batch = [];
-    for (let i = 0; i < touched.length; i++) {
-      const kf = touched[i]!;
-      if (kf.outputs !== undefined && this.outputsPendingSince === undefined) this.outputsPendingSince = this.clock.now();
-      // A key whose fold returned no state and never had one since it was last written is
-      // forgotten at once (a replay folds its records to no state again). One that had a state
-      // keeps holding until its delete marker lands (a replay from its middle would differ), unless
-      // nothing is persisted at all (transient).
-      if (kf.state === undefined && !kf.stored && !this.writing.has(kf) && (!kf.dirty || this.o.mode === 'none')) this.keys.delete(kf.key);
+  private ended(counted: boolean): void {
+    if (counted) this.inFlight--;
+    this.runs--;
+    this.countFolded();
+    const limit = this.o.asyncConcurrency;
+    while (limit !== undefined && this.inFlight < limit && this.waiting.length > 0 && this.failure === undefined) {
+      const kf = this.waiting.shift()!;
+      this.started(this.runKey(kf, undefined, undefined));
     }
-    if (lastOffset + 1 > this.nextOffset) this.nextOffset = lastOffset + 1;
-    this.m.recordsFolded.inc(applied);
-    if (queued > applied) this.m.recordsSkipped.inc(queued - applied);
-    if (keyless > 0) this.m.keylessDropped.inc(keyless);
+    this.releaseBatch();
+    if (this.runs === 0 && this.drainedWaiters.length > 0) for (const resolve of this.drainedWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Resolves once no key is busy (every record handed over is folded, or the partition failed):
+   * with asyncConcurrency set, batches return before their async folds end.
+   */
+  drained(): Promise<void> {
+    if (this.runs === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainedWaiters.push(resolve));
+  }
+
+  /** Pipelined mode: the batch waiting for room may go (or must see the failure). */
+  private releaseBatch(): void {
+    const free = this.slotsFree;
+    if (free && (this.failure !== undefined || (this.waiting.length === 0 && this.queued <= MAX_QUEUED))) {
+      this.slotsFree = undefined;
+      free.resolve();
+    }
+  }
+
+  /**
+   * A busy key's run: settles the fold that went async (if any), then folds its queued records in
+   * order (each one sync or async), until the queue is empty and the key is idle again.
+   */
+  private async runKey(kf: KeyFlow<S, V>, first: { record: FlowRecord<V>; offset: number; message: InputMessage } | undefined, pending: Promise<S | undefined> | undefined): Promise<void> {
+    const x = kf.extras();
+    x.emits ??= new EmitBuffer(this.o.outputs);
+    x.queue ??= [];
+    const ctx = x.emits;
+    const queue = x.queue;
+    let i = 0;
+    try {
+      if (first && pending) await this.settle(kf, first.record, first.offset, first.message, pending, ctx);
+      // Records keep coming into the queue while it is worked off (later batches, pipelined mode).
+      for (; i < queue.length; i++) {
+        if (this.failure !== undefined) return;
+        const q = queue[i]!;
+        x.at = q.offset;
+        this.rel = this.clock.now() - this.epoch;
+        const next = this.step(kf, q.record, q.offset, q.message, q.decodeError, ctx);
+        if (next !== undefined) await this.settle(kf, q.record, q.offset, q.message, next, ctx);
+        this.queued--;
+        if (i >= 1023) {
+          queue.splice(0, i + 1); // a hot key's queue must not keep what it has folded
+          i = -1;
+        }
+        if (this.slotsFree) this.releaseBatch();
+      }
+    } finally {
+      this.queued -= queue.length - i; // what a failure left unfolded (none otherwise)
+      x.queue = undefined;
+      x.emits = undefined;
+      x.at = undefined;
+      kf.tidy();
+      if (kf.state === undefined) this.forgetIfNothing(kf);
+    }
+  }
+
+  private async settle(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, pending: Promise<S | undefined>, ctx: EmitBuffer): Promise<void> {
+    let next: S | undefined;
+    try {
+      next = await pending;
+    } catch (err) {
+      ctx.discard();
+      this.poisoned(kf, record, offset, message, 'fold', err);
+      return;
+    }
+    this.apply(kf, next, ctx.take(), record, offset);
+  }
+
+  /** A record came for an unloaded key: read it back from the store before its records fold (they wait in its queue). */
+  private readBack(kf: KeyFlow<S, V>): void {
+    kf.extras().queue = [];
+    const run = (async () => {
+      const found = await this.o.persistence.read(kf.key);
+      if (found) await this.restore(kf, found);
+      this.unloaded.delete(kf.key);
+      await this.runKey(kf, undefined, undefined);
+    })();
+    // A read-back is not a fold: it does not count against asyncConcurrency, but a barrier batch waits for it.
+    this.started(run, false);
+  }
+
+  /** Adds what was folded and skipped since the last call to the metrics. */
+  private countFolded(): void {
+    if (this.applied > 0) this.m.recordsFolded.inc(this.applied);
+    if (this.skipped > 0) this.m.recordsSkipped.inc(this.skipped);
+    this.applied = 0;
+    this.skipped = 0;
     this.m.keysLive.set(this.keys.size);
   }
 
@@ -388,21 +586,16 @@ export class PartitionFlow<S, V> {
    */
   triggerTimers(now: number = this.clock.now()): void {
     this.ensureHealthy();
-    const current = { clock: now, offset: this.nextOffset };
+    const rel = now - this.epoch;
+    const offset = this.nextOffset;
     for (const kf of this.keys.values()) {
-      if (kf.state === undefined || kf.timers.length === 0) continue;
-      let fired = false;
-      let kept = 0;
-      for (const at of kf.timers) {
-        if (at <= now) fired = true;
-        else kf.timers[kept++] = at;
-      }
-      if (!fired) continue;
-      kf.timers.length = kept;
-      const decision = onTimer(this.policy, kf, current);
+      const at = kf.timerAt;
+      if (at === undefined || at > rel || kf.state === undefined) continue;
+      kf.timerAt = undefined;
+      const decision = onTimer(this.policy, kf, rel, offset);
       if (decision.persist) kf.due = true;
       if (decision.unload) kf.unload = true;
-      if (decision.registerAt !== undefined) kf.timers.push(decision.registerAt);
+      if (decision.registerAt !== undefined) kf.timerAt = decision.registerAt;
     }
   }
 
@@ -512,7 +705,8 @@ export class PartitionFlow<S, V> {
     if (this.outputsPendingSince === undefined) return;
     this.outputsPendingSince = undefined;
     for (const kf of this.keys.values()) {
-      if (kf.outputs !== undefined && kf.outputs.length > 0) {
+      const outputs = kf.x?.outputs;
+      if (outputs !== undefined && outputs.length > 0) {
         this.outputsPendingSince = now;
         return;
       }
@@ -533,21 +727,31 @@ export class PartitionFlow<S, V> {
     const deleted: KeyFlow<S, V>[] = [];
     let othersMin = Number.POSITIVE_INFINITY;
     let evicted = 0;
+    // A periodic persist also takes every key whose persistEvery has passed, not only those a
+    // timer has marked since: a key's timer and the workflow's persist run on their own clocks, and
+    // waiting for the next timer would leave such a key (and the committed offset) a cycle behind.
+    const every = this.policy.persistEvery;
+    const persistedBefore = every === undefined ? Number.NEGATIVE_INFINITY : now - this.epoch - every;
 
     for (const kf of [...this.keys.values()]) {
       const hold = kf.holding ?? Number.POSITIVE_INFINITY;
-      // A key still folding this batch (async) waits for the next persist.
-      if (kf.queued.length > 0 || this.writing.has(kf)) {
+      // A key still folding (an async fold) is written as of its last folded record, and then
+      // holds its first record not folded yet; one being read back, or deleted, waits.
+      const unfolded = kf.x?.at;
+      const busy = kf.busy;
+      if (this.writing.has(kf) || (busy && (unfolded === undefined || kf.state === undefined))) {
         othersMin = Math.min(othersMin, hold);
         continue;
       }
+      const holdAfter = busy ? unfolded! : capturedNext;
       if (kf.state === undefined) {
         if (kf.dirty) {
           // Deleted by the fold since the last write: a delete marker, or less (decided below).
           deleted.push(kf);
         } else if (kf.stored && this.committed > kf.lastOffset) {
           // No replay can start at or below the marker any more: purge it.
-          planned.push({ kf, version: kf.version, oldHold: hold, kind: 'purge', events: undefined, outputs: undefined });
+          kf.beginWrite();
+          planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: 'purge', events: undefined, outputs: undefined });
         } else {
           // The marker stands for everything this key has seen: it holds nothing.
           kf.holding = undefined;
@@ -556,27 +760,32 @@ export class PartitionFlow<S, V> {
         continue;
       }
       const selected =
-        reason === 'periodic' ? kf.due || kf.unload : reason === 'outputs' ? kf.outputs !== undefined && kf.outputs.length > 0 : everything;
+        reason === 'periodic'
+          ? kf.due || kf.unload || kf.flushedClock <= persistedBefore
+          : reason === 'outputs'
+            ? kf.outputs !== undefined && kf.outputs.length > 0
+            : everything;
       if (!selected || (transient && !kf.unload && reason === 'periodic')) {
         othersMin = Math.min(othersMin, hold);
         continue;
       }
       if (transient || !kf.dirty) {
-        // Nothing to write: everything before `capturedNext` is already persisted for this key
+        // Nothing to write: everything before `holdAfter` is already persisted for this key
         // (or, transient, never will be: kafka-flow's no-op flush).
         kf.due = false;
-        this.markPersisted(kf, now, capturedNext);
-        if (kf.unload) {
+        this.markPersisted(kf, now, holdAfter);
+        if (kf.unload && !busy) {
           this.evict(kf);
           evicted++;
         } else {
-          othersMin = Math.min(othersMin, capturedNext);
+          othersMin = Math.min(othersMin, holdAfter);
         }
         continue;
       }
-      planned.push({ kf, version: kf.version, oldHold: hold, kind: 'put', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
+      kf.beginWrite();
+      planned.push({ kf, oldHold: hold, holdAfter, kind: 'put', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
     }
-    this.planDeletes(deleted, planned, othersMin);
+    this.planDeletes(deleted, planned, othersMin, capturedNext);
     return { planned, othersMin, evicted };
   }
 
@@ -597,7 +806,9 @@ export class PartitionFlow<S, V> {
     for (let from = 0; from < planned.length; from += size) {
       const chunk = planned.slice(from, from + size);
       attempted = from + chunk.length;
-      const commitOffset = bound.forChunk(from + chunk.length, chunk.some((p) => p.kind === 'put'), this.committed);
+      let putsHold = Number.POSITIVE_INFINITY;
+      for (const p of chunk) if (p.kind === 'put' && p.holdAfter < putsHold) putsHold = p.holdAfter;
+      const commitOffset = bound.forChunk(from + chunk.length, putsHold, this.committed);
       for (const p of chunk) this.writing.add(p.kf);
       let result: WriteBatchResult | undefined;
       const t0 = performance.now();
@@ -734,14 +945,14 @@ export class PartitionFlow<S, V> {
    * stored, simply forgotten). Holds that can remain: other keys' current holds (a write may fail),
    * and the holds of deleted keys that get a marker (their write may fail too).
    */
-  private planDeletes(deleted: readonly KeyFlow<S, V>[], planned: Planned<S, V>[], othersMin: number): void {
+  private planDeletes(deleted: readonly KeyFlow<S, V>[], planned: Planned<S, V>[], othersMin: number, capturedNext: number): void {
     if (deleted.length === 0) return;
     let floor = othersMin;
     for (const p of planned) if (p.oldHold < floor) floor = p.oldHold;
     // A key with dead letters to produce is written (a marker) whatever the offsets say.
     const marked = new Set<KeyFlow<S, V>>();
     for (const kf of deleted) {
-      if (!kf.outputs?.length) continue;
+      if (!kf.x?.outputs?.length) continue;
       marked.add(kf);
       const hold = kf.holding ?? Number.POSITIVE_INFINITY;
       if (hold < floor) floor = hold;
@@ -758,12 +969,13 @@ export class PartitionFlow<S, V> {
     }
     for (const kf of deleted) {
       const hold = kf.holding ?? Number.POSITIVE_INFINITY;
-      if (marked.has(kf)) planned.push({ kf, version: kf.version, oldHold: hold, kind: 'delete', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
-      else if (kf.stored) planned.push({ kf, version: kf.version, oldHold: hold, kind: 'purge', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
-      else {
-        kf.events = kf.events ? [] : undefined;
+      if (marked.has(kf) || kf.stored) {
+        kf.beginWrite();
+        planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: marked.has(kf) ? 'delete' : 'purge', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
+      } else {
+        if (kf.events) kf.events = [];
         kf.holding = undefined;
-        kf.persistedVersion = kf.version;
+        kf.markClean();
         this.keys.delete(kf.key);
       }
     }
@@ -792,7 +1004,7 @@ export class PartitionFlow<S, V> {
   /** A key's write landed. Returns true if the key was unloaded. */
   private landed(p: Planned<S, V>, now: number, capturedNext: number): boolean {
     const { kf } = p;
-    const unchanged = kf.version === p.version && kf.queued.length === 0;
+    const unchanged = !kf.changedSinceWrite && !kf.busy;
     if (p.kind === 'purge') {
       kf.stored = false;
       this.unloaded.delete(kf.key);
@@ -807,10 +1019,10 @@ export class PartitionFlow<S, V> {
       // The marker stays in memory too (it skips a replay's older records) until its purge.
       kf.stored = true;
       this.unloaded.delete(kf.key);
-      if (kf.version === p.version) kf.persistedVersion = p.version;
+      if (!kf.changedSinceWrite) kf.markClean();
       if (unchanged && kf.state === undefined) {
         kf.holding = undefined;
-        kf.persistedAt = { clock: now, offset: capturedNext };
+        kf.flushedClock = now - this.epoch;
         return false;
       }
       // Revived by records folded while the delete was in flight: the new state is unpersisted.
@@ -818,9 +1030,9 @@ export class PartitionFlow<S, V> {
       return false;
     }
     kf.stored = true;
-    if (kf.version === p.version) kf.persistedVersion = p.version;
+    if (!kf.changedSinceWrite) kf.markClean();
     kf.due = false;
-    this.markPersisted(kf, now, capturedNext);
+    this.markPersisted(kf, now, p.holdAfter);
     if (kf.unload && unchanged && !kf.dirty) {
       this.evict(kf);
       return true;
@@ -836,14 +1048,14 @@ export class PartitionFlow<S, V> {
     if (p.outputs) kf.outputs = kf.outputs ? p.outputs.concat(kf.outputs) : p.outputs;
     kf.due = false;
     kf.unload = false;
-    if (kf.timers.length === 0 && Number.isFinite(this.policy.fireEvery)) kf.timers.push(this.clock.now() + this.policy.fireEvery);
+    if (kf.timerAt === undefined && Number.isFinite(this.policy.fireEvery)) kf.timerAt = this.clock.now() - this.epoch + this.policy.fireEvery;
     // A delete marker that did not land is written next time (the key keeps holding meanwhile).
-    if (kf.state === undefined && !kf.stored && !kf.dirty && kf.queued.length === 0) this.keys.delete(kf.key);
+    if (kf.state === undefined && !kf.stored && !kf.dirty && !kf.busy) this.keys.delete(kf.key);
   }
 
   private markPersisted(kf: KeyFlow<S, V>, now: number, capturedNext: number): void {
     kf.holding = capturedNext;
-    kf.persistedAt = { clock: now, offset: capturedNext };
+    kf.flushedClock = now - this.epoch;
   }
 
   private evict(kf: KeyFlow<S, V>): void {
@@ -865,13 +1077,12 @@ export class PartitionFlow<S, V> {
     }
     // A delete marker (or a journal that ends deleted) holds nothing — unless records for the key
     // are already queued (read back for a batch); records at or below its offset are skipped.
-    if (kf.state === undefined && kf.queued.length === 0) kf.holding = undefined;
-    kf.persistedVersion = kf.version;
+    if (kf.state === undefined && !kf.x?.queue?.length) kf.holding = undefined;
+    kf.markClean();
   }
 
   private registerFirstTimer(kf: KeyFlow<S, V>): void {
-    const at = firstTimerAt(this.policy, kf.createdAt);
-    if (at !== undefined) kf.timers.push(at);
+    kf.timerAt = firstTimerAt(this.policy, kf.touchedClock);
   }
 
   private ensureHealthy(): void {
@@ -896,20 +1107,6 @@ function timed(reason: PersistReason): boolean {
 function takeOutputs<S, V>(kf: KeyFlow<S, V>): OutputRecord[] | undefined {
   const taken = kf.outputs;
   kf.outputs = undefined;
+  kf.tidy();
   return taken && taken.length > 0 ? taken : undefined;
-}
-
-/** The message at `offset` in a batch (in offset order). */
-function findMessage(batch: readonly InputMessage[], offset: string): InputMessage | undefined {
-  const want = parseOffset(offset);
-  let lo = 0;
-  let hi = batch.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const at = parseOffset(batch[mid]!.offset);
-    if (at === want) return batch[mid];
-    if (at < want) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return undefined;
 }

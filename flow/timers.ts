@@ -81,18 +81,17 @@ export function timerPolicy(options: TimersOptions = {}): TimerPolicy {
   };
 }
 
-/** A moment as a key's timers see it: the wall clock and the partition's offset then. */
-export interface Timestamp {
-  readonly clock: number;
-  readonly offset: number;
-}
-
-/** What a key remembers for its timers (kafka-flow's Timestamps). */
-export interface KeyTimestamps {
-  /** When the key was created or recovered: kafka-flow's `committedAt`. */
-  readonly createdAt: Timestamp;
-  persistedAt: Timestamp | undefined;
-  processedAt: Timestamp | undefined;
+/**
+ * What a key remembers for its timers (kafka-flow's Timestamps, folded to what the timers read):
+ * clocks in the partition's own time base (milliseconds since its epoch).
+ */
+export interface KeyTimes {
+  /** When it last processed a record, or was created (kafka-flow: processedAt ?? createdAt). */
+  readonly touchedClock: number;
+  /** The offset it last processed, or held from when created (kafka-flow: (processedAt ?? createdAt).offset). */
+  readonly touchedOffset: number;
+  /** When it was last persisted, or created (kafka-flow: persistedAt ?? createdAt). */
+  readonly flushedClock: number;
 }
 
 export interface TimerDecision {
@@ -104,23 +103,25 @@ export interface TimerDecision {
   readonly registerAt: number | undefined;
 }
 
-/** When a new or recovered key's timer first fires. */
-export function firstTimerAt(policy: TimerPolicy, createdAt: Timestamp): number | undefined {
-  return Number.isFinite(policy.fireEvery) ? createdAt.clock + policy.fireEvery : undefined;
+/** When a new or recovered key's timer first fires (`createdClock`: when it was created). */
+export function firstTimerAt(policy: TimerPolicy, createdClock: number): number | undefined {
+  return Number.isFinite(policy.fireEvery) ? createdClock + policy.fireEvery : undefined;
 }
 
-/** kafka-flow's onTimer of the three timer flows, as a decision the partition carries out. */
-export function onTimer(policy: TimerPolicy, t: KeyTimestamps, current: Timestamp): TimerDecision {
+const KEEP: TimerDecision = Object.freeze({ persist: false, unload: false, registerAt: undefined });
+
+/**
+ * kafka-flow's onTimer of the three timer flows, as a decision the partition carries out, at the
+ * moment `clock` (same time base as `t`) with the partition at `offset`.
+ */
+export function onTimer(policy: TimerPolicy, t: KeyTimes, clock: number, offset: number): TimerDecision {
   const { persistEvery, unload, fireEvery } = policy;
-  const touchedAt = t.processedAt ?? t.createdAt;
   const canUnload =
-    unload !== undefined &&
-    (current.clock > touchedAt.clock + unload.maxIdle || current.offset - touchedAt.offset > unload.maxOffsetDifference);
-  const flushedAt = t.persistedAt ?? t.createdAt;
-  const canPersist = persistEvery !== undefined && current.clock >= flushedAt.clock + persistEvery;
+    unload !== undefined && (clock > t.touchedClock + unload.maxIdle || offset - t.touchedOffset > unload.maxOffsetDifference);
+  const canPersist = persistEvery !== undefined && clock >= t.flushedClock + persistEvery;
   if (persistEvery !== undefined) {
-    return { persist: canPersist || canUnload, unload: canUnload, registerAt: current.clock + fireEvery };
+    return { persist: canPersist || canUnload, unload: canUnload, registerAt: clock + fireEvery };
   }
   if (canUnload) return { persist: true, unload: true, registerAt: undefined };
-  return { persist: false, unload: false, registerAt: unload ? touchedAt.clock + fireEvery : undefined };
+  return unload ? { persist: false, unload: false, registerAt: t.touchedClock + fireEvery } : KEEP;
 }

@@ -163,29 +163,54 @@ export class TransactionalWriter {
     const sent = new Map<string, SentRecords>();
     try {
       transaction = await producer.transaction();
-      for (const chunk of chunkByBytes(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
-        const byTopic = new Map<string, SnapshotMessage[]>();
-        for (const m of chunk) {
-          const list = byTopic.get(m.topic);
-          if (list) list.push(m);
-          else byTopic.set(m.topic, [m]);
+      const tx = transaction;
+      // Round trips, not bytes, are what a small transaction costs. The partitions and the group's
+      // offsets are registered with the transaction coordinator first, both requests at once
+      // (pipelined on one connection, answered in order: no CONCURRENT_TRANSACTIONS between
+      // them); then the records and the offsets go out at once (Produce to the partitions'
+      // leaders, TxnOffsetCommit to the group coordinator); EndTxn follows. Registering both
+      // before either is used matters: a Produce the broker verifies while the AddOffsetsToTxn of
+      // the same transaction is still pending is held back (≈ 20 ms, measured).
+      const partitions = new Map<string, Set<number>>();
+      for (const m of messages) {
+        const set = partitions.get(m.topic);
+        if (set) set.add(m.partition);
+        else partitions.set(m.topic, new Set([m.partition]));
+      }
+      await settleAll([
+        partitions.size > 0
+          ? tx.addPartitions({ topics: [...partitions].map(([topic, ps]) => ({ topic, partitions: [...ps].map((partition) => ({ partition })) })) })
+          : Promise.resolve(),
+        offsets.length > 0 ? tx.addOffsets({ consumerGroupId: this.options.groupId }) : Promise.resolve(),
+      ]);
+      const records = (async () => {
+        for (const chunk of chunkByBytes(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
+          const byTopic = new Map<string, SnapshotMessage[]>();
+          for (const m of chunk) {
+            const list = byTopic.get(m.topic);
+            if (list) list.push(m);
+            else byTopic.set(m.topic, [m]);
+          }
+          const metadata = await tx.sendBatch({
+            topicMessages: [...byTopic].map(([topic, ms]) => ({
+              topic,
+              messages: ms.map(({ partition, key, value, headers }) => ({ partition, key, value, headers })),
+            })),
+          });
+          recordSent(sent, chunk, metadata);
         }
-        const metadata = await transaction.sendBatch({
-          topicMessages: [...byTopic].map(([topic, ms]) => ({
-            topic,
-            messages: ms.map(({ partition, key, value, headers }) => ({ partition, key, value, headers })),
-          })),
-        });
-        recordSent(sent, chunk, metadata);
-      }
-      if (offsets.length > 0) {
-        await transaction.sendOffsets({
-          consumerGroupId: this.options.groupId,
-          topics: groupOffsets(offsets),
-          generationId: generation.generationId,
-          memberId: generation.memberId,
-        });
-      }
+      })();
+      await settleAll([
+        records,
+        offsets.length > 0
+          ? tx.sendOffsets({
+              consumerGroupId: this.options.groupId,
+              topics: groupOffsets(offsets),
+              generationId: generation.generationId,
+              memberId: generation.memberId,
+            })
+          : Promise.resolve(),
+      ]);
     } catch (err) {
       await this.abortAndDiscard(transaction);
       throw this.fenced(err, request) ?? err;
@@ -233,7 +258,9 @@ export class TransactionalWriter {
       const producer = this.options.client.kafka.producer({
         transactionalId: this.transactionalId,
         idempotent: true,
-        maxInFlightRequests: 1,
+        // Produce requests stay one at a time per broker (kafkajs's idempotent producer locks them);
+        // the transaction's coordinator requests may be pipelined beside them (see commitNow).
+        maxInFlightRequests: 5,
         transactionTimeout: this.options.transactionTimeoutMs ?? 60_000,
         retry: TRANSACTION_RETRY,
       });
@@ -280,4 +307,15 @@ function groupOffsets(offsets: OffsetToCommit[]) {
     byTopic.set(topic, [...(byTopic.get(topic) ?? []), { partition, offset }]);
   }
   return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
+/**
+ * Waits for every request (kafkajs's transaction state must not see an abort while a request of
+ * it is still in flight), then throws the first failure — a fence before any other, since a fence
+ * is what stops the partition.
+ */
+async function settleAll(requests: Promise<unknown>[]): Promise<void> {
+  const outcomes = await Promise.allSettled(requests);
+  const failures = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+  if (failures.length > 0) throw failures.find((e) => fenceReason(e) !== undefined) ?? failures[0];
 }

@@ -36,6 +36,12 @@ export interface FlowRuntimeOptions {
   reassertAfterMs?: number;
 }
 
+/**
+ * Records folded between two yields to the event loop (≈ 5–10 ms of work): a persist in flight
+ * during folding took 1.6–1.9 s for 7 transactions without slices, ≈ 0.6 s with (measured).
+ */
+const SLICE = 2_000;
+
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
 type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
 
@@ -199,8 +205,14 @@ export class FlowRuntime implements PartitionHost {
     }
     slot.highWatermark = batch.highWatermark;
     try {
-      const r = slot.flow.handleBatch(batch.messages);
-      if (r) await r;
+      // In slices, yielding between them: the persist in flight (a transaction's requests and
+      // answers) and the Temporal workers' callbacks run between slices, not after the whole batch.
+      const messages = batch.messages;
+      for (let from = 0; from < messages.length; from += SLICE) {
+        if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+        const r = slot.flow.handleBatch(from === 0 && messages.length <= SLICE ? messages : messages.slice(from, from + SLICE));
+        if (r) await r;
+      }
     } catch (err) {
       slot.state = 'failed';
       slot.failure = err;
@@ -211,6 +223,10 @@ export class FlowRuntime implements PartitionHost {
     const last = batch.messages[batch.messages.length - 1];
     if (last) resolveOffset(last.offset);
     await heartbeat();
+    // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
+    // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run
+    // between batches instead of after the whole fetch.
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   private triggerTimers(): void {
@@ -218,11 +234,13 @@ export class FlowRuntime implements PartitionHost {
     for (const slot of this.slots.all()) {
       if (slot.state !== 'running' || !slot.flow) continue;
       try {
+        // Also how a partition that failed outside a batch (an async fold, pipelined) is noticed.
         slot.flow.triggerTimers();
       } catch (err) {
         slot.state = 'failed';
         slot.failure = err;
-        this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'timers failed');
+        this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
+        this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'partition failed; it stops until reassigned');
         continue;
       }
       if (outputs && !slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
@@ -355,6 +373,7 @@ export class FlowRuntime implements PartitionHost {
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
     slot.installedSeq = seq;
+    slot.lastPersistAt = undefined;
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
@@ -380,6 +399,11 @@ export class FlowRuntime implements PartitionHost {
     if (this.slots.stopFolding(r, token)) this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
   }
 
+  lastPersistAt(r: OwnerRequest): number | undefined {
+    const slot = this.slots.get(r.topic, r.partition);
+    return slot && slot.flowGeneration === r.owner.generation ? slot.lastPersistAt : undefined;
+  }
+
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait' {
     return this.slots.persistReadiness(r, this.consumer.current(), this.stopping);
   }
@@ -392,10 +416,11 @@ export class FlowRuntime implements PartitionHost {
     // before the fold loop's activity has started. That is this process's own partition, not a
     // stale one: persist what is due (nothing, usually). Refusing it made the workflow record the
     // partition `fenced` on its only owner, where it stayed (found by bench:outputs).
-    const recoveredHere = slot.state === 'assigned' && slot.flowGeneration === slot.generation;
+    const recoveredHere = slot.state === 'assigned' && slot.flowGeneration === r.owner.generation;
     if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
+    slot.lastPersistAt = Date.now();
     return this.persistSlot(slot, 'periodic');
   }
 
@@ -440,7 +465,7 @@ export class FlowRuntime implements PartitionHost {
       slot.unreported = undefined;
     }
     this.log.debug(
-      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset },
+      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset, ms: Math.round(performance.now() - started) },
       'persisted',
     );
     return {

@@ -38,6 +38,8 @@ export interface Slot {
   revokeUnsignalled?: number;
   /** Since when this process has held the partition without a fold loop (the reassert watchdog). */
   notFoldingSince?: number;
+  /** When the last periodic (workflow) persist of the installed engine started (epoch ms). */
+  lastPersistAt?: number;
   /** An in-process `outputs` persist (outputEvery) is running. */
   flushingOutputs?: boolean;
   /** What in-process `outputs` persists landed since the workflow was last told (with the next persist it sees). */

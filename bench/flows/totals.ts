@@ -8,7 +8,10 @@
 //   BENCH_RECORDS                          when set, the fold prints `BENCH FIRST_FOLD` on stdout at
 //                                          its first record and `BENCH ALL_FOLDED` once it has folded
 //                                          this many: the driver's steady-state start and a
-//                                          fold-only finishing line (one counter per record)
+//                                          fold-only finishing line (one counter per record); and
+//                                          `BENCH POS <epoch ms> <partition> <next offset>` at most
+//                                          every 20 ms per partition (checked every 256 records):
+//                                          the folded position the commit lag is measured against
 //   BENCH_OUTPUT_TOPIC, BENCH_OUTPUT_EVERY  when both are set (bench:outputs), the fold emits
 //                                          `{key, n, count, total}` to the output topic for every
 //                                          record whose producer index n is a multiple of
@@ -32,6 +35,16 @@ const persistence: PersistenceOptions =
     : { backend: 'kafka', transactional: true, ...(snapshotTopic ? { snapshotTopic } : {}) };
 
 let folded = 0;
+/** Per partition: records folded, and when its position was last printed. */
+const counts: number[] = [];
+const printedAt: number[] = [];
+
+function notePosition(partition: number, offset: string): void {
+  const now = Date.now();
+  if (now - (printedAt[partition] ?? 0) < 20) return;
+  printedAt[partition] = now;
+  process.stdout.write(`BENCH POS ${now} ${partition} ${Number(offset) + 1}\n`);
+}
 
 export default defineFlow<Totals, BenchRecordValue>({
   name,
@@ -41,6 +54,9 @@ export default defineFlow<Totals, BenchRecordValue>({
     if (expected !== undefined) {
       folded++;
       if (folded === 1) process.stdout.write('BENCH FIRST_FOLD\n');
+      const n = (counts[record.partition] ?? 0) + 1;
+      counts[record.partition] = n;
+      if ((n & 255) === 0) notePosition(record.partition, record.offset);
       if (folded === expected) process.stdout.write('BENCH ALL_FOLDED\n');
     }
     const next = { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + record.value.amount };

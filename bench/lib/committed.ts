@@ -34,6 +34,8 @@ export interface WaitForCommittedOptions {
   label?: string;
   /** Checked on each poll: an Error (the contestant's process died, say) stops the wait. */
   failure?: () => Error | undefined;
+  /** Each poll's committed offsets, with the wall clock (Date.now()) when they were read. */
+  onSample?: (atMs: number, committed: ReadonlyMap<number, bigint>) => void;
   brokers?: string[];
 }
 
@@ -68,6 +70,7 @@ export async function waitForCommittedEnd(options: WaitForCommittedOptions): Pro
         if (!(err as { retriable?: boolean }).retriable) throw err;
       }
       const now = process.hrtime.bigint();
+      if (committed) options.onSample?.(Date.now(), committed);
       if (committed) {
         let done = 0n;
         let reached = true;

@@ -12,6 +12,7 @@ import { brokersFromEnv } from '../../config/env';
 import { partitionWorkflowId } from '../../workflows/partition-workflow';
 import { connectTemporal } from '../../workers/temporal-connection';
 import { stopChild } from './anchors';
+import { type CommitSample, commitLags, percentile, type PositionLog } from './commit-lag';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
 import { cpuUsPerRecord, processCpuMs } from './cpu';
 import type { ContestantResult } from './raw';
@@ -60,6 +61,10 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
   // partition, none per record or persist) and the bench flow's markers on stdout.
   const at: { started?: bigint; firstFold?: bigint; allFolded?: bigint; recovered: bigint[] } = { recovered: [] };
   const cpu: { firstFold?: number; allFolded?: number; reached?: number } = {};
+  // The folded position (the bench flow's BENCH POS lines) and the committed offsets, for the commit lag.
+  const positions = new Map<number, Array<readonly [number, number]>>();
+  const samples: CommitSample[] = [];
+  const wall: { firstFold?: number; allFolded?: number } = {};
 
   const start = process.hrtime.bigint();
   try {
@@ -89,11 +94,20 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
     });
     const keep = (line: string) => {
       const now = process.hrtime.bigint();
+      if (line.startsWith('BENCH POS ')) {
+        const [atMs, partition, pos] = line.slice('BENCH POS '.length).split(' ').map(Number) as [number, number, number];
+        const log = positions.get(partition) ?? [];
+        log.push([atMs, pos]);
+        positions.set(partition, log);
+        return;
+      }
       if (line === 'BENCH FIRST_FOLD' && at.firstFold === undefined) {
         at.firstFold = now;
+        wall.firstFold = Date.now();
         cpu.firstFold = processCpuMs(proc.pid);
       } else if (line === 'BENCH ALL_FOLDED' && at.allFolded === undefined) {
         at.allFolded = now;
+        wall.allFolded = Date.now();
         cpu.allFolded = processCpuMs(proc.pid);
       }
       else if (line.includes('"msg":"worker started"')) at.started ??= now;
@@ -113,10 +127,13 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
       timeoutMs: options.timeoutMs ?? 600_000,
       label: `${options.label ?? `ours (${backend})`} ${topic}`,
       failure: () => exited,
+      onSample: (atMs, committed) => samples.push({ atMs, committed }),
     });
     cpu.reached = processCpuMs(proc.pid);
     const checked = options.check ? await options.check(flow, topic) : undefined;
     const lastRecovered = at.recovered.length > 0 ? at.recovered[at.recovered.length - 1] : undefined;
+    // Under full load: from the first record folded to the last.
+    const lags = wall.firstFold !== undefined && wall.allFolded !== undefined ? commitLags(positions as PositionLog, samples, end, wall.firstFold, wall.allFolded) : [];
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
@@ -142,6 +159,10 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
             ? Math.round((records * 1e9) / Number(at.allFolded - at.firstFold))
             : undefined,
         commit_tail_ms: at.allFolded === undefined ? undefined : Math.round(Number(reachedAt - at.allFolded) / 1e6),
+        commit_lag_p50_ms: percentile(lags, 50),
+        commit_lag_p99_ms: percentile(lags, 99),
+        commit_lag_max_ms: percentile(lags, 100),
+        commit_lag_samples: lags.length,
         fold_only_cpu_us_per_record: cpuUsPerRecord(cpu.firstFold, cpu.allFolded, records),
         ...checked,
       },

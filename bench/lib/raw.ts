@@ -1,11 +1,13 @@
-// The raw-client baseline of bench:throughput: a plain kafkajs group consumer with `eachBatch`
-// that JSON-parses every value (and sums `amount`, so the parse is not dead code), then commits
-// each partition's end once everything is consumed. Timed like every contestant: from creating
-// the consumer until the group's committed offsets reach the end offsets.
+// The raw-client baseline of bench:throughput, like for like with the flows it is compared with: a
+// plain kafkajs group consumer with `eachBatch` that turns every key into a string, JSON-parses
+// every value and keeps the same per-key state in a Map (a running count and total of `amount`,
+// a new state object per record, as the bench flow's fold returns one), then commits each
+// partition's end once everything is consumed. Timed like every contestant: from creating the
+// consumer until the group's committed offsets reach the end offsets.
 import { ownCpuMs } from './cpu';
 import { startProgress } from './progress';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
-import { benchKafka, type BenchRecordValue, deleteGroups, uniqueName } from './records';
+import { benchKafka, type BenchRecordValue, deleteGroups, type Totals, uniqueName } from './records';
 
 export interface RawOptions {
   topic: string;
@@ -50,7 +52,7 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
   reached.catch(() => undefined);
   const consumer = benchKafka('bench-raw', options.brokers).consumer({ groupId });
   let consumed = 0;
-  let amountSum = 0;
+  const states = new Map<string, Totals>();
   let joinedAt: bigint | undefined;
   let firstBatchAt: bigint | undefined;
   let firstBatchCpuMs: number | undefined;
@@ -78,8 +80,11 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
           firstBatchCpuMs = ownCpuMs();
         }
         for (const message of batch.messages) {
+          const key = message.key!.toString();
           const value = JSON.parse(message.value!.toString()) as BenchRecordValue;
-          amountSum += value.amount ?? 0; // records of other shapes (the sales example's orders) parse all the same
+          const state = states.get(key);
+          // records of other shapes (the sales example's orders) fold all the same
+          states.set(key, { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + (value.amount ?? 0) });
         }
         consumed += batch.messages.length;
         next.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
@@ -109,7 +114,8 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
         first_batch_after_ms: firstBatchAt === undefined ? undefined : Math.round(Number(firstBatchAt - start) / 1e6),
         group_join_ms: joinedAt === undefined ? undefined : Math.round(Number(joinedAt - start) / 1e6),
         consume_ms: Math.round(Number(consumedAt - start) / 1e6),
-        amount_sum: amountSum,
+        keys: states.size,
+        amount_sum: [...states.values()].reduce((sum, t) => sum + t.total, 0),
       },
     };
   } finally {

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { isQuick, positionalArgs, sized } from '../../../bench/lib/args';
+import { commitLags, percentile } from '../../../bench/lib/commit-lag';
 import { discoverBenchmarks, readAllResults, writeResults } from '../../../bench/lib/results';
 import { formatCell, formatTable } from '../../../bench/lib/table';
 import { measure, median, perSecond, ratio } from '../../../bench/lib/timing';
@@ -131,5 +132,29 @@ describe('timing', () => {
     expect(perSecond(500, 250)).toBe(2000);
     expect(ratio(30, 10)).toBe(3);
     expect(() => ratio(1, 0)).toThrow(RangeError);
+  });
+});
+
+describe('commitLags', () => {
+  it('is how long ago the fold passed each committed offset still behind its end', () => {
+    const positions = new Map([
+      [0, [[1_100, 100], [1_200, 200], [1_300, 300]] as const],
+      [1, [[1_150, 50]] as const],
+    ]);
+    const end = new Map([
+      [0, 300n],
+      [1, 50n],
+      [2, 0n], // empty: never lags
+    ]);
+    const samples = [
+      { atMs: 1_250, committed: new Map<number, bigint>() }, // nothing committed: since the first fold (1,000)
+      { atMs: 1_400, committed: new Map([[0, 150n], [1, 50n]]) }, // 0 passed 150 at 1,200; 1 is at its end
+      { atMs: 1_500, committed: new Map([[0, 300n], [1, 50n]]) }, // both at the end
+      { atMs: 5_000, committed: new Map([[0, 100n]]) }, // outside the window
+    ];
+    expect(commitLags(positions, samples, end, 1_000, 2_000)).toEqual([250, 250, 200]);
+    expect(percentile([250, 250, 200], 99)).toBe(250);
+    expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 50)).toBe(5);
+    expect(percentile([], 99)).toBeUndefined();
   });
 });

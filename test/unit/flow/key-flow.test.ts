@@ -1,22 +1,25 @@
 // kafka-flow's KeyFlowSpec: a key processes, restores and deletes correctly; transient never flushes.
-import { KeyFlow } from '../../../flow/key-flow';
-import type { FlowRecord } from '../../../flow/record';
+import type { KeyFlow } from '../../../flow/key-flow';
 import { countingFold, harness, keyless, records, TP } from './harness';
 
-function rec(key: string, offset: number, value = 'e'): FlowRecord<string> {
-  return { topic: TP.topic, partition: TP.partition, offset: String(offset), key, value, timestamp: '0', headers: {} };
-}
-
 describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
-  test('processes records in offset order and journals each one', () => {
-    const kf = new KeyFlow<string[], string>('key', { clock: 0, offset: 1 }, true);
-    for (const o of [1, 2, 3]) kf.enqueue(rec('key', o, `event${o}`), o);
-    expect(kf.foldQueued((s, r) => [...(s ?? []), r.value], 10)).toBe(3);
-    expect(kf.state).toEqual(['event1', 'event2', 'event3']);
-    expect(kf.lastOffset).toBe(3);
-    expect(kf.events?.map((e) => e.offset)).toEqual(['1', '2', '3']);
-    expect(kf.processedAt).toEqual({ clock: 10, offset: 3 });
-    expect(kf.holding).toBe(1);
+  test('processes records in offset order and journals each one', async () => {
+    const h = await harness<string[]>({ fold: (s, r) => [...(s ?? []), r.value], mode: 'journal', assignedAt: 1 });
+    await h.flow.handleBatch(records('key', 1, ['event1', 'event2', 'event3']));
+    expect(h.flow.stateOf('key')).toEqual(['event1', 'event2', 'event3']);
+    expect(h.flow.holdingOf('key')).toBe('1');
+    await h.flow.persist(h.clock.now(), 'shutdown');
+    expect(h.backend.journal.events(TP, 'key').map((e) => e.offset)).toEqual(['1', '2', '3']);
+    expect(h.flow.holdingOf('key')).toBe('4');
+  });
+
+  test('is small: one object per key, clocks as small integers, no sub-objects on the common path', async () => {
+    const h = await harness<number>({ fold: (s) => (s ?? 0) + 1 });
+    await h.flow.handleBatch(records('key', 0, ['a', 'b']));
+    const kf = (h.flow as unknown as { keys: Map<string, KeyFlow<number, string>> }).keys.get('key')!;
+    const own = Object.values(kf).filter((v) => typeof v === 'object' && v !== null);
+    expect(own).toEqual([]); // no per-key arrays, timestamps or contexts
+    for (const clock of [kf.touchedClock, kf.flushedClock, kf.timerAt!]) expect(Number.isInteger(clock) && Math.abs(clock) < 2 ** 30).toBe(true);
   });
 
   test('restores from a snapshot and skips records at or below its offset', async () => {

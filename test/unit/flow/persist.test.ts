@@ -34,6 +34,28 @@ const fenced = (): PartitionPersistence<Count, string> => ({
 });
 
 describe('PartitionFlow persist', () => {
+  test('a periodic persist takes every key whose persistEvery has passed, even before its timer fired again: the commit trails by one cycle', async () => {
+    // Timers every 1 s, persist every 1 s, the workflow's persists at 1.0, 2.1 and 3.2 s (their own clock).
+    const h = await harness({ fold: countingFold(100), timers: { persistPeriodically: { fireEvery: 1000, persistEvery: 1000 } } });
+    const t0 = h.clock.now();
+    await h.flow.handleBatch(records('a', 0, ['e']));
+    h.flow.triggerTimers(t0 + 1000); // a's timer fires at 1.0 s: due
+    await h.flow.persist(t0 + 1000, 'periodic');
+    expect(h.committed()).toBe(1);
+    await h.flow.handleBatch(records('a', 1, ['e']));
+    h.flow.triggerTimers(t0 + 2000); // fires at 2.0 s: only 1.0 s since the persist at 1.0 s... due, but
+    await h.flow.persist(t0 + 2100, 'periodic');
+    expect(h.committed()).toBe(2);
+    await h.flow.handleBatch(records('a', 2, ['e']));
+    h.flow.triggerTimers(t0 + 3000); // 0.9 s after the persist at 2.1 s: not due by its timer
+    await h.flow.persist(t0 + 3200, 'periodic'); // 1.1 s after it: persisted all the same
+    expect(h.committed()).toBe(3);
+    // Never more often than persistEvery.
+    await h.flow.handleBatch(records('a', 3, ['e']));
+    await h.flow.persist(t0 + 3900, 'periodic');
+    expect(h.committed()).toBe(3);
+  });
+
   test('group-commits in chunks, each carrying an offset that never leads the writes not yet landed', async () => {
     const backend = new InMemoryBackend<Count, string>();
     const { wrapped, batches } = spy(backend.forPartition(TP, 'snapshots', 2));

@@ -150,6 +150,40 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await expect(rt.runtime.persist(req({ ...owner, generation: 2 }))).rejects.toThrow(StaleGenerationError);
   });
 
+  test('the next persist is due persistEvery after the last one started here, not after its activity started', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    rt.runtime.startFolding(req(owner));
+    expect(rt.runtime.lastPersistAt(req(owner))).toBeUndefined(); // freshly recovered: wait a whole persistEvery
+    const before = Date.now();
+    await rt.runtime.persist(req(owner));
+    const at = rt.runtime.lastPersistAt(req(owner))!;
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(Date.now());
+    expect(rt.runtime.lastPersistAt(req({ ...owner, generation: 2 }))).toBeUndefined(); // another generation's
+    // A new recovery starts the cadence over.
+    rt.consumer.join(2, { t: [0] });
+    await rt.runtime.recover(req({ ...owner, generation: 2 }));
+    expect(rt.runtime.lastPersistAt(req({ ...owner, generation: 2 }))).toBeUndefined();
+  });
+
+  test('a big batch is folded in slices, the event loop served between them', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    const folding = rt.runtime.startFolding(req(owner));
+    const positions: string[] = [];
+    const sampler = setInterval(() => positions.push(String(folding.poll().progress.position)), 0);
+    const records = Array.from({ length: 7_000 }, (_, i) => ({ offset: i, key: `k${i % 10}`, value: { n: 1 } }));
+    const batch = await rt.consumer.deliver('t', 0, records);
+    clearInterval(sampler);
+    expect(batch).toMatchObject({ resolved: '6999', pausedByBatch: false });
+    expect(folding.poll().progress.position).toBe('7000');
+    // Timers ran while the batch was being folded, and saw it part way.
+    expect(positions.some((p) => Number(p) > 0 && Number(p) < 7000)).toBe(true);
+  });
+
   test('a revoke flushes (flushOnRevoke) under the generation given up, signals the workflow with the flush, and then persists are skipped', async () => {
     await rt.runtime.stop(10);
     rt = setup(flushingOnRevoke);
