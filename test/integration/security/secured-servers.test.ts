@@ -171,7 +171,7 @@ describe('production connectivity on secured servers', () => {
         if (worker.child.exitCode !== null) throw new Error(`the worker exited ${worker.child.exitCode}: ${worker.output()}`);
         const state = (await inspected({ ...kafkaScramEnv(), ...names }, goodKey)) as { count: number; total: number } | undefined;
         return state?.count === 5 && state.total === 15;
-      }, 120_000);
+      }, 120_000, () => `the worker's last output lines:\n${worker.output().split('\n').slice(-40).join('\n')}`);
       // The refused record stopped partition 0; its failure, with the key as a hash, reaches Temporal.
       const refusedHash = `#${keyHash(`${keyPrefix}-refused`)}`;
       const workflowId = (p: number) => `kafka-flow/${names.TEST_FLOW_NAME}/${names.TEST_FLOW_TOPIC}/${p}`;
@@ -231,7 +231,7 @@ describe('production connectivity on secured servers', () => {
         if (worker.child.exitCode !== null) throw new Error(`the worker exited ${worker.child.exitCode}: ${worker.output()}`);
         const state = (await inspected({ ...kafkaMtlsEnv(), ...cassandraEnv(), ...names }, goodKey)) as { count: number; total: number } | undefined;
         return state?.count === 5 && state.total === 15;
-      }, 150_000);
+      }, 150_000, () => `the worker's last output lines:\n${worker.output().split('\n').slice(-40).join('\n')}`);
       expect(await worker.stop()).toBe(0);
       expect(worker.output()).toContain('"cassandraSecurity":"TLS with a client certificate as kft_client"');
       assertNothingLeaked(worker.output(), 'the worker\'s output', { 'the Cassandra password': cassandraPassword(), 'a record key': keyPrefix, 'a record value': valueMark });
