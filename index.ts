@@ -8,16 +8,18 @@ export type { DecodeFailurePolicy } from './flow/decode-policy';
 export { DEAD_LETTER_HEADERS, defaultDeadLetterTopic, type PoisonPolicy, type PoisonReason } from './flow/poison';
 export {
   type CassandraPersistenceOptions,
-  createPartitionFlow,
   defineFlow,
   type FlowDefinition,
   type FlowOptions,
   type KafkaPersistenceOptions,
   type MemoryPersistenceOptions,
-  type PartitionContext,
   type PersistenceOptions,
   type ResolvedPersistence,
-} from './flow/define-flow';
+} from './define-flow';
+export {
+  createPartitionFlow,
+  type PartitionContext,
+} from './flow/create-partition-flow';
 export type { Duration } from './core/duration';
 export { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './flow/errors';
 export { andThen, contramapValue, type Fold, filter, handleErrorWith, mapState, transformState } from './flow/fold';
@@ -40,7 +42,7 @@ export {
   UNLOAD_ORPHANED_DEFAULTS,
   type UnloadOrphanedOptions,
 } from './flow/timers';
-export { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './persistence/errors';
+export { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './core/fence-errors';
 export type { JournalStore } from './persistence/journal-store';
 export type { KeyStore } from './persistence/key-store';
 export {
@@ -57,15 +59,18 @@ export type {
   RecoveredKey,
   WriteBatch,
   WriteBatchResult,
-} from './persistence/partition-persistence';
+} from './flow/ports';
 export type { SnapshotStore, SnapshotWrite } from './persistence/snapshot-store';
 export { StorePartitionPersistence, type StorePartitionPersistenceOptions } from './persistence/store-partition-persistence';
-export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './persistence/types';
+export type { JournalEvent, PersistenceMode, Snapshot, TopicPartition, WriteStatus } from './core/persistence-types';
 export { CompressionError, CorruptSnapshotError } from './core/codec/errors';
 export { Compressor, withCompression } from './core/codec/compressor';
 export { SnapshotCommitTimeoutError } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
 export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';
+export { KafkaAuthenticationError, TemporalAuthenticationError } from './workers/auth-errors';
+export { CassandraAuthenticationError } from './persistence/cassandra/connect-options';
+export { BrokerTooOldError } from './kafka/broker-versions';
 
 // The former names of three error classes, from before every error class name ended in `Error`
 // (the same classes, the same codes).
@@ -78,4 +83,4 @@ export {
   SnapshotWriteConflictError as SnapshotWriteConflict,
   /** @deprecated renamed SnapshotWriteFencedError */
   SnapshotWriteFencedError as SnapshotWriteFenced,
-} from './persistence/errors';
+} from './core/fence-errors';

@@ -5,7 +5,7 @@ const common = { transform, testEnvironment: 'node', moduleFileExtensions: ['ts'
 
 /** @type {import('jest').Config} */
 module.exports = {
-  reporters: ['default', '<rootDir>/test/support/totalsReporter.js'],
+  reporters: ['default', '<rootDir>/test/support/totals-reporter.js'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {

@@ -3,7 +3,7 @@
 // replay recorded partition-workflow histories against (README "Replaying workflow histories").
 // The same classes as the package root exports (not copies): instanceof works across both.
 export { type Clock, ManualClock } from './flow/clock';
-export { createPartitionFlow, type PartitionContext } from './flow/define-flow';
+export { createPartitionFlow, type PartitionContext } from './flow/create-partition-flow';
 export { type Logger, silentLogger } from './core/logger';
 export type { InputMessage } from './flow/record';
 export {

@@ -3,7 +3,7 @@ import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, Recov
 import { type PartitionHost, StaleGenerationError } from './partition-host';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
-import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 
 /**
  * The activities of one worker process: thin adapters from a partition workflow's requests to the

@@ -7,7 +7,9 @@
 // - update: a second persist of the same keys at newer offsets (UPDATE … IF generation <= ? AND
 //   offset < ? vs plain UPDATE) — what a running partition does every persistEvery
 // - cassandra_lwt_vs_plain_write / _update: time with LWT ÷ time without, same run, interleaved
-// - recovery: a fresh client recovers the partition's 10,000 keys
+// - recovery: a fresh client recovers the partition's 10,000 keys, reading 100 snapshots per query
+//   (`key IN (...)`, the default) and, side by side in the same run, one key per query
+//   (recoveryBatchSize 1, as before batched reads): cassandra_recovery_batched_vs_single
 // Each configuration writes its own tables and a fresh partition per run; figures are medians of
 // 3 runs after one untimed warm-up. `npm run bench:cassandra [-- --quick]` (quick: 1,000 keys, 1 run).
 import { randomBytes } from 'node:crypto';
@@ -21,7 +23,7 @@ import { measure, median, perSecond, ratio } from './lib/timing';
 import { formatHostPort, readEnv } from '../config/env';
 import { CassandraBackend, type Fencing } from '../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../persistence/memory';
-import type { KeyWrite } from '../persistence/partition-persistence';
+import type { KeyWrite } from '../flow/ports';
 import { VERSIONS } from '../infra/settings';
 
 const KEYS = sized(10_000, 1_000);
@@ -39,8 +41,9 @@ function state(i: number): State {
 async function main(): Promise<void> {
   const contactPoints = readEnv().cassandraContactPoints.map(formatHostPort);
   const keyspace = `bench_cassandra_${Date.now()}`;
-  const start = (fencing: Fencing) =>
+  const start = (fencing: Fencing, recoveryBatchSize?: number) =>
     CassandraBackend.start<State, unknown>({
+      recoveryBatchSize,
       applicationId: 'bench',
       groupId: 'bench',
       keyspace,
@@ -51,8 +54,8 @@ async function main(): Promise<void> {
   const backends = { none: await start('none'), lwt: await start('lwt') };
   const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}-${randomBytes(4).toString('hex')}`);
   const states = keys.map((_, i) => state(i));
-  const times: Record<string, number[]> = { none_write: [], lwt_write: [], none_update: [], lwt_update: [], recovery: [] };
-  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 4 + RUNS * KEYS, { plainEveryMs: 5_000 });
+  const times: Record<string, number[]> = { none_write: [], lwt_write: [], none_update: [], lwt_update: [], recovery: [], recovery_single: [] };
+  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 4 + RUNS * KEYS * 2, { plainEveryMs: 5_000 });
 
   type Persistence = Awaited<ReturnType<(typeof backends)['lwt']['forPartition']>>;
   const persist = (persistence: Persistence, fencing: Fencing, offsetBase: number, addKey: boolean) =>
@@ -89,23 +92,27 @@ async function main(): Promise<void> {
       }
     }
     for (let run = 1; run <= RUNS; run++) {
-      // A fresh client, as a newly assigned owner would have.
-      const fresh = await start('lwt');
-      try {
-        const persistence = await fresh.forPartition({ topic: TOPIC, partition: run, generation: 2, committer: new InMemoryOffsetCommitter() });
-        let recovered = 0;
-        times.recovery!.push(
-          await measure(async () => {
-            for await (const found of persistence.recover()) {
-              if (found.snapshot?.offset === undefined) throw new Error('bench: recovered a key without a snapshot');
-              recovered++;
-              progress.tick();
-            }
-          }),
-        );
-        if (recovered !== KEYS) throw new Error(`bench: recovered ${recovered} keys, wrote ${KEYS}`);
-      } finally {
-        await fresh.close();
+      // A fresh client, as a newly assigned owner would have; batched and one-key-per-query
+      // recoveries of the same partition, alternating which goes first.
+      const order: Array<[string, number]> = run % 2 === 1 ? [['recovery', 100], ['recovery_single', 1]] : [['recovery_single', 1], ['recovery', 100]];
+      for (const [figure, batchSize] of order) {
+        const fresh = await start('lwt', batchSize);
+        try {
+          const persistence = await fresh.forPartition({ topic: TOPIC, partition: run, generation: 2, committer: new InMemoryOffsetCommitter() });
+          let recovered = 0;
+          times[figure]!.push(
+            await measure(async () => {
+              for await (const found of persistence.recover()) {
+                if (found.snapshot?.offset === undefined) throw new Error('bench: recovered a key without a snapshot');
+                recovered++;
+                progress.tick();
+              }
+            }),
+          );
+          if (recovered !== KEYS) throw new Error(`bench: recovered ${recovered} keys (${figure}), wrote ${KEYS}`);
+        } finally {
+          await fresh.close();
+        }
       }
     }
   } finally {
@@ -129,13 +136,17 @@ async function main(): Promise<void> {
     cassandra_lwt_update_keys_per_s: round(perSecond(KEYS, ms.lwt_update!)),
     cassandra_lwt_vs_plain_update: round(ratio(ms.lwt_update!, ms.none_update!), 3),
     cassandra_recovery_keys_per_s: round(perSecond(KEYS, ms.recovery!)),
+    cassandra_recovery_single_keys_per_s: round(perSecond(KEYS, ms.recovery_single!)),
+    cassandra_recovery_batched_vs_single: round(ratio(ms.recovery_single!, ms.recovery!), 2),
   };
   printTable(`cassandra: ${KEYS.toLocaleString('en-US')} keys × 1 KiB, batches of ${BATCH}, median of ${RUNS}`, [
     { persist: 'first write (new keys)', 'plain ms': ms.none_write!, 'lwt ms': ms.lwt_write!, 'plain keys/s': figures.cassandra_plain_write_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_write_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_write },
     { persist: 'update (newer offsets)', 'plain ms': ms.none_update!, 'lwt ms': ms.lwt_update!, 'plain keys/s': figures.cassandra_plain_update_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_update_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_update },
   ]);
   printTable('cassandra recovery (fresh client: list 10,000 segments, read every snapshot)', [
-    { keys: KEYS, ms: ms.recovery!, 'keys/s': figures.cassandra_recovery_keys_per_s },
+    { reads: '100 keys per query (default)', keys: KEYS, ms: ms.recovery!, 'keys/s': figures.cassandra_recovery_keys_per_s },
+    { reads: 'one key per query', keys: KEYS, ms: ms.recovery_single!, 'keys/s': figures.cassandra_recovery_single_keys_per_s },
+    { reads: 'batched ÷ single (speed)', keys: KEYS, ms: '-', 'keys/s': figures.cassandra_recovery_batched_vs_single },
   ]);
   const file = writeResults('cassandra', figures, {
     versions: { cassandra: VERSIONS.cassandra },

@@ -29,7 +29,7 @@ import { brokersFromEnv } from '../config/env';
 import { inspectFlow } from '../workers/inspect';
 import { type HashState, offsetHashFlow, step } from '../test/fixtures/offset-hash-flow';
 
-const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offsetHashFlow.ts');
+const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offset-hash-flow.ts');
 const PARTITIONS = 6;
 const KEYS = 1_000;
 const RATE = sized(2_000, 500);

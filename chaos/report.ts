@@ -5,7 +5,7 @@ import { writeResults } from '../bench/lib/results';
 import { printTable, type Row } from '../bench/lib/table';
 import { type FaultRecord, formatFault } from './fault-log';
 import { type Mode, ownerOf } from './modes';
-import { describeWrongKey, type InputRecord, type Verdict } from './oracle';
+import { describeWrongKey, type InputRecord, type OutputVerdict, type Verdict } from './oracle';
 import type { Outages } from './outages';
 import type { Sampler } from './sampler';
 import { countByType, FAULT_TYPES } from './schedule';
@@ -31,10 +31,13 @@ import {
 export interface ModeVerdict {
   mode: Mode;
   verdict: Verdict;
+  /** The output topic against the outputs the reference fold emits. */
+  outputs: OutputVerdict;
   records: number;
   partitionOf: Map<string, number>;
   history: Map<string, InputRecord[]>;
   inspectError?: string;
+  outputsError?: string;
 }
 
 /** Everything a run observed, for the report. */
@@ -76,6 +79,11 @@ export function report(o: RunOutcome): number {
   const wrong = verdicts.reduce((a, v) => a + v.verdict.wrongKeys.length, 0);
   const lost = verdicts.reduce((a, v) => a + v.verdict.lostRecords, 0);
   const duplicated = verdicts.reduce((a, v) => a + v.verdict.duplicatedRecords, 0);
+  const outputsExpected = verdicts.reduce((a, v) => a + v.outputs.expected, 0);
+  const wrongOutputs = verdicts.reduce((a, v) => a + v.outputs.wrong, 0);
+  const lostOutputs = verdicts.reduce((a, v) => a + v.outputs.lost, 0);
+  const duplicatedOutputs = verdicts.reduce((a, v) => a + v.outputs.duplicated, 0);
+  const redeliveredOutputs = verdicts.reduce((a, v) => a + v.outputs.redelivered, 0);
   const maxStallS = Number((maxStall.ms / 1000).toFixed(1));
   const stallGoalS = SESSION_TIMEOUT_MS / 1000 + 30;
   const crashes = modes.reduce((a, m) => a + m.pool.crashes, 0);
@@ -85,6 +93,11 @@ export function report(o: RunOutcome): number {
     chaos_wrong_keys: wrong,
     chaos_lost_records: lost,
     chaos_duplicated_records: duplicated,
+    chaos_outputs: outputsExpected,
+    chaos_wrong_outputs: wrongOutputs,
+    chaos_lost_outputs: lostOutputs,
+    chaos_duplicated_outputs: duplicatedOutputs,
+    chaos_outputs_redelivered: redeliveredOutputs,
     chaos_max_stall_s: maxStallS,
     chaos_max_stall_with_outages_s: Number((maxStallWithOutages.ms / 1000).toFixed(1)),
     chaos_server_outage_s: outageS,
@@ -126,6 +139,10 @@ export function report(o: RunOutcome): number {
       'wrong keys': v.verdict.wrongKeys.length,
       lost: v.verdict.lostRecords,
       duplicated: v.verdict.duplicatedRecords,
+      outputs: v.outputs.expected,
+      'outputs read': v.outputs.read,
+      'wrong/lost/dup outputs': `${v.outputs.wrong}/${v.outputs.lost}/${v.outputs.duplicated}`,
+      redelivered: v.outputs.delivery === 'at-least-once' ? v.outputs.redelivered : '-',
       workers: v.mode.pool.all.length,
       crashes: v.mode.pool.crashes,
       inspect: v.inspectError ? 'FAILED' : 'ok',
@@ -136,6 +153,9 @@ export function report(o: RunOutcome): number {
     { figure: 'chaos_wrong_keys', value: wrong, goal: '0', ok: wrong === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_lost_records', value: lost, goal: '0', ok: lost === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_duplicated_records', value: duplicated, goal: '0', ok: duplicated === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_wrong_outputs', value: wrongOutputs, goal: '0', ok: wrongOutputs === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_lost_outputs', value: lostOutputs, goal: '0', ok: lostOutputs === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_duplicated_outputs (after dedupe where at least once)', value: duplicatedOutputs, goal: '0', ok: duplicatedOutputs === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_max_stall_s', value: maxStallS, goal: `< ${stallGoalS}`, ok: maxStallS < stallGoalS ? 'yes' : 'NO' },
     { figure: 'chaos_max_stall_with_outages_s', value: figures.chaos_max_stall_with_outages_s!, goal: '-', ok: '-' },
     { figure: 'chaos_server_outage_s', value: outageS, goal: '-', ok: '-' },
@@ -174,6 +194,8 @@ export function report(o: RunOutcome): number {
     outages: outages.list(t0),
     recovery: 'from a fault healed until every partition of the affected mode(s) committed past its offset at the heal (or was at the log end)',
     lost_duplicated: 'per key, count (records folded since the key was last created) short of / beyond the reference',
+    outputs:
+      'the fold emits on a deletion and when a record leaves the key hash divisible by 4 (test/fixtures/chaos-flow.ts chaosOutput); the output topic read read_committed after the run against the outputs of the reference fold: transactional modes (kafka, kafka-local) each exactly once; cassandra at least once, every copy of a kafka-flow-source the same value, so exactly once after deduplication by it (chaos_duplicated_outputs counts copies beyond the first in the transactional modes, chaos_outputs_redelivered those the deduplication removed in the at-least-once mode); wrong = no or unknown source, or another value',
     fault_log: faultLog,
     events,
     stuck,
@@ -185,7 +207,7 @@ export function report(o: RunOutcome): number {
   const file = writeResults('chaos', figures, { versions: { kafka: '4.3.1', temporalCli: '1.9.1', cassandra: '5.0.6' }, notes, outDir: WRITE_BENCH ? undefined : dir });
   say(`results: ${file}`);
 
-  const failed = wrong > 0 || !allCaughtUp || !allAtEnd;
+  const failed = wrong > 0 || wrongOutputs > 0 || lostOutputs > 0 || duplicatedOutputs > 0 || !allCaughtUp || !allAtEnd;
   if (wrong > 0) {
     process.stdout.write('\nWRONG KEYS (expected = reference fold of the input topic, actual = inspect):\n');
     for (const v of verdicts) {
@@ -195,6 +217,10 @@ export function report(o: RunOutcome): number {
       }
       if (v.verdict.wrongKeys.length > 25) process.stdout.write(`  [${v.mode.spec.id}] … ${v.verdict.wrongKeys.length - 25} more\n`);
     }
+  }
+  if (wrongOutputs + lostOutputs + duplicatedOutputs > 0) {
+    process.stdout.write('\nWRONG, LOST OR DUPLICATED OUTPUTS (expected = the outputs of the reference fold, actual = the output topic):\n');
+    for (const v of verdicts) for (const e of v.outputs.examples) process.stdout.write(`  [${v.mode.spec.id}] ${e}\n`);
   }
   if (failed) process.stdout.write(`\nORACLE FAILED. Seed ${SEED}; worker logs in ${logDir}; fault log ${path.join(dir, 'faults.json')}; server logs ${servers.logFiles().join(', ')}\n`);
   else process.stdout.write(`\noracle passed. Logs kept in ${dir}\n`);

@@ -6,8 +6,10 @@
 // broker and Temporal — while a producer per mode keeps input flowing. Three persistence modes run
 // side by side: transactional Kafka, Kafka + local state (KFT_STATE_DIR per worker), Cassandra
 // (LWT). After the faults: heal, let the workers catch up, stop them gracefully, then the oracle:
-// per key, the persisted state (inspect) must equal a plain fold of the input topic, and the
-// committed offsets must be at the log end.
+// per key, the persisted state (inspect) must equal a plain fold of the input topic, the committed
+// offsets must be at the log end, and the outputs the fold emits must each be in the output topic
+// exactly once (transactional Kafka, read_committed) or at least once and exactly once after
+// deduplication by their kafka-flow-source header (Cassandra).
 //
 // npm run chaos [-- --quick] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra]
 //                [--port-base 23000] [--keep-servers]
@@ -18,14 +20,14 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { type ChaosState, chaosFlow } from '../test/fixtures/chaos-flow';
+import { type ChaosState, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
 import { inspectFlow } from '../workers/inspect';
 import type { FaultRecord } from './fault-log';
 import { executeFault } from './faults';
-import { readInput } from './input';
+import { readInput, readOutputs } from './input';
 import { LoadProducer } from './load-producer';
 import { type Mode, MODE_SPECS } from './modes';
-import { compareStates, referenceFold } from './oracle';
+import { compareOutputs, compareStates, type ReadOutput, referenceFold, referenceOutputs } from './oracle';
 import { Outages } from './outages';
 import { type ModeVerdict, report } from './report';
 import { Sampler } from './sampler';
@@ -267,7 +269,7 @@ async function main(): Promise<number> {
       await sampler.sample();
       offsetsAtEnd.push(sampler.caughtUp());
 
-      say('oracle: reference fold of each input topic vs inspect');
+      say('oracle: reference fold of each input topic vs inspect, and its outputs vs the output topic');
       for (const m of group) {
         const { records, partitionOf, history } = await readInput(client, m.topic);
         const expected = referenceFold(records);
@@ -281,7 +283,17 @@ async function main(): Promise<number> {
           actual.clear();
           event(`inspect of mode ${m.spec.id} failed (all its keys count as absent): ${inspectError}`);
         }
-        verdicts.push({ mode: m, verdict: compareStates(expected, actual), records: records.length, partitionOf, history, inspectError });
+        let outputsRead: ReadOutput[] = [];
+        let outputsError: string | undefined;
+        try {
+          outputsRead = await readOutputs(client, chaosOutputTopic(m.topic));
+        } catch (err) {
+          // e.g. no worker ever started to create the topic: every output counts as lost.
+          outputsError = (err as Error).message.split('\n')[0];
+          event(`reading the outputs of mode ${m.spec.id} failed (all count as lost): ${outputsError}`);
+        }
+        const outputs = compareOutputs(referenceOutputs(m.topic, records), outputsRead, m.spec.backend === 'kafka' ? 'exactly-once' : 'at-least-once');
+        verdicts.push({ mode: m, verdict: compareStates(expected, actual), outputs, records: records.length, partitionOf, history, inspectError, outputsError });
       }
     }
 

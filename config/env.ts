@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from './errors';
+import { readSecurity, type Security } from './security';
 
 /**
  * The environment variables of the public surface (DESIGN.md). Every value is validated here so
@@ -98,6 +99,13 @@ const metricsPort = z.coerce
   .min(0, 'must be a port number 0..65535 (0: any free port)')
   .max(65535, 'must be a port number 0..65535 (0: any free port)');
 
+/** A bind address: an IPv4/IPv6 literal or a host name (`0.0.0.0`: every interface). */
+export const metricsHost = z
+  .string()
+  .transform((s) => s.trim())
+  .pipe(z.string().regex(/^(\[?[0-9a-fA-F:.]+\]?|[A-Za-z0-9.-]+)$/, 'must be an address to bind, e.g. 127.0.0.1 or 0.0.0.0'))
+  .transform((s) => s.replace(/^\[(.*)\]$/, '$1'));
+
 export const positiveInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').positive('must be > 0');
 
 const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
@@ -110,6 +118,10 @@ export interface WorkerEnv extends Env {
   temporalLogLevel: LogLevelName;
   /** `KFT_METRICS_PORT`: serve `/metrics` here (0: any free port); undefined: off. */
   metricsPort: number | undefined;
+  /** `KFT_METRICS_HOST`: the address `/metrics` binds (default 127.0.0.1: this machine only). */
+  metricsHost: string;
+  /** TLS, SASL, API keys and passwords of the three servers (config/security.ts). */
+  security: Security;
   /** `KFT_STATE_DIR`: local state of the worker's transactional Kafka flows; undefined: off. */
   stateDir: string | undefined;
   /** `KFT_MAX_HISTORY_EVENTS`: partition workflows continue as new past this; undefined: the workflow's default. */
@@ -127,6 +139,8 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     logLevel: envValue('LOG_LEVEL', logLevel, 'info', env),
     temporalLogLevel: envValue('TEMPORAL_LOG_LEVEL', logLevel, 'warn', env),
     metricsPort: envValue('KFT_METRICS_PORT', optional(metricsPort), '', env),
+    metricsHost: envValue('KFT_METRICS_HOST', optional(metricsHost), '', env) ?? '127.0.0.1',
+    security: readSecurity(env),
     stateDir: env.KFT_STATE_DIR || undefined,
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',

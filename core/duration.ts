@@ -1,7 +1,11 @@
+import { z } from 'zod';
 import { ConfigError } from '../config/errors';
 
 /** Milliseconds, or text such as '500ms', '1s', '1 min', '10 minutes', '3m', '1h'. */
 export type Duration = number | string;
+
+/** A Duration in an options schema (its text is parsed, with a ConfigError naming the option, by toMillis). */
+export const durationSchema = z.union([z.number().nonnegative(), z.string().min(1)]);
 
 const UNITS: Record<string, number> = {
   ms: 1, msec: 1, millisecond: 1, milliseconds: 1,

@@ -1,4 +1,5 @@
 import { KafkaFlowError } from '../config/errors';
+import { hiddenProperty, showKey } from '../core/redact';
 
 function causeText(cause: unknown): string {
   return cause instanceof Error ? cause.message : String(cause);
@@ -8,19 +9,20 @@ function causeText(cause: unknown): string {
 export class FoldError extends KafkaFlowError {
   readonly topic: string;
   readonly partition: number;
-  readonly key: string;
+  /** The record's key: not enumerable, so that loggers copying an error's fields do not print it. */
+  declare readonly key: string;
   readonly offset: string;
   constructor(topic: string, partition: number, key: string, offset: string, cause: unknown) {
     super(
       'FOLD_FAILED',
-      `the fold threw on topic "${topic}" partition ${partition} offset ${offset} (key ${JSON.stringify(key)}): ` +
+      `the fold threw on topic "${topic}" partition ${partition} offset ${offset} (key ${showKey(key)}): ` +
         `${causeText(cause)}. The partition stops and recovers from its persisted state; fix the fold or ` +
         'wrap it with handleErrorWith to keep going.',
       { cause },
     );
     this.topic = topic;
     this.partition = partition;
-    this.key = key;
+    hiddenProperty(this, 'key', key);
     this.offset = offset;
   }
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { compressorCounters } from '../core/codec/compressor-counters';
 
 type PartitionLabels = 'flow' | 'topic' | 'partition';
 
@@ -128,18 +129,10 @@ export class FlowMetrics {
       labelNames: labels,
       registers,
     });
-    this.compressorRawBytes = new Counter({
-      name: 'compressor_raw_bytes',
-      help: 'Size of state before compression',
-      labelNames: ['component'],
-      registers,
-    });
-    this.compressorCompressedBytes = new Counter({
-      name: 'compressor_compressed_bytes',
-      help: 'Size of compressed state, including the compression header',
-      labelNames: ['component'],
-      registers,
-    });
+    // Registered with the engine's metrics (they are on /metrics from the start); the backends' compressors count into them.
+    const compressor = compressorCounters(registry);
+    this.compressorRawBytes = compressor.raw;
+    this.compressorCompressedBytes = compressor.compressed;
   }
 
   /** Children bound to one partition, so the hot path does not hash labels per call. */

@@ -1,6 +1,6 @@
-import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from '../persistence/partition-persistence';
-import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
-import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../persistence/types';
+import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from './ports';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
+import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../core/persistence-types';
 import { type Clock, systemClock } from './clock';
 import { CommitBound } from './commit-bound';
 import type { Codec } from '../core/codec/codec';

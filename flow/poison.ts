@@ -1,4 +1,4 @@
-import type { OutputRecord } from '../persistence/types';
+import type { OutputRecord } from '../core/persistence-types';
 import type { InputMessage, RecordHeaders } from './record';
 
 export type { OutputRecord };

@@ -1,3 +1,5 @@
+import type { JournalEvent } from '../core/persistence-types';
+
 /** Kafka headers as kafkajs delivers them. */
 export type RecordHeaders = Readonly<Record<string, Buffer | string | (Buffer | string)[] | undefined>>;
 
@@ -6,13 +8,7 @@ export type RecordHeaders = Readonly<Record<string, Buffer | string | (Buffer | 
  * gives them. A record without a value (a tombstone) arrives with `value === null`: declare the
  * value type as `T | null` if the topic has tombstones.
  */
-export interface FlowRecord<V> {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: string;
-  readonly key: string;
-  readonly value: V;
-  readonly timestamp: string;
+export interface FlowRecord<V> extends JournalEvent<V> {
   readonly headers: RecordHeaders;
 }
 

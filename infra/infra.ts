@@ -2,10 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KafkaFlowError } from '../config/errors';
 import { livePid, recordedPid, stopProcess, tailLog } from './processes';
 import { cassandraServer } from './servers/cassandra';
+import { cassandraSecureServer } from './servers/cassandra-secure';
 import { kafkaServer } from './servers/kafka';
 import type { Server } from './servers/server';
 import { temporalServer } from './servers/temporal';
-import { type InfraSettings, readInfraSettings, type ServerName } from './settings';
+import { temporalTlsServer } from './servers/temporal-tls';
+import { type InfraSettings, OPTIONAL_SERVER_NAMES, readInfraSettings, type ServerName } from './settings';
 
 export type Log = (line: string) => void;
 
@@ -13,9 +15,19 @@ const FACTORIES: Record<ServerName, (s: InfraSettings) => Server> = {
   kafka: kafkaServer,
   temporal: temporalServer,
   cassandra: cassandraServer,
+  'temporal-tls': temporalTlsServer,
+  'cassandra-secure': cassandraSecureServer,
 };
 
 export const serversOf = (s: InfraSettings): Server[] => s.servers.map((name) => FACTORIES[name](s));
+
+/** The configured servers plus any optional (secured) one that `up` started and that is still recorded: `down` and `status` cover them. */
+const serversWithStarted = (s: InfraSettings): Server[] => [
+  ...serversOf(s),
+  ...OPTIONAL_SERVER_NAMES.filter((name) => !s.servers.includes(name))
+    .map((name) => FACTORIES[name](s))
+    .filter((server) => recordedPid(server.process) !== undefined),
+];
 
 /** A server that did not come up: names its log file and quotes its last lines. */
 export class ServerStartError extends KafkaFlowError {
@@ -104,7 +116,7 @@ export interface DownResult {
 /** Stops only what `up` started (its pid files); a server started by someone else is left alone. */
 export async function down(settings = readInfraSettings()): Promise<DownResult[]> {
   return Promise.all(
-    serversOf(settings).map(async (server) => ({ name: server.name, outcome: await stopProcess(server.process) })),
+    serversWithStarted(settings).map(async (server) => ({ name: server.name, outcome: await stopProcess(server.process) })),
   );
 }
 
@@ -126,7 +138,7 @@ export interface StatusResult {
 
 export async function status(settings = readInfraSettings()): Promise<StatusResult[]> {
   return Promise.all(
-    serversOf(settings).map(async (server) => {
+    serversWithStarted(settings).map(async (server) => {
       const pid = livePid(server.process);
       const answering = await server.probe();
       let state: ServerState;

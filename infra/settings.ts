@@ -4,7 +4,15 @@ import { type Env, envValue, formatHostPort, isLoopback, portNumber, positiveInt
 import { ConfigError } from '../config/errors';
 
 export const SERVER_NAMES = ['kafka', 'temporal', 'cassandra'] as const;
-export type ServerName = (typeof SERVER_NAMES)[number];
+/**
+ * Secured servers for the tests of production connectivity, started only when asked for
+ * (`KFT_INFRA_SERVERS=…,temporal-tls,cassandra-secure`, or the secured tests' setup): a TLS
+ * (mTLS / API key) endpoint in front of the Temporal dev server, and a second Cassandra node with
+ * PasswordAuthenticator and client encryption. Kafka's secured listeners are on the default broker.
+ */
+export const OPTIONAL_SERVER_NAMES = ['temporal-tls', 'cassandra-secure'] as const;
+export type ServerName = (typeof SERVER_NAMES)[number] | (typeof OPTIONAL_SERVER_NAMES)[number];
+const ALL_SERVER_NAMES = [...SERVER_NAMES, ...OPTIONAL_SERVER_NAMES] as const;
 
 /** Pinned server versions; docker-compose.yml must agree (a unit test checks it). */
 export const VERSIONS = {
@@ -24,15 +32,19 @@ export interface InfraSettings {
   /** Servers this command manages: those whose address is on this machine. */
   servers: ServerName[];
   env: Env;
-  kafka: { host: string; port: number; controllerPort: number; heapMb: number };
+  kafka: { host: string; port: number; controllerPort: number; heapMb: number; saslSslPort: number; sslPort: number };
   temporal: { host: string; port: number; uiPort: number; namespace: string };
   cassandra: { host: string; port: number; storagePort: number; heapMb: number };
+  /** The TLS endpoint in front of Temporal (`KFT_TEMPORAL_TLS_PORT`, default Temporal port + 3). */
+  temporalTls: { host: string; port: number };
+  /** The secured Cassandra node (`KFT_CASSANDRA_SECURE_PORT`, default Cassandra port + 1; internode storage port + 1). */
+  cassandraSecure: { host: string; port: number; storagePort: number; heapMb: number };
 }
 
 const serverList = z
   .string()
   .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
-  .pipe(z.array(z.enum(SERVER_NAMES, { message: `each must be one of ${SERVER_NAMES.join(', ')}` })).min(1));
+  .pipe(z.array(z.enum(ALL_SERVER_NAMES, { message: `each must be one of ${ALL_SERVER_NAMES.join(', ')}` })).min(1));
 
 export function readInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSettings {
   const root = path.resolve(__dirname, '..');
@@ -46,10 +58,18 @@ export function readInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSe
     kafka: isLoopback(kafka.host),
     temporal: isLoopback(e.temporalAddress.host),
     cassandra: isLoopback(cassandra.host),
+    'temporal-tls': isLoopback(e.temporalAddress.host),
+    'cassandra-secure': isLoopback(cassandra.host),
   };
   const remote = requested.filter((s) => !local[s]);
   if (remote.length > 0 && env.KFT_INFRA_SERVERS) {
-    const where = { kafka: formatHostPort(kafka), temporal: formatHostPort(e.temporalAddress), cassandra: formatHostPort(cassandra) };
+    const where = {
+      kafka: formatHostPort(kafka),
+      temporal: formatHostPort(e.temporalAddress),
+      cassandra: formatHostPort(cassandra),
+      'temporal-tls': formatHostPort(e.temporalAddress),
+      'cassandra-secure': formatHostPort(cassandra),
+    };
     throw new ConfigError(
       `KFT_INFRA_SERVERS names ${remote.map((s) => `${s} (${where[s]})`).join(', ')}, which is not on this machine; infra manages only local servers`,
     );
@@ -69,6 +89,9 @@ export function readInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSe
       port: kafka.port,
       controllerPort: kafkaControllerPort,
       heapMb: envValue('KFT_KAFKA_HEAP_MB', positiveInt, '512', env),
+      // The secured listeners of the same broker (infra/servers/kafka-secure.ts).
+      saslSslPort: envValue('KFT_KAFKA_SASL_SSL_PORT', portNumber, String(kafka.port + 2), env),
+      sslPort: envValue('KFT_KAFKA_SSL_PORT', portNumber, String(kafka.port + 3), env),
     },
     temporal: {
       host: e.temporalAddress.host,
@@ -81,6 +104,16 @@ export function readInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSe
       port: cassandra.port,
       storagePort: envValue('KFT_CASSANDRA_STORAGE_PORT', portNumber, '7000', env),
       heapMb: envValue('KFT_CASSANDRA_HEAP_MB', positiveInt, '1024', env),
+    },
+    temporalTls: {
+      host: e.temporalAddress.host,
+      port: envValue('KFT_TEMPORAL_TLS_PORT', portNumber, String(e.temporalAddress.port + 3), env),
+    },
+    cassandraSecure: {
+      host: cassandra.host,
+      port: envValue('KFT_CASSANDRA_SECURE_PORT', portNumber, String(cassandra.port + 1), env),
+      storagePort: envValue('KFT_CASSANDRA_SECURE_STORAGE_PORT', portNumber, String(envValue('KFT_CASSANDRA_STORAGE_PORT', portNumber, '7000', env) + 1), env),
+      heapMb: envValue('KFT_CASSANDRA_SECURE_HEAP_MB', positiveInt, '512', env),
     },
   };
 }

@@ -4,6 +4,9 @@
  * caller (`KAFKA_BROKERS` is parsed in config/env: `brokersFromEnv`).
  */
 import { Kafka, type logCreator, logLevel } from 'kafkajs';
+import type { KafkaSecurity } from '../config/security';
+import { type KafkaConnectionSecurity, kafkaConnectionSecurity } from './client-security';
+import type { Logger } from '../core/logger';
 import { kafkajsConsoleLogCreator } from './internals';
 
 export interface KafkaClientOptions {
@@ -11,6 +14,14 @@ export interface KafkaClientOptions {
   clientId: string;
   /** kafkajs log level; default WARN (its INFO is chatty about every join and transaction). */
   logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+  /** TLS and SASL (KAFKA_SSL_* / KAFKA_SASL_*, config/security `readKafkaSecurity`); default plaintext. */
+  security?: KafkaSecurity;
+  /**
+   * Where kafkajs's log entries go: this logger (a worker's pino logger, so its stderr has one log
+   * format), each entry with `component: 'kafkajs'` and kafkajs's fields. Default: kafkajs's own
+   * console lines.
+   */
+  logger?: Logger;
 }
 
 const LOG_LEVELS = {
@@ -27,6 +38,10 @@ export interface KafkaClient {
   readonly clientId: string;
   readonly kafka: Kafka;
   readonly logLevel: number;
+  /** kafkajs's `ssl` / `sasl` options of this client, for the group-less readers built on it. */
+  readonly connection: KafkaConnectionSecurity;
+  /** The log creator of its kafkajs clients (the group-less readers' clusters use it too). */
+  readonly logCreator: logCreator;
 }
 
 /**
@@ -56,17 +71,33 @@ function isRoutine(log: { message?: string; error?: unknown }): boolean {
   return false;
 }
 
-const projectLogCreator: logCreator = (level) => {
-  const log = kafkajsConsoleLogCreator(level);
-  return (entry) => {
-    if (MISLEADING.has(entry.log.message)) return;
-    if (entry.level !== logLevel.DEBUG && isRoutine(entry.log)) return;
-    log(entry);
+type KafkajsEntry = Parameters<ReturnType<logCreator>>[0];
+
+/** kafkajs's entries (minus the misleading and the routine ones) to `sink`: kafkajs's console, or a logger. */
+function projectLogCreator(logger: Logger | undefined): logCreator {
+  return (level) => {
+    const log = logger ? toLogger(logger) : kafkajsConsoleLogCreator(level);
+    return (entry) => {
+      if (MISLEADING.has(entry.log.message)) return;
+      if (entry.level !== logLevel.DEBUG && isRoutine(entry.log)) return;
+      log(entry);
+    };
   };
-};
+}
+
+/** One kafkajs entry as one line of `logger`: its message, its namespace and its fields (an error's text and stack included). */
+function toLogger(logger: Logger): (entry: KafkajsEntry) => void {
+  return ({ namespace, level, log }) => {
+    const { message, timestamp: _timestamp, logger: _kafkajs, ...fields } = log;
+    const write = level <= logLevel.ERROR ? logger.error : level === logLevel.WARN ? logger.warn : level === logLevel.INFO ? logger.info : logger.debug;
+    write.call(logger, { component: 'kafkajs', namespace, ...fields }, message);
+  };
+}
 
 export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
   const level = LOG_LEVELS[options.logLevel ?? 'warn'];
-  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator: projectLogCreator });
-  return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level };
+  const connection = kafkaConnectionSecurity(options.security);
+  const logCreator = projectLogCreator(options.logger);
+  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator, ...connection });
+  return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level, logCreator, connection };
 }

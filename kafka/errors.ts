@@ -3,7 +3,7 @@
  * this transactional id)": the write must not land, the producer is spent, nothing is retried.
  */
 import { KafkaFlowError } from '../config/errors';
-import { type FenceReason, SnapshotWriteFencedError } from '../persistence/errors';
+import { type FenceReason, SnapshotWriteFencedError } from '../core/fence-errors';
 
 // The project has one fence error, defined with the persistence port; re-exported for convenience.
 export { type FenceReason, SnapshotWriteFencedError };

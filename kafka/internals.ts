@@ -87,10 +87,11 @@ const { createErrorFromCode: createError } = requireKafkajs('./src/protocol/erro
 /** A kafkajs cluster (metadata + broker connections) with no group, producer or consumer on it. */
 export function createCluster(client: KafkaClient, isolationLevel: number): InternalCluster {
   return new Cluster({
-    logger: createLogger({ level: client.logLevel, logCreator: LoggerConsole }),
+    logger: createLogger({ level: client.logLevel, logCreator: client.logCreator }),
     socketFactory: defaultSocketFactory(),
     brokers: client.brokers,
     clientId: client.clientId,
+    ...client.connection,
     connectionTimeout: 1000,
     requestTimeout: 30000,
     enforceRequestTimeout: true,

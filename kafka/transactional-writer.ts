@@ -11,6 +11,7 @@
  * answer tears the producer down; the next producer's initialization settles the transaction.
  */
 import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
+import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
 import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
 import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
@@ -252,6 +253,9 @@ export class TransactionalWriter {
   }
 
   private async currentProducer(): Promise<Producer> {
+    if (this.producer) return this.producer;
+    // Without TxnOffsetCommit v3 (Kafka < 2.5) a stale owner's commits would not be fenced: refuse.
+    await assertFencedTxnOffsetCommit(this.options.client, this.options.groupId);
     if (this.producer) return this.producer;
     if (!this.connecting) {
       const producer = this.options.client.kafka.producer({

@@ -1,4 +1,4 @@
-import type { JournalEvent, TopicPartition } from './types';
+import type { JournalEvent, TopicPartition } from '../core/persistence-types';
 
 /**
  * Per-key event journals: the records folded into a key, appended in offset order and replayed

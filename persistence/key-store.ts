@@ -1,4 +1,4 @@
-import type { TopicPartition } from './types';
+import type { TopicPartition } from '../core/persistence-types';
 
 /** Which keys a partition has persisted state for: the list eager recovery walks. */
 export interface KeyStore {

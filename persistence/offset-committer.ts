@@ -1,4 +1,4 @@
-import type { TopicPartition } from './types';
+import type { TopicPartition } from '../core/persistence-types';
 
 /**
  * Commits the input partition's offset (the next offset to consume, as Kafka expects). A

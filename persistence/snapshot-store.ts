@@ -1,4 +1,4 @@
-import type { Snapshot, StoredKey, TopicPartition, WriteStatus } from './types';
+import type { Snapshot, StoredKey, TopicPartition, WriteStatus } from '../core/persistence-types';
 
 /**
  * Put a key's latest snapshot; delete it, leaving a delete marker at `offset` (the record whose

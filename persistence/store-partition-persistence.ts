@@ -3,12 +3,14 @@ import type { KeyStore } from './key-store';
 import type { OffsetCommitter } from './offset-committer';
 import type {
   KeyWrite,
-  OutputSender,
   PartitionPersistence,
   RecoveredKey,
   WriteBatch,
   WriteBatchResult,
-} from './partition-persistence';
+} from '../flow/ports';
+import type {
+  OutputSender,
+} from './output-sender';
 import type { SnapshotStore, SnapshotWrite } from './snapshot-store';
 import {
   isDeleteMarker,
@@ -18,7 +20,7 @@ import {
   persistsSnapshots,
   type TopicPartition,
   type WriteStatus,
-} from './types';
+} from '../core/persistence-types';
 
 export interface StorePartitionPersistenceOptions<S, V> {
   readonly partition: TopicPartition;

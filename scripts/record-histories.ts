@@ -2,7 +2,7 @@
  * Records real partition-workflow histories for the replay tests (test/histories/*.json): a real
  * run of the worker against the real servers — first assignment, recovery, persists, continue-as-
  * new, a second worker joining (rebalance), the first one leaving (revoke). Re-run after a
- * deliberate workflow change:  node bin/run-ts.js scripts/record-histories.ts
+ * workflow change (added next to the earlier recordings):  node bin/run-ts.js scripts/record-histories.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -85,7 +85,8 @@ async function main(): Promise<void> {
 
   const temporal = await connectTemporal(e);
   fs.mkdirSync(out, { recursive: true });
-  for (const f of fs.readdirSync(out)) if (f.endsWith('.json')) fs.rmSync(path.join(out, f));
+  // Earlier recordings stay: they replay the branches of runs started before each patched()
+  // change, which running workflows may still take. Remove one only with its patch's deprecation.
   let n = 0;
   for await (const wf of temporal.client.workflow.list({ query: `KafkaFlow = "${env.TEST_FLOW_NAME}"` })) {
     const history = await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();

@@ -1,5 +1,7 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { KafkaSecurity } from '../config/security';
+import type { Logger } from '../core/logger';
+import type { FlowDefinition } from '../define-flow';
 import { CommittedOffsets, createKafkaClient, type GroupGeneration, GroupMembership, type RevokedPartitions, withRevokePoint } from '../kafka';
 
 export interface TopicPartitions {
@@ -48,8 +50,11 @@ export class KafkaFlowConsumer implements FlowConsumer {
   constructor(
     private readonly definition: FlowDefinition<unknown, unknown>,
     brokers: string[],
+    security?: KafkaSecurity,
+    /** Where kafkajs logs (the worker's logger); default kafkajs's console. */
+    logger?: Logger,
   ) {
-    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}` });
+    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security, logger });
     this.committed = new CommittedOffsets(kafka);
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(

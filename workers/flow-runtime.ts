@@ -1,13 +1,14 @@
 import type { EachBatchPayload } from 'kafkajs';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
 import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
-import { createPartitionFlow, type FlowDefinition } from '../flow/define-flow';
+import { createPartitionFlow } from '../flow/create-partition-flow';
+import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';
-import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../persistence/errors';
-import type { PartitionPersistence } from '../persistence/partition-persistence';
-import type { PersistenceBackend } from './backends';
+import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
+import type { PartitionPersistence } from '../flow/ports';
+import type { PersistenceBackend } from '../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
 import { PartitionSlots, type Slot } from './partition-slots';
@@ -85,10 +86,7 @@ export class FlowRuntime implements PartitionHost {
       onRevoke: (revoked) => this.onRevoke(revoked),
       eachBatch: (payload) => this.eachBatch(payload),
     });
-    // Keys with pending outputs are persisted here, within outputEvery (plus half of it) of their record.
-    const outputsTick = this.definition.outputTopics.length > 0 || this.definition.deadLetterTopics ? this.definition.outputEveryMs / 2 : Number.POSITIVE_INFINITY;
-    const every = Math.max(100, Math.min(this.definition.timers.fireEvery, 1000, outputsTick));
-    this.timers = setInterval(() => this.triggerTimers(), every);
+    this.timers = setInterval(() => this.triggerTimers(), timerTickMs(this.definition));
     const reassertAfterMs = this.o.reassertAfterMs ?? 30_000;
     this.watchdog = setInterval(() => this.reassertStalled(reassertAfterMs), Math.max(250, Math.min(reassertAfterMs / 2, 5_000)));
   }
@@ -232,6 +230,7 @@ export class FlowRuntime implements PartitionHost {
   }
 
   private triggerTimers(): void {
+    const outputs = hasOutputs(this.definition);
     for (const slot of this.slots.all()) {
       if (slot.state !== 'running' || !slot.flow) continue;
       try {
@@ -244,7 +243,7 @@ export class FlowRuntime implements PartitionHost {
         this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'partition failed; it stops until reassigned');
         continue;
       }
-      if (!slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
+      if (outputs && !slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
     }
   }
 
@@ -260,7 +259,7 @@ export class FlowRuntime implements PartitionHost {
     if (slot.state !== 'running' || !slot.flow || current?.generationId !== slot.generation || slot.flowGeneration !== slot.generation) return;
     slot.flushingOutputs = true;
     try {
-      const r = await this.persistSlot(slot, 'outputs');
+      const r = await this.persistSlot(slot, 'outputs', { timersTriggered: true });
       const u = slot.unreported ?? { outputs: 0, deadLetters: 0 };
       u.outputs += r.outputs ?? 0;
       u.deadLetters += r.deadLetters ?? 0;
@@ -412,8 +411,11 @@ export class FlowRuntime implements PartitionHost {
   async persist(r: OwnerRequest): Promise<WorkflowPersistResult> {
     const slot = this.slotFor(r);
     if (slot.state === 'failed') throw slot.failure ?? new Error(`${r.topic}-${r.partition} failed`);
-    // Recovered here for this generation but its fold loop not started yet (a loaded worker can
-    // start the persist activity first): persisting is what a running partition would do.
+    // Recovered here for this generation but not folding (yet): the workflow starts the fold loop
+    // and the first persist together, and on a busy process the persist's delay can run out
+    // before the fold loop's activity has started. That is this process's own partition, not a
+    // stale one: persist what is due (nothing, usually). Refusing it made the workflow record the
+    // partition `fenced` on its only owner, where it stayed (found by bench:outputs).
     const recoveredHere = slot.state === 'assigned' && slot.flowGeneration === r.owner.generation;
     if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
@@ -422,10 +424,15 @@ export class FlowRuntime implements PartitionHost {
     return this.persistSlot(slot, 'periodic');
   }
 
-  private async persistSlot(slot: Slot, reason: 'periodic' | 'outputs' | 'revoke' | 'shutdown'): Promise<WorkflowPersistResult> {
+  /** `timersTriggered`: the caller ran the key timers just now (the tick that found outputs due). */
+  private async persistSlot(
+    slot: Slot,
+    reason: 'periodic' | 'outputs' | 'revoke' | 'shutdown',
+    options: { timersTriggered?: boolean } = {},
+  ): Promise<WorkflowPersistResult> {
     const flow = slot.flow!;
     const started = performance.now();
-    flow.triggerTimers();
+    if (!options.timersTriggered) flow.triggerTimers();
     let result: Awaited<ReturnType<typeof flow.persist>>;
     try {
       result = await flow.persist(undefined, reason);
@@ -504,4 +511,24 @@ export class FlowRuntime implements PartitionHost {
       }
     }
   }
+}
+
+/**
+ * The flow can have outputs pending on its keys: records its fold emits (`outputTopics`) or
+ * dead letters (a `dead-letter` policy). Both ride with their key's next write and both make the
+ * key due within `outputEvery` (flow/partition-flow.ts `outputsDue`).
+ */
+export function hasOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'outputTopics' | 'deadLetterTopics'>): boolean {
+  return definition.outputTopics.length > 0 || definition.deadLetterTopics !== undefined;
+}
+
+/**
+ * How often the owning process runs its partitions' key timers (and, for a flow with outputs,
+ * looks for keys whose outputs are due): every `fireEvery`, at most 1 s apart, and for a flow
+ * with outputs at most `outputEvery / 2` apart — so an output lands within `outputEvery` plus
+ * half of it — but never more often than every 100 ms.
+ */
+export function timerTickMs(definition: Pick<FlowDefinition<unknown, unknown>, 'outputTopics' | 'deadLetterTopics' | 'outputEveryMs' | 'timers'>): number {
+  const outputsTick = hasOutputs(definition) ? definition.outputEveryMs / 2 : Number.POSITIVE_INFINITY;
+  return Math.max(100, Math.min(definition.timers.fireEvery, 1000, outputsTick));
 }

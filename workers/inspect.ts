@@ -1,9 +1,10 @@
 import { ConfigError } from '../config/errors';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import { brokersFromEnv } from '../config/env';
+import { readKafkaSecurity } from '../config/security';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { CassandraBackend } from '../persistence/cassandra';
-import { kafkaFlowBackend } from './backends';
+import { kafkaFlowBackend } from '../persistence/kafka/factory';
 
 /** A persisted key as `inspect` prints it: one JSON line each. */
 export interface InspectedKey {
@@ -25,7 +26,7 @@ export async function* inspectFlow(definition: FlowDefinition<unknown, unknown>,
   const p = definition.persistence;
   if (p.mode === 'none') throw new ConfigError(`flow "${definition.name}" is transient (mode 'none'): it persists nothing`);
   if (p.backend === 'kafka') {
-    const backend = kafkaFlowBackend(definition, { brokers: brokersFromEnv() });
+    const backend = kafkaFlowBackend(definition, { brokers: brokersFromEnv(), kafkaSecurity: readKafkaSecurity() });
     try {
       for await (const s of backend.readAll({ topic: filter.topic, partition: filter.partition })) {
         if (filter.key !== undefined && s.key !== filter.key) continue;
@@ -48,7 +49,7 @@ export async function* inspectFlow(definition: FlowDefinition<unknown, unknown>,
 
 /** Cassandra: each input partition's keys from the keys table, then their snapshots (recovery's path). */
 async function* inspectCassandra(definition: FlowDefinition<unknown, unknown>, filter: InspectFilter): AsyncIterable<InspectedKey> {
-  const admin = new KafkaAdmin(createKafkaClient({ brokers: brokersFromEnv(), clientId: 'kafka-flow-temporal-inspect', logLevel: 'nothing' }));
+  const admin = new KafkaAdmin(createKafkaClient({ brokers: brokersFromEnv(), clientId: 'kafka-flow-temporal-inspect', logLevel: 'nothing', security: readKafkaSecurity() }));
   const backend = await CassandraBackend.forFlow(definition);
   try {
     await admin.connect();

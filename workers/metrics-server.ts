@@ -10,6 +10,8 @@ export async function startMetricsServer(
   registry: Registry,
   port: number,
   temporalCoreMetricsUrl?: string,
+  /** The address to bind: 127.0.0.1 (this machine only) unless told otherwise (`--metrics-host`, KFT_METRICS_HOST). */
+  host = '127.0.0.1',
 ): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(async (req, res) => {
     if (req.url !== '/metrics') {
@@ -29,11 +31,13 @@ export async function startMetricsServer(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '0.0.0.0', () => resolve());
+    server.listen(port, host, () => resolve());
   });
   const { port: bound } = server.address() as AddressInfo;
+  // An unspecified bind address (every interface) is reached on this machine through loopback.
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
   return {
-    url: `http://127.0.0.1:${bound}/metrics`,
+    url: `http://${shown}:${bound}/metrics`,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

@@ -2,7 +2,7 @@ import { type FoldingHandle, StaleGenerationError } from '../activities/partitio
 import type { OwnerRequest } from '../activities/types';
 import type { PartitionFlow } from '../flow/partition-flow';
 import type { GroupGeneration } from '../kafka';
-import { SnapshotWriteFencedError } from '../persistence/errors';
+import { SnapshotWriteFencedError } from '../core/fence-errors';
 
 /**
  * A partition's life in one process. `assigned`: joined with it, paused until a workflow recovers

@@ -1,8 +1,10 @@
 import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { readEnv } from '../config/env';
+import type { TemporalSecurity } from '../config/security';
 import { TemporalUnreachableError } from './errors';
 import { connectTemporalClient } from './temporal-client';
+import { temporalAuthFailure, temporalConnectOptions } from './temporal-tls';
 
 export interface TemporalConnections {
   address: string;
@@ -12,8 +14,8 @@ export interface TemporalConnections {
   close(): Promise<void>;
 }
 
-export async function connectTemporal(env = readEnv()): Promise<TemporalConnections> {
-  const { address, namespace, connection, client } = await connectTemporalClient(env);
+export async function connectTemporal(env = readEnv(), security?: TemporalSecurity): Promise<TemporalConnections> {
+  const { address, namespace, connection, client, security: used } = await connectTemporalClient(env, security);
   const natives: NativeConnection[] = [];
   return {
     address,
@@ -21,11 +23,11 @@ export async function connectTemporal(env = readEnv()): Promise<TemporalConnecti
     client,
     async connect() {
       try {
-        const c = await NativeConnection.connect({ address });
+        const c = await NativeConnection.connect({ address, ...temporalConnectOptions(used) });
         natives.push(c);
         return c;
       } catch (err) {
-        throw new TemporalUnreachableError(address, err);
+        throw temporalAuthFailure(address, used, err) ?? new TemporalUnreachableError(address, err);
       }
     },
     async close() {

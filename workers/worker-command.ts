@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { type LogLevelName, readWorkerEnv } from '../config/env';
+import { releaseEarlySignal } from './early-signal';
 import { loadFlowModule } from './flow-module';
 import { createLogger } from './logger';
 
@@ -16,25 +17,20 @@ export function workerCommand(): Command {
     .description('run one worker process of a flow (a .ts or .js module exporting defineFlow(...))')
     .argument('<flow-module>', 'path to the flow module')
     .option('--metrics-port <port>', 'serve Prometheus /metrics on this port (0: any free port; env KFT_METRICS_PORT)', port)
+    .option('--metrics-host <address>', 'the address /metrics binds (default 127.0.0.1: this machine only; 0.0.0.0: every interface; env KFT_METRICS_HOST)')
     .option('--shutdown-timeout <seconds>', 'exit with code 1 if a graceful stop takes longer', (v) => Number(v), 60)
-    .action(async (modulePath: string, opts: { metricsPort?: number; shutdownTimeout: number }) => {
-      const flow = loadFlowModule(modulePath);
-      const env = readWorkerEnv();
-      if (env.exitWithParent) watchParent(flow.name, env.logLevel);
-      const metricsPort = opts.metricsPort ?? env.metricsPort;
-      // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
-      // the other commands (status, inspect, infra) do not need.
-      const { runWorker } = require('./worker') as typeof import('./worker');
+    .action(async (modulePath: string, opts: { metricsPort?: number; metricsHost?: string; shutdownTimeout: number }) => {
       // A SIGTERM/SIGINT while the worker is still starting (connecting, joining the group) is
-      // held, not fatal: once started, the worker stops gracefully at once. The shutdown timeout
-      // runs from the signal either way.
+      // held, not fatal: once started, the worker stops gracefully at once. One that comes before
+      // anything has started (the CLI or the flow module still loading) ends it at once, exit 0.
+      // The shutdown timeout runs from the signal either way.
       let signalled: NodeJS.Signals | undefined;
       let onStarted: ((signal: NodeJS.Signals) => void) | undefined;
       const onSignal = (signal: NodeJS.Signals) => {
         if (signalled) return;
         signalled = signal;
         const timer = setTimeout(() => {
-          process.stderr.write(`kafka-flow-temporal: graceful stop did not finish within ${opts.shutdownTimeout} s after ${signal}\n`);
+          createLogger({ flow: flow.name }, env.logLevel).error({ signal, shutdownTimeout: opts.shutdownTimeout }, `graceful stop did not finish within ${opts.shutdownTimeout} s after ${signal}`);
           process.exit(1);
         }, opts.shutdownTimeout * 1000);
         timer.unref();
@@ -42,6 +38,19 @@ export function workerCommand(): Command {
       };
       process.once('SIGTERM', onSignal);
       process.once('SIGINT', onSignal);
+      const early = releaseEarlySignal();
+      if (early) onSignal(early);
+      const flow = loadFlowModule(modulePath);
+      const env = readWorkerEnv(opts.metricsHost !== undefined ? { ...process.env, KFT_METRICS_HOST: opts.metricsHost } : process.env);
+      if (env.exitWithParent) watchParent(flow.name, env.logLevel);
+      const metricsPort = opts.metricsPort ?? env.metricsPort;
+      // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
+      // the other commands (status, inspect, infra) do not need.
+      const { runWorker } = require('./worker') as typeof import('./worker');
+      // Loading is synchronous: a signal that came meanwhile is dispatched at the next turn of
+      // the event loop (to the handlers above), so take one before deciding to start.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (signalled) return stoppedBeforeStart(flow.name, env.logLevel, signalled);
       const worker = await runWorker(flow, { metricsPort, env });
       await new Promise<void>((resolve, reject) => {
         onStarted = () => worker.stop().then(resolve, reject);
@@ -52,6 +61,12 @@ export function workerCommand(): Command {
       // (a lingering socket or retry timer would otherwise keep the process up).
       setTimeout(() => process.exit(0), 100);
     });
+}
+
+/** A signal came before the worker had started anything: nothing to flush or leave. */
+function stoppedBeforeStart(flowName: string, level: LogLevelName, signal: NodeJS.Signals): void {
+  createLogger({ flow: flowName }, level).info({ signal }, 'stopped before starting: nothing to flush');
+  setTimeout(() => process.exit(0), 100);
 }
 
 const SHELLS = new Set(['sh', 'dash', 'bash', 'ash', 'zsh', 'busybox']);

@@ -1,16 +1,21 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
+import { describeCassandraSecurity, describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
 import { portOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
-import type { FlowDefinition } from '../flow/define-flow';
+import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
-import { createBackend } from './backends';
+import { createBackend } from '../persistence/backends';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
+import { checkKafkaLogin, kafkaAuthFailure } from './kafka-login';
+import { checkCassandraLogin } from '../persistence/cassandra/connect-options';
+import type { Logger } from '../core/logger';
+import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './flow-consumer';
 import { FlowRuntime } from './flow-runtime';
 import { TemporalPartitionSignals } from './partition-signals';
-import { createLogger, temporalLogger } from './logger';
+import { createLogger, temporalCoreLogging, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
 import { connectTemporal } from './temporal-connection';
@@ -18,6 +23,8 @@ import { connectTemporal } from './temporal-connection';
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
   metricsPort?: number;
+  /** Address `/metrics` binds; default `env.metricsHost` (127.0.0.1). */
+  metricsHost?: string;
   /** The environment, parsed (config/env `readWorkerEnv`). */
   env: WorkerEnv;
 }
@@ -41,15 +48,21 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const { env } = options;
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
+  // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
+  setLogKeys(definition.logKeys);
   if (runtimeInstalled === undefined) {
     // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
     // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
-    // Temporal core serves its metrics on a private port; /metrics appends them to ours.
+    // Temporal core serves its metrics on a private port; /metrics appends them to ours. Its logs
+    // are forwarded to the same pino logger as the SDK's (one log format on stderr).
     runtimeInstalled = options.metricsPort !== undefined ? `127.0.0.1:${await freePort()}` : '';
     Runtime.install({
       logger: temporalLogger(log, env.temporalLogLevel),
       shutdownSignals: [],
-      telemetryOptions: runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : undefined,
+      telemetryOptions: {
+        logging: temporalCoreLogging(env.temporalLogLevel),
+        ...(runtimeInstalled ? { metrics: { prometheus: { bindAddress: runtimeInstalled } } } : {}),
+      },
     });
   }
   const registry = new Registry();
@@ -57,15 +70,17 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const metrics = FlowMetrics.of(registry);
 
   await assertKafkaReachable(env.kafkaBrokers);
-  const temporal = await connectTemporal(env);
+  await checkKafkaLogin(brokers, env.security.kafka);
+  if (definition.persistence.backend === 'cassandra') await checkCassandraAtStart(definition, env, log);
+  const temporal = await connectTemporal(env, env.security.temporal);
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
   const runtime = new FlowRuntime({
     definition,
-    consumer: new KafkaFlowConsumer(definition, brokers),
+    consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
     signals: new TemporalPartitionSignals(temporal.client),
     taskQueue,
-    backend: createBackend(definition, { brokers, logger: log, metrics, stateDir: env.stateDir }),
+    backend: createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir }),
     metrics,
     logger: log,
     maxHistoryEvents: env.maxHistoryEvents,
@@ -96,14 +111,27 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   } catch (err) {
     // The brokers took the connection but kept dropping it (a restart, a network fault) until
     // kafkajs gave up: one line naming KAFKA_BROKERS, exit 1, the process manager restarts it.
+    const auth = kafkaAuthFailure(brokers, env.security.kafka, err);
+    if (auth) throw auth;
     if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(brokers, err);
     throw err;
   }
   const server =
     options.metricsPort !== undefined
-      ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined)
+      ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined, options.metricsHost ?? env.metricsHost)
       : undefined;
-  log.info({ taskQueue, metrics: server?.url, kafka: brokers, temporal: temporal.address }, 'worker started');
+  log.info(
+    {
+      taskQueue,
+      metrics: server?.url,
+      kafka: brokers,
+      kafkaSecurity: describeKafkaSecurity(env.security.kafka),
+      temporal: temporal.address,
+      temporalSecurity: describeTemporalSecurity(env.security.temporal),
+      ...(definition.persistence.backend === 'cassandra' ? { cassandraSecurity: describeCassandraSecurity(env.security.cassandra) } : {}),
+    },
+    'worker started',
+  );
 
   let stopping: Promise<void> | undefined;
   return {
@@ -126,6 +154,20 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 }
 
 export { WORKFLOW_TASK_QUEUE };
+
+/**
+ * Refused Cassandra credentials or TLS stop the worker at start with one line (retrying cannot
+ * help); an unreachable Cassandra does not: the partitions connect on their next retry.
+ */
+async function checkCassandraAtStart(definition: FlowDefinition<unknown, unknown>, env: WorkerEnv, log: Logger): Promise<void> {
+  const o = (definition.persistence as { options?: { contactPoints?: string[]; localDataCenter?: string } }).options ?? {};
+  const contactPoints = o.contactPoints ?? env.cassandraContactPoints.map(formatHostPort);
+  const dc = o.localDataCenter ?? env.security.cassandra.localDataCenter ?? 'datacenter1';
+  const outcome = await checkCassandraLogin(contactPoints, dc, env.security.cassandra);
+  if (!outcome.ok) {
+    log.warn({ contactPoints, why: outcome.why }, 'Cassandra does not answer yet (or closed a plaintext connection: CASSANDRA_TLS?): the partitions connect when they are assigned, and retry');
+  }
+}
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
 async function assertKafkaReachable(brokers: HostPort[]): Promise<void> {

@@ -142,7 +142,7 @@ export const DEFAULT_LIMITS: Limits = {
   heartbeatMs: 10_000,
   ownerRetryMs: 10_000,
   retryInitialMs: 1_000,
-  retryMaxMs: 15_000,
+  retryMaxMs: 5_000,
 };
 
 /** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */
@@ -165,8 +165,8 @@ const SAME_COMMANDS_PATCH = 'revoked-phase-before-newer-owner';
 /**
  * The retry backoff belongs to one owner: a new owner starts from the first attempt (it used to
  * inherit the previous owner's count, so the first owner after a long outage waited up to the cap
- * before its first try), and the cap is 15 s (was 60 s: after an outage a partition was back up to
- * a minute after its server). The chaos suite measured both as stalls. Runs recorded before this
+ * before its first try), and the cap is 5 s (was 60 s, then 15 s: after an outage a partition was back
+ * up to a minute after its server). The chaos suite measured both as stalls. Runs recorded before this
  * patch replay the old way.
  */
 const RETRY_PER_OWNER_PATCH = 'retry-backoff-per-owner';

@@ -12,6 +12,10 @@
 //                                          `BENCH POS <epoch ms> <partition> <next offset>` at most
 //                                          every 20 ms per partition (checked every 256 records):
 //                                          the folded position the commit lag is measured against
+//   BENCH_OUTPUT_TOPIC, BENCH_OUTPUT_EVERY  when both are set (bench:outputs), the fold emits
+//                                          `{key, n, count, total}` to the output topic for every
+//                                          record whose producer index n is a multiple of
+//                                          BENCH_OUTPUT_EVERY (1: every record)
 import { defineFlow, type PersistenceOptions } from '../../index';
 import type { BenchRecordValue, Totals } from '../lib/records';
 
@@ -19,6 +23,11 @@ const name = process.env.BENCH_FLOW ?? 'bench-totals';
 const backend = process.env.BENCH_BACKEND ?? 'kafka';
 const snapshotTopic = process.env.BENCH_SNAPSHOT_TOPIC;
 const expected = process.env.BENCH_RECORDS ? Number(process.env.BENCH_RECORDS) : undefined;
+const outputTopic = process.env.BENCH_OUTPUT_TOPIC;
+const outputEvery = outputTopic ? Number(process.env.BENCH_OUTPUT_EVERY ?? 1) : undefined;
+if (outputEvery !== undefined && !(Number.isInteger(outputEvery) && outputEvery >= 1)) {
+  throw new Error(`BENCH_OUTPUT_EVERY=${process.env.BENCH_OUTPUT_EVERY}: a positive integer please`);
+}
 
 const persistence: PersistenceOptions =
   backend === 'memory'
@@ -41,7 +50,7 @@ export default defineFlow<Totals, BenchRecordValue>({
   name,
   groupId: process.env.BENCH_GROUP ?? name,
   topics: [process.env.BENCH_TOPIC ?? 'bench-totals'],
-  fold: (state, record) => {
+  fold: (state, record, ctx) => {
     if (expected !== undefined) {
       folded++;
       if (folded === 1) process.stdout.write('BENCH FIRST_FOLD\n');
@@ -50,8 +59,13 @@ export default defineFlow<Totals, BenchRecordValue>({
       if ((n & 255) === 0) notePosition(record.partition, record.offset);
       if (folded === expected) process.stdout.write('BENCH ALL_FOLDED\n');
     }
-    return { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + record.value.amount };
+    const next = { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + record.value.amount };
+    if (outputEvery !== undefined && record.value.n % outputEvery === 0) {
+      ctx.emit({ topic: outputTopic!, key: record.key, value: { key: record.key, n: record.value.n, ...next } });
+    }
+    return next;
   },
   persistence,
+  ...(outputTopic ? { outputTopics: [outputTopic] } : {}),
   timers: { persistPeriodically: { persistEvery: '1s', fireEvery: '1s' } },
 });

@@ -34,6 +34,11 @@ export interface OursOptions {
   env?: (flow: string, topic: string) => NodeJS.ProcessEnv;
   /** Label of the progress bar; default `ours (<backend>)`. */
   label?: string;
+  /**
+   * Runs once the committed offsets reached the end, before the worker is stopped and the run's
+   * topics are deleted (e.g. to read back what the flow emitted); its result joins the details.
+   */
+  check?: (flow: string, topic: string) => Promise<Record<string, unknown>>;
 }
 
 const sinceMs = (at: bigint | undefined, start: bigint) => (at === undefined ? undefined : Math.round(Number(at - start) / 1e6));
@@ -125,6 +130,7 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
       onSample: (atMs, committed) => samples.push({ atMs, committed }),
     });
     cpu.reached = processCpuMs(proc.pid);
+    const checked = options.check ? await options.check(flow, topic) : undefined;
     const lastRecovered = at.recovered.length > 0 ? at.recovered[at.recovered.length - 1] : undefined;
     // Under full load: from the first record folded to the last.
     const lags = wall.firstFold !== undefined && wall.allFolded !== undefined ? commitLags(positions as PositionLog, samples, end, wall.firstFold, wall.allFolded) : [];
@@ -158,6 +164,7 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
         commit_lag_max_ms: percentile(lags, 100),
         commit_lag_samples: lags.length,
         fold_only_cpu_us_per_record: cpuUsPerRecord(cpu.firstFold, cpu.allFolded, records),
+        ...checked,
       },
     };
   } finally {

@@ -1,4 +1,5 @@
 import { KafkaFlowError } from '../../config/errors';
+import { hiddenProperty, showKey, withheld } from '../redact';
 import type { Codec } from './codec';
 
 /** Where a record or a snapshot lives: enough to find it again with a Kafka or Cassandra tool. */
@@ -11,13 +12,10 @@ export interface Location {
   readonly offset: string;
 }
 
+/** Where, with the key shown as core/redact says (a hash unless the flow has `logKeys`). */
 function describe(location: Location): string {
-  const key = location.key === undefined ? 'no key' : `key ${JSON.stringify(shorten(location.key))}`;
+  const key = location.key === undefined ? 'no key' : `key ${showKey(location.key)}`;
   return `topic "${location.topic}" partition ${location.partition} offset ${location.offset} (${key})`;
-}
-
-function shorten(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
 function causeText(cause: unknown): string {
@@ -29,11 +27,14 @@ function causeText(cause: unknown): string {
 export class DecodeError extends KafkaFlowError implements Location {
   readonly topic: string;
   readonly partition: number;
-  readonly key: string | undefined;
+  /** The record's key: not enumerable, so that loggers copying an error's fields do not print it. */
+  declare readonly key: string | undefined;
   readonly offset: string;
+  /** The codec's error; a WithheldMessageError in its place unless the flow has `logKeys` (it may quote the bytes). */
   override readonly cause: unknown;
 
-  constructor(location: Location, cause: unknown) {
+  constructor(location: Location, codecError: unknown) {
+    const cause = withheld(codecError);
     super(
       'DECODE',
       `cannot decode the record at ${describe(location)}: ${causeText(cause)}. ` +
@@ -44,7 +45,7 @@ export class DecodeError extends KafkaFlowError implements Location {
     );
     this.topic = location.topic;
     this.partition = location.partition;
-    this.key = location.key;
+    hiddenProperty(this, 'key', location.key);
     this.offset = location.offset;
     this.cause = cause;
   }
@@ -54,11 +55,14 @@ export class DecodeError extends KafkaFlowError implements Location {
 export class CorruptSnapshotError extends KafkaFlowError implements Location {
   readonly topic: string;
   readonly partition: number;
-  readonly key: string | undefined;
+  /** The snapshot's key: not enumerable, so that loggers copying an error's fields do not print it. */
+  declare readonly key: string | undefined;
   readonly offset: string;
+  /** Why; a codec's error is withheld unless the flow has `logKeys` (it may quote the state). */
   override readonly cause: unknown;
 
-  constructor(location: Location, cause: unknown) {
+  constructor(location: Location, error: unknown) {
+    const cause = error instanceof KafkaFlowError ? error : withheld(error);
     super(
       'CORRUPT_SNAPSHOT',
       `the stored snapshot for ${describe(location)} cannot be read: ${causeText(cause)}. ` +
@@ -69,7 +73,7 @@ export class CorruptSnapshotError extends KafkaFlowError implements Location {
     );
     this.topic = location.topic;
     this.partition = location.partition;
-    this.key = location.key;
+    hiddenProperty(this, 'key', location.key);
     this.offset = location.offset;
     this.cause = cause;
   }

@@ -7,6 +7,41 @@ import { portOpen, startDetached } from '../processes';
 import { type InfraSettings, VERSIONS } from '../settings';
 import { processFor, type Server } from './server';
 
+/** Writes a node's config and logback files and starts its JVM, detached. */
+export function startCassandraNode(o: {
+  proc: ReturnType<typeof processFor>;
+  heapMb: number;
+  dataDir: string;
+  configFile: string;
+  yaml: string;
+  libDir: string;
+  /** More -D options. */
+  extraJvmOptions?: readonly string[];
+}): void {
+  const java = findJava17();
+  fs.mkdirSync(path.join(o.dataDir, 'storage'), { recursive: true });
+  fs.writeFileSync(o.configFile, o.yaml);
+  const logback = path.join(o.dataDir, 'logback.xml');
+  fs.writeFileSync(logback, LOGBACK);
+  startDetached(o.proc, java, [
+    `-Xms${o.heapMb}m`,
+    `-Xmx${o.heapMb}m`,
+    ...JVM17_OPTIONS,
+    `-Dcassandra.config=file://${o.configFile}`,
+    `-Dcassandra.storagedir=${path.join(o.dataDir, 'storage')}`,
+    `-Dcassandra.logdir=${o.dataDir}`,
+    '-Dcassandra-foreground=yes',
+    `-Dlogback.configurationFile=${logback}`,
+    // Single node: nothing to gossip with, and fsync of system tables buys nothing in tests.
+    '-Dcassandra.skip_wait_for_gossip_to_settle=0',
+    '-Dcassandra.unsafesystem=true',
+    ...(o.extraJvmOptions ?? []),
+    '-cp',
+    classpath(o.libDir),
+    'org.apache.cassandra.service.CassandraDaemon',
+  ]);
+}
+
 /** Cassandra 5.0, one node, from Maven Central's cassandra-all and its runtime dependencies. */
 export function cassandraServer(s: InfraSettings): Server {
   const c = s.cassandra;
@@ -32,29 +67,7 @@ export function cassandraServer(s: InfraSettings): Server {
           artifacts: [{ groupId: 'org.apache.cassandra', artifactId: 'cassandra-all', version: VERSIONS.cassandra }],
         })
       ).fetched,
-    start: async () => {
-      const java = findJava17();
-      fs.mkdirSync(path.join(dataDir, 'storage'), { recursive: true });
-      fs.writeFileSync(configFile, cassandraYaml(s));
-      const logback = path.join(dataDir, 'logback.xml');
-      fs.writeFileSync(logback, LOGBACK);
-      startDetached(proc, java, [
-        `-Xms${c.heapMb}m`,
-        `-Xmx${c.heapMb}m`,
-        ...JVM17_OPTIONS,
-        `-Dcassandra.config=file://${configFile}`,
-        `-Dcassandra.storagedir=${path.join(dataDir, 'storage')}`,
-        `-Dcassandra.logdir=${dataDir}`,
-        '-Dcassandra-foreground=yes',
-        `-Dlogback.configurationFile=${logback}`,
-        // Single node: nothing to gossip with, and fsync of system tables buys nothing in tests.
-        '-Dcassandra.skip_wait_for_gossip_to_settle=0',
-        '-Dcassandra.unsafesystem=true',
-        '-cp',
-        classpath(libDir),
-        'org.apache.cassandra.service.CassandraDaemon',
-      ]);
-    },
+    start: async () => startCassandraNode({ proc, heapMb: c.heapMb, dataDir, configFile, yaml: cassandraYaml(s), libDir }),
     probe: async () => {
       if (!(await portOpen(c.host, c.port))) return false;
       const client = new Client({
@@ -97,7 +110,7 @@ start_native_transport: true
 }
 
 /** From Cassandra 5.0's conf/jvm17-server.options: the module access it needs on Java 17. */
-const JVM17_OPTIONS = [
+export const JVM17_OPTIONS = [
   '-XX:+UseG1GC',
   '-XX:+ParallelRefProcEnabled',
   '-Djdk.attach.allowAttachSelf=true',
@@ -131,7 +144,7 @@ const JVM17_OPTIONS = [
   ].flatMap((m) => ['--add-opens', `${m}=ALL-UNNAMED`]),
 ];
 
-const LOGBACK = `<configuration>
+export const LOGBACK = `<configuration>
   <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
     <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
   </appender>

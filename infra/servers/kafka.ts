@@ -6,7 +6,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import { findJava17 } from '../java';
 import { classpath, fetchJars } from '../maven';
 import { portOpen, startDetached } from '../processes';
+import { secureMaterial } from '../secure-material';
 import { type InfraSettings, VERSIONS } from '../settings';
+import { ensureScramUser, type SecureListeners, scramFormatArgs, scramMarker, secureListenerProperties } from './kafka-secure';
 import { processFor, type Server } from './server';
 
 /** Kafka 4.x, one combined broker+controller in KRaft mode, from Maven Central jars. */
@@ -46,7 +48,8 @@ export function kafkaServer(s: InfraSettings): Server {
     start: async (log) => {
       const java = findJava17();
       fs.mkdirSync(logDirs, { recursive: true });
-      fs.writeFileSync(configFile, serverProperties(s, logDirs));
+      const secure = secureListeners(s);
+      fs.writeFileSync(configFile, serverProperties(s, logDirs, secure));
       const log4j = path.join(dataDir, 'log4j2.properties');
       fs.writeFileSync(log4j, KAFKA_LOG4J2);
       const cp = classpath(libDir);
@@ -54,9 +57,21 @@ export function kafkaServer(s: InfraSettings): Server {
         log('formatting the KRaft storage');
         execFileSync(
           java,
-          [`-Dlog4j2.configurationFile=${log4j}`, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', kafkaClusterId(), '-c', configFile],
+          [
+            `-Dlog4j2.configurationFile=${log4j}`,
+            '-cp',
+            cp,
+            'kafka.tools.StorageTool',
+            'format',
+            '-t',
+            kafkaClusterId(),
+            '-c',
+            configFile,
+            ...scramFormatArgs(secure.material),
+          ],
           { stdio: 'pipe' },
         );
+        fs.writeFileSync(scramMarker(dataDir), '');
       }
       startDetached(proc, java, kafkaJvmArgs({ heapMb: k.heapMb, log4j, logsDir: dataDir, classpath: cp, configFile }));
     },
@@ -88,11 +103,24 @@ export function kafkaServer(s: InfraSettings): Server {
         try {
           await warmUpTransactions(address);
           if (attempt > 1) log(`coordinators ready after ${attempt} attempts`);
-          return;
+          break;
         } catch (err) {
           if (Date.now() > deadline) throw err;
           await new Promise((r) => setTimeout(r, 500));
         }
+      }
+      // A data directory formatted before the secured listeners: create the SCRAM user now (once).
+      if (fs.existsSync(path.join(logDirs, 'meta.properties')) && !fs.existsSync(scramMarker(dataDir))) {
+        const material = secureListeners(s).material;
+        const created = ensureScramUser({
+          java: findJava17(),
+          classpath: classpath(libDir),
+          log4j: path.join(dataDir, 'log4j2.properties'),
+          bootstrap: address,
+          kafkaDataDir: dataDir,
+          material,
+        });
+        if (created) log(`created the SCRAM user ${material.kafkaUser} (kafka-configs)`);
       }
     },
   };
@@ -169,14 +197,17 @@ export interface KafkaPropertiesOptions {
   /** The first line(s), without '#': who wrote the file and what for. */
   readonly comment: string;
   readonly extraListener?: ExtraListener;
+  /** The SASL_SSL and SSL (mTLS) listeners (infra/servers/kafka-secure.ts); none when absent. */
+  readonly secure?: SecureListeners;
 }
 
 /** server.properties of a single-node KRaft broker+controller, tuned for development and tests. */
 export function kafkaServerProperties(o: KafkaPropertiesOptions): string {
   const x = o.extraListener;
-  const listeners = [`PLAINTEXT://${o.host}:${o.port}`, `CONTROLLER://${o.host}:${o.controllerPort}`, ...(x ? [`${x.name}://${o.host}:${x.port}`] : [])];
-  const advertised = [`PLAINTEXT://${o.host}:${o.port}`, ...(x ? [`${x.name}://${o.host}:${x.advertisedPort}`] : [])];
-  const protocols = ['PLAINTEXT:PLAINTEXT', 'CONTROLLER:PLAINTEXT', ...(x ? [`${x.name}:PLAINTEXT`] : [])];
+  const sec = o.secure ? [`SASL_SSL://${o.host}:${o.secure.saslSslPort}`, `SSL://${o.host}:${o.secure.sslPort}`] : [];
+  const listeners = [`PLAINTEXT://${o.host}:${o.port}`, `CONTROLLER://${o.host}:${o.controllerPort}`, ...(x ? [`${x.name}://${o.host}:${x.port}`] : []), ...sec];
+  const advertised = [`PLAINTEXT://${o.host}:${o.port}`, ...(x ? [`${x.name}://${o.host}:${x.advertisedPort}`] : []), ...sec];
+  const protocols = ['PLAINTEXT:PLAINTEXT', 'CONTROLLER:PLAINTEXT', ...(x ? [`${x.name}:PLAINTEXT`] : []), ...(o.secure ? ['SASL_SSL:SASL_SSL', 'SSL:SSL'] : [])];
   return `${o.comment
     .split('\n')
     .map((l) => `# ${l}`)
@@ -202,16 +233,22 @@ group.initial.rebalance.delay.ms=0
 # Timed-out transactions are aborted within seconds instead of the default 10 s scan.
 transaction.abort.timed.out.transaction.cleanup.interval.ms=2000
 log.cleaner.backoff.ms=1000
-`;
+${o.secure ? secureListenerProperties(o.secure) : ''}`;
 }
 
-function serverProperties(s: InfraSettings, logDirs: string): string {
+/** The local broker's secured listeners: ports from the settings, certificates and secrets made once. */
+export function secureListeners(s: InfraSettings): SecureListeners {
+  return { saslSslPort: s.kafka.saslSslPort, sslPort: s.kafka.sslPort, material: secureMaterial(s.dataDir) };
+}
+
+function serverProperties(s: InfraSettings, logDirs: string, secure: SecureListeners): string {
   const k = s.kafka;
   return kafkaServerProperties({
     host: k.host,
     port: k.port,
     controllerPort: k.controllerPort,
     logDirs,
+    secure,
     comment: 'Written by kafka-flow-temporal infra: a single-node KRaft broker+controller for development and tests.',
   });
 }

@@ -3,13 +3,16 @@ import { formatHostPort, readEnv } from '../../config/env';
 import { ConfigError, KafkaFlowError } from '../../config/errors';
 import type { Codec } from '../../core/codec/codec';
 import { Compressor, compressorMetrics, withCompression } from '../../core/codec/compressor';
+import { compressorCounters, type MetricsRegistry } from '../../core/codec/compressor-counters';
 import { jsonCodec } from '../../core/codec/json';
-import type { FlowDefinition } from '../../flow/define-flow';
 import { type Logger, silentLogger } from '../../core/logger';
-import type { FlowMetrics } from '../../flow/metrics';
-import type { OutputSender } from '../partition-persistence';
+import type { BackendFlow } from '../backends';
+import type { OutputSender } from '../output-sender';
 import type { OffsetCommitter } from '../offset-committer';
-import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../types';
+import { type PersistenceMode, persistsJournal, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
+import { backendClientOptions } from './client-options';
+import { readCassandraSecurity } from '../../config/security';
+import { cassandraAuthFailure, cassandraConnectOptions } from './connect-options';
 import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
 import { CassandraKeyStore } from './key-store';
@@ -40,8 +43,8 @@ export interface CassandraBackendOptions<S, V> extends CassandraFlowOptions {
   /** A compressor to use instead (metrics, header format), or false to store the codec's bytes as they are. */
   compressor?: Compressor | false;
   logger?: Logger;
-  /** The process's flow metrics: their registry gets this backend's metrics (and the compressor's). */
-  metrics?: FlowMetrics;
+  /** The process's metrics (the engine's FlowMetrics): their registry gets this backend's metrics (and the compressor's). */
+  metrics?: MetricsRegistry;
   /** The `flow` label of the metrics. Default: the application id. */
   flowName?: string;
 }
@@ -126,13 +129,20 @@ export class CassandraBackend<S, V> {
     if (!groupId) throw new ConfigError('Cassandra persistence needs a groupId');
     const settings = resolveCassandraOptions({ ...flowOptions, applicationId }, applicationId);
     const contactPoints = settings.contactPoints ?? readEnv().cassandraContactPoints.map(formatHostPort);
+    // CASSANDRA_USERNAME/PASSWORD, CASSANDRA_TLS_*, CASSANDRA_LOCAL_DATACENTER (a flow's own localDataCenter wins).
+    const security = given ? undefined : readCassandraSecurity();
     const client =
       given ??
-      new Client({
-        contactPoints,
-        localDataCenter: settings.localDataCenter,
-        ...clientOptions,
-      });
+      new Client(
+        backendClientOptions(
+          {
+            contactPoints: [...contactPoints],
+            localDataCenter: flowOptions.localDataCenter ?? security?.localDataCenter ?? settings.localDataCenter,
+            ...cassandraConnectOptions(security),
+          },
+          clientOptions,
+        ),
+      );
     const shownContactPoints = given ? ((given as unknown as { options?: ClientOptions }).options?.contactPoints ?? contactPoints) : contactPoints;
     const hosts = given ? undefined : trackHosts(client);
     try {
@@ -141,7 +151,7 @@ export class CassandraBackend<S, V> {
     } catch (err) {
       if (hosts) for (const h of client.hosts?.values() ?? []) hosts.add(h);
       if (!given) await shutdownClient(client, hosts);
-      throw new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
+      throw cassandraAuthFailure(shownContactPoints, security, err) ?? new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
     }
     try {
       const roles: TableRole[] = ['keys'];
@@ -180,12 +190,7 @@ export class CassandraBackend<S, V> {
           : (compressor ??
             new Compressor({
               compressionThreshold: compressionThreshold ?? 10_000,
-              metrics: flowMetrics
-                ? compressorMetrics(`${flowName}-snapshots`, {
-                    raw: flowMetrics.compressorRawBytes,
-                    compressed: flowMetrics.compressorCompressedBytes,
-                  })
-                : undefined,
+              metrics: flowMetrics ? compressorMetrics(`${flowName}-snapshots`, compressorCounters(flowMetrics.registry)) : undefined,
             }));
       const baseCodec = stateCodec ?? jsonCodec<S>();
       const snapshots = persistsSnapshots(mode)
@@ -241,7 +246,7 @@ export class CassandraBackend<S, V> {
    * flow's value codec.
    */
   static forFlow<S, V>(
-    definition: FlowDefinition<S, V>,
+    definition: Pick<BackendFlow<V>, 'name' | 'groupId' | 'valueCodec' | 'persistence'>,
     extra: Pick<CassandraBackendOptions<S, V>, 'client' | 'clientOptions' | 'stateCodec' | 'compressor' | 'logger' | 'metrics'> = {},
   ): Promise<CassandraBackend<S, V>> {
     const p = definition.persistence;
@@ -276,6 +281,7 @@ export class CassandraBackend<S, V> {
       outputs: ownership.outputs,
       maxWritesPerBatch: this.settings.maxWritesPerBatch,
       recoveryParallelism: this.settings.maxConcurrentReads,
+      recoveryBatchSize: this.settings.recoveryBatchSize,
       logger: this.log,
       onProgress: ownership.onProgress,
       metrics: this.metrics,

@@ -12,9 +12,9 @@
  * Structural types only: nothing outside kafka/ imports kafkajs.
  */
 import { fenceReason, protocolErrorType } from '../../kafka/errors';
-import { SnapshotWriteFencedError } from '../errors';
+import { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { OffsetCommitter } from '../offset-committer';
-import type { TopicPartition } from '../types';
+import type { TopicPartition } from '../../core/persistence-types';
 
 /** The part of a kafkajs Consumer the committer uses. */
 export interface GroupConsumer {

@@ -1,4 +1,5 @@
 import { KafkaFlowError } from '../../config/errors';
+import { hiddenProperty, showKeys } from '../../core/redact';
 
 /** The cause's first line (driver messages can carry whole inner errors); the rest stays in `cause`. */
 function causeText(cause: unknown): string {
@@ -33,7 +34,8 @@ export class CassandraPersistenceError extends KafkaFlowError {
   readonly table: string | undefined;
   readonly topic: string | undefined;
   readonly partition: number | undefined;
-  readonly keys: readonly string[];
+  /** The keys of the failed statements: not enumerable, so that loggers copying an error's fields do not print them. */
+  declare readonly keys: readonly string[];
   override readonly cause: unknown;
 
   constructor(
@@ -49,10 +51,9 @@ export class CassandraPersistenceError extends KafkaFlowError {
     cause: unknown,
   ) {
     const keys = where.keys ?? [];
-    const shown = keys.slice(0, 5).map((k) => JSON.stringify(k)).join(', ');
     const scope =
       where.topic === undefined ? '' : ` for topic "${where.topic}" partition ${where.partition}`;
-    const keyText = keys.length === 0 ? '' : ` (${keys.length} key(s): ${shown}${keys.length > 5 ? ', …' : ''})`;
+    const keyText = keys.length === 0 ? '' : ` (${keys.length} key(s): ${showKeys(keys)})`;
     const why = hint(cause, where.contactPoints ?? [], where.writing ?? false);
     super(
       'CASSANDRA',
@@ -67,7 +68,7 @@ export class CassandraPersistenceError extends KafkaFlowError {
     this.table = where.table;
     this.topic = where.topic;
     this.partition = where.partition;
-    this.keys = keys;
+    hiddenProperty(this, 'keys', keys);
     this.cause = cause;
   }
 }

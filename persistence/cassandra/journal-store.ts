@@ -2,7 +2,7 @@ import type { types } from 'cassandra-driver';
 import type { Codec } from '../../core/codec/codec';
 import { decodeRecord } from '../../core/codec/errors';
 import type { JournalStore } from '../journal-store';
-import type { JournalEvent, TopicPartition } from '../types';
+import type { JournalEvent, TopicPartition } from '../../core/persistence-types';
 import { CassandraPersistenceError } from './errors';
 import type { ConsistencyOverride } from './options';
 import { type CassandraSession, long, toNumber } from './session';

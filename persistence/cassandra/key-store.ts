@@ -1,6 +1,6 @@
 import type { types } from 'cassandra-driver';
 import type { KeyStore } from '../key-store';
-import type { TopicPartition } from '../types';
+import type { TopicPartition } from '../../core/persistence-types';
 import { CassandraPersistenceError } from './errors';
 import { mapConcurrent } from './limiter';
 import type { ConsistencyOverride } from './options';

@@ -101,3 +101,17 @@ export async function* mapConcurrent<T, R>(
 function toAsync<T>(it: Iterator<T>): AsyncIterator<T> {
   return { next: async () => it.next(), return: async () => it.return?.() ?? { done: true, value: undefined } };
 }
+
+/** `source` in arrays of at most `size` items, in order (the last one may be shorter). */
+export async function* chunked<T>(source: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  if (!(Number.isInteger(size) && size >= 1)) throw new RangeError(`chunk size must be ≥ 1; got ${size}`);
+  let chunk: T[] = [];
+  for await (const item of source) {
+    chunk.push(item);
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}

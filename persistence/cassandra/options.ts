@@ -1,11 +1,12 @@
 /**
- * The Cassandra backend's options: the zod shape `defineFlow` validates a flow's
+ * The Cassandra backend's options: the zod schema `defineFlow` validates a flow's
  * `persistence: { backend: 'cassandra', ... }` with, and their resolution (defaults, units) into
- * what the stores use. No cassandra-driver import here: `flow/` loads this module.
+ * what the stores use. No cassandra-driver import here: `define-flow.ts` loads this module.
  */
 import { z } from 'zod';
 import { ConfigError } from '../../config/errors';
-import { type Duration, toMillis } from '../../core/duration';
+import { type Duration, durationSchema, toMillis } from '../../core/duration';
+import { PERSISTENCE_MODES, type PersistenceMode } from '../../core/persistence-types';
 
 /** Cassandra consistency levels by their CQL names. */
 export const CONSISTENCY_LEVELS = [
@@ -99,18 +100,22 @@ export interface CassandraFlowOptions {
   segmentsPerQuery?: number;
   /** The most key writes in one persist batch (one offset commit per batch). Default 1,000. */
   maxWritesPerBatch?: number;
+  /**
+   * Snapshots read per recovery query (`key IN (...)`). Default 100; 1 reads one key per query.
+   * Journal mode reads one key's journal per query.
+   */
+  recoveryBatchSize?: number;
 }
 
 const name = z
   .string()
   .regex(/^[a-z][a-z0-9_]{0,47}$/, 'a Cassandra name: a lowercase letter, then lowercase letters, digits or "_", 48 at most');
-const duration = z.union([z.number().nonnegative(), z.string().min(1)]);
 const consistency = z.enum(CONSISTENCY_LEVELS);
 const override = z.strictObject({ read: consistency.optional(), write: consistency.optional() });
 const perTable = <T extends z.ZodType>(t: T) =>
   z.strictObject({ snapshots: t.optional(), keys: t.optional(), journals: t.optional() });
 
-/** The zod fields of CassandraFlowOptions, spread into define-flow's cassandra schema. */
+/** The zod fields of CassandraFlowOptions, spread into cassandraPersistenceSchema. */
 export const cassandraFlowOptionsShape = {
   contactPoints: z.array(z.string().regex(/^\S+:\d{1,5}$/, 'host:port')).min(1).optional(),
   localDataCenter: z.string().min(1).optional(),
@@ -123,20 +128,51 @@ export const cassandraFlowOptionsShape = {
   applicationId: z.string().min(1).optional(),
   tables: perTable(name).optional(),
   keySegments: z.number().int().min(1).max(2_147_483_647).optional(),
-  ttl: perTable(duration).optional(),
+  ttl: perTable(durationSchema).optional(),
   consistency: perTable(override).optional(),
   serialConsistency: z.enum(['SERIAL', 'LOCAL_SERIAL']).optional(),
   fencing: z.enum(['lwt', 'none']).optional(),
-  fenceRowTtl: duration.optional(),
+  fenceRowTtl: durationSchema.optional(),
   fenceEpoch: z.number().int().min(0).max(2 ** 20).optional(),
   maxConcurrentReads: z.number().int().positive().optional(),
   maxConcurrentWrites: z.number().int().positive().optional(),
   keyListParallelism: z.number().int().positive().optional(),
   segmentsPerQuery: z.number().int().min(1).max(1000).optional(),
   maxWritesPerBatch: z.number().int().positive().optional(),
+  recoveryBatchSize: z.number().int().min(1).max(1000).optional(),
 };
 
 export const cassandraFlowOptionsSchema = z.strictObject(cassandraFlowOptionsShape);
+
+/** Cassandra tables in kafka-flow's shape; every option is described in docs/cassandra.md. */
+export interface CassandraPersistenceOptions extends CassandraFlowOptions {
+  backend: 'cassandra';
+  /** Default 'snapshots'. */
+  mode?: PersistenceMode;
+  /** Snapshots of at least this many bytes are compressed. Default 10000. */
+  compressionThreshold?: number;
+}
+
+/** A flow's Cassandra persistence as `defineFlow` resolves it: the options stay as given, for the backend to resolve at start. */
+export interface ResolvedCassandraPersistence {
+  backend: 'cassandra';
+  mode: PersistenceMode;
+  compressionThreshold: number;
+  options: Readonly<CassandraFlowOptions>;
+}
+
+/** What `defineFlow` validates `persistence: { backend: 'cassandra', ... }` with. */
+export const cassandraPersistenceSchema = z.strictObject({
+  backend: z.literal('cassandra'),
+  mode: z.enum(PERSISTENCE_MODES).optional(),
+  compressionThreshold: z.number().int().nonnegative().optional(),
+  ...cassandraFlowOptionsShape,
+});
+
+export function resolveCassandraPersistence(p: CassandraPersistenceOptions): ResolvedCassandraPersistence {
+  const { backend, mode, compressionThreshold, ...rest } = p;
+  return { backend, mode: mode ?? 'snapshots', compressionThreshold: compressionThreshold ?? 10_000, options: rest };
+}
 
 /** CassandraFlowOptions with every default filled in and durations as TTL seconds (0: none). */
 export interface ResolvedCassandraOptions {
@@ -159,6 +195,7 @@ export interface ResolvedCassandraOptions {
   keyListParallelism: number;
   segmentsPerQuery: number;
   maxWritesPerBatch: number;
+  recoveryBatchSize: number;
 }
 
 /** Validates and resolves; throws ConfigError naming the option. `applicationId` falls back to `defaultApplicationId`. */
@@ -200,6 +237,7 @@ export function resolveCassandraOptions(options: CassandraFlowOptions, defaultAp
     keyListParallelism: o.keyListParallelism ?? 32,
     segmentsPerQuery: o.segmentsPerQuery ?? 100,
     maxWritesPerBatch: o.maxWritesPerBatch ?? 1000,
+    recoveryBatchSize: o.recoveryBatchSize ?? 100,
   };
 }
 

@@ -1,11 +1,12 @@
 import { type Logger, silentLogger } from '../../core/logger';
 import type { OffsetCommitter } from '../offset-committer';
-import type { OutputSender, PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../partition-persistence';
+import type { OutputSender } from '../output-sender';
+import type { PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { StorePartitionPersistence } from '../store-partition-persistence';
-import type { PersistenceMode, TopicPartition } from '../types';
+import { isDeleteMarker, type PersistenceMode, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
 import type { CassandraJournalStore } from './journal-store';
 import type { CassandraKeyStore } from './key-store';
-import { mapConcurrent } from './limiter';
+import { chunked, mapConcurrent } from './limiter';
 import type { CassandraPersistenceMetrics } from './metrics';
 import type { CassandraSnapshotStore } from './snapshot-store';
 
@@ -37,8 +38,10 @@ export interface CassandraPartitionPersistenceOptions<S, V> {
   readonly outputs?: OutputSender;
   /** Default 1,000. */
   readonly maxWritesPerBatch?: number;
-  /** Keys read at once during recovery. Default 64 (reads also wait for the backend's read limiter). */
+  /** Reads at once during recovery. Default 64 (reads also wait for the backend's read limiter). */
   readonly recoveryParallelism?: number;
+  /** Snapshots per recovery read (`key IN (...)`); 1: one key per query. Default 100. Journals: one key per read. */
+  readonly recoveryBatchSize?: number;
   readonly logger?: Logger;
   readonly onProgress?: (progress: RecoveryProgress) => void;
   /** Default 5 s. */
@@ -116,15 +119,13 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
       }
     }
     this.log.info({ topic: partition.topic, partition: partition.partition, mode }, 'cassandra: recovering partition');
-    const reads = mapConcurrent(listed(), this.o.recoveryParallelism ?? 64, (key) => this.inner.read(key).then((found) => ({ key, found })));
-    for await (const { found } of reads) {
-      if (found) {
+    for await (const batch of this.readListed(listed())) {
+      for (const found of batch.found) {
         keysRecovered++;
         journalEvents += found.events?.length ?? 0;
         yield found;
-      } else {
-        keysMissing++;
       }
+      keysMissing += batch.keys - batch.found.length;
       const now = performance.now();
       if (now - lastReport >= intervalMs) {
         lastReport = now;
@@ -144,6 +145,32 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
 
   read(key: string): Promise<RecoveredKey<S, V> | undefined> {
     return this.inner.read(key);
+  }
+
+  /**
+   * The listed keys' state, batch by batch as reads complete: snapshots `recoveryBatchSize` keys
+   * per query (a Cassandra partition per key, read together by the coordinator), journals one
+   * key per query.
+   */
+  private readListed(keys: AsyncIterable<string>): AsyncIterable<{ keys: number; found: RecoveredKey<S, V>[] }> {
+    const parallelism = this.o.recoveryParallelism ?? 64;
+    const size = this.o.recoveryBatchSize ?? 100;
+    const snapshots = this.o.snapshots;
+    if (!persistsSnapshots(this.o.mode) || !snapshots || size === 1) {
+      return mapConcurrent(keys, parallelism, async (key) => {
+        const found = await this.inner.read(key);
+        return { keys: 1, found: found ? [found] : [] };
+      });
+    }
+    // Batches in flight: enough to keep the reads' slots busy (each batch takes one).
+    const inFlight = Math.max(1, Math.ceil(parallelism / 4));
+    return mapConcurrent(chunked(keys, size), inFlight, async (batch) => {
+      const stored = await snapshots.readMany(this.partition, batch);
+      return {
+        keys: batch.length,
+        found: stored.map(([key, s]): RecoveredKey<S, V> => (isDeleteMarker(s) ? { key, deleted: { offset: s.offset } } : { key, snapshot: s })),
+      };
+    });
   }
 
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult> {

@@ -1,13 +1,14 @@
+import { showKey } from '../../core/redact';
 import { types } from 'cassandra-driver';
 import type { Codec } from '../../core/codec/codec';
 import { decodeSnapshot } from '../../core/codec/errors';
 import { type Logger, silentLogger } from '../../core/logger';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
-import type { StoredKey, TopicPartition, WriteStatus } from '../types';
+import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
 import { CassandraPersistenceError } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import type { KeyLister } from './key-store';
-import { mapConcurrent } from './limiter';
+import { chunked, mapConcurrent } from './limiter';
 import type { CassandraPersistenceMetrics } from './metrics';
 import type { ConsistencyOverride, Fencing } from './options';
 import { type CassandraSession, hasColumn, long, toNumber, toNumberOrNull } from './session';
@@ -57,6 +58,10 @@ export interface Refusal {
   readonly reason: string;
 }
 
+/** Keys per `key IN (...)` read of readAll, and such reads at once. */
+const READ_BATCH = 100;
+const READ_BATCHES_IN_FLIGHT = 8;
+
 /**
  * Snapshots in kafka-flow's snapshots table (one Cassandra partition per key). With fencing
  * 'lwt' every put and delete is a lightweight transaction ordered by (generation, offset) — see
@@ -100,7 +105,35 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       throw this.error('snapshot read', partition, [key], err, false);
     }
     const row = rs.first();
-    if (!row) return undefined;
+    return row ? this.stored(partition, key, row) : undefined;
+  }
+
+  /**
+   * Several keys' snapshots (or delete markers) in one query (`key IN (...)`), for recovery: the
+   * keys found, in no particular order; keys without a row are left out.
+   */
+  async readMany(partition: TopicPartition, keys: readonly string[]): Promise<Array<readonly [key: string, stored: StoredKey<S>]>> {
+    if (keys.length === 0) return [];
+    if (keys.length === 1) {
+      const stored = await this.read(partition, keys[0]!);
+      return stored ? [[keys[0]!, stored]] : [];
+    }
+    const { applicationId, groupId } = this.o;
+    const found: Array<readonly [string, StoredKey<S>]> = [];
+    try {
+      const params = [applicationId, groupId, partition.topic, partition.partition, keys];
+      for await (const row of this.o.session.rows(this.q.selectMany, params, this.o.consistency.read)) {
+        const key = row.get('key') as string;
+        found.push([key, this.stored(partition, key, row)]);
+      }
+    } catch (err) {
+      throw this.error('snapshot read', partition, keys, err, false);
+    }
+    return found;
+  }
+
+  /** A snapshots row as what it stores: a snapshot, or a deleted key's marker. */
+  private stored(partition: TopicPartition, key: string, row: types.Row): StoredKey<S> {
     this.remember(partition, key, true);
     const value = row.get('value') as Buffer | null;
     const offset = toNumber(row.get('offset'));
@@ -123,8 +156,8 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         'CassandraSnapshotStore.readAll needs a key lister (the keys table): the snapshots table cannot list a partition without a full scan',
       );
     }
-    const found = mapConcurrent(keys.list(partition), this.o.session.reads.max, async (key) => [key, await this.read(partition, key)] as const);
-    for await (const [key, snapshot] of found) if (snapshot) yield [key, snapshot] as const;
+    const batches = mapConcurrent(chunked(keys.list(partition), READ_BATCH), READ_BATCHES_IN_FLIGHT, (batch) => this.readMany(partition, batch));
+    for await (const found of batches) yield* found;
   }
 
   async writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]> {
@@ -149,7 +182,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
           partition: partition.partition,
           generation: this.generation,
           refused: refusals.length,
-          examples: refusals.slice(0, 5),
+          examples: refusals.slice(0, 5).map((r) => ({ ...r, key: showKey(r.key) })),
         },
         'cassandra: the snapshot fence refused writes: another owner wrote newer state',
       );
@@ -333,6 +366,7 @@ function statements(t: string) {
   const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
     select: `SELECT offset, metadata, value FROM ${t} WHERE ${where}`,
+    selectMany: `SELECT key, offset, metadata, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key IN ?`,
     // fencing 'none': kafka-flow's statements, plus the delete marker.
     plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
     plainMarker: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where}`,

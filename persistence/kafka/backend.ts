@@ -7,10 +7,10 @@ import { Registry } from 'prom-client';
 import { ConfigError } from '../../config/errors';
 import type { Codec } from '../../core/codec/codec';
 import { Compressor, compressorMetrics } from '../../core/codec/compressor';
+import { compressorCounters, type MetricsRegistry } from '../../core/codec/compressor-counters';
 import { decodeSnapshot } from '../../core/codec/errors';
 import type { Logger } from '../../core/logger';
 import { silentLogger } from '../../core/logger';
-import { FlowMetrics } from '../../flow/metrics';
 import { KafkaAdmin } from '../../kafka/admin';
 import type { KafkaClient } from '../../kafka/client';
 import { CommittedOffsets } from '../../kafka/committed-offsets';
@@ -18,9 +18,10 @@ import { PartitionReader } from '../../kafka/partition-reader';
 import { PlainWriter } from '../../kafka/plain-writer';
 import { TransactionalWriter } from '../../kafka/transactional-writer';
 import type { OffsetCommitter } from '../offset-committer';
-import { isDeleteMarker, type StoredKey } from '../types';
+import { isDeleteMarker, type StoredKey } from '../../core/persistence-types';
 import { OutputProducer, OutputTopics } from './dead-letter';
-import { type GenerationSource, KafkaPartitionPersistence, type OutcomeProbe, type WriteGeneration } from './kafka-partition-persistence';
+import type { GenerationSource, OutcomeProbe, WriteGeneration } from './transactional-snapshot-writer';
+import { KafkaPartitionPersistence } from './kafka-partition-persistence';
 import { LocalPartitionStore } from './local-state';
 import { KafkaPersistenceMetrics } from './metrics';
 import { readSnapshotPartition } from './recovery';
@@ -63,8 +64,8 @@ export interface KafkaSnapshotBackendOptions<S> {
   readonly commitTimeoutMs?: number;
   readonly maxRequestBytes?: number;
   readonly logger?: Logger;
-  /** The process's flow metrics (their registry gets this backend's metrics too). */
-  readonly metrics?: FlowMetrics;
+  /** The process's metrics (the engine's FlowMetrics): their registry gets this backend's metrics too. */
+  readonly metrics?: MetricsRegistry;
   /**
    * A local state store per partition under `dir` (Kafka Streams' state.dir): restores load it and
    * read only the snapshot records after its checkpoint. Transactional mode only. Default off.
@@ -159,16 +160,13 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     this.maxWritesPerTransaction = max;
     this.recoveryStallTimeoutMs = options.recoveryStallTimeoutMs ?? DEFAULT_RECOVERY_STALL_TIMEOUT_MS;
     this.log = options.logger ?? silentLogger;
-    const flowMetrics = options.metrics ?? FlowMetrics.of(new Registry());
-    this.metrics = KafkaPersistenceMetrics.of(flowMetrics.registry);
+    const registry = options.metrics?.registry ?? new Registry();
+    this.metrics = KafkaPersistenceMetrics.of(registry);
     this.format = snapshotFormat<S>({
       stateCodec: options.stateCodec,
       compressor: new Compressor({
         compressionThreshold: options.compressionThreshold,
-        metrics: compressorMetrics(`${options.flowName}-snapshots`, {
-          raw: flowMetrics.compressorRawBytes,
-          compressed: flowMetrics.compressorCompressedBytes,
-        }),
+        metrics: compressorMetrics(`${options.flowName}-snapshots`, compressorCounters(registry)),
       }),
     });
     this.admin = new KafkaAdmin(options.client);

@@ -15,10 +15,8 @@ import type { KafkaAdmin } from '../../kafka/admin';
 import { keyPartition } from '../../kafka/internals';
 import type { PlainWriter } from '../../kafka/plain-writer';
 import type { SnapshotMessage } from '../../kafka/transactional-writer';
-import type { OutputSender } from '../partition-persistence';
-import type { OutputRecord, TopicPartition } from '../types';
-
-export { DEAD_LETTER_HEADERS } from '../../flow/poison';
+import type { OutputSender } from '../output-sender';
+import type { OutputRecord, TopicPartition } from '../../core/persistence-types';
 
 export class OutputTopics {
   private readonly counts = new Map<string, Promise<number>>();
@@ -45,18 +43,31 @@ export class OutputTopics {
     return count;
   }
 
-  /** The records as messages for a producer (a topic not ensured yet is created with enough partitions for `from`). */
+  /**
+   * The records as messages for a producer (a topic not ensured yet is created with enough
+   * partitions for `from`). With an output per input record a transaction carries tens of
+   * thousands of them, so: each topic's partition count is awaited once per call, not per record,
+   * and a key's murmur2 partition is computed once for a run of its outputs (a key's outputs come
+   * together, in emit order).
+   */
   async messages(outputs: readonly OutputRecord[], from: TopicPartition): Promise<SnapshotMessage[]> {
-    const out: SnapshotMessage[] = [];
-    for (const o of outputs) {
-      const count = await this.ensure(o.topic, from.partition + 1);
-      out.push({
-        topic: o.topic,
-        partition: o.partition ?? (o.kind === 'emitted' && o.key !== null ? keyPartition(o.key, count) : from.partition % count),
-        key: o.key ?? '',
-        value: o.value,
-        headers: o.headers ? { ...o.headers } : undefined,
-      });
+    const counts = new Map<string, number>();
+    for (const o of outputs) if (!counts.has(o.topic)) counts.set(o.topic, await this.ensure(o.topic, from.partition + 1));
+    const out: SnapshotMessage[] = new Array(outputs.length);
+    let last: { topic: string; key: string; partition: number } | undefined;
+    for (let i = 0; i < outputs.length; i++) {
+      const o = outputs[i]!;
+      const count = counts.get(o.topic)!;
+      let partition = o.partition;
+      if (partition === undefined) {
+        if (o.kind !== 'emitted' || o.key === null) partition = from.partition % count;
+        else if (typeof o.key === 'string' && last !== undefined && last.key === o.key && last.topic === o.topic) partition = last.partition;
+        else {
+          partition = keyPartition(o.key, count);
+          if (typeof o.key === 'string') last = { topic: o.topic, key: o.key, partition };
+        }
+      }
+      out[i] = { topic: o.topic, partition, key: o.key ?? '', value: o.value, headers: o.headers ? { ...o.headers } : undefined };
     }
     return out;
   }

@@ -14,7 +14,7 @@ export {
   type KafkaSnapshotBackendOptions,
   type LocalStateOptions,
 } from './backend';
-export { DEAD_LETTER_HEADERS, OutputProducer, OutputTopics } from './dead-letter';
+export { OutputProducer, OutputTopics } from './dead-letter';
 export { diagnoseStall, type StallDiagnosis } from './diagnose';
 export {
   MissingGenerationError,
@@ -24,18 +24,19 @@ export {
   SnapshotTopicMismatchError,
 } from './errors';
 export { KafkaFlowBackend, type KafkaFlowBackendOptions } from './flow-backend';
+export { KafkaPartitionPersistence, type KafkaPartitionPersistenceOptions } from './kafka-partition-persistence';
+export { CachingSnapshotWriter, type SnapshotSender } from './caching-snapshot-writer';
+export { type LocalLoadOutcome, type LocalStateHook, LocalStateManager } from './local-state-manager';
+export { SnapshotCache, type SnapshotUpdate } from './snapshot-cache';
+export { type RecoveryStats, SnapshotRestorer } from './snapshot-restorer';
+export { type PersistenceStats, SnapshotWriter } from './snapshot-writer';
 export {
   type GenerationSource,
-  KafkaPartitionPersistence,
-  type LocalStateHook,
-  type KafkaPartitionPersistenceOptions,
   type OutcomeProbe,
-  type PersistenceStats,
-  type RecoveryStats,
-  type SnapshotSender,
   type SnapshotTransactions,
+  TransactionalSnapshotWriter,
   type WriteGeneration,
-} from './kafka-partition-persistence';
+} from './transactional-snapshot-writer';
 export {
   type LocalCheckpoint,
   type LocalLoad,
@@ -48,7 +49,6 @@ export { readSnapshotPartition, type RecoveryReadResult, type SnapshotLogReader,
 export { RestoreRound, type RestoreRoundSummary } from './restore-round';
 export { type SnapshotFormat, snapshotFormat } from './snapshot-format';
 export {
-  defaultDeadLetterTopic,
   defaultSnapshotTopic,
   defaultTransactionalIdPrefix,
   ensureSnapshotTopic,

@@ -7,7 +7,7 @@
  */
 import type { Codec } from '../../core/codec/codec';
 import { Compressor } from '../../core/codec/compressor';
-import type { DeleteMarker, Snapshot, StoredKey } from '../types';
+import type { DeleteMarker, Snapshot, StoredKey } from '../../core/persistence-types';
 
 /**
  * A deleted key's record until the committed offset passes it: `{"offset":<deleting offset>,

@@ -16,8 +16,6 @@ export function defaultTransactionalIdPrefix(groupId: string, flowName: string, 
   return inputTopic === undefined ? `${groupId}-${flowName}` : `${groupId}-${flowName}-${inputTopic}`;
 }
 
-export { defaultDeadLetterTopic } from '../../flow/poison';
-
 export interface SnapshotTopicSpec {
   topic: string;
   partitions: number;

@@ -1,5 +1,5 @@
 import { StorePartitionPersistence } from '../store-partition-persistence';
-import type { PersistenceMode, TopicPartition } from '../types';
+import type { PersistenceMode, TopicPartition } from '../../core/persistence-types';
 import { InMemoryJournalStore } from './in-memory-journal-store';
 import { InMemoryKeyStore } from './in-memory-key-store';
 import { InMemoryOffsetCommitter } from './in-memory-offset-committer';

@@ -1,5 +1,5 @@
 import type { JournalStore } from '../journal-store';
-import type { JournalEvent, TopicPartition } from '../types';
+import type { JournalEvent, TopicPartition } from '../../core/persistence-types';
 import { partitionKey } from './partition-key';
 
 /** Per-key journals in arrays. For tests, examples and the `memory` backend. */

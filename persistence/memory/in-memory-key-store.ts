@@ -1,5 +1,5 @@
 import type { KeyStore } from '../key-store';
-import type { TopicPartition } from '../types';
+import type { TopicPartition } from '../../core/persistence-types';
 import { partitionKey } from './partition-key';
 
 /** The keys of each partition in a Set. For tests, examples and the `memory` backend. */

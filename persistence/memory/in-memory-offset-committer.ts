@@ -1,5 +1,5 @@
 import type { OffsetCommitter } from '../offset-committer';
-import type { TopicPartition } from '../types';
+import type { TopicPartition } from '../../core/persistence-types';
 import { partitionKey } from './partition-key';
 
 /** Remembers each partition's committed offset, as a consumer group would. */

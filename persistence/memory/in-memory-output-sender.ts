@@ -1,5 +1,5 @@
-import type { OutputSender } from '../partition-persistence';
-import type { OutputRecord, TopicPartition } from '../types';
+import type { OutputSender } from '../output-sender';
+import type { OutputRecord, TopicPartition } from '../../core/persistence-types';
 
 /** Outputs (dead letters) collected in an array. For unit tests of the engine only. */
 export class InMemoryOutputSender implements OutputSender {

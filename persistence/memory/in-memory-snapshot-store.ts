@@ -1,5 +1,5 @@
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
-import { isDeleteMarker, type Snapshot, type StoredKey, type TopicPartition, type WriteStatus } from '../types';
+import { isDeleteMarker, type Snapshot, type StoredKey, type TopicPartition, type WriteStatus } from '../../core/persistence-types';
 import { partitionKey } from './partition-key';
 
 export interface InMemorySnapshotStoreOptions {

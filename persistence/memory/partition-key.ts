@@ -1,4 +1,4 @@
-import type { TopicPartition } from '../types';
+import type { TopicPartition } from '../../core/persistence-types';
 
 /** The map key the in-memory stores file a partition under. */
 export function partitionKey(p: TopicPartition): string {

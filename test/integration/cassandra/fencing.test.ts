@@ -6,11 +6,11 @@ import type { Client } from 'cassandra-driver';
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
 import type { CassandraBackend, CassandraPartitionPersistence } from '../../../persistence/cassandra';
-import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
 import type { SnapshotWrite } from '../../../persistence/snapshot-store';
-import type { TopicPartition } from '../../../persistence/types';
+import type { TopicPartition } from '../../../core/persistence-types';
 import {
   closeAll,
   dropKeyspace,

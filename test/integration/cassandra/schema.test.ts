@@ -2,7 +2,7 @@
 // names, left alone when present, a kafka-flow snapshots table gets the generation column, and a
 // table whose columns do not match (or a missing one with autoCreate off) is a clear error.
 import type { Client } from 'cassandra-driver';
-import { defineFlow } from '../../../flow/define-flow';
+import { defineFlow } from '../../../define-flow';
 import { CassandraBackend, CassandraSchemaError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { cassandraContactPoints } from '../../support/servers';

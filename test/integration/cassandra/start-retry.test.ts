@@ -3,11 +3,11 @@
 // a failed start is not remembered. Cassandra is reached through a loopback TCP proxy on a port
 // where nothing listens at first (connection refused, as with Cassandra down), then the proxy is
 // started there.
-import { defineFlow } from '../../../flow/define-flow';
+import { defineFlow } from '../../../define-flow';
 import { CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
-import { cassandraBackend } from '../../../workers/backends';
+import { cassandraBackend } from '../../../persistence/cassandra/factory';
 import { cassandraContactPoints, kafkaBrokers } from '../../support/servers';
 import { dropKeyspace, keyspaceName, requireCassandra } from './support';
 

@@ -11,8 +11,8 @@ import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
 import { CassandraBackend, type CassandraBackendOptions } from '../../../persistence/cassandra';
-import type { PartitionPersistence } from '../../../persistence/partition-persistence';
-import type { PersistenceMode } from '../../../persistence/types';
+import type { PartitionPersistence } from '../../../flow/ports';
+import type { PersistenceMode } from '../../../core/persistence-types';
 import { cassandraContactPoints, unique } from '../../support/servers';
 
 export { unique };

@@ -15,7 +15,7 @@ interface ChaosResults {
   figures: Record<string, number>;
 }
 
-test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicated, offsets at the end`, async () => {
+test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicated, offsets at the end, every output exactly once (after dedupe where at least once)`, async () => {
   const out: string[] = [];
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin/run-ts.js'), 'chaos/run.ts', '--quick', '--seed', seed, '--port-base', portBase], {
@@ -42,8 +42,12 @@ test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicate
     caughtUp: figures.chaos_caught_up,
     offsetsAtEnd: figures.chaos_offsets_at_end,
     driverErrors: figures.chaos_driver_errors,
+    outputs: figures.chaos_outputs! > 0,
+    wrongOutputs: figures.chaos_wrong_outputs,
+    lostOutputs: figures.chaos_lost_outputs,
+    duplicatedOutputs: figures.chaos_duplicated_outputs,
   };
-  const expected = { faults: true, wrongKeys: 0, lost: 0, duplicated: 0, caughtUp: 1, offsetsAtEnd: 1, driverErrors: 0 };
+  const expected = { faults: true, wrongKeys: 0, lost: 0, duplicated: 0, caughtUp: 1, offsetsAtEnd: 1, driverErrors: 0, outputs: true, wrongOutputs: 0, lostOutputs: 0, duplicatedOutputs: 0 };
   if (JSON.stringify(verdict) !== JSON.stringify(expected)) throw new Error(`chaos figures ${JSON.stringify(verdict)}, expected ${JSON.stringify(expected)}${tail}`);
   expect(verdict).toEqual(expected);
 }, 8 * 60_000);

@@ -89,7 +89,7 @@ describe('npx kafka-flow-temporal worker', () => {
         const workerPid = Number(/\/(\d+)-[0-9a-f]+$/.exec(started.taskQueue)![1]);
         const tree = group(pgid);
         const worker = tree.find((p) => p.pid === workerPid);
-        expect(worker?.args).toMatch(/node .*kafka-flow-temporal worker test\/fixtures\/offsetHashFlow\.ts/);
+        expect(worker?.args).toMatch(/node .*kafka-flow-temporal worker test\/fixtures\/offset-hash-flow\.ts/);
         expect(workerPid).not.toBe(npx.pid);
 
         // Running and committing before we stop it.

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
+import { pinoLine } from '../../support/pino-lines';
 import { kafkaBrokers } from '../../support/servers';
 
 const run = promisify(execFile);
@@ -32,7 +33,7 @@ describe('kafka-flow-temporal worker / status / inspect errors', () => {
     );
   });
 
-  test('brokers that accept connections and drop them (a network fault during start): one typed line, exit 1', async () => {
+  test('brokers that accept connections and drop them (a network fault during start): one typed line, exit 1; before it, one log format', async () => {
     // A loopback proxy in front of the real broker that closes every connection it accepts: the
     // port answers, so only kafkajs, after its retries, finds out; the worker must still say so in
     // one line naming KAFKA_BROKERS (the chaos suite saw a raw kafkajs stack here).
@@ -40,14 +41,23 @@ describe('kafka-flow-temporal worker / status / inspect errors', () => {
     await proxy.start();
     proxy.setMode('drop');
     try {
-      const r = await cli(['worker', flow], { KAFKA_BROKERS: `127.0.0.1:${proxy.port}` });
+      // TEMPORAL_LOG_LEVEL=info: Temporal core narrates its workers' start, so its lines are in the run too.
+      const r = await cli(['worker', flow], { KAFKA_BROKERS: `127.0.0.1:${proxy.port}`, TEMPORAL_LOG_LEVEL: 'info' });
       expect(r.code).toBe(1);
-      const last = r.out.trim().split('\n').slice(-1)[0];
+      const lines = r.out.trim().split('\n');
+      const last = lines.pop();
       expect(last).toMatch(
         new RegExp(`^kafka-flow-temporal: KafkaUnreachableError: the Kafka brokers at KAFKA_BROKERS=127\\.0\\.0\\.1:${proxy.port} kept closing the connection while the worker joined the group \\(KafkaJS\\w+: `),
       );
       expect(r.out).not.toMatch(/^\s+at /m); // no stack trace
       expect(proxy.stats.dropped).toBeGreaterThan(0);
+      // Every line before that one is a pino JSON line — the worker's own, kafkajs's (its
+      // connection errors, forwarded by the client's log creator) and Temporal core's (forwarded by
+      // the runtime) alike — stdout and stderr both.
+      expect(lines.filter((line) => pinoLine(line) === undefined)).toEqual([]);
+      const parsed = lines.map((line) => pinoLine(line)!);
+      expect(parsed.filter((l) => l.component === 'kafkajs').length).toBeGreaterThan(0);
+      expect(parsed.filter((l) => l.sdkComponent === 'core').length).toBeGreaterThan(0);
     } finally {
       await proxy.close();
     }

@@ -13,7 +13,7 @@ import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
 import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../../persistence/kafka/backend';
-import { DEAD_LETTER_HEADERS } from '../../../persistence/kafka/dead-letter';
+import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import { SnapshotTopicMismatchError } from '../../../persistence/kafka/errors';
 import { KafkaFlowBackend } from '../../../persistence/kafka/flow-backend';
 import { closeAll, type RunningMember, sleep, startMember, testClient, unique } from '../kafka/support';

@@ -7,7 +7,7 @@
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
-import { SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
 import { snapshotsOf } from './harness';

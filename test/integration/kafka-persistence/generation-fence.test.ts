@@ -9,7 +9,7 @@ import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import type { GroupGeneration } from '../../../kafka/group-membership';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
-import { SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
 import { snapshotsOf } from './harness';

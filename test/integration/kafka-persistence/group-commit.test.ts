@@ -10,7 +10,7 @@ import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReader } from '../../../kafka/partition-reader';
-import type { WriteBatch } from '../../../persistence/partition-persistence';
+import type { WriteBatch } from '../../../flow/ports';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
 import { snapshotsOf, textCodec } from './harness';

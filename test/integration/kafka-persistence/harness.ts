@@ -1,23 +1,27 @@
 /**
  * A partition owner as a worker process has it, on the real broker: a kafkajs group member (with
  * the awaited revoke point and its live generation), the engine (PartitionFlow) for input
- * partition 0, and the Kafka snapshot backend. `freeze()` stalls it for real: its next batch
- * blocks inside eachBatch after folding, so it stops heartbeating and the group coordinator evicts
- * it at its rebalance timeout — a GC pause, as far as Kafka can tell.
+ * partition 0, and the Kafka snapshot backend (or another persistence: `persistence`).
+ * `freeze()` stalls it for real: its next batch blocks inside eachBatch after folding, so it stops
+ * heartbeating and the group coordinator evicts it at its rebalance timeout — a GC pause, as far
+ * as Kafka can tell.
  */
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { Registry } from 'prom-client';
-import type { OutputOptions } from '../../../flow/emit';
+import { OUTPUT_SOURCE_HEADER, type OutputOptions } from '../../../flow/emit';
 import type { Fold } from '../../../flow/fold';
 import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow, type PersistResult } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
-import { GroupMembership } from '../../../kafka/group-membership';
+import { type GroupGeneration, GroupMembership } from '../../../kafka/group-membership';
+import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
 import { withRevokePoint } from '../../../kafka/revoke-point';
 import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../../persistence/kafka/backend';
 import type { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
+import type { OffsetCommitter } from '../../../persistence/offset-committer';
+import type { PartitionPersistence } from '../../../flow/ports';
 import { fastGroup, waitFor } from '../kafka/support';
 
 /** The test flow's state: every event value folded into the key, in order. */
@@ -31,12 +35,35 @@ export const eventsFold = (state: Events | undefined, record: { value: string })
 
 export const textCodec = { encode: (s: string) => Buffer.from(s), decode: (b: Buffer) => b.toString('utf8') };
 
+/** `e<from>` … `e<to>`: the event values the tests produce. */
+export const events = (from: number, to: number): string[] => Array.from({ length: to - from + 1 }, (_, i) => `e${from + i}`);
+
+/** eventsFold, and key `k` emits one output per record (its value) to `topic`; other keys emit nothing. */
+export function emittingFold(topic: string): Fold<Events, string> {
+  return (state, record, ctx) => {
+    if (record.key === 'k') ctx.emit({ topic, key: record.key, value: record.value });
+    return eventsFold(state, record);
+  };
+}
+
+/** The `outputs` option of an Owner whose fold emits text values to `topic`. */
+export const textOutputs = (topic: string): OutputOptions => ({ topics: new Set([topic]), encoder: { encode: (v) => Buffer.from(String(v)) } });
+
+/**
+ * Builds the partition's persistence at recovery, for an owner that does not persist to the
+ * Kafka snapshot backend (Cassandra): the generation the group assigned the partition under, and
+ * a committer through the owner's consumer (fenced by that generation, as a worker's).
+ */
+export type PersistenceFactory = (ownership: { generation: GroupGeneration; committer: OffsetCommitter }) => Promise<PartitionPersistence<Events, string>>;
+
 export interface OwnerOptions {
   client: KafkaClient;
   name: string;
   groupId: string;
   input: string;
-  backend: Omit<KafkaSnapshotBackendOptions<Events>, 'client' | 'inputTopic' | 'groupId'>;
+  /** The Kafka snapshot backend's options; or `persistence` instead. */
+  backend?: Omit<KafkaSnapshotBackendOptions<Events>, 'client' | 'inputTopic' | 'groupId'>;
+  persistence?: PersistenceFactory;
   /** Short, so a frozen owner is evicted quickly (the broker's minimum session timeout is 6 s). */
   rebalanceTimeout?: number;
   flushOnRevoke?: boolean;
@@ -53,11 +80,12 @@ export interface RevokeRecord {
 }
 
 export class Owner {
-  readonly backend: KafkaSnapshotBackend<Events, string>;
+  private readonly kafkaBackend: KafkaSnapshotBackend<Events, string> | undefined;
   readonly membership = new GroupMembership();
   readonly consumer: Consumer;
   readonly revokes: RevokeRecord[] = [];
   flow: PartitionFlow<Events, string> | undefined;
+  /** The Kafka snapshot backend's partition persistence (an owner with `backend`). */
   persistence: KafkaPartitionPersistence<Events, string> | undefined;
   /** The owner is blocked inside eachBatch (frozen). */
   stuck = false;
@@ -67,7 +95,10 @@ export class Owner {
 
   constructor(o: OwnerOptions) {
     this.o = o;
-    this.backend = new KafkaSnapshotBackend<Events, string>({ ...o.backend, client: o.client, inputTopic: o.input, groupId: o.groupId });
+    if (!o.backend === !o.persistence) throw new TypeError('an Owner persists either to the Kafka snapshot backend (backend) or elsewhere (persistence)');
+    this.kafkaBackend = o.backend
+      ? new KafkaSnapshotBackend<Events, string>({ ...o.backend, client: o.client, inputTopic: o.input, groupId: o.groupId })
+      : undefined;
     this.offsets = new CommittedOffsets(o.client);
     this.consumer = o.client.kafka.consumer(
       withRevokePoint(
@@ -114,18 +145,29 @@ export class Owner {
     return generation;
   }
 
+  /** The Kafka snapshot backend (an owner with `backend`). */
+  get backend(): KafkaSnapshotBackend<Events, string> {
+    if (!this.kafkaBackend) throw new TypeError(`owner ${this.o.name} does not persist to the Kafka snapshot backend`);
+    return this.kafkaBackend;
+  }
+
   /** Recovery as the worker does it: the backend fences first, the engine reads, the consumer resumes. */
   async recover(): Promise<number> {
-    const persistence = await this.backend.forPartition({
-      topic: this.o.input,
-      partition: 0,
-      generation: () => this.membership.current(),
-      committer: {
-        commit: async (_tp, offset) => {
-          await this.consumer.commitOffsets([{ topic: this.o.input, partition: 0, offset: String(offset) }]);
-        },
+    const committer: OffsetCommitter = {
+      commit: async (_tp, offset) => {
+        await this.consumer.commitOffsets([{ topic: this.o.input, partition: 0, offset: String(offset) }]);
       },
-    });
+    };
+    let persistence: PartitionPersistence<Events, string>;
+    if (this.kafkaBackend) {
+      const kafka = await this.kafkaBackend.forPartition({ topic: this.o.input, partition: 0, generation: () => this.membership.current(), committer });
+      this.persistence = kafka;
+      persistence = kafka;
+    } else {
+      const generation = this.membership.current();
+      if (!generation) throw new Error(`owner ${this.o.name} recovers without a generation`);
+      persistence = await this.o.persistence!({ generation, committer });
+    }
     const committed = (await this.offsets.fetch(this.o.groupId, this.o.input, [0])).get(0) ?? '0';
     const flow = new PartitionFlow<Events, string>({
       flow: this.o.name,
@@ -141,7 +183,6 @@ export class Owner {
       metrics: FlowMetrics.of(new Registry()),
     });
     const keys = await flow.recover();
-    this.persistence = persistence;
     this.flow = flow;
     this.consumer.seek({ topic: this.o.input, partition: 0, offset: committed });
     this.consumer.resume([{ topic: this.o.input, partitions: [0] }]);
@@ -181,7 +222,7 @@ export class Owner {
       await this.consumer.disconnect();
     } finally {
       await this.offsets.close().catch(() => undefined);
-      await this.backend.close();
+      await this.kafkaBackend?.close();
     }
   }
 
@@ -211,6 +252,18 @@ export async function produce(client: KafkaClient, topic: string, key: string, v
   }
 }
 
+/** Every committed record of `topic`'s partition 0 (read_committed, no group), in offset order. */
+export async function readCommitted(client: KafkaClient, topic: string): Promise<ReadRecord[]> {
+  const reader = new PartitionReader(client);
+  const got: ReadRecord[] = [];
+  try {
+    await reader.read({ topic, partition: 0, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });
+  } finally {
+    await reader.close();
+  }
+  return got;
+}
+
 /** What a fresh reader (no group, no fence) finds in the snapshot topic, by key. */
 export async function snapshotsOf<S>(backend: KafkaSnapshotBackend<S, unknown>, partition = 0): Promise<Map<string, { offset: string; state: S }>> {
   const found = new Map<string, { offset: string; state: S }>();
@@ -225,4 +278,46 @@ export function recordingLogger() {
     lines.push({ level, msg: msg ?? (typeof obj === 'string' ? obj : ''), obj });
   };
   return { lines, logger: { info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') } };
+}
+
+/** An output record's `kafka-flow-source` header (`<topic>/<partition>/<offset>/<index>`); throws if it has none. */
+export function sourceOf(r: ReadRecord): string {
+  const h = r.headers[OUTPUT_SOURCE_HEADER];
+  if (h === undefined) throw new Error(`output at offset ${r.offset} (value ${String(r.value)}) has no ${OUTPUT_SOURCE_HEADER} header`);
+  return String(Array.isArray(h) ? h[0] : h);
+}
+
+const sourceOrder = (s: string) => s.split('/').slice(-2).map(Number) as [number, number];
+
+/**
+ * What an at-least-once consumer keeps: one record per `kafka-flow-source`, ordered by the source
+ * record's offset and emit index. Throws when two copies of a source differ in value (they must
+ * be the same emit again).
+ */
+export function dedupeBySource(records: readonly ReadRecord[]): Array<{ source: string; value: string }> {
+  const bySource = new Map<string, string>();
+  for (const r of records) {
+    const source = sourceOf(r);
+    const value = String(r.value);
+    const seen = bySource.get(source);
+    if (seen !== undefined && seen !== value) throw new Error(`two outputs with source ${source} differ: ${seen} and ${value}`);
+    bySource.set(source, value);
+  }
+  return [...bySource]
+    .map(([source, value]) => ({ source, value }))
+    .sort((x, y) => {
+      const [xo, xi] = sourceOrder(x.source);
+      const [yo, yi] = sourceOrder(y.source);
+      return xo - yo || xi - yi;
+    });
+}
+
+/** How many copies of each `kafka-flow-source` landed. */
+export function countBySource(records: readonly ReadRecord[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of records) {
+    const source = sourceOf(r);
+    counts[source] = (counts[source] ?? 0) + 1;
+  }
+  return counts;
 }

@@ -50,16 +50,21 @@ test('poison records are dead-lettered exactly once through kill -9; a clean sto
       const phases = await searchAttributePhases(temporalClient, cluster.names.name);
       return phases.length === 3 && phases.every((p) => p === 'idle') ? true : undefined;
     }, 30_000, async () => `phases: ${(await searchAttributePhases(temporalClient, cluster.names.name)).join(', ')}`);
-    await new Promise((r) => setTimeout(r, 12_000)); // past the activities' heartbeat timeout (10 s)
-    // (The killed worker's activities time out too, by design: only the stopped worker's count.)
+    // b has exited and every partition is idle: an activity on b's queue still pending on the server
+    // can only end by timing out (nobody is left to complete it), so none may be pending now — which
+    // says at once what waiting out the heartbeat timeout (10 s) would — and none may have timed out.
+    // (The killed worker's activities time out, by design: only the stopped worker's count.)
     for await (const wf of temporalClient.workflow.list({ query: `KafkaFlow = "${cluster.names.name}" AND ExecutionStatus = "Running"` })) {
       const handle = temporalClient.workflow.getHandle(wf.workflowId);
       const described = await handle.describe();
-      expect({ workflow: wf.workflowId, pending: described.raw.pendingActivities?.length ?? 0 }).toEqual({ workflow: wf.workflowId, pending: 0 });
       const history = await handle.fetchHistory();
       const events = history.events ?? [];
       const queueOf = (scheduled: unknown) =>
         events.find((e) => Number(e.eventId) === Number(scheduled))?.activityTaskScheduledEventAttributes?.taskQueue?.name;
+      const queueOfActivity = (activityId: string | null | undefined) =>
+        events.find((e) => e.activityTaskScheduledEventAttributes?.activityId === activityId)?.activityTaskScheduledEventAttributes?.taskQueue?.name;
+      const pendingOnB = (described.raw.pendingActivities ?? []).filter((a) => queueOfActivity(a.activityId) === bQueue);
+      expect({ workflow: wf.workflowId, pendingOnB: pendingOnB.map((a) => a.activityType?.name) }).toEqual({ workflow: wf.workflowId, pendingOnB: [] });
       const timedOut = events.filter(
         (e) =>
           e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT &&

@@ -15,6 +15,18 @@ import {
 import { eventually } from '../../support/eventually';
 import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
 
+/**
+ * Resolves once the workflow has completed a workflow task after its latest signal, i.e. has
+ * handled it (a signal that comes in during a workflow task is recorded after that task completes).
+ */
+async function signalHandled(handle: WorkflowHandle): Promise<void> {
+  await eventually('the latest signal handled', async () => {
+    const events = (await handle.fetchHistory()).events ?? [];
+    const signalled = events.map((e) => Boolean(e.workflowExecutionSignaledEventAttributes)).lastIndexOf(true);
+    return (signalled >= 0 && events.slice(signalled + 1).some((e) => e.workflowTaskCompletedEventAttributes)) || undefined;
+  });
+}
+
 // The partition workflow on the real Temporal server, with scripted activities standing in for
 // the owning processes: what is under test is the workflow's lifecycle logic (generations,
 // supersession, revoke, fences, dead owners, continueAsNew). The real activities run in the
@@ -171,7 +183,7 @@ describe('partitionWorkflow on the real Temporal server', () => {
     expect(b.recover[0]!.keepFromGeneration).toBeUndefined(); // another process: a real recovery
 
     await wf.assign({ generation: 5, memberId: 'a', taskQueue: qa }); // late, stale
-    await new Promise((r) => setTimeout(r, 1000));
+    await signalHandled(wf.handle);
     const s = await wf.status();
     expect(s.owner?.generation).toBe(6);
     expect(s.owner?.memberId).toBe('b');
@@ -466,7 +478,12 @@ describe('partitionWorkflow on the real Temporal server', () => {
     // No workflow worker while a persist completes and the revoke and next assignment arrive: the
     // next workflow task carries the result and both signals.
     await w.stop();
-    await new Promise((r) => setTimeout(r, 1500)); // the persist in flight (300 ms) completes meanwhile
+    // The persist in flight (300 ms) completes meanwhile: its result waits in the history for the next workflow task.
+    await eventually('the persist in flight completed', async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const last = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'persist').at(-1);
+      return events.some((e) => last && Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === Number(last.eventId)) || undefined;
+    });
     await handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'revoke' });
     await handle.signal(assignedSignal, { generation: 2, memberId: 'b', taskQueue: qb });
     w = await workflowWorkerOn(queue);

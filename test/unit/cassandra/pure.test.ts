@@ -2,7 +2,7 @@
 // resolution, schema checks, and bounded concurrency.
 import fc from 'fast-check';
 import { ConfigError } from '../../../config/errors';
-import { defineFlow } from '../../../flow/define-flow';
+import { defineFlow } from '../../../define-flow';
 import {
   columnProblems,
   javaStringHashCode,

@@ -1,5 +1,5 @@
-import { compareStates, describeWrongKey, type InputRecord, referenceFold } from '../../../chaos/oracle';
-import { type ChaosState, chaosStep } from '../../fixtures/chaos-flow';
+import { compareOutputs, compareStates, describeWrongKey, type InputRecord, outputSource, type ReadOutput, referenceFold, referenceOutputs } from '../../../chaos/oracle';
+import { type ChaosState, chaosOutput, chaosStep } from '../../fixtures/chaos-flow';
 
 const rec = (offset: number, key: string, op: 'inc' | 'dec', partition = 0): InputRecord => ({ partition, offset: String(offset), key, value: { op } });
 
@@ -65,5 +65,54 @@ describe('chaos oracle', () => {
     const missing = new Map(referenceFold(input));
     missing.delete('c');
     expect(compareStates(referenceFold(input), missing).lostRecords).toBe(1);
+  });
+});
+
+describe('chaos outputs', () => {
+  test('the fold emits on a deletion of a key that existed and when the new hash is divisible by 4', () => {
+    const a = chaosStep(undefined, '0', { op: 'inc' })!;
+    expect(chaosOutput(a, undefined, '1')).toEqual({ offset: '1', deleted: true });
+    expect(chaosOutput(undefined, undefined, '1')).toBeUndefined(); // a dec on an absent key deletes nothing
+    const emitting = { count: 1, counter: 1, hash: 8, last: '2' };
+    expect(chaosOutput(undefined, emitting, '2')).toEqual({ offset: '2', count: 1, hash: 8 });
+    expect(chaosOutput(undefined, { ...emitting, hash: 9 }, '2')).toBeUndefined();
+  });
+
+  // Enough records over a few keys that some emit on their hash and some on deletes.
+  const ops: Array<'inc' | 'dec'> = ['inc', 'inc', 'dec', 'inc', 'dec', 'dec', 'inc', 'inc', 'inc', 'dec'];
+  const input = Array.from({ length: 60 }, (_, i) => rec(i, `k${i % 3}`, ops[(i * 7) % ops.length]!, 0));
+  const expected = referenceOutputs('t', input);
+  const asRead = (m: ReadonlyMap<string, string>): ReadOutput[] => [...m].map(([source, value]) => ({ source, value }));
+
+  test('the reference outputs: one per emitting record, keyed by its source', () => {
+    expect(expected.size).toBeGreaterThan(3);
+    const values = [...expected.values()].map((v) => JSON.parse(v) as { deleted?: true });
+    expect(values.some((v) => v.deleted)).toBe(true);
+    expect(values.some((v) => !v.deleted)).toBe(true);
+    expect([...expected.keys()].every((s) => /^t\/0\/\d+\/0$/.test(s))).toBe(true);
+    expect(outputSource('t', { partition: 2, offset: '7' })).toBe('t/2/7/0');
+  });
+
+  test('exactly once: the same set passes; a missing, a doubled, an unknown or a changed output each show', () => {
+    const exact = asRead(expected);
+    expect(compareOutputs(expected, exact, 'exactly-once')).toMatchObject({ wrong: 0, lost: 0, duplicated: 0, redelivered: 0, read: expected.size });
+    expect(compareOutputs(expected, exact.slice(1), 'exactly-once')).toMatchObject({ lost: 1, wrong: 0, duplicated: 0 });
+    expect(compareOutputs(expected, [...exact, exact[0]!], 'exactly-once')).toMatchObject({ duplicated: 1, wrong: 0, lost: 0 });
+    const unknown = compareOutputs(expected, [...exact, { source: 't/0/999/0', value: '{}' }, { value: '{}' }], 'exactly-once');
+    expect(unknown).toMatchObject({ wrong: 2, lost: 0 });
+    expect(unknown.examples.join('\n')).toContain('no record emits it');
+    const changed = [{ source: exact[0]!.source, value: '{"offset":"0","count":99}' }, ...exact.slice(1)];
+    expect(compareOutputs(expected, changed, 'exactly-once')).toMatchObject({ wrong: 1, lost: 1 });
+  });
+
+  test('at least once: copies are fine when identical (redelivered, not duplicated); a differing copy is wrong, a missing one lost', () => {
+    const exact = asRead(expected);
+    const twice = [...exact, ...exact.slice(0, 3)];
+    expect(compareOutputs(expected, twice, 'at-least-once')).toMatchObject({ wrong: 0, lost: 0, duplicated: 0, redelivered: 3 });
+    // The same in an exactly-once mode is three duplicates.
+    expect(compareOutputs(expected, twice, 'exactly-once')).toMatchObject({ duplicated: 3, redelivered: 0 });
+    const differing = [...exact, { source: exact[0]!.source, value: '{"offset":"0","deleted":true,"extra":1}' }];
+    expect(compareOutputs(expected, differing, 'at-least-once')).toMatchObject({ wrong: 1, lost: 0 });
+    expect(compareOutputs(expected, exact.slice(2), 'at-least-once')).toMatchObject({ lost: 2 });
   });
 });

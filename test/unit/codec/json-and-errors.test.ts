@@ -8,6 +8,7 @@ import {
   decodeSnapshot,
 } from '../../../core/codec/errors';
 import { jsonCodec } from '../../../core/codec/json';
+import { keyHash, setLogKeys, WithheldMessageError } from '../../../core/redact';
 
 describe('jsonCodec', () => {
   const codec = jsonCodec<unknown>();
@@ -38,7 +39,10 @@ describe('jsonCodec', () => {
 describe('DecodeError and CorruptSnapshotError', () => {
   const location = { topic: 'payments', partition: 3, key: 'acct-1', offset: '9007199254740993' };
 
-  it('DecodeError carries the location, the cause and code DECODE', () => {
+  afterEach(() => setLogKeys(false));
+
+  it('DecodeError carries the location, the cause and code DECODE (with logKeys)', () => {
+    setLogKeys(true);
     const cause = new Error('not valid JSON: Unexpected end');
     const err = new DecodeError(location, cause);
     expect(err).toBeInstanceOf(KafkaFlowError);
@@ -51,7 +55,20 @@ describe('DecodeError and CorruptSnapshotError', () => {
     }
   });
 
+  it('DecodeError without logKeys (the default): the key as a hash, the codec message withheld, nothing of either in JSON', () => {
+    const cause = new Error('not valid JSON: "secret-value"');
+    const err = new DecodeError(location, cause);
+    expect(err.key).toBe('acct-1');
+    expect(err.message).toContain(`key #${keyHash('acct-1')}`);
+    expect(err.cause).toBeInstanceOf(WithheldMessageError);
+    expect(String((err.cause as Error).message)).toMatch(/^Error \(its message is withheld/);
+    const everything = `${err.message} ${err.stack} ${JSON.stringify(err)} ${JSON.stringify(Object.entries(err))}`;
+    expect(everything).not.toContain('acct-1');
+    expect(everything).not.toContain('secret-value');
+  });
+
   it('says when the record has no key, and shortens very long keys', () => {
+    setLogKeys(true);
     expect(new DecodeError({ ...location, key: undefined }, 'x').message).toContain('no key');
     const long = new DecodeError({ ...location, key: 'k'.repeat(5000) }, 'x');
     expect(long.message.length).toBeLessThan(1000);

@@ -8,8 +8,8 @@ import { PartitionFlow, type PartitionFlowOptions } from '../../../flow/partitio
 import type { InputMessage } from '../../../flow/record';
 import { type TimersOptions, timerPolicy } from '../../../flow/timers';
 import { InMemoryBackend } from '../../../persistence/memory';
-import type { PartitionPersistence } from '../../../persistence/partition-persistence';
-import type { PersistenceMode } from '../../../persistence/types';
+import type { PartitionPersistence } from '../../../flow/ports';
+import type { PersistenceMode } from '../../../core/persistence-types';
 import { Registry } from 'prom-client';
 
 export const TP = { topic: 'topic', partition: 0 } as const;

@@ -1,13 +1,13 @@
 // The persist path beyond kafka-flow's specs: chunked writes whose commit never leads them, fences,
 // offset-gated conflicts, decode-failure policies, async folds and unloaded keys read back.
 import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
-import type { KeyWrite } from '../../../persistence/partition-persistence';
+import type { KeyWrite } from '../../../flow/ports';
 import type { Codec } from '../../../core/codec/codec';
 import { DecodeError } from '../../../core/codec/errors';
 import { FoldError } from '../../../flow/errors';
-import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { InMemoryBackend } from '../../../persistence/memory';
-import type { PartitionPersistence, WriteBatch } from '../../../persistence/partition-persistence';
+import type { PartitionPersistence, WriteBatch } from '../../../flow/ports';
 import { type Count, countingFold, harness, MINUTE, records, TP } from './harness';
 
 function spy<S, V>(inner: PartitionPersistence<S, V>) {

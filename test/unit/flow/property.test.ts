@@ -12,8 +12,8 @@ import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy, type TimersOptions } from '../../../flow/timers';
 import { InMemoryBackend } from '../../../persistence/memory';
-import type { PartitionPersistence } from '../../../persistence/partition-persistence';
-import type { PersistenceMode } from '../../../persistence/types';
+import type { PartitionPersistence } from '../../../flow/ports';
+import type { PersistenceMode } from '../../../core/persistence-types';
 import { Registry } from 'prom-client';
 import { TP, textCodec } from './harness';
 

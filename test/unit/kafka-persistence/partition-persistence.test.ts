@@ -12,14 +12,10 @@ import { timerPolicy } from '../../../flow/timers';
 import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
 import type { ReadOptions } from '../../../kafka/partition-reader';
 import type { CommitRequest, CommitResult } from '../../../kafka/transactional-writer';
-import { SnapshotWriteFencedError } from '../../../persistence/errors';
+import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { MissingGenerationError } from '../../../persistence/kafka/errors';
-import {
-  KafkaPartitionPersistence,
-  type OutcomeProbe,
-  type SnapshotTransactions,
-  type WriteGeneration,
-} from '../../../persistence/kafka/kafka-partition-persistence';
+import { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
+import type { OutcomeProbe, SnapshotTransactions, WriteGeneration } from '../../../persistence/kafka/transactional-snapshot-writer';
 import { KafkaPersistenceMetrics } from '../../../persistence/kafka/metrics';
 import type { SnapshotLogReader } from '../../../persistence/kafka/recovery';
 import { snapshotFormat } from '../../../persistence/kafka/snapshot-format';

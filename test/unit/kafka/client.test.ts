@@ -23,3 +23,33 @@ describe('createKafkaClient logging', () => {
     expect(warnings.some((w) => w.includes('a warning worth reading'))).toBe(true);
   });
 });
+
+describe('createKafkaClient with a logger', () => {
+  it('sends each kafkajs entry to the logger at its level, with its namespace and fields, and filters the same entries', () => {
+    const lines: Array<{ level: string; fields: Record<string, unknown>; msg: string }> = [];
+    const at = (level: string) => (fields: unknown, msg?: string) => void lines.push({ level, fields: fields as Record<string, unknown>, msg: msg ?? '' });
+    const logger = { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
+    const console = jest.spyOn(global.console, 'error').mockImplementation(() => {});
+    const warn = jest.spyOn(global.console, 'warn').mockImplementation(() => {});
+    try {
+      const client = createKafkaClient({ brokers: ['127.0.0.1:1'], clientId: 't', logger, logLevel: 'info' });
+      client.kafka.producer({ transactionalId: 'x', idempotent: true, maxInFlightRequests: 1, retry: { retries: 3 } });
+      client.kafka.logger().namespace('Producer').warn('a warning worth reading', { broker: 'b:1' });
+      client.kafka.logger().error('Failed to send messages', { error: 'Broker not available', retryCount: 2 });
+      client.kafka.logger().info('joined');
+      client.kafka.logger().error('Failed to send messages', {
+        error: 'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing',
+      });
+      expect(console).not.toHaveBeenCalled();
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      console.mockRestore();
+      warn.mockRestore();
+    }
+    expect(lines).toEqual([
+      { level: 'warn', fields: { component: 'kafkajs', namespace: 'Producer', broker: 'b:1' }, msg: 'a warning worth reading' },
+      { level: 'error', fields: { component: 'kafkajs', namespace: undefined, error: 'Broker not available', retryCount: 2 }, msg: 'Failed to send messages' },
+      { level: 'info', fields: { component: 'kafkajs', namespace: undefined }, msg: 'joined' },
+    ]);
+  });
+});

@@ -1,6 +1,6 @@
 import { KafkaFlowError } from '../../../config/errors';
 import { fenceReason, SnapshotWriteFencedError as KafkaFenced, SnapshotWriteFencedError } from '../../../kafka/errors';
-import { SnapshotWriteFencedError as PersistenceFenced } from '../../../persistence/errors';
+import { SnapshotWriteFencedError as PersistenceFenced } from '../../../core/fence-errors';
 import { createErrorFromCode } from '../../../kafka/internals';
 
 describe('fence mapping', () => {

@@ -1,6 +1,6 @@
 import { InMemoryBackend, InMemoryOffsetCommitter, InMemorySnapshotStore } from '../../../persistence/memory';
 import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
-import type { JournalEvent } from '../../../persistence/types';
+import type { JournalEvent } from '../../../core/persistence-types';
 
 const TP = { topic: 't', partition: 1 };
 const event = (key: string, offset: number, value: string): JournalEvent<string> => ({

@@ -5,8 +5,10 @@ import { silentLogger } from '../../../core/logger';
 import { FlowMetrics } from '../../../flow/metrics';
 import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../persistence/memory';
 import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
-import { memoryBackend, type PersistenceBackend } from '../../../workers/backends';
-import { FlowRuntime } from '../../../workers/flow-runtime';
+import { memoryBackend } from '../../../persistence/memory/factory';
+import type { PersistenceBackend } from '../../../persistence/backends';
+import { PartitionFlow } from '../../../flow/partition-flow';
+import { FlowRuntime, hasOutputs, timerTickMs } from '../../../workers/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
 
 // The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the
@@ -130,14 +132,20 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '8' }]);
   });
 
-  test('a persist that starts before the fold loop (a loaded worker) persists instead of failing as stale', async () => {
-    rt.consumer.committed.set('t-0', '3');
+  test('a persist that comes before the fold loop has started persists (the partition is recovered here): not a stale generation', async () => {
+    // The workflow schedules the fold loop and the first persist together; on a busy worker the
+    // persist's delay ran out first and the refusal left the partition `fenced` on its only owner.
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    // Recovered, no fold loop yet: nothing folded, the committed offset stays.
-    await expect(rt.runtime.persist(req(owner))).resolves.toMatchObject({ persistedKeys: 0, committedOffset: '3' });
-    // Not recovered for this generation (a newer join before its recovery): still refused.
+    expect(rt.runtime.persistReadiness(req(owner))).toBe('persist');
+    await expect(rt.runtime.persist(req(owner))).resolves.toMatchObject({ persistedKeys: 0, committedOffset: '0' });
+    // Then the fold loop starts as usual.
+    rt.runtime.startFolding(req(owner));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 1, committedOffset: '1' });
+    // Not recovered for the current generation (a rejoin since): still refused.
     rt.consumer.join(2, { t: [0] });
     await expect(rt.runtime.persist(req({ ...owner, generation: 2 }))).rejects.toThrow(StaleGenerationError);
   });
@@ -221,6 +229,42 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     // The workflow's next persist (persistEvery) reports what the in-process persists landed, once.
     expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 0, outputs: 2 });
     expect((await rt.runtime.persist(req(owner))).outputs).toBeUndefined();
+  });
+
+  test('the outputs flush runs the key timers once per tick (not again in the persist it starts)', async () => {
+    await rt.runtime.stop(10);
+    const sent = new InMemoryOutputSender();
+    const timers = jest.spyOn(PartitionFlow.prototype, 'triggerTimers');
+    const looked = jest.spyOn(PartitionFlow.prototype, 'outputsDue');
+    try {
+      rt = setup(alerting, memoryWithOutputs(sent));
+      await rt.runtime.start();
+      rt.consumer.join(1, { t: [0] });
+      const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+      await rt.runtime.recover(req(owner));
+      rt.runtime.startFolding(req(owner));
+      await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 12 } }]);
+      const deadline = Date.now() + 2_000;
+      while (sent.sent.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(sent.sent).toHaveLength(1); // an outputs persist ran
+      // Each tick: the timers once, then the outputs check; the flush it started added no timer run.
+      expect(looked.mock.calls.length).toBeGreaterThan(0);
+      expect(timers.mock.calls.length).toBe(looked.mock.calls.length);
+    } finally {
+      timers.mockRestore();
+      looked.mockRestore();
+    }
+  });
+
+  test('timer tick: every fireEvery, at most 1 s apart, and outputEvery / 2 for flows with outputs — emitted records or dead letters', () => {
+    const base = { name: 'f', groupId: 'f', topics: ['t'], fold: (s: number | undefined) => s };
+    const plain = defineFlow<number, unknown>({ ...base, timers: { persistPeriodically: { fireEvery: 60_000 } } });
+    const fast = defineFlow<number, unknown>({ ...base, timers: { persistPeriodically: { fireEvery: 250 } } });
+    const emitting = defineFlow<number, unknown>({ ...base, persistence: { backend: 'kafka', transactional: true }, outputTopics: ['o'], outputEvery: 600, timers: { persistPeriodically: { fireEvery: 60_000 } } });
+    const deadLetters = defineFlow<number, unknown>({ ...base, persistence: { backend: 'kafka', transactional: true }, onFoldFailure: 'dead-letter', outputEvery: 600, timers: { persistPeriodically: { fireEvery: 60_000 } } });
+    const tiny = defineFlow<number, unknown>({ ...base, persistence: { backend: 'kafka', transactional: true }, outputTopics: ['o'], outputEvery: 20 });
+    expect([plain, fast, emitting, deadLetters, tiny].map((d) => hasOutputs(d as never))).toEqual([false, false, true, true, true]);
+    expect([plain, fast, emitting, deadLetters, tiny].map((d) => timerTickMs(d as never))).toEqual([1000, 250, 300, 300, 100]);
   });
 
   test('same process, next generation: the in-memory state goes on from its position — not after a recovery was started since', async () => {

@@ -39,7 +39,7 @@ export function isDeleteMarker(stored: StoredKey<unknown> | undefined): stored i
 
 /**
  * A journal entry: one input record as the fold saw it (decoded), so recovery can replay it through
- * the same fold. Kept structurally equal to the engine's FlowRecord without importing it.
+ * the same fold. The engine's FlowRecord (flow/record.ts) is this record with kafkajs's header types.
  */
 export interface JournalEvent<V> {
   readonly topic: string;
@@ -58,7 +58,10 @@ export interface JournalEvent<V> {
 export type WriteStatus = 'applied' | 'not-applied';
 
 /** How a flow persists its keys. */
-export type PersistenceMode = 'none' | 'snapshots' | 'journal' | 'journal+snapshots';
+export type PersistenceMode = (typeof PERSISTENCE_MODES)[number];
+
+/** Every PersistenceMode, for the backends' option schemas. */
+export const PERSISTENCE_MODES = ['none', 'snapshots', 'journal', 'journal+snapshots'] as const;
 
 export function persistsSnapshots(mode: PersistenceMode): boolean {
   return mode === 'snapshots' || mode === 'journal+snapshots';

@@ -1,9 +1,10 @@
-import type { JournalEvent, OutputRecord, Snapshot, TopicPartition, WriteStatus } from './types';
-
-/** Produces a write's outputs (dead letters) for backends without a transaction spanning them. */
-export interface OutputSender {
-  send(outputs: readonly OutputRecord[], from: TopicPartition): Promise<void>;
-}
+/**
+ * The engine's ports: what `flow/` asks of a persistence backend, for one input partition. The
+ * engine declares them and every backend (`persistence/`) implements them; the vocabulary they
+ * speak (snapshots, journal events, outputs) and the fence errors a write may throw live in
+ * `core/`, shared with the backends and the Kafka port.
+ */
+import type { JournalEvent, OutputRecord, Snapshot, WriteStatus } from '../core/persistence-types';
 
 /**
  * Everything the engine asks of one key in one persist: at most one of `snapshot` (put) and

@@ -1,4 +1,5 @@
 import { KafkaFlowError } from '../config/errors';
+import { hiddenProperty, showKeys } from '../core/redact';
 
 /**
  * A conditional snapshot write was refused: the store already holds a newer offset for the key,
@@ -7,19 +8,19 @@ import { KafkaFlowError } from '../config/errors';
 export class SnapshotWriteConflictError extends KafkaFlowError {
   readonly topic: string;
   readonly partition: number;
-  readonly keys: readonly string[];
+  /** The refused keys: not enumerable, so that loggers copying an error's fields do not print them. */
+  declare readonly keys: readonly string[];
   constructor(topic: string, partition: number, keys: readonly string[], options?: { cause?: unknown }) {
-    const shown = keys.slice(0, 5).map((k) => JSON.stringify(k)).join(', ');
     super(
       'SNAPSHOT_WRITE_CONFLICT',
       `the snapshot store refused ${keys.length} write(s) on topic "${topic}" partition ${partition} ` +
-        `(keys ${shown}${keys.length > 5 ? ', …' : ''}) because it holds newer snapshots: another ` +
+        `(keys ${showKeys(keys)}) because it holds newer snapshots: another ` +
         'instance owns this partition now. This instance stops the partition; the owner carries on.',
       options,
     );
     this.topic = topic;
     this.partition = partition;
-    this.keys = keys;
+    hiddenProperty(this, 'keys', keys);
   }
 }
 

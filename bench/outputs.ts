@@ -1,0 +1,207 @@
+// What exactly-once outputs cost (issue 15): the same flow on the real broker with transactional
+// Kafka persistence (bench/flows/totals.ts: running totals per key, persistEvery 1 s, outputEvery
+// at its default 1 s), run side by side in one process run on one freshly produced topic
+// (6 partitions, 200,000 small JSON records over 2,000 keys; --quick: 50,000 over 500):
+//   none    the fold emits nothing (no outputTopics);
+//   every   the fold emits one record per input record (`{key, n, count, total}`, keyed by the
+//           input key) — the demanding case, and the issue's figure;
+//   sparse  the fold emits on every 100th record (1 %): an alerting flow.
+// Each is one worker process timed like bench:throughput's "ours" (bench/lib/ours.ts), to the
+// moment its group's committed offsets equal the input's end offsets — by then every output must
+// have landed, since a key with pending outputs holds the committed offset until its outputs went
+// out in its snapshot transaction. Right then the output topic is read back read_committed and each
+// expected output must be there exactly once (the run fails otherwise): the figure is only quoted
+// for a run that delivered. Configurations are interleaved (none, every, sparse, none, …) and each
+// figure is the median of the runs.
+// Figures: outputs_vs_no_outputs = steady-state time with an output per record ÷ without (goal
+// ≤ 1.3; steady state = first record folded → committed end, as bench:throughput's fold_vs_*);
+// outputs_sparse_vs_no_outputs the same at 1 %; *_e2e from the worker's spawn; *_cpu the
+// worker's CPU per record with outputs ÷ without (what a neighbour's load barely moves).
+// `npm run bench:outputs [-- --quick]`; BENCH_RUNS=n sets the runs per configuration (full 3, quick 1),
+// BENCH_ONLY=every (or none,sparse,…) runs only those, BENCH_WORKER_LOG / BENCH_CPU_PROF as for
+// bench:throughput (the worker's log lines, its V8 CPU profiles).
+import os from 'node:os';
+import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
+import { createKafkaClient, PartitionReader } from '../kafka';
+import { brokersFromEnv } from '../config/env';
+import { isQuick, sized } from './lib/args';
+import { runOurs } from './lib/ours';
+import type { ContestantResult } from './lib/raw';
+import { deleteTopics, produceRecords, uniqueName } from './lib/records';
+import { writeResults } from './lib/results';
+import { printTable, type Row } from './lib/table';
+import { median, perSecond, ratio } from './lib/timing';
+
+const PARTITIONS = 6;
+// 200,000 records, not bench:throughput's 1,000,000: with an output per record, 1 M did not reach
+// the committed end within 10 minutes here (see the README's Performance section); BENCH_RECORDS
+// and BENCH_KEYS set other sizes.
+const RECORDS = Number(process.env.BENCH_RECORDS ?? sized(200_000, 50_000));
+const KEYS = Number(process.env.BENCH_KEYS ?? sized(2_000, 500));
+const RUNS = Number(process.env.BENCH_RUNS ?? sized(3, 1));
+const SETTLE_MS = 2_000;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
+interface Config {
+  key: 'none' | 'every' | 'sparse';
+  label: string;
+  /** Emit on records whose index is a multiple of this; undefined: no outputs. */
+  every?: number;
+  results: ContestantResult[];
+  error?: string;
+}
+
+/** How many of the records 0..RECORDS-1 emit when every `every`-th does. */
+const expectedOutputs = (every: number) => Math.ceil(RECORDS / every);
+
+/**
+ * Reads the output topic read_committed (the project's group-less reader) and checks that the
+ * outputs are exactly the expected ones: each index n with n % every === 0 once, each carrying
+ * the kafka-flow-source header. Throws otherwise.
+ */
+async function checkOutputs(outputTopic: string, every: number): Promise<Record<string, unknown>> {
+  const client = createKafkaClient({ brokers: brokersFromEnv(), clientId: 'bench-outputs-check', logLevel: 'error' });
+  const reader = new PartitionReader(client);
+  const seen = new Uint8Array(RECORDS);
+  let read = 0;
+  let duplicated = 0;
+  let unexpected = 0;
+  let withoutHeader = 0;
+  const started = Date.now();
+  try {
+    await reader.readTopic(outputTopic, PARTITIONS, (r) => {
+      read++;
+      if (r.headers[OUTPUT_SOURCE_HEADER] === undefined) withoutHeader++;
+      const n = (JSON.parse(String(r.value)) as { n: number }).n;
+      if (!Number.isInteger(n) || n < 0 || n >= RECORDS || n % every !== 0) unexpected++;
+      else if (seen[n] === 1) duplicated++;
+      else seen[n] = 1;
+    });
+  } finally {
+    await reader.close().catch(() => undefined);
+  }
+  const expected = expectedOutputs(every);
+  const distinct = read - duplicated - unexpected;
+  const missing = expected - distinct;
+  if (missing !== 0 || duplicated !== 0 || unexpected !== 0 || withoutHeader !== 0) {
+    throw new Error(
+      `${outputTopic}: ${read} outputs read (read_committed), expected ${expected} exactly once: ${missing} missing, ${duplicated} duplicated, ${unexpected} unexpected, ${withoutHeader} without the ${OUTPUT_SOURCE_HEADER} header`,
+    );
+  }
+  return { outputs_read: read, outputs_read_ms: Date.now() - started };
+}
+
+async function main(): Promise<number> {
+  if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`BENCH_RUNS=${process.env.BENCH_RUNS}: a positive integer please`);
+  if (!Number.isInteger(RECORDS) || RECORDS < 1 || !Number.isInteger(KEYS) || KEYS < 1) throw new Error('BENCH_RECORDS and BENCH_KEYS: positive integers please');
+  const topic = uniqueName('bench-outputs');
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+  const configs = (
+    [
+      { key: 'none', label: 'no outputs', results: [] },
+      { key: 'every', label: 'an output per record', every: 1, results: [] },
+      { key: 'sparse', label: 'an output per 100 records', every: 100, results: [] },
+    ] satisfies Config[] as Config[]
+  ).filter((c) => !only || only.includes(c.key));
+  const notes: Record<string, unknown> = {
+    topic_partitions: PARTITIONS,
+    records: RECORDS,
+    keys: KEYS,
+    runs: RUNS,
+    flow: 'bench/flows/totals.ts: running totals per key, transactional Kafka persistence, persistEvery 1 s, outputEvery 1 s (default), maxWritesPerTransaction 256 (default)',
+    output: 'value {"key","n","count","total"} as JSON (≈ 50 bytes), keyed by the input key, to a topic with the input\'s 6 partitions',
+    finishing_line: "from the worker's first record folded (steady) or its spawn (e2e) until its group's committed offsets equal the end offsets on all partitions; median of the runs",
+    ...(only ? { only } : {}),
+    check: 'at the finishing line the output topic is read back read_committed: every expected output exactly once with its kafka-flow-source header, or the run fails',
+  };
+  try {
+    process.stdout.write(`producing ${RECORDS.toLocaleString('en-US')} records over ${KEYS.toLocaleString('en-US')} keys to ${topic} (${PARTITIONS} partitions)\n`);
+    await produceRecords({ topic, partitions: PARTITIONS, records: RECORDS, keys: KEYS });
+    for (let run = 1; run <= RUNS; run++) {
+      for (const c of configs) {
+        if (c.error) continue;
+        process.stdout.write(`run ${run}/${RUNS}: ${c.label}\n`);
+        const every = c.every;
+        try {
+          const loadBefore = os.loadavg()[0] ?? 0;
+          const result = await runOurs(topic, {
+            backend: 'kafka',
+            label: `ours (${c.label})`,
+            env: (flow) => (every === undefined ? {} : { BENCH_OUTPUT_TOPIC: `${flow}-outputs`, BENCH_OUTPUT_EVERY: String(every) }),
+            check: every === undefined ? undefined : (flow) => checkOutputs(`${flow}-outputs`, every),
+          });
+          result.details = { ...result.details, load_avg_1m: Number(((loadBefore + (os.loadavg()[0] ?? 0)) / 2).toFixed(2)) };
+          c.results.push(result);
+        } catch (err) {
+          c.error = (err as Error).message.split('\n').slice(0, 3).join(' | ');
+          process.stderr.write(`${c.key} failed: ${(err as Error).message}\n`);
+        }
+        await settle();
+      }
+    }
+  } finally {
+    await deleteTopics([topic]);
+  }
+
+  const figures: Record<string, number> = {};
+  const steady: Partial<Record<Config['key'], number>> = {};
+  const e2e: Partial<Record<Config['key'], number>> = {};
+  const cpu: Partial<Record<Config['key'], number>> = {};
+  const rows: Row[] = [];
+  for (const c of configs) {
+    if (c.error) notes[`${c.key}_error`] = c.error;
+    if (c.results.length === 0) continue;
+    e2e[c.key] = median(c.results.map((r) => r.ms));
+    const windows = c.results.flatMap((r) => (r.steady && r.steady.ms > 0 ? [r.steady] : []));
+    if (windows.length === c.results.length) steady[c.key] = median(windows.map((w) => w.ms));
+    const cpus = windows.flatMap((w) => (w.cpuMs !== undefined ? [(w.cpuMs * 1000) / w.records] : []));
+    if (cpus.length === c.results.length) cpu[c.key] = median(cpus);
+    if (steady[c.key] !== undefined) figures[`${c.key}_steady_records_per_s`] = Math.round(perSecond(RECORDS, steady[c.key]!));
+    if (cpu[c.key] !== undefined) figures[`${c.key}_cpu_us_per_record`] = Number(cpu[c.key]!.toFixed(2));
+    notes[c.key] = {
+      label: c.label,
+      outputs_per_run: c.every === undefined ? 0 : expectedOutputs(c.every),
+      runs: c.results.map((r) => ({ ms: Math.round(r.ms), steady_ms: r.steady ? Math.round(r.steady.ms) : undefined, steady_cpu_ms: r.steady?.cpuMs, ...r.details })),
+    };
+    rows.push({
+      configuration: c.label,
+      outputs: c.every === undefined ? 0 : expectedOutputs(c.every),
+      steady_ms: steady[c.key] === undefined ? '-' : Math.round(steady[c.key]!),
+      steady_records_per_s: figures[`${c.key}_steady_records_per_s`] ?? '-',
+      e2e_ms: Math.round(e2e[c.key]!),
+      cpu_us_per_record: cpu[c.key] === undefined ? '-' : Number(cpu[c.key]!.toFixed(2)),
+      runs: c.results.length,
+    });
+  }
+  const r3 = (v: number) => Number(v.toFixed(3));
+  // Time ratios (with ÷ without), so the goal reads ≤ 1.3: the same records take at most 30 % longer.
+  if (steady.every !== undefined && steady.none !== undefined) figures.outputs_vs_no_outputs = r3(ratio(steady.every, steady.none));
+  if (steady.sparse !== undefined && steady.none !== undefined) figures.outputs_sparse_vs_no_outputs = r3(ratio(steady.sparse, steady.none));
+  if (e2e.every !== undefined && e2e.none !== undefined) figures.outputs_vs_no_outputs_e2e = r3(ratio(e2e.every, e2e.none));
+  if (e2e.sparse !== undefined && e2e.none !== undefined) figures.outputs_sparse_vs_no_outputs_e2e = r3(ratio(e2e.sparse, e2e.none));
+  if (cpu.every !== undefined && cpu.none !== undefined) figures.outputs_vs_no_outputs_cpu = r3(ratio(cpu.every, cpu.none));
+  if (cpu.sparse !== undefined && cpu.none !== undefined) figures.outputs_sparse_vs_no_outputs_cpu = r3(ratio(cpu.sparse, cpu.none));
+  notes.ratios =
+    'time with outputs ÷ time without on the same input in the same run (so ≤ 1.3 is the goal): outputs_vs_no_outputs (an output per record) and outputs_sparse_vs_no_outputs (per 100 records) over the steady-state window; *_e2e from the worker\'s spawn; *_cpu: the worker\'s CPU µs per record in the steady window, with ÷ without';
+
+  printTable(`outputs: ${RECORDS.toLocaleString('en-US')} records, ${KEYS.toLocaleString('en-US')} keys, ${PARTITIONS} partitions, transactional Kafka persistence, median of ${RUNS}${isQuick() ? ' (quick)' : ''}`, rows);
+  if (figures.outputs_vs_no_outputs !== undefined) {
+    process.stdout.write(
+      `outputs_vs_no_outputs = ${figures.outputs_vs_no_outputs} (goal <= 1.3; e2e ${figures.outputs_vs_no_outputs_e2e}, cpu ${figures.outputs_vs_no_outputs_cpu ?? 'n/a'}), ` +
+        `sparse (1 %) = ${figures.outputs_sparse_vs_no_outputs ?? 'n/a'}\n`,
+    );
+  }
+  const file = writeResults('outputs', figures, { notes });
+  process.stdout.write(`results: ${file}\n`);
+  return configs.some((c) => c.error) ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

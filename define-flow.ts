@@ -1,0 +1,219 @@
+// defineFlow: the engine's options (flow/) and the backend's (persistence/options.ts), validated together.
+import { z } from 'zod';
+import { ConfigError } from './config/errors';
+import type { Codec } from './core/codec/codec';
+import { jsonCodec } from './core/codec/json';
+import { type Duration, durationSchema, toMillis } from './core/duration';
+import type { PartitionFlowDefinition } from './flow/create-partition-flow';
+import type { DecodeFailurePolicy } from './flow/decode-policy';
+import type { OutputEncoder } from './flow/emit';
+import type { Fold } from './flow/fold';
+import { defaultDeadLetterTopic, type PoisonPolicy } from './flow/poison';
+import type { FlowRecord } from './flow/record';
+import { type TimersOptions, timerPolicy } from './flow/timers';
+import {
+  type CassandraPersistenceOptions,
+  type KafkaPersistenceOptions,
+  type MemoryPersistenceOptions,
+  type PersistenceOptions,
+  persistenceOptionsSchema,
+  type ResolvedPersistence,
+  resolvePersistence,
+} from './persistence/options';
+
+export type { CassandraPersistenceOptions, KafkaPersistenceOptions, MemoryPersistenceOptions, PersistenceOptions, ResolvedPersistence };
+
+/** What `defineFlow` takes. */
+export interface FlowOptions<S, V> {
+  name: string;
+  groupId: string;
+  topics: readonly string[];
+  fold: Fold<S, V>;
+  /** Default `{ backend: 'memory' }`. */
+  persistence?: PersistenceOptions;
+  /** kafka-flow's TimerFlowOf names and defaults. Default: persistPeriodically with its defaults. */
+  timers?: TimersOptions;
+  /** Decodes input values. Default JSON. */
+  valueCodec?: Codec<V>;
+  /** A value the codec cannot decode: 'fail' (default), 'skip' or 'dead-letter'. */
+  onDecodeFailure?: DecodeFailurePolicy;
+  /** The fold threw for a record: 'fail' (default; the partition is retried from persisted state), 'skip' or 'dead-letter'. */
+  onFoldFailure?: PoisonPolicy;
+  /** The dead-letter topic of an input topic. Default `<groupId>-<name>-<inputTopic>-dead-letters` (created if absent). */
+  deadLetterTopic?: (inputTopic: string) => string;
+  /**
+   * Show record keys, and codec errors that may quote values, in logs and error messages (and so in
+   * Temporal failures). Default false: a key is shown as a short hash (`#1a2b3c4d`) and a codec's
+   * error message is withheld.
+   */
+  logKeys?: boolean;
+  /**
+   * The topics the fold may emit to (`ctx.emit`), created if absent at worker start with the input
+   * topic's partition count. Emitting to another topic fails the record's fold. Needs persistence
+   * to Kafka or Cassandra.
+   */
+  outputTopics?: readonly string[];
+  /** Encodes emitted values. Default JSON. */
+  outputCodec?: OutputEncoder;
+  /** Keys with pending outputs are persisted (and their outputs produced) at least this often. Default 1 s. */
+  outputEvery?: Duration;
+  /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
+  filter?: (record: FlowRecord<V>) => boolean;
+  /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
+  remapKey?: (key: string, record: FlowRecord<V>) => string;
+  /** The group consumer's timeouts (kafkajs defaults: session 30 s, heartbeat 3 s, rebalance 60 s). */
+  consumer?: ConsumerOptions;
+  /**
+   * For folds that return a Promise. Unset (default): batch by batch — each batch's records are
+   * folded before the next batch is taken, the batch's keys concurrently. A positive integer:
+   * pipelined — at most this many keys of a partition fold at once (a key's records always in
+   * offset order), and the next batch is taken while earlier keys still fold, so a slow key holds
+   * up only its own records. Either way the committed offset never passes a record not yet folded
+   * (a key holds its earliest unpersisted offset). 1 folds one record at a time.
+   */
+  asyncConcurrency?: number;
+}
+
+export interface ConsumerOptions {
+  /** A member silent for this long is evicted and its partitions move (failover time after a crash). */
+  sessionTimeout?: Duration;
+  heartbeatInterval?: Duration;
+  /** How long a rebalance waits for members to rejoin (and for their flush on revoke). */
+  rebalanceTimeout?: Duration;
+}
+
+/** A validated flow, as `defineFlow` returns it. */
+export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
+  readonly kind: 'kafka-flow-temporal/flow';
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly persistence: ResolvedPersistence;
+  readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
+  /** Keys and codec error messages in logs and errors (default false: hashed / withheld; core/redact). */
+  readonly logKeys: boolean;
+  /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
+  readonly asyncConcurrency: number | undefined;
+}
+
+const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
+const name = z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only');
+
+const schema = z.strictObject({
+  name,
+  groupId: z.string().min(1),
+  topics: z.array(z.string().min(1)).min(1),
+  fold: fn('fold'),
+  persistence: persistenceOptionsSchema.optional(),
+  timers: z
+    .strictObject({
+      persistPeriodically: z
+        .strictObject({
+          fireEvery: durationSchema.optional(),
+          persistEvery: durationSchema.optional(),
+          flushOnRevoke: z.boolean().optional(),
+          ignorePersistErrors: z.boolean().optional(),
+        })
+        .optional(),
+      unloadOrphaned: z
+        .strictObject({
+          fireEvery: durationSchema.optional(),
+          maxIdle: durationSchema.optional(),
+          maxOffsetDifference: z.number().int().nonnegative().optional(),
+          flushOnRevoke: z.boolean().optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+  valueCodec: z
+    .custom<Codec<unknown>>(
+      (v) => typeof v === 'object' && v !== null && typeof (v as Codec<unknown>).decode === 'function' && typeof (v as Codec<unknown>).encode === 'function',
+      'valueCodec must have encode and decode functions',
+    )
+    .optional(),
+  onDecodeFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
+  onFoldFailure: z.enum(['fail', 'skip', 'dead-letter']).optional(),
+  deadLetterTopic: fn('deadLetterTopic').optional(),
+  logKeys: z.boolean().optional(),
+  outputTopics: z.array(z.string().min(1)).optional(),
+  outputCodec: z
+    .custom<OutputEncoder>(
+      (v) => typeof v === 'object' && v !== null && typeof (v as OutputEncoder).encode === 'function',
+      'outputCodec must have an encode function',
+    )
+    .optional(),
+  outputEvery: durationSchema.optional(),
+  filter: fn('filter').optional(),
+  remapKey: fn('remapKey').optional(),
+  consumer: z
+    .strictObject({ sessionTimeout: durationSchema.optional(), heartbeatInterval: durationSchema.optional(), rebalanceTimeout: durationSchema.optional() })
+    .optional(),
+  asyncConcurrency: z.number().int().positive().optional(),
+});
+
+/**
+ * Declares a flow: validates everything up front (a mistake throws ConfigError naming the field)
+ * and fills in kafka-flow's defaults.
+ */
+export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefinition<S, V> {
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(flow)'}: ${i.message}`).join('; ');
+    const label = typeof (options as { name?: unknown })?.name === 'string' ? ` "${(options as { name: string }).name}"` : '';
+    throw new ConfigError(`invalid flow definition${label}: ${problems}`, { cause: parsed.error });
+  }
+  const timers = timerPolicy(options.timers ?? { persistPeriodically: {} });
+  const persistence = resolvePersistence(options.persistence ?? { backend: 'memory' });
+  const onDecodeFailure = options.onDecodeFailure ?? 'fail';
+  const onFoldFailure = options.onFoldFailure ?? 'fail';
+  const deadLetters = onDecodeFailure === 'dead-letter' || onFoldFailure === 'dead-letter';
+  if (deadLetters && (persistence.backend === 'memory' || persistence.mode === 'none')) {
+    const which = onDecodeFailure === 'dead-letter' ? 'onDecodeFailure' : 'onFoldFailure';
+    throw new ConfigError(
+      `invalid flow definition "${options.name}": ${which}: 'dead-letter' needs persistence to Kafka or Cassandra ` +
+        `(dead letters are produced with the key writes that pass them), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
+    );
+  }
+  const outputTopics = [...new Set(options.outputTopics ?? [])];
+  if (outputTopics.length > 0 && (persistence.backend === 'memory' || persistence.mode === 'none')) {
+    throw new ConfigError(
+      `invalid flow definition "${options.name}": outputTopics needs persistence to Kafka or Cassandra ` +
+        `(outputs are produced with the key writes that pass their records), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
+    );
+  }
+  const outputEveryMs = toMillis(options.outputEvery ?? 1000, 'outputEvery');
+  if (!(outputEveryMs > 0)) throw new ConfigError(`invalid flow definition "${options.name}": outputEvery must be more than 0`);
+  let deadLetterTopics: Record<string, string> | undefined;
+  if (deadLetters) {
+    deadLetterTopics = {};
+    for (const topic of options.topics) {
+      const name = options.deadLetterTopic ? options.deadLetterTopic(topic) : defaultDeadLetterTopic(options.groupId, options.name, topic);
+      if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`invalid flow definition "${options.name}": deadLetterTopic("${topic}") must return a topic name`);
+      deadLetterTopics[topic] = name;
+    }
+  }
+  return Object.freeze({
+    kind: 'kafka-flow-temporal/flow' as const,
+    name: options.name,
+    groupId: options.groupId,
+    topics: Object.freeze([...options.topics]),
+    fold: options.fold,
+    persistence,
+    timers,
+    valueCodec: options.valueCodec ?? jsonCodec<V>(),
+    onDecodeFailure,
+    onFoldFailure,
+    deadLetterTopics: deadLetterTopics ? Object.freeze(deadLetterTopics) : undefined,
+    outputTopics: Object.freeze(outputTopics),
+    outputCodec: options.outputCodec ?? jsonCodec<unknown>(),
+    outputEveryMs,
+    filter: options.filter,
+    remapKey: options.remapKey,
+    consumer: {
+      sessionTimeoutMs: toMillis(options.consumer?.sessionTimeout ?? 30_000, 'consumer.sessionTimeout'),
+      heartbeatIntervalMs: toMillis(options.consumer?.heartbeatInterval ?? 3_000, 'consumer.heartbeatInterval'),
+      rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
+    },
+    logKeys: options.logKeys ?? false,
+    asyncConcurrency: options.asyncConcurrency,
+  });
+}

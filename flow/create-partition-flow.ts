@@ -1,0 +1,77 @@
+import type { Registry } from 'prom-client';
+import type { Codec } from '../core/codec/codec';
+import type { Logger } from '../core/logger';
+import type { PersistenceMode } from '../core/persistence-types';
+import type { Clock } from './clock';
+import type { DecodeFailurePolicy } from './decode-policy';
+import type { OutputEncoder } from './emit';
+import type { Fold } from './fold';
+import { FlowMetrics } from './metrics';
+import { PartitionFlow } from './partition-flow';
+import type { PoisonPolicy } from './poison';
+import type { PartitionPersistence } from './ports';
+import type { FlowRecord } from './record';
+import type { TimerPolicy } from './timers';
+
+/**
+ * What the engine reads of a defined flow: a `FlowDefinition` (define-flow.ts) is one. Of its
+ * persistence the engine sees only the mode; the backend behind the port is the worker's choice.
+ */
+export interface PartitionFlowDefinition<S, V> {
+  readonly name: string;
+  readonly fold: Fold<S, V>;
+  readonly persistence: { readonly mode: PersistenceMode };
+  readonly timers: TimerPolicy;
+  readonly valueCodec: Codec<V>;
+  readonly onDecodeFailure: DecodeFailurePolicy;
+  readonly onFoldFailure: PoisonPolicy;
+  /** The dead-letter topic of each input topic, when a policy dead-letters (else undefined). */
+  readonly deadLetterTopics: Readonly<Record<string, string>> | undefined;
+  /** The topics the fold may emit to (empty: it emits nothing). */
+  readonly outputTopics: readonly string[];
+  readonly outputCodec: OutputEncoder;
+  readonly outputEveryMs: number;
+  /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
+  readonly asyncConcurrency?: number;
+  readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
+  readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
+}
+
+/** What a PartitionFlow needs beyond the definition: where it is, and its I/O and observability. */
+export interface PartitionContext<S, V> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly assignedAt: string;
+  readonly persistence: PartitionPersistence<S, V>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** The process's flow metrics (one per registry); or a registry to create them in. */
+  readonly metrics?: FlowMetrics;
+  readonly registry?: Registry;
+}
+
+/** Builds the engine for one assigned partition of a defined flow. */
+export function createPartitionFlow<S, V>(definition: PartitionFlowDefinition<S, V>, context: PartitionContext<S, V>): PartitionFlow<S, V> {
+  return new PartitionFlow<S, V>({
+    flow: definition.name,
+    topic: context.topic,
+    partition: context.partition,
+    assignedAt: context.assignedAt,
+    fold: definition.fold,
+    codec: definition.valueCodec,
+    persistence: context.persistence,
+    mode: definition.persistence.mode,
+    timers: definition.timers,
+    filter: definition.filter,
+    remapKey: definition.remapKey,
+    onDecodeFailure: definition.onDecodeFailure,
+    onFoldFailure: definition.onFoldFailure,
+    deadLetterTopic: definition.deadLetterTopics?.[context.topic],
+    outputs: definition.outputTopics.length > 0 ? { topics: new Set(definition.outputTopics), encoder: definition.outputCodec } : undefined,
+    outputEvery: definition.outputEveryMs,
+    asyncConcurrency: definition.asyncConcurrency,
+    clock: context.clock,
+    logger: context.logger,
+    metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),
+  });
+}

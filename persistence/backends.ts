@@ -1,0 +1,79 @@
+import type { KafkaSecurity } from '../config/security';
+/**
+ * A flow's persistence backend in a worker process: what the worker (and `inspect`) asks of one,
+ * and `createBackend`, which picks the flow's. Each backend's factory lives with the backend
+ * (persistence/<backend>/factory.ts).
+ */
+import type { Codec } from '../core/codec/codec';
+import type { MetricsRegistry } from '../core/codec/compressor-counters';
+import type { Logger } from '../core/logger';
+import type { TopicPartition } from '../core/persistence-types';
+import type { PartitionPersistence } from '../flow/ports';
+import { cassandraBackend } from './cassandra/factory';
+import type { WriteGeneration } from './kafka/transactional-snapshot-writer';
+import { kafkaBackend } from './kafka/factory';
+import { memoryBackend } from './memory/factory';
+import type { OffsetCommitter } from './offset-committer';
+import type { ResolvedPersistence } from './options';
+
+/** What a backend reads of a defined flow (a FlowDefinition from `defineFlow` is one). */
+export interface BackendFlow<V> {
+  readonly name: string;
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly persistence: ResolvedPersistence;
+  readonly valueCodec: Codec<V>;
+  /** The dead-letter topic of each input topic, when a policy dead-letters (else undefined). */
+  readonly deadLetterTopics: Readonly<Record<string, string>> | undefined;
+  /** The topics the fold may emit to (empty: it emits nothing). */
+  readonly outputTopics: readonly string[];
+}
+
+/** What a backend needs from the worker to build one partition's persistence. */
+export interface PartitionOwnership extends TopicPartition {
+  readonly groupId: string;
+  readonly generation: number;
+  readonly memberId: string;
+  /** Commits the input offset with the consumer group's generation (non-transactional backends). */
+  readonly committer: OffsetCommitter;
+  /**
+   * The generation under which this process holds the partition now, read for each transaction:
+   * the assignment's, or a later one if the partition came back to this process and kept its
+   * state. A commit under it fails once the group has moved on without us.
+   */
+  readonly liveGeneration?: () => WriteGeneration;
+}
+
+/** A flow's persistence backend in a worker process. */
+export interface PersistenceBackend<S, V> {
+  forPartition(ownership: PartitionOwnership): Promise<PartitionPersistence<S, V>>;
+  /** The partition was revoked for good: close what it held (its transactional producer). */
+  release?(partition: TopicPartition): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What a worker (or `inspect`) offers the backend it builds; the settings come parsed from config/env. */
+export interface WorkerContext {
+  /** `KAFKA_BROKERS`: snapshot topics and dead letters. */
+  readonly brokers: string[];
+  /** KAFKA_SSL_* / KAFKA_SASL_* (config/security); default plaintext. */
+  readonly kafkaSecurity?: KafkaSecurity;
+  readonly logger?: Logger;
+  /** The process's metrics (the engine's FlowMetrics); backends register theirs on its registry. */
+  readonly metrics?: MetricsRegistry;
+  /** Honour persistence.localState and `stateDir` (workers; not `inspect`). */
+  readonly localState?: boolean;
+  /** The worker's `KFT_STATE_DIR`, if set. */
+  readonly stateDir?: string;
+}
+
+export function createBackend<S, V>(definition: BackendFlow<V>, worker: WorkerContext): PersistenceBackend<S, V> {
+  switch (definition.persistence.backend) {
+    case 'memory':
+      return memoryBackend(definition);
+    case 'kafka':
+      return kafkaBackend(definition, worker);
+    case 'cassandra':
+      return cassandraBackend(definition, worker);
+  }
+}

@@ -1,0 +1,63 @@
+import { createKafkaClient } from '../../kafka/client';
+import type { BackendFlow, PersistenceBackend, WorkerContext } from '../backends';
+import { memoryBackend } from '../memory/factory';
+import { KafkaFlowBackend } from './flow-backend';
+
+/**
+ * A kafka flow's snapshot backends (one per input topic), for workers and for `inspect`
+ * (`readAll({ topic?, partition? })` reads the snapshot topics without a group or a fence).
+ */
+export function kafkaFlowBackend<S, V>(definition: BackendFlow<V>, worker: WorkerContext): KafkaFlowBackend<S, V> {
+  const p = definition.persistence;
+  if (p.backend !== 'kafka') throw new TypeError(`flow "${definition.name}" does not persist to Kafka`);
+  const extra = p.options as { transactionalIdPrefix?: string; replicationFactor?: number };
+  const localState = worker.localState ? localStateOf(definition, worker) : undefined;
+  return new KafkaFlowBackend<S, V>({
+    // Local state on: the backend logs and counts its restores on the worker's logger and registry.
+    ...(localState ? { localState, logger: worker.logger, metrics: worker.metrics } : {}),
+    client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots`, security: worker.kafkaSecurity, logger: worker.logger }),
+    flowName: definition.name,
+    groupId: definition.groupId,
+    topics: definition.topics,
+    transactional: p.transactional,
+    maxWritesPerTransaction: p.maxWritesPerTransaction,
+    recoveryStallTimeoutMs: p.recoveryStallTimeoutMs,
+    snapshotTopic: p.snapshotTopic,
+    compressionThreshold: p.compressionThreshold,
+    transactionalIdPrefix: extra.transactionalIdPrefix,
+    replicationFactor: extra.replicationFactor,
+    deadLetterTopics: definition.deadLetterTopics,
+    outputTopics: definition.outputTopics,
+  });
+}
+
+/** persistence.localState, or KFT_STATE_DIR (which turns it on for transactional flows and overrides the dir). */
+function localStateOf(definition: Pick<BackendFlow<unknown>, 'name' | 'persistence'>, worker: WorkerContext): { dir: string } | undefined {
+  const p = definition.persistence;
+  if (p.backend !== 'kafka') return undefined;
+  if (worker.stateDir) {
+    if (p.transactional) return { dir: worker.stateDir };
+    worker.logger?.warn({ flow: definition.name }, 'KFT_STATE_DIR ignored: local state needs transactional Kafka persistence');
+    return undefined;
+  }
+  return p.localState;
+}
+
+/**
+ * The `kafka` backend: snapshots in a compacted topic per input topic (see
+ * docs/kafka-persistence.md). A transient flow (`mode: 'none'`) persists nothing: it only commits
+ * offsets, through the consumer.
+ */
+export function kafkaBackend<S, V>(definition: BackendFlow<V>, worker: WorkerContext): PersistenceBackend<S, V> {
+  if (definition.persistence.mode === 'none') return memoryBackend(definition);
+  const backend = kafkaFlowBackend<S, V>(definition, { ...worker, localState: true });
+  return {
+    forPartition: (o) => {
+      // The generation is read for each transaction: a live reader when the worker offers one
+      // (a rebalance that keeps the partition still bumps it), else the one captured at assignment.
+      return backend.forPartition({ ...o, generation: o.liveGeneration ?? { generationId: o.generation, memberId: o.memberId } });
+    },
+    release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
+    close: () => backend.close(),
+  };
+}

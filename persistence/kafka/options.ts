@@ -1,0 +1,81 @@
+/**
+ * The Kafka backend's options: the zod schema `defineFlow` validates a flow's
+ * `persistence: { backend: 'kafka', ... }` with, and their resolution (defaults, units). No
+ * kafkajs import here: `define-flow.ts` loads this module.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../../config/errors';
+import { type Duration, durationSchema, toMillis } from '../../core/duration';
+
+export interface KafkaPersistenceOptions {
+  backend: 'kafka';
+  /** Snapshots in a compacted topic; 'none' makes the flow transient. Default 'snapshots'. */
+  mode?: 'snapshots' | 'none';
+  /** Snapshot writes and the input-offset commit in one transaction per partition (fencing). */
+  transactional?: boolean;
+  /** Group-commit cap: the most snapshot writes in one transaction. Default 256. */
+  maxWritesPerTransaction?: number;
+  /** A recovery read without progress for this long fails. Default 3 min. */
+  recoveryStallTimeout?: Duration;
+  /** The compacted snapshot topic. Default chosen by the backend. */
+  snapshotTopic?: string;
+  /** Snapshots of at least this many bytes are compressed. Default 10000. */
+  compressionThreshold?: number;
+  /** Partition p's producer is `<prefix>-snapshot-<p>`; unique per flow. Default `<groupId>-<name>`. */
+  transactionalIdPrefix?: string;
+  /** Replication factor of the snapshot topic when it is created. Default 1 (use 3 in production). */
+  replicationFactor?: number;
+  /**
+   * A local state store per partition under `dir` (like Kafka Streams' state.dir), so a restart or a
+   * partition coming back reads only the snapshots written after its checkpoint. Needs
+   * `transactional: true`. Default off; the worker's `KFT_STATE_DIR` turns it on (and overrides
+   * `dir`) for transactional flows. See docs/local-state.md.
+   */
+  localState?: { dir: string };
+  [option: string]: unknown;
+}
+
+/** KafkaPersistenceOptions with defaults filled in and durations in milliseconds. */
+export interface ResolvedKafkaPersistence {
+  backend: 'kafka';
+  mode: 'snapshots' | 'none';
+  transactional: boolean;
+  maxWritesPerTransaction: number;
+  recoveryStallTimeoutMs: number;
+  snapshotTopic: string | undefined;
+  compressionThreshold: number;
+  /** The local state store (docs/local-state.md); undefined: off. */
+  localState?: { readonly dir: string };
+  options: Readonly<Record<string, unknown>>;
+}
+
+export const kafkaPersistenceSchema = z.looseObject({
+  backend: z.literal('kafka'),
+  mode: z.enum(['snapshots', 'none']).optional(),
+  transactional: z.boolean().optional(),
+  maxWritesPerTransaction: z.number().int().positive().optional(),
+  recoveryStallTimeout: durationSchema.optional(),
+  snapshotTopic: z.string().min(1).optional(),
+  compressionThreshold: z.number().int().nonnegative().optional(),
+  transactionalIdPrefix: z.string().min(1).optional(),
+  replicationFactor: z.number().int().positive().optional(),
+  localState: z.strictObject({ dir: z.string().min(1) }).optional(),
+});
+
+export function resolveKafkaPersistence(p: KafkaPersistenceOptions): ResolvedKafkaPersistence {
+  const { backend, mode, transactional, maxWritesPerTransaction, recoveryStallTimeout, snapshotTopic, compressionThreshold, localState, ...rest } = p;
+  if (localState && !transactional) {
+    throw new ConfigError('persistence.localState needs transactional: true (its checkpoint relies on the snapshot partition having one fenced writer)');
+  }
+  return {
+    backend,
+    mode: mode ?? 'snapshots',
+    transactional: transactional ?? false,
+    maxWritesPerTransaction: maxWritesPerTransaction ?? 256,
+    recoveryStallTimeoutMs: toMillis(recoveryStallTimeout ?? 180_000, 'persistence.recoveryStallTimeout'),
+    snapshotTopic,
+    compressionThreshold: compressionThreshold ?? 10_000,
+    ...(localState ? { localState: { dir: localState.dir } } : {}),
+    options: rest,
+  };
+}

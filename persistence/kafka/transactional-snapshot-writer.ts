@@ -1,0 +1,217 @@
+/**
+ * Transactional mode: every batch is ONE Kafka transaction of this partition's producer
+ * (transactional.id `<prefix>-snapshot-<p>`): the snapshot records plus the input-offset commit
+ * under the consumer generation read live for each transaction. Every transaction commits an
+ * offset — the batch's, or the last committed one, seeded with the offset at assignment — so every
+ * write, the very first included, is gated by the broker's generation check (KIP-447). A fence
+ * stops the partition. A commit without an answer is not a rejection: the producer is rebuilt (its
+ * initialization settles the transaction) and the outcome is learned before going on.
+ */
+import { SnapshotWriteFencedError } from '../../core/fence-errors';
+import type { OutputRecord } from '../../core/persistence-types';
+import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
+import { type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
+import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
+import type { OutputTopics } from './dead-letter';
+import { MissingGenerationError } from './errors';
+import type { LocalStateManager } from './local-state-manager';
+import type { StoredSnapshot } from './recovery';
+import { allApplied, landedUpdates, type PreparedBatch } from './snapshot-batch';
+import { SnapshotWriter, type WriterContext } from './snapshot-writer';
+
+/** The consumer generation a transaction commits its offset under. */
+export interface WriteGeneration {
+  readonly generationId: number;
+  readonly memberId: string;
+  /** The partitions this generation assigns to the member, by topic; when given, checked before each transaction. */
+  readonly assignment?: Readonly<Record<string, readonly number[]>>;
+}
+
+/** Read for each transaction, never cached: a rebalance that keeps our partitions still bumps it. */
+export type GenerationSource = () => WriteGeneration | undefined;
+
+/** One partition's transactions (TransactionalWriter). */
+export interface SnapshotTransactions {
+  readonly transactionalId: string;
+  init(): Promise<void>;
+  commit(request: CommitRequest): Promise<CommitResult>;
+  close(): Promise<void>;
+}
+
+/** Learns the outcome of a transaction whose commit went unanswered, once its producer was rebuilt. */
+export interface OutcomeProbe {
+  /** Whether the record at `sent.baseOffset` is visible to read_committed readers. */
+  recordCommitted(sent: SentRecords): Promise<boolean>;
+  /** The group's committed offset of the input partition (require_stable), undefined if none. */
+  committedOffset(): Promise<number | undefined>;
+}
+
+export interface TransactionalWriterParts {
+  readonly transactions: SnapshotTransactions;
+  readonly generation: GenerationSource;
+  readonly probe: OutcomeProbe;
+  /** Where the writes' outputs (dead letters) go: in the transaction. */
+  readonly outputs?: OutputTopics;
+  /** The local state store, mirroring every landed transaction. */
+  readonly local?: LocalStateManager;
+}
+
+interface Unsettled {
+  readonly error: SnapshotCommitTimeoutError;
+  readonly offset: number;
+  readonly prepared: PreparedBatch;
+}
+
+export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
+  /** How long the last fence (producer initialization) took. */
+  fenceMs = 0;
+  private unsettled: Unsettled | undefined;
+
+  constructor(
+    c: WriterContext<S>,
+    private readonly t: TransactionalWriterParts,
+  ) {
+    super(c);
+  }
+
+  get transactionalId(): string {
+    return this.t.transactions.transactionalId;
+  }
+
+  /**
+   * Initializes the partition's producer, which fences every earlier producer of its
+   * transactional.id and aborts whatever transaction a crashed owner left open.
+   */
+  async fenceNow(): Promise<number> {
+    const started = performance.now();
+    try {
+      await this.t.transactions.init();
+    } catch (err) {
+      if (err instanceof SnapshotWriteFencedError) throw this.onFence(err);
+      throw err;
+    }
+    this.fenceMs = performance.now() - started;
+    this.c.log.info({ ...this.where(), transactionalId: this.t.transactions.transactionalId, ms: Math.round(this.fenceMs) }, 'snapshot producer initialized (fence)');
+    return this.fenceMs;
+  }
+
+  async write(batch: WriteBatch<S, V>): Promise<WriteBatchResult> {
+    if (this.fence) throw this.fence;
+    if (this.unsettled) await this.settle();
+    const { input } = this.c;
+    const generation = this.liveGeneration();
+    const offset = Math.max(this.offsetToCommit, batch.commitOffset ?? 0);
+    const prepared = this.prepare(batch);
+    const started = performance.now();
+    const outputs = prepared.outputs.length > 0 ? await this.outputMessages(prepared.outputs) : [];
+    let result: CommitResult;
+    try {
+      result = await this.t.transactions.commit({
+        messages: outputs.length > 0 ? [...prepared.messages, ...outputs] : prepared.messages,
+        offsets: [{ topic: input.topic, partition: input.partition, offset: String(offset) }],
+        generation: { generationId: generation.generationId, memberId: generation.memberId },
+      });
+    } catch (err) {
+      if (err instanceof SnapshotWriteFencedError) {
+        this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'fenced' });
+        throw this.onFence(err);
+      }
+      if (err instanceof SnapshotCommitTimeoutError) {
+        this.stats.commitTimeouts++;
+        this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'timeout' });
+        this.c.log.warn({ ...this.where(), err }, 'snapshot transaction commit got no answer: rebuilding the producer to learn its outcome');
+        this.unsettled = { error: err, offset, prepared };
+        if ((await this.settle()) === 'committed') return this.landed(batch, prepared, offset, started, undefined);
+      } else {
+        this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });
+      }
+      throw err;
+    }
+    this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'committed' });
+    return this.landed(batch, prepared, offset, started, result.sent);
+  }
+
+  close(): Promise<void> {
+    return this.t.transactions.close();
+  }
+
+  /** `sent`: where the records landed; undefined when settle() applied them already. */
+  private landed(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, started: number, sent: readonly SentRecords[] | undefined): WriteBatchResult {
+    if (sent) this.applyLanded(prepared, sent);
+    this.offsetToCommit = Math.max(this.offsetToCommit, offset);
+    this.count(prepared, started);
+    return { statuses: allApplied(batch.writes), committed: batch.commitOffset !== undefined };
+  }
+
+  /**
+   * A commit went unanswered: rebuild the producer (its initialization completes or aborts the
+   * pending transaction), then find out which it was. Stays unsettled (and every write waits for
+   * it) until the outcome is known.
+   */
+  private async settle(): Promise<'committed' | 'aborted'> {
+    const u = this.unsettled!;
+    try {
+      await this.t.transactions.init();
+    } catch (err) {
+      if (err instanceof SnapshotWriteFencedError) {
+        this.unsettled = undefined; // a newer owner settled it; nothing more of ours will land
+        throw this.onFence(err);
+      }
+      throw err;
+    }
+    const ours = u.error.sent.find((s) => s.topic === this.c.snapshotTopic && s.partition === this.c.input.partition);
+    let committed: boolean;
+    if (ours) committed = await this.t.probe.recordCommitted(ours);
+    else if (u.offset <= this.offsetToCommit) committed = true; // it re-committed a committed offset: nothing to learn
+    else committed = ((await this.t.probe.committedOffset()) ?? -1) >= u.offset;
+    this.unsettled = undefined;
+    const outcome = committed ? 'committed' : 'aborted';
+    this.c.metrics?.commitTimeouts.inc({ ...this.labels, outcome });
+    if (committed) {
+      this.applyLanded(u.prepared, u.error.sent);
+      this.offsetToCommit = Math.max(this.offsetToCommit, u.offset);
+    }
+    this.c.log.warn({ ...this.where(), outcome, offset: u.offset }, `the unanswered snapshot transaction was ${outcome}`);
+    return outcome;
+  }
+
+  private liveGeneration(): WriteGeneration {
+    const { input } = this.c;
+    const g = this.t.generation();
+    if (!g || !Number.isInteger(g.generationId) || g.generationId < 0 || !g.memberId) {
+      throw new MissingGenerationError(input.topic, input.partition);
+    }
+    if (g.assignment && !(g.assignment[input.topic] ?? []).includes(input.partition)) {
+      throw this.onFence(
+        new SnapshotWriteFencedError(input.topic, input.partition, `generation ${g.generationId} does not assign the partition to member ${g.memberId}`, {
+          reason: 'not-assigned',
+          transactionalId: this.t.transactions.transactionalId,
+        }),
+      );
+    }
+    return g;
+  }
+
+  private outputMessages(outputs: readonly OutputRecord[]): Promise<SnapshotMessage[]> {
+    if (!this.t.outputs) throw new TypeError('this partition has no output topics: it cannot produce dead letters');
+    return this.t.outputs.messages(outputs, this.c.input);
+  }
+
+  /**
+   * A transaction landed: its records get their offsets, the cache its updates, and the local
+   * store (if any) the same updates with the checkpoint that follows them.
+   */
+  private applyLanded(prepared: PreparedBatch, sent: readonly SentRecords[]): void {
+    const ours = sent.find((x) => x.topic === this.c.snapshotTopic && x.partition === this.c.input.partition);
+    const updates = landedUpdates(prepared, ours);
+    const local = this.t.local;
+    if (!local || local.broken) {
+      this.c.cache.apply(updates);
+      return;
+    }
+    const previous = new Map<string, StoredSnapshot | undefined>();
+    for (const [key] of updates) if (!previous.has(key)) previous.set(key, this.c.cache.get(key));
+    this.c.cache.apply(updates);
+    local.landed(updates, (k) => previous.get(k), ours, prepared.messages.length);
+  }
+}

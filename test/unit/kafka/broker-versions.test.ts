@@ -1,0 +1,45 @@
+// Transactional mode needs TxnOffsetCommit v3 (KIP-447, Kafka 2.5+) to fence stale owners by
+// consumer generation. We cannot run a Kafka older than 2.5 here, so the old broker is a fake
+// ApiVersions answer (the real broker's answer is checked in test/integration/security/).
+import { BrokerTooOldError, requireFencedTxnOffsetCommit } from '../../../kafka/broker-versions';
+import { kafkajsModule } from './protocol/wire';
+
+type Definition = { versions: string[]; protocol: (args: { version: number }) => unknown };
+const { requests, lookup } = kafkajsModule<{
+  requests: Record<string, Definition>;
+  lookup: (versions: Record<number, { minVersion: number; maxVersion: number }>) => (
+    apiKey: number,
+    definition: Definition,
+  ) => (args: Record<string, unknown>) => { request: { apiVersion: number } };
+}>('protocol/requests');
+
+const TXN_OFFSET_COMMIT = 28;
+/** TxnOffsetCommit ranges in ApiVersions answers: Kafka 2.4 stops at v2, 2.5 adds v3, 4.3 goes to v5. */
+const KAFKA_2_4 = { [TXN_OFFSET_COMMIT]: { minVersion: 0, maxVersion: 2 } };
+const KAFKA_2_5 = { [TXN_OFFSET_COMMIT]: { minVersion: 0, maxVersion: 3 } };
+const KAFKA_4_3 = { [TXN_OFFSET_COMMIT]: { minVersion: 0, maxVersion: 5 } };
+
+describe('TxnOffsetCommit v3 is required for transactional persistence', () => {
+  it('a Kafka 2.4 broker is refused with BrokerTooOldError (kafkajs would silently send v1, which carries no generation)', () => {
+    const args = { transactionalId: 't', groupId: 'g', producerId: 1, producerEpoch: 0, topics: [] };
+    expect(lookup(KAFKA_2_4)(TXN_OFFSET_COMMIT, requests.TxnOffsetCommit!)(args).request.apiVersion).toBe(1);
+    let err: unknown;
+    try {
+      requireFencedTxnOffsetCommit(KAFKA_2_4, 'old-broker:9092');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(BrokerTooOldError);
+    expect((err as BrokerTooOldError).code).toBe('BROKER_TOO_OLD');
+    expect((err as Error).message).toMatch(/old-broker:9092 supports TxnOffsetCommit up to v2, but transactional persistence needs v3 \(KIP-447, Kafka 2.5 or later\)/);
+  });
+
+  it('a broker that does not list TxnOffsetCommit at all is refused', () => {
+    expect(() => requireFencedTxnOffsetCommit({}, 'b:1')).toThrow(/up to \(none\)/);
+  });
+
+  it('Kafka 2.5 and 4.3 are accepted', () => {
+    expect(() => requireFencedTxnOffsetCommit(KAFKA_2_5, 'b:1')).not.toThrow();
+    expect(() => requireFencedTxnOffsetCommit(KAFKA_4_3, 'b:1')).not.toThrow();
+  });
+});
