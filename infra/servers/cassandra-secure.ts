@@ -4,7 +4,7 @@ import { auth, Client } from 'cassandra-driver';
 import { portOpen } from '../processes';
 import { readSecretFile, type SecureMaterial, secureMaterial } from '../secure-material';
 import { type InfraSettings, VERSIONS } from '../settings';
-import { cassandraServer, startCassandraNode } from './cassandra';
+import { cassandraServer, nodeYaml, startCassandraNode } from './cassandra';
 import { processFor, type Server } from './server';
 
 /**
@@ -84,23 +84,7 @@ export function cassandraSecureServer(s: InfraSettings): Server {
 
 function secureYaml(s: InfraSettings, m: SecureMaterial): string {
   const c = s.cassandraSecure;
-  return `# Written by kafka-flow-temporal infra: a secured Cassandra node for the connectivity tests.
-cluster_name: kafka-flow-temporal-secure
-num_tokens: 16
-partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-seed_provider:
-  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
-    parameters:
-      - seeds: "${c.host}:${c.storagePort}"
-listen_address: ${c.host}
-rpc_address: ${c.host}
-storage_port: ${c.storagePort}
-native_transport_port: ${c.port}
-start_native_transport: true
-authenticator: PasswordAuthenticator
+  return `${nodeYaml(c, 'kafka-flow-temporal-secure', 'a secured Cassandra node for the connectivity tests')}authenticator: PasswordAuthenticator
 authorizer: AllowAllAuthorizer
 role_manager: CassandraRoleManager
 client_encryption_options:

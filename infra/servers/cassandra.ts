@@ -89,9 +89,13 @@ export function cassandraServer(s: InfraSettings): Server {
 }
 
 function cassandraYaml(s: InfraSettings): string {
-  const c = s.cassandra;
-  return `# Written by kafka-flow-temporal infra: a single Cassandra node for development and tests.
-cluster_name: kafka-flow-temporal
+  return nodeYaml(s.cassandra, 'kafka-flow-temporal', 'a single Cassandra node for development and tests');
+}
+
+/** The settings every node of ours has: one token ring of its own, on `node`'s ports. */
+export function nodeYaml(node: { host: string; port: number; storagePort: number }, clusterName: string, what: string): string {
+  return `# Written by kafka-flow-temporal infra: ${what}.
+cluster_name: ${clusterName}
 num_tokens: 16
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: SimpleSnitch
@@ -100,11 +104,11 @@ commitlog_sync_period: 10000ms
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "${c.host}:${c.storagePort}"
-listen_address: ${c.host}
-rpc_address: ${c.host}
-storage_port: ${c.storagePort}
-native_transport_port: ${c.port}
+      - seeds: "${node.host}:${node.storagePort}"
+listen_address: ${node.host}
+rpc_address: ${node.host}
+storage_port: ${node.storagePort}
+native_transport_port: ${node.port}
 start_native_transport: true
 `;
 }
