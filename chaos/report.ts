@@ -99,6 +99,9 @@ export function report(o: RunOutcome): number {
     chaos_duplicated_outputs: duplicatedOutputs,
     chaos_outputs_redelivered: redeliveredOutputs,
     chaos_max_stall_s: maxStallS,
+    ...Object.fromEntries(
+      samplers.flatMap((x) => [...x.maxStallByMode].map(([mode, stall]) => [`chaos_max_stall_s_${mode.replaceAll('-', '_')}`, Number((stall.ms / 1000).toFixed(1))])),
+    ),
     chaos_max_stall_with_outages_s: Number((maxStallWithOutages.ms / 1000).toFixed(1)),
     chaos_server_outage_s: outageS,
     chaos_owner_gone_s: ownerGoneS,
@@ -157,6 +160,9 @@ export function report(o: RunOutcome): number {
     { figure: 'chaos_lost_outputs', value: lostOutputs, goal: '0', ok: lostOutputs === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_duplicated_outputs (after dedupe where at least once)', value: duplicatedOutputs, goal: '0', ok: duplicatedOutputs === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_max_stall_s', value: maxStallS, goal: `< ${stallGoalS}`, ok: maxStallS < stallGoalS ? 'yes' : 'NO' },
+    ...Object.entries(figures)
+      .filter(([name]) => name.startsWith('chaos_max_stall_s_'))
+      .map(([figure, value]) => ({ figure, value, goal: `< ${stallGoalS}`, ok: value < stallGoalS ? 'yes' : 'NO' })),
     { figure: 'chaos_max_stall_with_outages_s', value: figures.chaos_max_stall_with_outages_s!, goal: '-', ok: '-' },
     { figure: 'chaos_server_outage_s', value: outageS, goal: '-', ok: '-' },
     { figure: 'chaos_owner_gone_s', value: ownerGoneS, goal: '-', ok: '-' },

@@ -32,6 +32,8 @@ export class Sampler {
   private readonly lastProgress = new Map<string, number>();
   /** The longest time a partition made no progress while every server its mode needs was up. */
   maxStall: Stall = { ms: 0, key: '-', fromS: 0, toS: 0, outageMs: 0 };
+  /** The longest such time per mode (by mode id). */
+  readonly maxStallByMode = new Map<string, Stall>();
   /** The same, counting the time a server was out too. */
   maxStallWithOutages: Stall = { ms: 0, key: '-', fromS: 0, toS: 0, outageMs: 0 };
   samples = 0;
@@ -112,6 +114,7 @@ export class Sampler {
         const outageMs = this.outages.downMs(serversNeeded(m.spec), since, now);
         const stall = (ms: number): Stall => ({ ms, key, fromS: rel(since), toS: rel(now), outageMs });
         if (now - since - outageMs > this.maxStall.ms) this.maxStall = stall(now - since - outageMs);
+        if (now - since - outageMs > (this.maxStallByMode.get(m.spec.id)?.ms ?? -1)) this.maxStallByMode.set(m.spec.id, stall(now - since - outageMs));
         if (now - since > this.maxStallWithOutages.ms) this.maxStallWithOutages = stall(now - since);
         this.last.set(key, o);
       }
