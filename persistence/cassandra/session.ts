@@ -4,7 +4,7 @@
  * limiter. Values cross here: offsets and segments as bigint columns, whatever the client's
  * Long/BigInt setting.
  */
-import { type Client, types } from 'cassandra-driver';
+import { type Client, errors, types } from 'cassandra-driver';
 import { Limiter } from './limiter';
 import type { ConsistencyLevelName, SerialConsistencyName } from './options';
 
@@ -34,6 +34,31 @@ export interface CassandraSessionOptions {
   serialConsistency: SerialConsistencyName;
   /** Where the client connects, for error messages. */
   contactPoints: readonly string[];
+  /** Waits before each retry of a read the node failed transiently; default READ_RETRY_DELAYS_MS. */
+  readRetryDelaysMs?: readonly number[];
+}
+
+/**
+ * A read the node answered with a transient failure is tried again after these waits (reads are
+ * idempotent): a node that has just restarted can fail a read or two (seen as "Server failure
+ * during read" on a key listing right after a restart), and one failed query of a recovery's
+ * hundreds would otherwise fail the whole recovery and cost a workflow retry.
+ */
+export const READ_RETRY_DELAYS_MS: readonly number[] = [100, 500];
+
+/** Answers of a node that is up but could not serve this read now (not: no node reachable, a bad query). */
+const TRANSIENT_READ_ERRORS: ReadonlySet<number> = new Set([
+  types.responseErrorCodes.serverError,
+  types.responseErrorCodes.unavailableException,
+  types.responseErrorCodes.overloaded,
+  types.responseErrorCodes.isBootstrapping,
+  types.responseErrorCodes.readTimeout,
+  types.responseErrorCodes.readFailure,
+]);
+
+/** Whether a failed read may succeed if simply tried again shortly. */
+export function isTransientReadError(err: unknown): boolean {
+  return err instanceof errors.ResponseError && TRANSIENT_READ_ERRORS.has(err.code);
 }
 
 export class CassandraSession {
@@ -41,6 +66,7 @@ export class CassandraSession {
   readonly writes: Limiter;
   readonly serialConsistency: number;
   readonly contactPoints: readonly string[];
+  private readonly readRetryDelaysMs: readonly number[];
 
   constructor(
     readonly client: Client,
@@ -50,17 +76,29 @@ export class CassandraSession {
     this.writes = new Limiter(options.maxConcurrentWrites);
     this.serialConsistency = consistencyCode(options.serialConsistency);
     this.contactPoints = options.contactPoints;
+    this.readRetryDelaysMs = options.readRetryDelaysMs ?? READ_RETRY_DELAYS_MS;
   }
 
-  read(query: string, params: Params, consistency: ConsistencyLevelName, fetchSize?: number, pageState?: string): Promise<types.ResultSet> {
-    return this.reads.run(() =>
-      this.client.execute(query, params, {
-        prepare: true,
-        consistency: LEVELS[consistency],
-        fetchSize,
-        pageState,
-      }),
-    );
+  /** One read (a page of it); a transient failure of the node is retried (READ_RETRY_DELAYS_MS). */
+  async read(query: string, params: Params, consistency: ConsistencyLevelName, fetchSize?: number, pageState?: string): Promise<types.ResultSet> {
+    const once = () =>
+      this.reads.run(() =>
+        this.client.execute(query, params, {
+          prepare: true,
+          consistency: LEVELS[consistency],
+          fetchSize,
+          pageState,
+        }),
+      );
+    for (const delay of this.readRetryDelaysMs) {
+      try {
+        return await once();
+      } catch (err) {
+        if (!isTransientReadError(err)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+    return once();
   }
 
   write(query: string, params: Params, consistency: ConsistencyLevelName): Promise<types.ResultSet> {
