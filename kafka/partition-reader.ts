@@ -122,7 +122,7 @@ export class PartitionReader {
 
       const batch = createBatch(topic, String(position), data);
       const next = nextOffset(batch.messagesWithinOffset, position);
-      const visible = batch.messages.filter((m) => BigInt(m.offset) < bound).map(toRecord);
+      const visible = belowBound(batch.messages, bound);
       if (visible.length > 0) {
         records += visible.length;
         await options.onRecords(visible);
@@ -219,20 +219,31 @@ export class PartitionReader {
   }
 }
 
-/** The offset after the last record batch seen (its header's last offset, so compaction gaps and markers count). */
+/**
+ * The offset after the last record batch seen (its header's last offset, so compaction gaps and
+ * markers count). The records of one batch share its context object: each batch is looked at once.
+ */
 function nextOffset(messages: RawMessage[], position: bigint): bigint {
   let next = position;
+  let seen: RawMessage['batchContext'] | undefined;
   for (const m of messages) {
-    const { firstOffset, lastOffsetDelta } = m.batchContext;
-    const end =
-      firstOffset !== undefined && lastOffsetDelta !== undefined
-        ? BigInt(firstOffset) + BigInt(lastOffsetDelta) + 1n
-        : BigInt(m.offset) + 1n;
+    const context = m.batchContext;
+    const { firstOffset, lastOffsetDelta } = context;
+    const whole = firstOffset !== undefined && lastOffsetDelta !== undefined;
+    if (whole && context === seen) continue;
+    seen = context;
+    const end = whole ? BigInt(firstOffset) + BigInt(lastOffsetDelta) + 1n : BigInt(m.offset) + 1n;
     if (end > next) next = end;
   }
   return next;
 }
 
-function toRecord(m: RawMessage): ReadRecord {
-  return { offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: m.headers };
+/**
+ * The fetched records below the bound (kafkajs's messages are ReadRecords with more fields). Only
+ * a fetch's last records can reach the bound: the rest are handed over as they are, uncopied.
+ */
+function belowBound(messages: RawMessage[], bound: bigint): ReadRecord[] {
+  let n = messages.length;
+  while (n > 0 && BigInt(messages[n - 1]!.offset) >= bound) n--;
+  return n === messages.length ? messages : messages.slice(0, n);
 }

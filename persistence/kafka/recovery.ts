@@ -57,9 +57,12 @@ export interface RecoveryReadResult {
 export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<RecoveryReadResult> {
   const { reader, topic, partition, logger } = o;
   const started = performance.now();
+  // The bound first: the last stable offset read after it can only be at or above where it was then.
   const bound = await reader.logEndOffset(topic, partition);
-  const lastStableAtStart = await reader.lastStableOffset(topic, partition);
-  const fromOffset = o.fromOffset ?? (await reader.logStartOffset(topic, partition));
+  const [lastStableAtStart, fromOffset] = await Promise.all([
+    reader.lastStableOffset(topic, partition),
+    o.fromOffset ?? reader.logStartOffset(topic, partition),
+  ]);
   if (BigInt(lastStableAtStart) < BigInt(bound)) {
     logger?.warn(
       { topic, partition, lastStable: lastStableAtStart, bound },
