@@ -19,6 +19,8 @@ import { createLogger, temporalCoreLogging, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
 import { connectTemporal } from './temporal-connection';
+import { loadWorkflowBundle } from './workflow-bundle';
+import { workflowBundleBuilder } from './workflow-bundle-build';
 
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
@@ -65,6 +67,15 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       },
     });
   }
+  // Bundling the workflows costs seconds of CPU: the bundle is cached (KFT_WORKFLOW_BUNDLE_DIR) and
+  // made or read while the connections below are opened.
+  const workflowBundle = loadWorkflowBundle({
+    workflowsPath: require.resolve('../workflows'),
+    cacheDir: env.workflowBundleDir,
+    build: workflowBundleBuilder(Runtime.instance().logger),
+    logger: log,
+  });
+  workflowBundle.catch(() => undefined); // awaited below; a start that fails earlier must not leave it unhandled
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
@@ -90,7 +101,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     connection,
     namespace: temporal.namespace,
     taskQueue: WORKFLOW_TASK_QUEUE,
-    workflowsPath: require.resolve('../workflows'),
+    workflowBundle: { code: (await workflowBundle).code },
     // A workflow cached on a worker that died is handed to another after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: '2 seconds',
     // A partition workflow that cannot replay its own history fails (instead of retrying its task
