@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import { readSecurity, type Security } from './security';
@@ -110,6 +111,21 @@ export const positiveInt = z.coerce.number({ message: 'is not a number' }).int('
 
 const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
 
+/**
+ * `KFT_CACHE_DIR`: this project's cache (downloaded servers, workflow bundles), git-ignored;
+ * `.cache` in the package's root unless set.
+ */
+export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.KFT_CACHE_DIR || path.join(__dirname, '..', '.cache'));
+}
+
+/** `KFT_WORKFLOW_BUNDLE_DIR`: a directory, or `off`; unset: `$KFT_CACHE_DIR/workflow-bundle`. */
+function workflowBundleDir(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.KFT_WORKFLOW_BUNDLE_DIR?.trim();
+  if (raw === 'off') return undefined;
+  return raw ? path.resolve(raw) : path.join(cacheDir(env), 'workflow-bundle');
+}
+
 /** The worker process's own variables (the `worker` command), on top of the connection variables. */
 export interface WorkerEnv extends Env {
   /** `LOG_LEVEL`: the worker's JSON logs on stderr. */
@@ -130,6 +146,8 @@ export interface WorkerEnv extends Env {
   exitWithParent: boolean;
   /** `KFT_REASSERT_AFTER_MS`: a partition held here but not folding for this long is signalled to its workflow again. */
   reassertAfterMs: number;
+  /** `KFT_WORKFLOW_BUNDLE_DIR`: where the workflow bundle is cached; undefined (`off`): bundled at every start. */
+  workflowBundleDir: string | undefined;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -145,5 +163,6 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
+    workflowBundleDir: workflowBundleDir(env),
   };
 }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { type Env, envValue, formatHostPort, isLoopback, portNumber, positiveInt, readEnv } from '../config/env';
+import { cacheDir as cacheDirOf, type Env, envValue, formatHostPort, isLoopback, portNumber, positiveInt, readEnv } from '../config/env';
 import { ConfigError } from '../config/errors';
 
 export const SERVER_NAMES = ['kafka', 'temporal', 'cassandra'] as const;
@@ -49,7 +49,7 @@ const serverList = z
 export function readInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSettings {
   const root = path.resolve(__dirname, '..');
   const e = readEnv(env);
-  const cacheDir = path.resolve(env.KFT_CACHE_DIR || path.join(root, '.cache'));
+  const cacheDir = cacheDirOf(env);
   const dataDir = path.resolve(env.KFT_DATA_DIR || path.join(cacheDir, 'data'));
   const kafka = e.kafkaBrokers[0]!;
   const cassandra = e.cassandraContactPoints[0]!;

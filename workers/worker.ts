@@ -15,10 +15,13 @@ import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './flow-consumer';
 import { FlowRuntime } from './flow-runtime';
 import { TemporalPartitionSignals } from './partition-signals';
+import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
 import { connectTemporal } from './temporal-connection';
+import { loadWorkflowBundle } from './workflow-bundle';
+import { workflowBundleBuilder } from './workflow-bundle-build';
 
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
@@ -39,6 +42,9 @@ export interface RunningWorker {
 }
 
 let runtimeInstalled: string | undefined;
+
+/** How long a graceful stop waits for the partition workflows to handle its revokes. */
+const REVOKES_HANDLED_TIMEOUT_MS = 10_000;
 
 /**
  * One worker process for one flow: Temporal workers on the shared workflow task queue and on this
@@ -65,6 +71,15 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       },
     });
   }
+  // Bundling the workflows costs seconds of CPU: the bundle is cached (KFT_WORKFLOW_BUNDLE_DIR) and
+  // made or read while the connections below are opened.
+  const workflowBundle = loadWorkflowBundle({
+    workflowsPath: require.resolve('../workflows'),
+    cacheDir: env.workflowBundleDir,
+    build: workflowBundleBuilder(Runtime.instance().logger),
+    logger: log,
+  });
+  workflowBundle.catch(() => undefined); // awaited below; a start that fails earlier must not leave it unhandled
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
@@ -75,10 +90,11 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const temporal = await connectTemporal(env, env.security.temporal);
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
+  const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
   const runtime = new FlowRuntime({
     definition,
     consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
-    signals: new TemporalPartitionSignals(temporal.client),
+    signals,
     taskQueue,
     backend: createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir }),
     metrics,
@@ -90,7 +106,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     connection,
     namespace: temporal.namespace,
     taskQueue: WORKFLOW_TASK_QUEUE,
-    workflowsPath: require.resolve('../workflows'),
+    workflowBundle: { code: (await workflowBundle).code },
     // A workflow cached on a worker that died is handed to another after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: '2 seconds',
     // A partition workflow that cannot replay its own history fails (instead of retrying its task
@@ -142,6 +158,15 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       stopping ??= (async () => {
         log.info('stopping: flush, commit, leave the group');
         await runtime.stop();
+        // The workflows told of this stop handle it before the workflow worker goes: it may be the
+        // last one polling their task queue (see shutdown-revokes.ts).
+        const signalled = signals.workflows();
+        const waitStarted = performance.now();
+        const unhandled = await untilWorkflowTasksDone(signalled, temporalWorkflowTaskProbe(temporal.client), REVOKES_HANDLED_TIMEOUT_MS);
+        const waitedMs = Math.round(performance.now() - waitStarted);
+        if (unhandled.length > 0) {
+          log.warn({ workflows: unhandled, waitedMs }, 'stopping the Temporal workers before these partition workflows handled the revoke (the next worker will)');
+        } else log.info({ workflows: signalled.length, waitedMs }, 'the partition workflows handled the revoke');
         for (const w of [activityWorker, workflowWorker]) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => undefined);
         await server?.close();

@@ -23,26 +23,20 @@ function causeText(cause: unknown): string {
   return String(cause);
 }
 
-/** An input record's bytes could not be decoded by the flow's codec. */
-export class DecodeError extends KafkaFlowError implements Location {
+/**
+ * An error about one record or stored snapshot, at its Location. The key is not enumerable, so that
+ * loggers copying an error's fields do not print it; the message shows it as core/redact says.
+ */
+abstract class LocatedError extends KafkaFlowError implements Location {
   readonly topic: string;
   readonly partition: number;
-  /** The record's key: not enumerable, so that loggers copying an error's fields do not print it. */
   declare readonly key: string | undefined;
   readonly offset: string;
-  /** The codec's error; a WithheldMessageError in its place unless the flow has `logKeys` (it may quote the bytes). */
   override readonly cause: unknown;
 
-  constructor(location: Location, codecError: unknown) {
-    const cause = withheld(codecError);
-    super(
-      'DECODE',
-      `cannot decode the record at ${describe(location)}: ${causeText(cause)}. ` +
-        'The bytes do not match the codec this flow was given (JSON by default): make the producer and ' +
-        "the flow agree on the format, or pass a codec that reads what is on the topic; to get past this " +
-        'one record, skip it by committing the offset after it.',
-      { cause },
-    );
+  /** `message` is given the location described and the cause's text. */
+  protected constructor(code: string, location: Location, cause: unknown, message: (where: string, why: string) => string) {
+    super(code, message(describe(location), causeText(cause)), { cause });
     this.topic = location.topic;
     this.partition = location.partition;
     hiddenProperty(this, 'key', location.key);
@@ -51,31 +45,41 @@ export class DecodeError extends KafkaFlowError implements Location {
   }
 }
 
-/** A stored snapshot's bytes could not be decompressed or decoded. */
-export class CorruptSnapshotError extends KafkaFlowError implements Location {
-  readonly topic: string;
-  readonly partition: number;
-  /** The snapshot's key: not enumerable, so that loggers copying an error's fields do not print it. */
-  declare readonly key: string | undefined;
-  readonly offset: string;
-  /** Why; a codec's error is withheld unless the flow has `logKeys` (it may quote the state). */
-  override readonly cause: unknown;
+/**
+ * An input record's bytes could not be decoded by the flow's codec. Its `cause` is the codec's
+ * error, or a WithheldMessageError in its place unless the flow has `logKeys` (it may quote the bytes).
+ */
+export class DecodeError extends LocatedError {
+  constructor(location: Location, codecError: unknown) {
+    super(
+      'DECODE',
+      location,
+      withheld(codecError),
+      (where, why) =>
+        `cannot decode the record at ${where}: ${why}. ` +
+        'The bytes do not match the codec this flow was given (JSON by default): make the producer and ' +
+        "the flow agree on the format, or pass a codec that reads what is on the topic; to get past this " +
+        'one record, skip it by committing the offset after it.',
+    );
+  }
+}
 
+/**
+ * A stored snapshot's bytes could not be decompressed or decoded. Its `cause` says why; a codec's
+ * error is withheld unless the flow has `logKeys` (it may quote the state).
+ */
+export class CorruptSnapshotError extends LocatedError {
   constructor(location: Location, error: unknown) {
-    const cause = error instanceof KafkaFlowError ? error : withheld(error);
     super(
       'CORRUPT_SNAPSHOT',
-      `the stored snapshot for ${describe(location)} cannot be read: ${causeText(cause)}. ` +
+      location,
+      error instanceof KafkaFlowError ? error : withheld(error),
+      (where, why) =>
+        `the stored snapshot for ${where} cannot be read: ${why}. ` +
         'Either it was written with another state codec or compression setting, or the stored bytes ' +
         'are damaged: restore the codec it was written with, or delete this key\'s snapshot so its state ' +
         'is rebuilt from the input topic.',
-      { cause },
     );
-    this.topic = location.topic;
-    this.partition = location.partition;
-    hiddenProperty(this, 'key', location.key);
-    this.offset = location.offset;
-    this.cause = cause;
   }
 }
 

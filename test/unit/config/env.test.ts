@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { brokersFromEnv, readEnv, readWorkerEnv } from '../../../config/env';
 import { ConfigError, formatFatal } from '../../../config/errors';
 import { readInfraSettings } from '../../../infra/settings';
@@ -75,6 +76,15 @@ describe('worker environment variables', () => {
     expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js' }).exitWithParent).toBe(true);
     expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js', KFT_EXIT_WITH_PARENT: '0' }).exitWithParent).toBe(false);
     expect(readWorkerEnv({ KFT_EXIT_WITH_PARENT: '1' }).exitWithParent).toBe(true);
+  });
+
+  test('KFT_WORKFLOW_BUNDLE_DIR: a directory, off, or under KFT_CACHE_DIR', () => {
+    expect(readWorkerEnv({}).workflowBundleDir).toBe(path.resolve(__dirname, '../../../.cache/workflow-bundle'));
+    expect(readWorkerEnv({ KFT_CACHE_DIR: '/tmp/c' }).workflowBundleDir).toBe('/tmp/c/workflow-bundle');
+    expect(readWorkerEnv({ KFT_WORKFLOW_BUNDLE_DIR: '/var/cache/kft' }).workflowBundleDir).toBe('/var/cache/kft');
+    expect(readWorkerEnv({ KFT_WORKFLOW_BUNDLE_DIR: 'rel' }).workflowBundleDir).toBe(path.resolve('rel'));
+    expect(readWorkerEnv({ KFT_WORKFLOW_BUNDLE_DIR: '' }).workflowBundleDir).toBe(path.resolve(__dirname, '../../../.cache/workflow-bundle'));
+    expect(readWorkerEnv({ KFT_WORKFLOW_BUNDLE_DIR: 'off' }).workflowBundleDir).toBeUndefined();
   });
 
   test.each([

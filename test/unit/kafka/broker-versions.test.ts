@@ -2,16 +2,7 @@
 // consumer generation. We cannot run a Kafka older than 2.5 here, so the old broker is a fake
 // ApiVersions answer (the real broker's answer is checked in test/integration/security/).
 import { BrokerTooOldError, requireFencedTxnOffsetCommit } from '../../../kafka/broker-versions';
-import { kafkajsModule } from './protocol/wire';
-
-type Definition = { versions: string[]; protocol: (args: { version: number }) => unknown };
-const { requests, lookup } = kafkajsModule<{
-  requests: Record<string, Definition>;
-  lookup: (versions: Record<number, { minVersion: number; maxVersion: number }>) => (
-    apiKey: number,
-    definition: Definition,
-  ) => (args: Record<string, unknown>) => { request: { apiVersion: number } };
-}>('protocol/requests');
+import { negotiatedVersion } from './protocol/wire';
 
 const TXN_OFFSET_COMMIT = 28;
 /** TxnOffsetCommit ranges in ApiVersions answers: Kafka 2.4 stops at v2, 2.5 adds v3, 4.3 goes to v5. */
@@ -21,8 +12,7 @@ const KAFKA_4_3 = { [TXN_OFFSET_COMMIT]: { minVersion: 0, maxVersion: 5 } };
 
 describe('TxnOffsetCommit v3 is required for transactional persistence', () => {
   it('a Kafka 2.4 broker is refused with BrokerTooOldError (kafkajs would silently send v1, which carries no generation)', () => {
-    const args = { transactionalId: 't', groupId: 'g', producerId: 1, producerEpoch: 0, topics: [] };
-    expect(lookup(KAFKA_2_4)(TXN_OFFSET_COMMIT, requests.TxnOffsetCommit!)(args).request.apiVersion).toBe(1);
+    expect(negotiatedVersion(KAFKA_2_4, TXN_OFFSET_COMMIT, 'TxnOffsetCommit')).toBe(1);
     let err: unknown;
     try {
       requireFencedTxnOffsetCommit(KAFKA_2_4, 'old-broker:9092');

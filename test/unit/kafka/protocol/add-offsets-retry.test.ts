@@ -1,31 +1,7 @@
 // kafkajs's transaction manager (eosManager), patched: AddOffsetsToTxn is retried on
 // CONCURRENT_TRANSACTIONS, and sendOffsets carries the KIP-447 generation and member id down to
 // TxnOffsetCommit. Driven with a fake cluster: this is the client's logic, not the broker's.
-import { kafkajsModule } from './wire';
-
-interface ProtocolErrorModule {
-  createErrorFromCode(code: number): Error;
-}
-type EosManager = {
-  initProducerId(): Promise<void>;
-  beginTransaction(): void;
-  sendOffsets(args: Record<string, unknown>): Promise<void>;
-};
-type CreateEosManager = (args: Record<string, unknown>) => EosManager;
-
-const createEosManager = kafkajsModule<CreateEosManager>('producer/eosManager');
-const { createErrorFromCode } = kafkajsModule<ProtocolErrorModule>('protocol/error');
-const COORDINATOR_TYPES = kafkajsModule<{ GROUP: number; TRANSACTION: number }>('protocol/coordinatorTypes');
-
-const silent = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  namespace() {
-    return silent;
-  },
-};
+import { COORDINATOR_TYPES, createEosManager, createErrorFromCode, ERROR_CODES, type EosManager, silentKafkaLogger as silent } from './eos-manager';
 
 function fakeCluster(addOffsetsFailures: number[]) {
   const calls = { addOffsetsToTxn: 0, txnOffsetCommit: [] as Array<Record<string, unknown>> };
@@ -58,8 +34,7 @@ async function transaction(cluster: unknown): Promise<EosManager> {
 }
 
 const topics = [{ topic: 't', partitions: [{ partition: 0, offset: '5' }] }];
-const CONCURRENT_TRANSACTIONS = 51;
-const INVALID_PRODUCER_EPOCH = 47;
+const { CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_EPOCH } = ERROR_CODES;
 
 describe('sendOffsets (patched eosManager)', () => {
   it('retries AddOffsetsToTxn on CONCURRENT_TRANSACTIONS, then commits the offsets with the generation', async () => {

@@ -4,37 +4,9 @@
 // transaction); partitions and a group's offsets can be registered ahead of the records and
 // offsets (AddPartitionsToTxn and AddOffsetsToTxn once per transaction), and those registrations
 // are retried on CONCURRENT_TRANSACTIONS with the producer's retry. Driven with a fake cluster.
-import { kafkajsModule } from './wire';
+import { COORDINATOR_TYPES, createEosManager, createErrorFromCode, ERROR_CODES, type EosManager, silentKafkaLogger as silent } from './eos-manager';
 
-interface ProtocolErrorModule {
-  createErrorFromCode(code: number): Error;
-}
-type EosManager = {
-  initProducerId(): Promise<void>;
-  beginTransaction(): void;
-  addPartitionsToTransaction(topics: Array<{ topic: string; partitions: Array<{ partition: number }> }>): Promise<void>;
-  addOffsetsToTransaction(groupId: string): Promise<void>;
-  sendOffsets(args: Record<string, unknown>): Promise<void>;
-  commit(): Promise<void>;
-};
-type CreateEosManager = (args: Record<string, unknown>) => EosManager;
-
-const createEosManager = kafkajsModule<CreateEosManager>('producer/eosManager');
-const { createErrorFromCode } = kafkajsModule<ProtocolErrorModule>('protocol/error');
-const COORDINATOR_TYPES = kafkajsModule<{ GROUP: number; TRANSACTION: number }>('protocol/coordinatorTypes');
-
-const silent = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  namespace() {
-    return silent;
-  },
-};
-
-const NOT_COORDINATOR = 16;
-const CONCURRENT_TRANSACTIONS = 51;
+const { NOT_COORDINATOR, CONCURRENT_TRANSACTIONS } = ERROR_CODES;
 
 function fakeCluster() {
   const calls = { find: 0, findBroker: 0, addPartitionsToTxn: 0, addOffsetsToTxn: 0, txnOffsetCommit: 0, endTxn: 0 };
@@ -114,7 +86,7 @@ describe('coordinators and registrations (patched eosManager)', () => {
     expect(calls.find).toBe(2);
     failures.addPartitionsToTxn!.push(NOT_COORDINATOR);
     await expect(oneTransaction(eos)).rejects.toThrow(/not the correct coordinator/);
-    await (eos as EosManager & { abort(): Promise<void> }).abort(); // EndTxn: to a coordinator found anew
+    await eos.abort(); // EndTxn: to a coordinator found anew
     expect(calls.find).toBe(3);
     expect(calls.endTxn).toBe(2);
   });

@@ -1,23 +1,9 @@
 // The patched version negotiation: with gaps in the implemented versions (TxnOffsetCommit 0, 1, 3;
 // OffsetFetch 1-4, 7) kafkajs must pick the highest implemented version inside the broker's range.
-import { kafkajsModule } from './wire';
+import { negotiatedVersion } from './wire';
 
-type Definition = { versions: string[]; protocol: (args: { version: number }) => unknown };
-const { requests, lookup } = kafkajsModule<{
-  requests: Record<string, Definition>;
-  lookup: (versions: Record<number, { minVersion: number; maxVersion: number }>) => (
-    apiKey: number,
-    definition: Definition,
-  ) => (args: Record<string, unknown>) => { request: { apiVersion: number } };
-}>('protocol/requests');
-
-const args = { transactionalId: 't', groupId: 'g', producerId: 1, producerEpoch: 0, topics: [] };
-
-function negotiated(apiKey: number, name: string, minVersion: number, maxVersion: number): number {
-  const definition = requests[name];
-  if (!definition) throw new Error(`no request ${name}`);
-  return lookup({ [apiKey]: { minVersion, maxVersion } })(apiKey, definition)(args).request.apiVersion;
-}
+const negotiated = (apiKey: number, name: string, minVersion: number, maxVersion: number): number =>
+  negotiatedVersion({ [apiKey]: { minVersion, maxVersion } }, apiKey, name);
 
 describe('version lookup with gaps', () => {
   it('TxnOffsetCommit: v3 on Kafka 4.3 (0-5), v1 on a broker that stops at 2', () => {

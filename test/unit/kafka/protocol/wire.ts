@@ -41,3 +41,20 @@ export interface ProtocolError extends Error {
   code: number;
   retriable: boolean;
 }
+
+/** A broker's ApiVersions answer: per API key, the versions it accepts. */
+export type BrokerVersions = Record<number, { minVersion: number; maxVersion: number }>;
+
+type RequestDefinition = { versions: string[]; protocol: (args: { version: number }) => unknown };
+const { requests, lookup } = kafkajsModule<{
+  requests: Record<string, RequestDefinition>;
+  lookup: (versions: BrokerVersions) => (apiKey: number, definition: RequestDefinition) => (args: Record<string, unknown>) => { request: { apiVersion: number } };
+}>('protocol/requests');
+
+/** The version of request `name` (API key `apiKey`) the patched kafkajs sends to a broker with these versions. */
+export function negotiatedVersion(broker: BrokerVersions, apiKey: number, name: string): number {
+  const definition = requests[name];
+  if (!definition) throw new Error(`no request ${name}`);
+  const args = { transactionalId: 't', groupId: 'g', producerId: 1, producerEpoch: 0, topics: [] };
+  return lookup(broker)(apiKey, definition)(args).request.apiVersion;
+}

@@ -1,0 +1,44 @@
+import { Client, Connection } from '@temporalio/client';
+import { partitionWorkflowId } from '../../../workflows/partition-workflow';
+import { temporalAddress, temporalNamespace } from '../../support/servers';
+import { FlowCluster } from './harness';
+
+// The last worker of a flow stops gracefully while folding: its partition workflows must have
+// handled the revoke before its workflow worker goes, since nothing else polls their task queue
+// afterwards. So the moment it has exited — no worker left to run a workflow task, so what is not
+// done now stays undone — every partition workflow is `idle`, with no workflow task and no activity
+// pending (its activities all ran on the stopped worker's queue).
+test('a lone worker stopped under load leaves every partition idle with nothing pending, the moment it exits', async () => {
+  const cluster = new FlowCluster(6, { persistEveryMs: 500 });
+  const connection = await Connection.connect({ address: temporalAddress });
+  const client = new Client({ connection, namespace: temporalNamespace });
+  try {
+    await cluster.start();
+    await cluster.produce(3000);
+    const a = cluster.startWorker('a');
+    await cluster.untilRunningOn(1, 'a runs all 6 partitions');
+    await cluster.produce(6000); // still folding when the stop comes
+    expect(await cluster.stop(a)).toBe(0);
+
+    const partitions = await Promise.all(
+      Array.from({ length: cluster.partitions }, async (_, partition) => {
+        const d = await client.workflow.getHandle(partitionWorkflowId({ flow: cluster.names.name, topic: cluster.names.topic, partition })).describe();
+        const phase = d.searchAttributes.KafkaFlowPhase;
+        return {
+          partition,
+          phase: Array.isArray(phase) ? String(phase[0]) : String(phase),
+          pendingWorkflowTask: Boolean(d.raw.pendingWorkflowTask),
+          pendingActivities: (d.raw.pendingActivities ?? []).map((p) => p.activityType?.name),
+        };
+      }),
+    );
+    expect(partitions).toEqual(
+      Array.from({ length: cluster.partitions }, (_, partition) => ({ partition, phase: 'idle', pendingWorkflowTask: false, pendingActivities: [] })),
+    );
+    const handled = cluster.logLines<{ msg: string; workflows?: number }>(a).find((l) => l.msg === 'the partition workflows handled the revoke');
+    expect(handled?.workflows).toBe(cluster.partitions);
+  } finally {
+    await cluster.close();
+    await connection.close();
+  }
+}, 180_000);

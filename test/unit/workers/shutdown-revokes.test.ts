@@ -1,0 +1,65 @@
+import type { PartitionSignals } from '../../../workers/partition-signals';
+import { ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../workers/shutdown-revokes';
+
+// A graceful stop waits, bounded, until the partition workflows it told of the shutdown have no
+// workflow task left (worker.ts); these are the pieces: which workflows were told, and the wait.
+
+const ref = (partition: number) => ({ flow: 'f', topic: 't', partition });
+const revoke = (reason: 'shutdown' | 'revoke') => ({ generation: 3, memberId: 'm', reason });
+
+test('records the workflows that accepted a shutdown revoke, not rebalance revokes or refused signals', async () => {
+  const sent: string[] = [];
+  const inner: PartitionSignals = {
+    assigned: async () => undefined,
+    revoked: async (r) => {
+      if (r.partition === 9) throw new Error('Temporal unreachable');
+      sent.push(`${r.partition}`);
+    },
+  };
+  const signals = new ShutdownRevokeSignals(inner);
+  await signals.revoked(ref(0), revoke('revoke'));
+  await signals.revoked(ref(1), revoke('shutdown'));
+  await signals.revoked(ref(2), revoke('shutdown'));
+  await signals.revoked(ref(2), revoke('shutdown'));
+  await expect(signals.revoked(ref(9), revoke('shutdown'))).rejects.toThrow('Temporal unreachable');
+  expect(sent).toEqual(['0', '1', '2', '2']);
+  expect(signals.workflows()).toEqual(['kafka-flow/f/t/1', 'kafka-flow/f/t/2']);
+});
+
+test('waits until no workflow has a pending workflow task, asking again only about those that had', async () => {
+  const pendingFor = new Map([['a', 3], ['b', 0], ['c', 1]]); // polls that still see a task
+  const asked: string[] = [];
+  const probe = async (id: string) => {
+    asked.push(id);
+    const n = pendingFor.get(id)!;
+    pendingFor.set(id, n - 1);
+    return n > 0;
+  };
+  const started = Date.now();
+  expect(await untilWorkflowTasksDone(['a', 'b', 'c'], probe, 5_000, 10)).toEqual([]);
+  expect(Date.now() - started).toBeLessThan(2_000);
+  expect(asked.filter((id) => id === 'a')).toHaveLength(4);
+  expect(asked.filter((id) => id === 'b')).toHaveLength(1);
+  expect(asked.filter((id) => id === 'c')).toHaveLength(2);
+});
+
+test('gives up after the timeout and names the workflows still pending, or unreadable', async () => {
+  const probe = async (id: string) => {
+    if (id === 'down') throw new Error('UNAVAILABLE');
+    return id === 'busy';
+  };
+  const started = Date.now();
+  expect(await untilWorkflowTasksDone(['busy', 'down', 'done'], probe, 300, 20)).toEqual(['busy', 'down']);
+  expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+  expect(Date.now() - started).toBeLessThan(1_500);
+});
+
+test('a server that does not answer does not hold the stop past the timeout', async () => {
+  const started = Date.now();
+  expect(await untilWorkflowTasksDone(['a'], () => new Promise<boolean>(() => undefined), 200)).toEqual(['a']);
+  expect(Date.now() - started).toBeLessThan(1_000);
+});
+
+test('nothing signalled: returns at once', async () => {
+  expect(await untilWorkflowTasksDone([], async () => true, 10_000)).toEqual([]);
+});

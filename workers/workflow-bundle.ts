@@ -1,0 +1,49 @@
+import type { Logger } from '../core/logger';
+import { type BuildWorkflowBundle, bundlerVersions } from './workflow-bundle-build';
+import { cacheFile, readCachedBundle, sha256, writeCachedBundle } from './workflow-bundle-cache';
+
+export interface WorkflowBundleOptions {
+  /** The workflows module (what `Worker.create` takes as `workflowsPath`). */
+  workflowsPath: string;
+  /** Where bundles are cached (`KFT_WORKFLOW_BUNDLE_DIR`); undefined: build at every start, cache nothing. */
+  cacheDir: string | undefined;
+  build: BuildWorkflowBundle;
+  logger: Logger;
+  /** The bundler's versions (part of the key); the installed ones by default. */
+  versions?: Record<string, string>;
+}
+
+/** What a worker passes to `Worker.create` as `workflowBundle`, and where it came from. */
+export interface WorkflowBundle {
+  code: string;
+  source: 'cache' | 'built';
+}
+
+/**
+ * The workflow bundle a worker runs: the cached one when every file webpack read to make it (and
+ * every path it found absent) is as it was, else a fresh build, then cached for the next start.
+ * Bundling costs seconds of CPU at every worker start; reading and checking the cache, tens of
+ * milliseconds. The cache never fails a worker: a cache that cannot be read, parsed or written is
+ * logged and the bundle built in memory, as `workflowsPath` would.
+ */
+export async function loadWorkflowBundle(o: WorkflowBundleOptions): Promise<WorkflowBundle> {
+  if (o.cacheDir === undefined) return { code: (await o.build(o.workflowsPath)).code, source: 'built' };
+  const key = sha256(JSON.stringify({ workflowsPath: o.workflowsPath, versions: o.versions ?? bundlerVersions() }));
+  const file = cacheFile(o.cacheDir, key);
+  const started = performance.now();
+  const cached = readCachedBundle(file, key);
+  if ('code' in cached) {
+    o.logger.debug({ file, ms: Math.round(performance.now() - started) }, 'workflow bundle from the cache');
+    return { code: cached.code, source: 'cache' };
+  }
+  o.logger[cached.miss === 'absent' ? 'debug' : 'info']({ file, why: cached.why }, 'building the workflow bundle (no usable cached one)');
+  const buildStartedAt = Date.now();
+  const built = await o.build(o.workflowsPath);
+  try {
+    const notCached = writeCachedBundle(file, key, built, buildStartedAt);
+    if (notCached) o.logger.info({ file, why: notCached }, 'workflow bundle not cached');
+  } catch (err) {
+    o.logger.info({ file, err }, 'could not cache the workflow bundle (the worker runs on the one it built)');
+  }
+  return { code: built.code, source: 'built' };
+}
