@@ -72,6 +72,12 @@ export interface PartitionFlowOptions<S, V> {
   /** Keys with pending outputs are due for an `outputs` persist this long after the first of them was emitted. Default 1 s. */
   readonly outputEvery?: number;
   /**
+   * The partition's bound on outputs (emitted records and dead letters) held until they land:
+   * once reached, `outputsFull()` says so and outputs are due at once — the owner persists them
+   * and folds nothing more until that made room. Unset: no bound.
+   */
+  readonly maxPendingOutputs?: number;
+  /**
    * Async folds (see FlowOptions.asyncConcurrency). Unset: batch by batch — a batch returns once
    * every record of it is folded, its keys folding concurrently. A number: pipelined — at most this
    * many keys fold asynchronously at once (their records in order), and a batch returns as soon as
@@ -174,6 +180,8 @@ export class PartitionFlow<S, V> {
   private failure: unknown;
   /** When the oldest pending output (of any key) was folded, if any is pending (clock ms). */
   private outputsPendingSince: number | undefined;
+  /** Outputs emitted (or dead-lettered) and not landed yet: on their keys, or in a write in flight. */
+  private heldOutputs = 0;
 
   /** The fold context of synchronous folds (a key whose fold goes async takes it over). */
   private ctx: EmitBuffer;
@@ -218,6 +226,8 @@ export class PartitionFlow<S, V> {
     }
     const c = options.asyncConcurrency;
     if (c !== undefined && !(Number.isInteger(c) && c >= 1)) throw new PartitionStateError(`asyncConcurrency must be a positive integer, got ${c}`);
+    const max = options.maxPendingOutputs;
+    if (max !== undefined && !(Number.isInteger(max) && max >= 1)) throw new PartitionStateError(`maxPendingOutputs must be a positive integer, got ${max}`);
   }
 
   private onPoison(kf: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown, message: InputMessage): 'skipped' | 'dead-lettered' {
@@ -443,6 +453,7 @@ export class PartitionFlow<S, V> {
 
   private addOutputs(kf: KeyFlow<S, V>, outputs: readonly OutputRecord[]): void {
     kf.addOutputs(outputs);
+    this.heldOutputs += outputs.length;
     this.outputsPendingSince ??= this.clock.now();
   }
 
@@ -616,7 +627,22 @@ export class PartitionFlow<S, V> {
    */
   outputsDue(now: number = this.clock.now()): boolean {
     const since = this.outputsPendingSince;
-    return since !== undefined && this.failure === undefined && now >= since + (this.o.outputEvery ?? 1000);
+    return since !== undefined && this.failure === undefined && (now >= since + (this.o.outputEvery ?? 1000) || this.outputsFull());
+  }
+
+  /**
+   * The partition holds `maxPendingOutputs` outputs or more (emitted records and dead letters not
+   * landed yet): the owner should run an `outputs` persist at once and fold nothing more until
+   * it has made room (workers/flow-runtime.ts). Never true for a stopped partition.
+   */
+  outputsFull(): boolean {
+    const max = this.o.maxPendingOutputs;
+    return max !== undefined && this.heldOutputs >= max && this.failure === undefined;
+  }
+
+  /** Outputs emitted (or dead-lettered) and not landed yet: held on their keys, or in a write in flight. */
+  get pendingOutputs(): number {
+    return this.heldOutputs;
   }
 
   /** The offset it is safe to commit if it moved past the last commit, else undefined. */
@@ -833,6 +859,7 @@ export class PartitionFlow<S, V> {
           t.written++;
           if (p.kind !== 'put') t.deletes++;
           if (p.outputs) {
+            this.heldOutputs -= p.outputs.length;
             for (const out of p.outputs) {
               if (out.kind === 'emitted') {
                 t.outputs++;
