@@ -882,7 +882,10 @@ export class PartitionFlow<S, V> {
         bound.stillHolds(this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined);
       }
       if (applied > 0) this.m.persistedKeys('applied').inc(applied);
-      if (notApplied > 0) this.m.persistedKeys('not_applied').inc(notApplied);
+      if (notApplied > 0) {
+        this.m.persistedKeys('not_applied').inc(notApplied);
+        this.refused(t, chunk, result!.statuses);
+      }
       if (failed > 0) this.m.persistedKeys('failed').inc(failed);
       if (result?.commitError !== undefined) {
         this.m.commits('failed').inc();
@@ -905,6 +908,27 @@ export class PartitionFlow<S, V> {
     // Writes never attempted (the loop stopped early) go back to their keys untouched.
     for (let i = attempted; i < planned.length; i++) this.notLanded(planned[i]!);
     return t;
+  }
+
+  /**
+   * Writes refused (`not-applied`: the store holds another owner's newer state of these keys, e.g.
+   * Cassandra's LWT fence) mean the partition is no longer ours: a fence, whatever the persist and
+   * ignorePersistErrors — it stops here, and what its keys hold goes with it. Their outputs were
+   * produced before the refused writes (non-transactional backends produce outputs first); kept
+   * pending, every later flush of this owner would produce them again. The next owner replays the
+   * records from the committed offset and produces them again, once.
+   */
+  private refused(t: PersistTally, chunk: readonly Planned<S, V>[], statuses: readonly string[]): void {
+    t.fenced = true;
+    t.error = new SnapshotWriteConflictError(this.topic, this.partition, t.conflicts);
+    let outputs = 0;
+    for (let i = 0; i < chunk.length; i++) if (statuses[i] === 'not-applied') outputs += chunk[i]!.outputs?.length ?? 0;
+    if (outputs > 0) {
+      this.log.warn(
+        { topic: this.topic, partition: this.partition, keys: t.conflicts.length, outputs },
+        'writes refused: another owner holds newer state; the partition stops here, and the outputs produced with the refused writes are produced again by the next owner',
+      );
+    }
   }
 
   /**

@@ -489,8 +489,10 @@ export class FlowRuntime implements PartitionHost {
       this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
     }
     if (result.fenced) {
-      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFencedError ? flow.failed : new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
-      slot.state = err instanceof SnapshotWriteFencedError ? 'fenced' : 'failed';
+      // Fenced (a newer producer or generation), or a write refused (another owner's newer state).
+      const fence = flow.failed instanceof SnapshotWriteFencedError || flow.failed instanceof SnapshotWriteConflictError ? flow.failed : undefined;
+      const err = this.classify(slot, fence ?? new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
+      slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;
