@@ -848,10 +848,12 @@ export class PartitionFlow<S, V> {
         if (err instanceof SnapshotWriteFencedError) t.fenced = true;
       }
       for (const p of chunk) this.writing.delete(p.kf);
-      // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping).
+      // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping, and a
+      // chunk may carry tens of thousands of outputs).
       let applied = 0;
       let notApplied = 0;
       let failed = 0;
+      let landedOutputs: Map<string, number> | undefined;
       for (let i = 0; i < chunk.length; i++) {
         const p = chunk[i]!;
         const status = result?.statuses[i];
@@ -860,14 +862,11 @@ export class PartitionFlow<S, V> {
           if (p.kind !== 'put') t.deletes++;
           if (p.outputs) {
             this.heldOutputs -= p.outputs.length;
+            landedOutputs ??= new Map();
             for (const out of p.outputs) {
-              if (out.kind === 'emitted') {
-                t.outputs++;
-                this.m.outputs(out.topic).inc();
-              } else {
-                t.deadLetters++;
-                this.m.deadLetters(String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')).inc();
-              }
+              // Emitted records by topic, dead letters by reason (`\u0000` cannot start a topic name).
+              const label = out.kind === 'emitted' ? out.topic : `\u0000${String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')}`;
+              landedOutputs.set(label, (landedOutputs.get(label) ?? 0) + 1);
             }
           }
           applied++;
@@ -880,6 +879,17 @@ export class PartitionFlow<S, V> {
           this.notLanded(p);
         }
         bound.stillHolds(this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined);
+      }
+      if (landedOutputs) {
+        for (const [label, n] of landedOutputs) {
+          if (label.startsWith('\u0000')) {
+            t.deadLetters += n;
+            this.m.deadLetters(label.slice(1)).inc(n);
+          } else {
+            t.outputs += n;
+            this.m.outputs(label).inc(n);
+          }
+        }
       }
       if (applied > 0) this.m.persistedKeys('applied').inc(applied);
       if (notApplied > 0) {
