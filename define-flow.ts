@@ -57,6 +57,12 @@ export interface FlowOptions<S, V> {
   outputCodec?: OutputEncoder;
   /** Keys with pending outputs are persisted (and their outputs produced) at least this often. Default 1 s. */
   outputEvery?: Duration;
+  /**
+   * The most outputs (emitted records and dead letters) a partition holds until they land. Reached,
+   * the owner persists the keys with pending outputs at once and folds nothing more until they have
+   * landed (backpressure: a fold that emits faster than persists land waits for them). Default 10,000.
+   */
+  maxPendingOutputs?: number;
   /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
   filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
@@ -94,6 +100,9 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
   readonly asyncConcurrency: number | undefined;
 }
+
+/** A partition's default bound on outputs not landed yet (≈ 3 MB of small outputs). */
+export const DEFAULT_MAX_PENDING_OUTPUTS = 10_000;
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`);
 const name = z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only');
@@ -142,6 +151,7 @@ const schema = z.strictObject({
     )
     .optional(),
   outputEvery: durationSchema.optional(),
+  maxPendingOutputs: z.number().int().positive().optional(),
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
   consumer: z
@@ -206,6 +216,7 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     outputTopics: Object.freeze(outputTopics),
     outputCodec: options.outputCodec ?? jsonCodec<unknown>(),
     outputEveryMs,
+    maxPendingOutputs: options.maxPendingOutputs ?? DEFAULT_MAX_PENDING_OUTPUTS,
     filter: options.filter,
     remapKey: options.remapKey,
     consumer: {

@@ -31,6 +31,8 @@ export interface PartitionFlowDefinition<S, V> {
   readonly outputTopics: readonly string[];
   readonly outputCodec: OutputEncoder;
   readonly outputEveryMs: number;
+  /** The bound on a partition's outputs not landed yet (see FlowOptions.maxPendingOutputs). */
+  readonly maxPendingOutputs?: number;
   /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
   readonly asyncConcurrency?: number;
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
@@ -69,6 +71,7 @@ export function createPartitionFlow<S, V>(definition: PartitionFlowDefinition<S,
     deadLetterTopic: definition.deadLetterTopics?.[context.topic],
     outputs: definition.outputTopics.length > 0 ? { topics: new Set(definition.outputTopics), encoder: definition.outputCodec } : undefined,
     outputEvery: definition.outputEveryMs,
+    maxPendingOutputs: definition.maxPendingOutputs,
     asyncConcurrency: definition.asyncConcurrency,
     clock: context.clock,
     logger: context.logger,

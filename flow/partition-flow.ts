@@ -72,6 +72,12 @@ export interface PartitionFlowOptions<S, V> {
   /** Keys with pending outputs are due for an `outputs` persist this long after the first of them was emitted. Default 1 s. */
   readonly outputEvery?: number;
   /**
+   * The partition's bound on outputs (emitted records and dead letters) held until they land:
+   * once reached, `outputsFull()` says so and outputs are due at once — the owner persists them
+   * and folds nothing more until that made room. Unset: no bound.
+   */
+  readonly maxPendingOutputs?: number;
+  /**
    * Async folds (see FlowOptions.asyncConcurrency). Unset: batch by batch — a batch returns once
    * every record of it is folded, its keys folding concurrently. A number: pipelined — at most this
    * many keys fold asynchronously at once (their records in order), and a batch returns as soon as
@@ -174,6 +180,8 @@ export class PartitionFlow<S, V> {
   private failure: unknown;
   /** When the oldest pending output (of any key) was folded, if any is pending (clock ms). */
   private outputsPendingSince: number | undefined;
+  /** Outputs emitted (or dead-lettered) and not landed yet: on their keys, or in a write in flight. */
+  private heldOutputs = 0;
 
   /** The fold context of synchronous folds (a key whose fold goes async takes it over). */
   private ctx: EmitBuffer;
@@ -218,6 +226,8 @@ export class PartitionFlow<S, V> {
     }
     const c = options.asyncConcurrency;
     if (c !== undefined && !(Number.isInteger(c) && c >= 1)) throw new PartitionStateError(`asyncConcurrency must be a positive integer, got ${c}`);
+    const max = options.maxPendingOutputs;
+    if (max !== undefined && !(Number.isInteger(max) && max >= 1)) throw new PartitionStateError(`maxPendingOutputs must be a positive integer, got ${max}`);
   }
 
   private onPoison(kf: KeyFlow<S, V>, record: FlowRecord<V>, reason: PoisonReason, error: unknown, message: InputMessage): 'skipped' | 'dead-lettered' {
@@ -443,6 +453,7 @@ export class PartitionFlow<S, V> {
 
   private addOutputs(kf: KeyFlow<S, V>, outputs: readonly OutputRecord[]): void {
     kf.addOutputs(outputs);
+    this.heldOutputs += outputs.length;
     this.outputsPendingSince ??= this.clock.now();
   }
 
@@ -616,7 +627,22 @@ export class PartitionFlow<S, V> {
    */
   outputsDue(now: number = this.clock.now()): boolean {
     const since = this.outputsPendingSince;
-    return since !== undefined && this.failure === undefined && now >= since + (this.o.outputEvery ?? 1000);
+    return since !== undefined && this.failure === undefined && (now >= since + (this.o.outputEvery ?? 1000) || this.outputsFull());
+  }
+
+  /**
+   * The partition holds `maxPendingOutputs` outputs or more (emitted records and dead letters not
+   * landed yet): the owner should run an `outputs` persist at once and fold nothing more until
+   * it has made room (workers/flow-runtime.ts). Never true for a stopped partition.
+   */
+  outputsFull(): boolean {
+    const max = this.o.maxPendingOutputs;
+    return max !== undefined && this.heldOutputs >= max && this.failure === undefined;
+  }
+
+  /** Outputs emitted (or dead-lettered) and not landed yet: held on their keys, or in a write in flight. */
+  get pendingOutputs(): number {
+    return this.heldOutputs;
   }
 
   /** The offset it is safe to commit if it moved past the last commit, else undefined. */
@@ -822,10 +848,12 @@ export class PartitionFlow<S, V> {
         if (err instanceof SnapshotWriteFencedError) t.fenced = true;
       }
       for (const p of chunk) this.writing.delete(p.kf);
-      // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping).
+      // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping, and a
+      // chunk may carry tens of thousands of outputs).
       let applied = 0;
       let notApplied = 0;
       let failed = 0;
+      let landedOutputs: Map<string, number> | undefined;
       for (let i = 0; i < chunk.length; i++) {
         const p = chunk[i]!;
         const status = result?.statuses[i];
@@ -833,14 +861,12 @@ export class PartitionFlow<S, V> {
           t.written++;
           if (p.kind !== 'put') t.deletes++;
           if (p.outputs) {
+            this.heldOutputs -= p.outputs.length;
+            landedOutputs ??= new Map();
             for (const out of p.outputs) {
-              if (out.kind === 'emitted') {
-                t.outputs++;
-                this.m.outputs(out.topic).inc();
-              } else {
-                t.deadLetters++;
-                this.m.deadLetters(String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')).inc();
-              }
+              // Emitted records by topic, dead letters by reason (`\u0000` cannot start a topic name).
+              const label = out.kind === 'emitted' ? out.topic : `\u0000${String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')}`;
+              landedOutputs.set(label, (landedOutputs.get(label) ?? 0) + 1);
             }
           }
           applied++;
@@ -854,8 +880,22 @@ export class PartitionFlow<S, V> {
         }
         bound.stillHolds(this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined);
       }
+      if (landedOutputs) {
+        for (const [label, n] of landedOutputs) {
+          if (label.startsWith('\u0000')) {
+            t.deadLetters += n;
+            this.m.deadLetters(label.slice(1)).inc(n);
+          } else {
+            t.outputs += n;
+            this.m.outputs(label).inc(n);
+          }
+        }
+      }
       if (applied > 0) this.m.persistedKeys('applied').inc(applied);
-      if (notApplied > 0) this.m.persistedKeys('not_applied').inc(notApplied);
+      if (notApplied > 0) {
+        this.m.persistedKeys('not_applied').inc(notApplied);
+        this.refused(t, chunk, result!.statuses);
+      }
       if (failed > 0) this.m.persistedKeys('failed').inc(failed);
       if (result?.commitError !== undefined) {
         this.m.commits('failed').inc();
@@ -878,6 +918,27 @@ export class PartitionFlow<S, V> {
     // Writes never attempted (the loop stopped early) go back to their keys untouched.
     for (let i = attempted; i < planned.length; i++) this.notLanded(planned[i]!);
     return t;
+  }
+
+  /**
+   * Writes refused (`not-applied`: the store holds another owner's newer state of these keys, e.g.
+   * Cassandra's LWT fence) mean the partition is no longer ours: a fence, whatever the persist and
+   * ignorePersistErrors — it stops here, and what its keys hold goes with it. Their outputs were
+   * produced before the refused writes (non-transactional backends produce outputs first); kept
+   * pending, every later flush of this owner would produce them again. The next owner replays the
+   * records from the committed offset and produces them again, once.
+   */
+  private refused(t: PersistTally, chunk: readonly Planned<S, V>[], statuses: readonly string[]): void {
+    t.fenced = true;
+    t.error = new SnapshotWriteConflictError(this.topic, this.partition, t.conflicts);
+    let outputs = 0;
+    for (let i = 0; i < chunk.length; i++) if (statuses[i] === 'not-applied') outputs += chunk[i]!.outputs?.length ?? 0;
+    if (outputs > 0) {
+      this.log.warn(
+        { topic: this.topic, partition: this.partition, keys: t.conflicts.length, outputs },
+        'writes refused: another owner holds newer state; the partition stops here, and the outputs produced with the refused writes are produced again by the next owner',
+      );
+    }
   }
 
   /**

@@ -199,34 +199,68 @@ export class FlowRuntime implements PartitionHost {
   private async eachBatch({ batch, resolveOffset, pause, heartbeat }: EachBatchPayload): Promise<void> {
     const slot = this.slots.get(batch.topic, batch.partition);
     const current = this.consumer.current();
-    if (slot?.state !== 'running' || !slot.flow || !current || slot.generation !== current.generationId) {
+    const flow = slot?.flow;
+    if (slot?.state !== 'running' || !flow || !current || slot.generation !== current.generationId) {
       pause(); // not (or no longer) ours to process: nothing resolved, so nothing is skipped
       return;
     }
     slot.highWatermark = batch.highWatermark;
-    try {
-      // In slices, yielding between them: the persist in flight (a transaction's requests and
-      // answers) and the Temporal workers' callbacks run between slices, not after the whole batch.
-      const messages = batch.messages;
-      for (let from = 0; from < messages.length; from += SLICE) {
-        if (from > 0) await new Promise((resolve) => setImmediate(resolve));
-        const r = slot.flow.handleBatch(from === 0 && messages.length <= SLICE ? messages : messages.slice(from, from + SLICE));
-        if (r) await r;
+    const messages = batch.messages;
+    /** The last offset folded (what kafkajs may take as processed if the batch stops part way). */
+    let folded: string | undefined;
+    // In slices, yielding between them: the persist in flight (a transaction's requests and
+    // answers) and the Temporal workers' callbacks run between slices, not after the whole batch.
+    for (let from = 0; from < messages.length; from += SLICE) {
+      if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (flow.outputsFull()) {
+        if (folded !== undefined) resolveOffset(folded);
+        if (!(await this.roomForOutputs(slot, flow, heartbeat))) {
+          pause(); // revoked, stopping, or stopped by that persist: the rest of the batch is not ours to fold
+          return;
+        }
       }
-    } catch (err) {
-      slot.state = 'failed';
-      slot.failure = err;
-      pause();
-      this.log.error({ err, topic: batch.topic, partition: batch.partition }, 'partition failed; it stops until reassigned');
-      return;
+      const slice = from === 0 && messages.length <= SLICE ? messages : messages.slice(from, from + SLICE);
+      try {
+        const r = flow.handleBatch(slice);
+        if (r) await r;
+      } catch (err) {
+        slot.state = 'failed';
+        slot.failure = err;
+        pause();
+        this.log.error({ err, topic: batch.topic, partition: batch.partition }, 'partition failed; it stops until reassigned');
+        return;
+      }
+      folded = slice[slice.length - 1]?.offset;
     }
-    const last = batch.messages[batch.messages.length - 1];
-    if (last) resolveOffset(last.offset);
+    if (folded !== undefined) resolveOffset(folded);
     await heartbeat();
     // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
     // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run
     // between batches instead of after the whole fetch.
     await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /**
+   * maxPendingOutputs: the partition holds as many outputs not landed yet as it may. Runs an
+   * `outputs` persist at once (or waits for the one running) and returns once it made room, so
+   * the batch folds nothing more meanwhile. Still full after a persist that landed nothing (its
+   * writes failed under ignorePersistErrors): tries again after a short wait, heartbeating (a
+   * rebalance meanwhile makes the heartbeat throw, and kafkajs rejoins). False: the partition is
+   * not to be folded here any more — revoked, the process stopping, or stopped by that persist
+   * (a failed persist fails the partition as any outputs persist does).
+   */
+  private async roomForOutputs(slot: Slot, flow: NonNullable<Slot['flow']>, heartbeat: () => Promise<void>): Promise<boolean> {
+    const mayFold = () =>
+      slot.state === 'running' && slot.flow === flow && flow.failed === undefined && !this.stopping && this.consumer.current()?.generationId === slot.generation;
+    while (flow.outputsFull()) {
+      if (!mayFold()) return false;
+      await this.flushOutputs(slot);
+      if (!mayFold()) return false;
+      if (!flow.outputsFull()) break;
+      await heartbeat();
+      await new Promise((resolve) => setTimeout(resolve, Math.min(this.definition.outputEveryMs, 1000)));
+    }
+    return true;
   }
 
   private triggerTimers(): void {
@@ -243,21 +277,29 @@ export class FlowRuntime implements PartitionHost {
         this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'partition failed; it stops until reassigned');
         continue;
       }
-      if (outputs && !slot.flushingOutputs && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
+      if (outputs && !slot.outputsFlush && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
     }
   }
 
   /**
-   * outputEvery: persists the keys with pending outputs (emitted records, dead letters) through the
-   * partition's serialized persist chain — like the flush on revoke, in this process and not as a
-   * workflow activity, so the workflow history does not grow with the output rate. The generation
-   * fence and the transaction protect it as any persist; a failure stops the partition here like a
-   * failed periodic persist (the fold loop reports it and the workflow retries).
+   * outputEvery (and maxPendingOutputs): persists the keys with pending outputs (emitted records,
+   * dead letters) through the partition's serialized persist chain — like the flush on revoke, in
+   * this process and not as a workflow activity, so the workflow history does not grow with the
+   * output rate. The generation fence and the transaction protect it as any persist; a failure
+   * stops the partition here like a failed periodic persist (the fold loop reports it and the
+   * workflow retries). One at a time per partition: a caller while one runs gets that one.
+   * Never rejects.
    */
-  private async flushOutputs(slot: Slot): Promise<void> {
+  private flushOutputs(slot: Slot): Promise<void> {
+    slot.outputsFlush ??= this.persistOutputs(slot).finally(() => {
+      slot.outputsFlush = undefined;
+    });
+    return slot.outputsFlush;
+  }
+
+  private async persistOutputs(slot: Slot): Promise<void> {
     const current = this.consumer.current();
     if (slot.state !== 'running' || !slot.flow || current?.generationId !== slot.generation || slot.flowGeneration !== slot.generation) return;
-    slot.flushingOutputs = true;
     try {
       const r = await this.persistSlot(slot, 'outputs', { timersTriggered: true });
       const u = slot.unreported ?? { outputs: 0, deadLetters: 0 };
@@ -266,8 +308,6 @@ export class FlowRuntime implements PartitionHost {
       slot.unreported = u;
     } catch (err) {
       this.log.warn({ err, topic: slot.topic, partition: slot.partition }, 'outputs persist failed; the partition stopped here');
-    } finally {
-      slot.flushingOutputs = false;
     }
   }
 
@@ -449,8 +489,10 @@ export class FlowRuntime implements PartitionHost {
       this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
     }
     if (result.fenced) {
-      const err = this.classify(slot, flow.failed instanceof SnapshotWriteFencedError ? flow.failed : new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
-      slot.state = err instanceof SnapshotWriteFencedError ? 'fenced' : 'failed';
+      // Fenced (a newer producer or generation), or a write refused (another owner's newer state).
+      const fence = flow.failed instanceof SnapshotWriteFencedError || flow.failed instanceof SnapshotWriteConflictError ? flow.failed : undefined;
+      const err = this.classify(slot, fence ?? new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
+      slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
       slot.failure = err;
       this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
       throw err;

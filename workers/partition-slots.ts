@@ -40,8 +40,8 @@ export interface Slot {
   notFoldingSince?: number;
   /** When the last periodic (workflow) persist of the installed engine started (epoch ms). */
   lastPersistAt?: number;
-  /** An in-process `outputs` persist (outputEvery) is running. */
-  flushingOutputs?: boolean;
+  /** The in-process `outputs` persist (outputEvery, maxPendingOutputs) running now, if one is. */
+  outputsFlush?: Promise<void>;
   /** What in-process `outputs` persists landed since the workflow was last told (with the next persist it sees). */
   unreported?: { outputs: number; deadLetters: number };
 }

@@ -67,7 +67,9 @@ export class OutputTopics {
           if (typeof o.key === 'string') last = { topic: o.topic, key: o.key, partition };
         }
       }
-      out[i] = { topic: o.topic, partition, key: o.key ?? '', value: o.value, headers: o.headers ? { ...o.headers } : undefined };
+      // The record's own headers object: nothing downstream changes it (a copy per output was a
+      // measurable share of the produce path with an output per record).
+      out[i] = { topic: o.topic, partition, key: o.key ?? '', value: o.value, headers: o.headers as SnapshotMessage['headers'] };
     }
     return out;
   }

@@ -2,9 +2,10 @@
 // emits are produced (acks=all, no transaction) before the LWT-fenced snapshot writes and the
 // consumer's offset commit, so each lands at least once — through a real stale owner (frozen
 // inside eachBatch past its rebalance timeout, then woken: its flush on revoke produces its
-// outputs again before its snapshot write is refused), an owner that goes away with outputs
+// outputs again before its snapshot write is refused, which stops its partition), an owner that goes away with outputs
 // folded but not persisted (the next one emits them), and replays of records a snapshot covers
 // (skipped). Deduplicated by the kafka-flow-source header, the outputs are exactly the expected set.
+import { SnapshotWriteConflictError } from '../../../core/fence-errors';
 import { OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
@@ -75,19 +76,23 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
   it('a stale owner, a lost owner and replays: every output at least once, each source once after deduplication', async () => {
     // A wakes up: its flush on revoke produces its outputs of e4..e6 (a second time: nothing can
     // take back what was produced) and then its snapshot write is refused by the LWT fence (B
-    // wrote k under a newer generation). The refused write counts as failed (a revoke flush
-    // reports instead of throwing): nothing committed.
+    // wrote k under a newer generation). The refused write is a fence (a revoke flush reports it
+    // instead of throwing): nothing committed, and A's partition stops with what it held — k's
+    // outputs of e4..e6 included.
     const { a, c } = await staleAndLostOwners({
       client,
       input,
       owner,
       recovered: async () => expect((await admin.describeTopic(output))?.partitions).toBe(1),
-      staleFlushed: async (a) => expect(a.revokes[0]!.result).toMatchObject({ failed: 1, committed: undefined }),
+      staleFlushed: async (a) => {
+        expect(a.revokes[0]!.result).toMatchObject({ failed: 1, fenced: true, committed: undefined });
+        expect(a.flow!.failed).toBeInstanceOf(SnapshotWriteConflictError);
+      },
     });
-    // Leaving the group ran A's revoke point once more: its refused write had left k's outputs
-    // pending, so they were produced again (and its write refused again). At least once.
-    const staleFlushes = a.revokes.length;
-    expect(a.revokes.every((r) => r.result?.failed === 1)).toBe(true);
+    // Leaving the group ran A's revoke point once more: the stopped partition flushed nothing, so
+    // A produced e4..e6's outputs once (before its refused write), not at every later flush.
+    expect(a.revokes.slice(1).every((r) => r.result === undefined && r.error === undefined)).toBe(true);
+    const staleFlushes = 1;
 
     // C recovered k @7 (B's; A's was refused) from the committed offset 0: e1..e7 skipped, e8
     // folded and emitted once.
@@ -95,7 +100,7 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
 
     const got = await readCommitted(client, output);
     expect(got.every((r) => r.headers[OUTPUT_SOURCE_HEADER] !== undefined)).toBe(true);
-    // At least once, and how: e4..e6 from B and from each of A's stale flushes, the rest once.
+    // At least once, and how: e4..e6 from B and from A's stale flush, the rest once.
     expectOutputsAtLeastOnce(got, input, (n) => ([4, 5, 6].includes(n) ? 1 + staleFlushes : 1));
   });
 });

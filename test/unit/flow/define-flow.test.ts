@@ -48,6 +48,15 @@ describe('defineFlow', () => {
     expect(() => defineFlow({ ...kafka, outputEvery: 'soon' })).toThrow(/outputEvery must be a duration/);
   });
 
+  test('maxPendingOutputs: 10,000 a partition unless set; a positive integer or ConfigError naming it', () => {
+    const kafka = { ...base, persistence: { backend: 'kafka' as const, transactional: true }, outputTopics: ['a'] };
+    expect(defineFlow(kafka).maxPendingOutputs).toBe(10_000);
+    expect(defineFlow({ ...kafka, maxPendingOutputs: 1 }).maxPendingOutputs).toBe(1);
+    for (const bad of [0, -5, 2.5, '100' as never]) {
+      expect(() => defineFlow({ ...kafka, maxPendingOutputs: bad })).toThrow(/maxPendingOutputs: /);
+    }
+  });
+
   test('kafka persistence defaults and duration parsing', () => {
     const def = defineFlow({
       ...base,

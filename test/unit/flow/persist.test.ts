@@ -5,6 +5,7 @@ import type { KeyWrite } from '../../../flow/ports';
 import type { Codec } from '../../../core/codec/codec';
 import { DecodeError } from '../../../core/codec/errors';
 import { FoldError } from '../../../flow/errors';
+import type { Fold } from '../../../flow/fold';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { InMemoryBackend } from '../../../persistence/memory';
 import type { PartitionPersistence, WriteBatch } from '../../../flow/ports';
@@ -85,7 +86,7 @@ describe('PartitionFlow persist', () => {
     await expect(h.flow.persist(h.clock.now(), 'revoke')).resolves.toMatchObject({ fenced: true, written: 0, committed: undefined });
   });
 
-  test('an offset-gated store refuses a stale write: SnapshotWriteConflictError, or frozen with ignorePersistErrors', async () => {
+  test('an offset-gated store refuses a stale write: SnapshotWriteConflictError stops the partition, ignorePersistErrors or not (a refusal is a fence)', async () => {
     for (const ignorePersistErrors of [false, true]) {
       const backend = new InMemoryBackend<Count, string>({ offsetGated: true });
       const h = await harness({ fold: countingFold(100), backend, timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors } } });
@@ -95,16 +96,32 @@ describe('PartitionFlow persist', () => {
         () => 'ok',
         (e: unknown) => e,
       );
-      if (ignorePersistErrors) {
-        expect(outcome).toBe('ok');
-        expect(h.flow.holdingOf('k')).toBe('0');
-        expect(h.committed()).toBeUndefined();
-      } else {
-        expect(outcome).toBeInstanceOf(SnapshotWriteConflictError);
-        expect((outcome as SnapshotWriteConflictError).keys).toEqual(['k']);
-      }
+      expect(outcome).toBeInstanceOf(SnapshotWriteConflictError);
+      expect((outcome as SnapshotWriteConflictError).keys).toEqual(['k']);
+      expect(h.flow.failed).toBe(outcome);
+      expect(h.committed()).toBeUndefined();
       expect(backend.snapshots.entries(TP).get('k')?.offset).toBe(50);
     }
+  });
+
+  test('a refused write in a flush on revoke stops the partition too: its outputs, produced once before the refusal, are not produced again', async () => {
+    const backend = new InMemoryBackend<Count, string>({ offsetGated: true });
+    const outputs = { topics: new Set(['out']), encoder: { encode: (v: unknown) => Buffer.from(String(v)) } };
+    const echo: Fold<Count, string> = (s, r, ctx) => {
+      ctx.emit({ topic: 'out', key: r.key, value: r.offset });
+      return { offset: r.offset, count: (s?.count ?? 0) + 1 };
+    };
+    const h = await harness<Count>({ fold: echo, backend, timers: { persistPeriodically: { flushOnRevoke: true } }, extra: { outputs } });
+    backend.snapshots.set(TP, 'k', { state: { offset: '50', count: 9 }, offset: 50 }); // the newer owner's
+    await h.flow.handleBatch([...records('k', 0, ['e', 'e']), ...records('other', 2, ['e'])]);
+    const r = await h.flow.persist(h.clock.now(), 'revoke');
+    expect(r).toMatchObject({ fenced: true, committed: undefined });
+    expect(h.flow.failed).toBeInstanceOf(SnapshotWriteConflictError);
+    expect(backend.outputs.sent.filter((o) => o.key === 'k').map((o) => String(o.value))).toEqual(['0', '1']);
+    // Leaving the group flushes again: the stopped partition writes (and produces) nothing more.
+    await expect(h.flow.persist(h.clock.now(), 'shutdown')).rejects.toBeInstanceOf(SnapshotWriteConflictError);
+    await expect(h.flow.persist(h.clock.now(), 'outputs')).rejects.toBeInstanceOf(SnapshotWriteConflictError);
+    expect(backend.outputs.sent.filter((o) => o.key === 'k')).toHaveLength(2);
   });
 
   test('an unloaded orphan is read back from the store when its key comes again', async () => {

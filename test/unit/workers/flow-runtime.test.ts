@@ -45,6 +45,32 @@ const alerting = defineFlow<number, { n: number }>({
   timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000 } },
 }) as never;
 
+/** Emits one output per record (its offset); outputs are due only once the partition holds 50 of them (maxPendingOutputs), not by time. */
+const echoing = defineFlow<number, { n: number }>({
+  name: 'counts',
+  groupId: 'counts',
+  topics: ['t'],
+  fold: (s, r, ctx) => {
+    ctx.emit({ topic: 'alerts', key: r.key, value: Number(r.offset) });
+    return (s ?? 0) + 1;
+  },
+  persistence: { backend: 'kafka', transactional: true },
+  outputTopics: ['alerts'],
+  outputEvery: '10 min',
+  maxPendingOutputs: 50,
+  timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 600_000 } },
+}) as never;
+
+/** An output sender whose broker is away. */
+class DownSender extends InMemoryOutputSender {
+  override async send(): Promise<void> {
+    throw new Error('broker away');
+  }
+}
+
+/** Thirty records of three keys from `from`, one output each. */
+const thirty = (from: number) => Array.from({ length: 30 }, (_, i) => ({ offset: from + i, key: `k${i % 3}`, value: { n: 1 } }));
+
 /** The memory stores with an output sender, standing in for Kafka (the runtime does not care). */
 function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unknown, unknown> {
   const snapshots = new InMemorySnapshotStore<unknown>();
@@ -254,6 +280,59 @@ describe('FlowRuntime (fake consumer and signals)', () => {
       timers.mockRestore();
       looked.mockRestore();
     }
+  });
+
+  test('maxPendingOutputs: a batch that finds the partition full waits for an outputs persist before folding more; every output lands once, in order', async () => {
+    await rt.runtime.stop(10);
+    const sent = new InMemoryOutputSender();
+    rt = setup(echoing, memoryWithOutputs(sent));
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    rt.runtime.startFolding(req(owner));
+    const held: number[] = [];
+    const handleBatch = PartitionFlow.prototype.handleBatch;
+    const spy = jest.spyOn(PartitionFlow.prototype, 'handleBatch').mockImplementation(function (this: PartitionFlow<unknown, unknown>, messages) {
+      const r = handleBatch.call(this, messages);
+      held.push(this.pendingOutputs);
+      return r;
+    });
+    try {
+      for (let b = 0; b < 10; b++) {
+        expect(await rt.consumer.deliver('t', 0, thirty(b * 30))).toMatchObject({ resolved: String(b * 30 + 29), pausedByBatch: false });
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    // Without the bound it would hold all 300 (outputEvery is 10 min): never more than the bound plus a batch.
+    expect(held).toHaveLength(10);
+    expect(Math.max(...held)).toBeLessThanOrEqual(50 + 30);
+    expect(sent.sent.length).toBeGreaterThanOrEqual(300 - (50 + 30));
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ committedOffset: '300' }); // keys with outputs are due
+    const offsets = sent.sent.map((o) => Number(String(o.value)));
+    expect([...offsets].sort((a, b) => a - b)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    for (const key of ['k0', 'k1', 'k2']) {
+      const ofKey = sent.sent.filter((o) => o.key === key).map((o) => Number(String(o.value)));
+      expect(ofKey).toEqual([...ofKey].sort((a, b) => a - b));
+    }
+  });
+
+  test('maxPendingOutputs: an outputs persist that fails stops the partition; the waiting batch ends there, nothing folded past it', async () => {
+    await rt.runtime.stop(10);
+    rt = setup(echoing, memoryWithOutputs(new DownSender()));
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    const folding = rt.runtime.startFolding(req(owner));
+    await rt.consumer.deliver('t', 0, thirty(0));
+    await rt.consumer.deliver('t', 0, thirty(30)); // 60 held: full
+    expect(await rt.consumer.deliver('t', 0, thirty(60))).toMatchObject({ resolved: undefined, pausedByBatch: true });
+    expect(folding.poll()).toMatchObject({ running: false });
+    expect(String(folding.poll().failure)).toMatch(/broker away/);
+    expect(folding.poll().progress.position).toBe('60');
+    expect(() => rt.runtime.persistReadiness(req(owner))).toThrow(/broker away/);
   });
 
   test('timer tick: every fireEvery, at most 1 s apart, and outputEvery / 2 for flows with outputs — emitted records or dead letters', () => {
