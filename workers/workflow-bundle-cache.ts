@@ -50,6 +50,7 @@ export function readCachedBundle(file: string, key: string): CacheLookup {
   } catch {
     return { miss: 'corrupt', why: 'manifest is not JSON' };
   }
+  if (typeof manifest !== 'object' || manifest === null) return { miss: 'corrupt', why: 'manifest is not an object' };
   if (manifest.key !== key) return { miss: 'stale', why: 'made with other options or bundler versions' };
   const codeBytes = raw.subarray(second + 1);
   if (codeBytes.length !== manifest.codeLength || sha256(codeBytes) !== manifest.codeSha256) {
@@ -64,6 +65,7 @@ export function readCachedBundle(file: string, key: string): CacheLookup {
 function changedInput(manifest: Manifest): string | undefined {
   if (!Array.isArray(manifest.files) || !Array.isArray(manifest.absent)) return 'manifest lists no inputs';
   for (const [file, hash] of manifest.files) {
+    if (typeof file !== 'string') return 'manifest names a file that is not a path';
     let content: Buffer;
     try {
       content = fs.readFileSync(file);

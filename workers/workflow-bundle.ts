@@ -1,6 +1,6 @@
 import type { Logger } from '../core/logger';
 import { type BuildWorkflowBundle, bundlerVersions } from './workflow-bundle-build';
-import { cacheFile, readCachedBundle, sha256, writeCachedBundle } from './workflow-bundle-cache';
+import { type CacheLookup, cacheFile, readCachedBundle, sha256, writeCachedBundle } from './workflow-bundle-cache';
 
 export interface WorkflowBundleOptions {
   /** The workflows module (what `Worker.create` takes as `workflowsPath`). */
@@ -31,7 +31,12 @@ export async function loadWorkflowBundle(o: WorkflowBundleOptions): Promise<Work
   const key = sha256(JSON.stringify({ workflowsPath: o.workflowsPath, versions: o.versions ?? bundlerVersions() }));
   const file = cacheFile(o.cacheDir, key);
   const started = performance.now();
-  const cached = readCachedBundle(file, key);
+  let cached: CacheLookup;
+  try {
+    cached = readCachedBundle(file, key);
+  } catch (err) {
+    cached = { miss: 'corrupt', why: `cannot be checked: ${String(err)}` };
+  }
   if ('code' in cached) {
     o.logger.debug({ file, ms: Math.round(performance.now() - started) }, 'workflow bundle from the cache');
     return { code: cached.code, source: 'cache' };

@@ -1,6 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
-import { temporalAddress, temporalNamespace } from '../../support/servers';
 import { FlowCluster } from './harness';
 
 // The last worker of a flow stops gracefully while folding: its partition workflows must have
@@ -10,8 +8,6 @@ import { FlowCluster } from './harness';
 // pending (its activities all ran on the stopped worker's queue).
 test('a lone worker stopped under load leaves every partition idle with nothing pending, the moment it exits', async () => {
   const cluster = new FlowCluster(6, { persistEveryMs: 500 });
-  const connection = await Connection.connect({ address: temporalAddress });
-  const client = new Client({ connection, namespace: temporalNamespace });
   try {
     await cluster.start();
     await cluster.produce(3000);
@@ -20,6 +16,7 @@ test('a lone worker stopped under load leaves every partition idle with nothing 
     await cluster.produce(6000); // still folding when the stop comes
     expect(await cluster.stop(a)).toBe(0);
 
+    const client = await cluster.temporal();
     const partitions = await Promise.all(
       Array.from({ length: cluster.partitions }, async (_, partition) => {
         const d = await client.workflow.getHandle(partitionWorkflowId({ flow: cluster.names.name, topic: cluster.names.topic, partition })).describe();
@@ -39,6 +36,5 @@ test('a lone worker stopped under load leaves every partition idle with nothing 
     expect(handled?.workflows).toBe(cluster.partitions);
   } finally {
     await cluster.close();
-    await connection.close();
   }
 }, 180_000);

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { Client, Connection } from '@temporalio/client';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import { inspectFlow } from '../../../workers/inspect';
 import type { PartitionStatus } from '../../../workflows/partition-workflow';
 import { flowStatus } from '../../../workers/flow-status';
 import { type HashState, type OffsetHashNames, offsetHashFlow, step } from '../../fixtures/offset-hash-flow';
-import { kafkaBrokers, unique } from '../../support/servers';
+import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
 
 import { eventually } from '../../support/eventually';
 
@@ -323,10 +324,18 @@ export class FlowCluster {
     return out;
   }
 
+  /** A Temporal client for the test's own look at the workflows (connected once, closed by close()). */
+  async temporal(): Promise<Client> {
+    this.temporalConnection ??= Connection.connect({ address: temporalAddress });
+    return new Client({ connection: await this.temporalConnection, namespace: temporalNamespace });
+  }
+  private temporalConnection: Promise<Connection> | undefined;
+
   async close(): Promise<void> {
     for (const w of this.workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill('SIGKILL');
     await Promise.all(this.workers.map((w) => w.exited));
     await this.producer.disconnect().catch(() => undefined);
+    await this.temporalConnection?.then((c) => c.close()).catch(() => undefined);
   }
 }
 

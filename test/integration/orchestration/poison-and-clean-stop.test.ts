@@ -1,9 +1,9 @@
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { defaultDeadLetterTopic, DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import { createKafkaClient, KafkaAdmin } from '../../../kafka';
 import { type HashState, isPoison, step } from '../../fixtures/offset-hash-flow';
-import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
+import { kafkaBrokers, unique } from '../../support/servers';
 import { eventually, FlowCluster } from './harness';
 
 // Real workers of a flow whose fold throws on every 40th record, with onFoldFailure 'dead-letter'
@@ -16,9 +16,8 @@ const EVERY = 40;
 test('poison records are dead-lettered exactly once through kill -9; a clean stop leaves idle partitions and no timeouts', async () => {
   const cluster = new FlowCluster(3, { persistEveryMs: 500, sessionTimeoutMs: 6000, env: { TEST_POISON_EVERY: String(EVERY) } });
   const client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('poison'), logLevel: 'nothing' });
-  const connection = await Connection.connect({ address: temporalAddress });
-  const temporalClient = new Client({ connection, namespace: temporalNamespace });
   try {
+    const temporalClient = await cluster.temporal();
     await cluster.start();
     await cluster.produce(1200);
     const a = cluster.startWorker('a');
@@ -74,7 +73,6 @@ test('poison records are dead-lettered exactly once through kill -9; a clean sto
     }
   } finally {
     await cluster.close();
-    await connection.close();
   }
 }, 400_000);
 

@@ -1,6 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
-import { temporalAddress, temporalNamespace } from '../../support/servers';
 import { eventually, FlowCluster } from './harness';
 
 // Self-healing of the orchestration itself: a partition workflow that closes while its owner still
@@ -9,9 +7,8 @@ import { eventually, FlowCluster } from './harness';
 // (KFT_REASSERT_AFTER_MS) and recovers the partition from its persisted state: nothing lost.
 test('a partition workflow closed under a running worker is started afresh and the partition goes on exactly', async () => {
   const cluster = new FlowCluster(2, { env: { KFT_REASSERT_AFTER_MS: '2000' } });
-  const connection = await Connection.connect({ address: temporalAddress });
-  const client = new Client({ connection, namespace: temporalNamespace });
   try {
+    const client = await cluster.temporal();
     await cluster.start();
     await cluster.produce(500);
     const w = cluster.startWorker('w');
@@ -34,7 +31,6 @@ test('a partition workflow closed under a running worker is started afresh and t
     expect(await cluster.stop(w)).toBe(0);
     expect(await cluster.persisted()).toEqual(await cluster.reference());
   } finally {
-    await connection.close();
     await cluster.close();
   }
 }, 240_000);

@@ -112,6 +112,7 @@ test.each([
   ['empty', (file: string) => fs.writeFileSync(file, '')],
   ['overwritten with other bytes', (file: string) => fs.writeFileSync(file, 'garbage\n{"key":1}\nmore')],
   ['code changed in place', (file: string) => fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('build 1', 'build X'))],
+  ['a manifest that is JSON but not one', (file: string) => fs.writeFileSync(file, 'kafka-flow-temporal workflow bundle 1\nnull\ncode')],
   ['a directory', (file: string) => { fs.rmSync(file); fs.mkdirSync(file); }],
 ])('a cache file %s is rebuilt (logged at info), never a failed load', async (_what, damage) => {
   await loadWorkflowBundle(options());
