@@ -13,7 +13,6 @@ import { silentLogger } from '../../../core/logger';
 import { defineFlow } from '../../../define-flow';
 import { OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
 import { FlowMetrics } from '../../../flow/metrics';
-import { PartitionFlow } from '../../../flow/partition-flow';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { createBackend } from '../../../persistence/backends';
@@ -22,6 +21,7 @@ import { FlowRuntime } from '../../../workers/flow-runtime';
 import type { PartitionSignals } from '../../../workers/partition-signals';
 import { closeAll, requireBroker, testClient, unique, waitFor } from '../kafka/support';
 import { readCommitted } from './harness';
+import { recordPendingOutputs } from '../../support/pending-outputs';
 
 const RECORDS = 20_000;
 const KEYS = 50;
@@ -106,13 +106,7 @@ describe('maxPendingOutputs on the real broker (transactional outputs)', () => {
     });
     signals.runtime = runtime;
 
-    const held: number[] = [];
-    const handleBatch = PartitionFlow.prototype.handleBatch;
-    const spy = jest.spyOn(PartitionFlow.prototype, 'handleBatch').mockImplementation(function (this: PartitionFlow<unknown, unknown>, messages) {
-      const r = handleBatch.call(this, messages);
-      held.push(this.pendingOutputs);
-      return r;
-    });
+    const { held, restore } = recordPendingOutputs();
     let stopped = false;
     try {
       await runtime.start();
@@ -121,7 +115,7 @@ describe('maxPendingOutputs on the real broker (transactional outputs)', () => {
       await runtime.stop(); // the flush on leaving lands what is left
       stopped = true;
     } finally {
-      spy.mockRestore();
+      restore();
       if (!stopped) await runtime.stop().catch(() => undefined);
     }
 

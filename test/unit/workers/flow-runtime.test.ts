@@ -10,6 +10,7 @@ import type { PersistenceBackend } from '../../../persistence/backends';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import { FlowRuntime, hasOutputs, timerTickMs } from '../../../workers/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
+import { recordPendingOutputs } from '../../support/pending-outputs';
 
 // The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the
 // consumer and the workflow signals as in-memory fakes. The real wiring (kafkajs, Temporal) runs in
@@ -291,19 +292,13 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
     rt.runtime.startFolding(req(owner));
-    const held: number[] = [];
-    const handleBatch = PartitionFlow.prototype.handleBatch;
-    const spy = jest.spyOn(PartitionFlow.prototype, 'handleBatch').mockImplementation(function (this: PartitionFlow<unknown, unknown>, messages) {
-      const r = handleBatch.call(this, messages);
-      held.push(this.pendingOutputs);
-      return r;
-    });
+    const { held, restore } = recordPendingOutputs();
     try {
       for (let b = 0; b < 10; b++) {
         expect(await rt.consumer.deliver('t', 0, thirty(b * 30))).toMatchObject({ resolved: String(b * 30 + 29), pausedByBatch: false });
       }
     } finally {
-      spy.mockRestore();
+      restore();
     }
     // Without the bound it would hold all 300 (outputEvery is 10 min): never more than the bound plus a batch.
     expect(held).toHaveLength(10);
