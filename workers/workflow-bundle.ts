@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from '../core/logger';
 import { type BuildWorkflowBundle, bundlerVersions } from './workflow-bundle-build';
 import { type CacheLookup, cacheFile, readCachedBundle, sha256, writeCachedBundle } from './workflow-bundle-cache';
@@ -42,7 +44,7 @@ export async function loadWorkflowBundle(o: WorkflowBundleOptions): Promise<Work
     return { code: cached.code, source: 'cache' };
   }
   o.logger[cached.miss === 'absent' ? 'debug' : 'info']({ file, why: cached.why }, 'building the workflow bundle (no usable cached one)');
-  const buildStartedAt = Date.now();
+  const buildStartedAt = fileClockNow(o.cacheDir);
   const built = await o.build(o.workflowsPath);
   try {
     const notCached = writeCachedBundle(file, key, built, buildStartedAt);
@@ -51,4 +53,24 @@ export async function loadWorkflowBundle(o: WorkflowBundleOptions): Promise<Work
     o.logger.info({ file, err }, 'could not cache the workflow bundle (the worker runs on the one it built)');
   }
   return { code: built.code, source: 'built' };
+}
+
+/**
+ * Now, on the clock files are stamped with: the modification time of a file written in `dir`.
+ * The filesystem stamps files from a coarse kernel clock that can lag `Date.now()` by a few
+ * milliseconds, so a source edited right after `Date.now()` was read could look older than the
+ * build (a stale bundle cached). Unwritable `dir` (the cache write fails later anyway): a second
+ * before `Date.now()`.
+ */
+function fileClockNow(dir: string): number {
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    const marker = path.join(dir, `.clock-${process.pid}`);
+    fs.writeFileSync(marker, '');
+    const at = fs.statSync(marker).mtimeMs;
+    fs.rmSync(marker, { force: true });
+    return at;
+  } catch {
+    return Date.now() - 1000;
+  }
 }

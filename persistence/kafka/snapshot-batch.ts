@@ -34,7 +34,8 @@ export function prepareBatch<S, V>(
   let puts = 0;
   let tombstones = 0;
   for (const w of writes) {
-    if (w.outputs) outputs.push(...w.outputs);
+    // A loop, not push(...): a key may hold more outputs than a call takes arguments (maxPendingOutputs).
+    if (w.outputs) for (const o of w.outputs) outputs.push(o);
     if (w.purge) {
       messages.push({ topic: snapshotTopic, partition, key: w.key, value: null });
       updates.push([w.key, undefined]);
