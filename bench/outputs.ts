@@ -20,7 +20,6 @@
 // `npm run bench:outputs [-- --quick]`; BENCH_RUNS=n sets the runs per configuration (full 3, quick 1),
 // BENCH_ONLY=every (or none,sparse,…) runs only those, BENCH_WORKER_LOG / BENCH_CPU_PROF as for
 // bench:throughput (the worker's log lines, its V8 CPU profiles).
-import os from 'node:os';
 import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
 import { createKafkaClient, PartitionReader } from '../kafka';
 import { brokersFromEnv } from '../config/env';
@@ -31,6 +30,7 @@ import { deleteTopics, produceRecords, uniqueName } from './lib/records';
 import { writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
+import { timedRun } from './lib/timed-run';
 
 const PARTITIONS = 6;
 // 200,000 records, not bench:throughput's 1,000,000: the figures were first measured at this size,
@@ -122,20 +122,14 @@ async function main(): Promise<number> {
         if (c.error) continue;
         process.stdout.write(`run ${run}/${RUNS}: ${c.label}\n`);
         const every = c.every;
-        try {
-          const loadBefore = os.loadavg()[0] ?? 0;
-          const result = await runOurs(topic, {
-            backend: 'kafka',
-            label: `ours (${c.label})`,
-            env: (flow) => (every === undefined ? {} : { BENCH_OUTPUT_TOPIC: `${flow}-outputs`, BENCH_OUTPUT_EVERY: String(every) }),
-            check: every === undefined ? undefined : (flow) => checkOutputs(`${flow}-outputs`, every),
-          });
-          result.details = { ...result.details, load_avg_1m: Number(((loadBefore + (os.loadavg()[0] ?? 0)) / 2).toFixed(2)) };
-          c.results.push(result);
-        } catch (err) {
-          c.error = (err as Error).message.split('\n').slice(0, 3).join(' | ');
-          process.stderr.write(`${c.key} failed: ${(err as Error).message}\n`);
-        }
+        await timedRun(c, () =>
+          runOurs(topic, {
+              backend: 'kafka',
+              label: `ours (${c.label})`,
+              env: (flow) => (every === undefined ? {} : { BENCH_OUTPUT_TOPIC: `${flow}-outputs`, BENCH_OUTPUT_EVERY: String(every) }),
+              check: every === undefined ? undefined : (flow) => checkOutputs(`${flow}-outputs`, every),
+            }),
+        );
         await settle();
       }
     }

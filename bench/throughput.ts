@@ -12,7 +12,6 @@
 // BENCH_OURS=skip leaves it out, BENCH_ONLY=ours (or raw,streams,…) runs only those, BENCH_RUNS=n
 // sets the runs per contestant (full 3, quick 1), BENCH_CPU_PROF=<dir> writes the worker's V8 CPU
 // profiles there (node --cpu-prof).
-import os from 'node:os';
 import { isQuick, sized } from './lib/args';
 import { runKafkaStreams, STREAMS_VERSION } from './lib/anchors';
 import { runOurs } from './lib/ours';
@@ -21,6 +20,7 @@ import { deleteTopics, produceRecords, uniqueName } from './lib/records';
 import { writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
+import { timedRun } from './lib/timed-run';
 
 const PARTITIONS = 6;
 const RECORDS = sized(1_000_000, 100_000);
@@ -77,15 +77,7 @@ async function main(): Promise<number> {
       for (const c of contestants) {
         if (c.error) continue;
         if (RUNS > 1) process.stdout.write(`run ${run}/${RUNS}: ${c.label}\n`);
-        try {
-          const loadBefore = os.loadavg()[0] ?? 0;
-          const result = await c.run();
-          result.details = { ...result.details, load_avg_1m: Number(((loadBefore + (os.loadavg()[0] ?? 0)) / 2).toFixed(2)) };
-          c.results.push(result);
-        } catch (err) {
-          c.error = (err as Error).message.split('\n').slice(0, 3).join(' | ');
-          process.stderr.write(`${c.key} failed: ${(err as Error).message}\n`);
-        }
+        await timedRun(c, c.run);
         await settle();
       }
     }
