@@ -104,6 +104,17 @@ const settle = () => new Promise((r) => setImmediate(r));
 
 describe('FlowRuntime (fake consumer and signals)', () => {
   let rt: ReturnType<typeof setup>;
+
+  /** Replaces the runtime with one folding `flow` on t-0 as member-1 (generation 1), its outputs going to `sender`. */
+  async function foldingWithOutputs(flow: typeof definition, sender: InMemoryOutputSender) {
+    await rt.runtime.stop(10);
+    rt = setup(flow, memoryWithOutputs(sender));
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    return { owner, folding: rt.runtime.startFolding(req(owner)) };
+  }
   beforeEach(async () => {
     rt = setup();
     await rt.runtime.start();
@@ -233,14 +244,8 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   });
 
   test('outputEvery: keys with pending outputs are persisted in-process (not waiting for persistEvery), reported with the next workflow persist', async () => {
-    await rt.runtime.stop(10);
     const sent = new InMemoryOutputSender();
-    rt = setup(alerting, memoryWithOutputs(sent));
-    await rt.runtime.start();
-    rt.consumer.join(1, { t: [0] });
-    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
-    await rt.runtime.recover(req(owner));
-    rt.runtime.startFolding(req(owner));
+    const { owner } = await foldingWithOutputs(alerting, sent);
     await rt.consumer.deliver('t', 0, [
       { offset: 0, key: 'a', value: { n: 4 } },
       { offset: 1, key: 'b', value: { n: 12 } },
@@ -284,14 +289,8 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   });
 
   test('maxPendingOutputs: a batch that finds the partition full waits for an outputs persist before folding more; every output lands once, in order', async () => {
-    await rt.runtime.stop(10);
     const sent = new InMemoryOutputSender();
-    rt = setup(echoing, memoryWithOutputs(sent));
-    await rt.runtime.start();
-    rt.consumer.join(1, { t: [0] });
-    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
-    await rt.runtime.recover(req(owner));
-    rt.runtime.startFolding(req(owner));
+    const { owner } = await foldingWithOutputs(echoing, sent);
     const { held, restore } = recordPendingOutputs();
     try {
       for (let b = 0; b < 10; b++) {
@@ -314,13 +313,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   });
 
   test('maxPendingOutputs: an outputs persist that fails stops the partition; the waiting batch ends there, nothing folded past it', async () => {
-    await rt.runtime.stop(10);
-    rt = setup(echoing, memoryWithOutputs(new DownSender()));
-    await rt.runtime.start();
-    rt.consumer.join(1, { t: [0] });
-    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
-    await rt.runtime.recover(req(owner));
-    const folding = rt.runtime.startFolding(req(owner));
+    const { owner, folding } = await foldingWithOutputs(echoing, new DownSender());
     await rt.consumer.deliver('t', 0, thirty(0));
     await rt.consumer.deliver('t', 0, thirty(30)); // 60 held: full
     expect(await rt.consumer.deliver('t', 0, thirty(60))).toMatchObject({ resolved: undefined, pausedByBatch: true });
