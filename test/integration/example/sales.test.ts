@@ -6,6 +6,7 @@ import { createKafkaClient, PartitionReader } from '../../../kafka';
 import { renderedWorkflowList } from '../../../scripts/temporal-ui';
 import { inspectFlow } from '../../../workers/inspect';
 import { kafkaBrokers, unique } from '../../support/servers';
+import { captureOutput } from '../../support/captured-child';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -19,21 +20,14 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
   const alertsTopic = `${id}-alerts`;
   const env = { ...process.env, SALES_TOPIC: id, SALES_ALERTS_TOPIC: alertsTopic, SALES_FLOW: id, SALES_GROUP: id, SALES_RATE: '400', SALES_PERSIST_EVERY: '2s' };
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'bin/run-ts.js'), 'examples/sales/run.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { output, exited } = captureOutput(child);
   try {
     const deadline = Date.now() + 120_000;
-    while (!/partitions running 3\+3/.test(out)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the example did not get both workers running:\n${out}`);
+    while (!/partitions running 3\+3/.test(output())) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the example did not get both workers running:\n${output()}`);
       await new Promise((r) => setTimeout(r, 250));
     }
-    const ui = /Temporal UI: (\S+)/.exec(out)?.[1];
+    const ui = /Temporal UI: (\S+)/.exec(output())?.[1];
     expect(ui).toContain(encodeURIComponent(`KafkaFlow="${id}"`));
     const html = await renderedWorkflowList(ui!);
     for (let p = 0; p < 6; p++) expect(html).toContain(`kafka-flow/${id}/${id}/${p}`);
@@ -41,11 +35,11 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
     await new Promise((r) => setTimeout(r, 3000));
     child.kill('SIGINT'); // Ctrl-C
     const code = await exited;
-    if (code !== 0) throw new Error(`the example exited with ${code} after Ctrl-C; its output ends:\n${out.slice(-6000)}`);
+    if (code !== 0) throw new Error(`the example exited with ${code} after Ctrl-C; its output ends:\n${output().slice(-6000)}`);
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
-  const produced = Number(/produced (\d+) orders; workers exited with 0, 0/.exec(out)?.[1]);
+  const produced = Number(/produced (\d+) orders; workers exited with 0, 0/.exec(output())?.[1]);
   expect(produced).toBeGreaterThan(0);
 
   // A graceful stop flushes and commits what was folded; records still in flight stay for the
@@ -93,7 +87,7 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
   for (const list of alerts.values()) list.sort((a, b) => a - b);
   expect(alerts).toEqual(expectedAlerts);
   expect([...alerts.values()].flat().length).toBeGreaterThan(0);
-  expect(out).toMatch(/alerts [1-9]\d*/);
+  expect(output()).toMatch(/alerts [1-9]\d*/);
   expect(folded).toBeGreaterThan(produced * 0.8);
   expect(expectedTotals(folded).size).toBe(expected.size);
 

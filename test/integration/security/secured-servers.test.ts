@@ -13,6 +13,7 @@ import { createKafkaClient, KafkaAdmin } from '../../../kafka';
 import { assertFencedTxnOffsetCommit } from '../../../kafka/broker-versions';
 import { eventually } from '../../support/eventually';
 import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
+import { captureOutput } from '../../support/captured-child';
 
 /**
  * Production connectivity on real secured servers (README, Production connectivity): the broker's
@@ -94,17 +95,10 @@ interface RunningCli {
 
 function startWorker(env: NodeJS.ProcessEnv, extraArgs: string[] = []): RunningCli {
   const child = spawn(process.execPath, [bin, 'worker', flowModule, ...extraArgs], { env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { output, exited } = captureOutput(child);
   return {
     child,
-    output: () => out,
+    output,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
