@@ -63,6 +63,13 @@ export interface FlowOptions<S, V> {
    * landed (backpressure: a fold that emits faster than persists land waits for them). Default 10,000.
    */
   maxPendingOutputs?: number;
+  /**
+   * The idle flush: a partition whose fold has caught up with its log end (the high watermark of
+   * its last fetch) has every key with records not yet persisted written and its offset
+   * committed at once, instead of at the next `persistEvery` — at most once per `persistEvery`
+   * per partition. Default true; false keeps kafka-flow's cadence exactly (see README design notes).
+   */
+  idleFlush?: boolean;
   /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
   filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
@@ -99,6 +106,8 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly logKeys: boolean;
   /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
   readonly asyncConcurrency: number | undefined;
+  /** The idle flush (FlowOptions.idleFlush), default true. */
+  readonly idleFlush: boolean;
 }
 
 /** A partition's default bound on outputs not landed yet (≈ 3 MB of small outputs). */
@@ -152,6 +161,7 @@ const schema = z.strictObject({
     .optional(),
   outputEvery: durationSchema.optional(),
   maxPendingOutputs: z.number().int().positive().optional(),
+  idleFlush: z.boolean().optional(),
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
   consumer: z
@@ -226,5 +236,6 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     },
     logKeys: options.logKeys ?? false,
     asyncConcurrency: options.asyncConcurrency,
+    idleFlush: options.idleFlush ?? true,
   });
 }
