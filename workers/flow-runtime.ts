@@ -332,7 +332,7 @@ export class FlowRuntime implements PartitionHost {
   private cadenceFor(slot: Slot, flow: NonNullable<Slot['flow']>): PersistCadence {
     return new PersistCadence({
       everyMs: this.definition.timers.persistEvery ?? 60_000,
-      idleFlush: this.definition.idleFlush,
+      idleAfterMs: this.definition.idleFlushMs,
       mayPersist: () => this.mayPersistHere(slot, flow),
       persist: async (reason, now) => {
         try {

@@ -4,8 +4,9 @@
  * - periodic: every `everyMs` (persistEvery) after the previous periodic persist started — or,
  *   after a recovery, after the first batch was folded, so that the keys that batch created are due
  *   at the first persist instead of a cycle later;
- * - idle: once the fold has caught up with the partition's log end, at once — at most once per
- *   `everyMs`.
+ * - idle: once the fold has caught up with the partition's log end (the high watermark of its
+ *   last fetch) and nothing more came for `idleAfterMs` — so at most once per `idleAfterMs`, and
+ *   never while records keep coming.
  * The partition workflow's persist activity no longer times persists: it reports them (and runs
  * the periodic one itself if it comes first). Both go through the engine's serialized persist
  * chain, fenced by the generation like any persist.
@@ -13,8 +14,8 @@
 export interface PersistCadenceOptions {
   /** persistEvery, ms. */
   readonly everyMs: number;
-  /** Whether to flush when caught up (FlowDefinition.idleFlush). */
-  readonly idleFlush: boolean;
+  /** The idle flush's quiet time (FlowDefinition.idleFlushMs); undefined: no idle flush. */
+  readonly idleAfterMs: number | undefined;
   /** Runs one persist with this `now` (the persist's clock); never rejects (a failure stops the partition elsewhere). */
   readonly persist: (reason: 'periodic' | 'idle', now: number) => Promise<void>;
   /** The partition may be persisted here now (running, this generation, not stopping). */
@@ -28,8 +29,7 @@ export class PersistCadence {
   private timer: NodeJS.Timeout | undefined;
   private nextAt: number | undefined;
   private running: Promise<void> | undefined;
-  private idleRunning: Promise<void> | undefined;
-  private lastIdleAt: number | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
   /** The first batch after start() without a periodic persist yet moves the cadence's start to it. */
   private awaitingFirstBatch = false;
   /** When the last periodic persist started (the persist's `now`, epoch ms). */
@@ -57,7 +57,14 @@ export class PersistCadence {
         this.rearm();
       }
     }
-    if (this.o.idleFlush && highWatermark !== undefined && BigInt(position) >= BigInt(highWatermark)) this.idle();
+    // Each batch restarts the quiet time: only a partition that stays caught up flushes.
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    const after = this.o.idleAfterMs;
+    if (after !== undefined && highWatermark !== undefined && BigInt(position) >= BigInt(highWatermark)) {
+      this.idleTimer = setTimeout(() => this.idle(), after);
+      this.idleTimer.unref?.();
+    }
   }
 
   /**
@@ -73,13 +80,10 @@ export class PersistCadence {
   /** The fold loop stopped, or the engine is replaced or the process stops: no more timed persists. */
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     this.timer = undefined;
+    this.idleTimer = undefined;
     this.nextAt = undefined;
-  }
-
-  /** A persist in flight (periodic or idle), for a caller that must not overlap one. */
-  inFlight(): Promise<void> | undefined {
-    return this.running ?? this.idleRunning;
   }
 
   private rearm(): void {
@@ -113,13 +117,8 @@ export class PersistCadence {
   }
 
   private idle(): void {
-    if (this.idleRunning) return;
-    const now = this.now();
-    if (this.lastIdleAt !== undefined && now < this.lastIdleAt + this.o.everyMs) return;
+    this.idleTimer = undefined;
     if (!this.o.mayPersist()) return;
-    this.lastIdleAt = now;
-    this.idleRunning = this.o.persist('idle', now).finally(() => {
-      this.idleRunning = undefined;
-    });
+    void this.o.persist('idle', this.now());
   }
 }

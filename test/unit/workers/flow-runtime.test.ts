@@ -339,7 +339,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await rt.runtime.recover(req(owner));
     return { owner, folding: rt.runtime.startFolding(req(owner)) };
   }
-  const counting = (persistEvery: number, idleFlush: boolean) =>
+  const counting = (persistEvery: number, idleFlush: number | false) =>
     defineFlow<number, { n: number }>({
       name: 'counts',
       groupId: 'counts',
@@ -372,7 +372,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   });
 
   test('the workflow persist reports what the in-process persists landed (once), and runs the periodic persist itself when it is due first', async () => {
-    const { owner } = await foldingWith(counting(60_000, true));
+    const { owner } = await foldingWith(counting(60_000, 1));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }, { offset: 1, key: 'b', value: { n: 1 } }]);
     await until(() => rt.consumer.commits.length > 0, 2_000); // the idle flush
     expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 2, committedOffset: '2' });
@@ -388,18 +388,24 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.runtime.lastPersistAt(req(o2))).toBeGreaterThanOrEqual(before);
   });
 
-  test('idle flush: a batch that reaches the log end is persisted and committed at once, at most once per persistEvery; off, the partition waits for persistEvery', async () => {
-    await foldingWith(counting(60_000, true));
+  test('idle flush: a partition caught up with its log end and then quiet for idleFlush is persisted and committed; records still coming restart the wait; off, it waits for persistEvery', async () => {
+    await foldingWith(counting(60_000, 150));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '5'); // behind the log end: no flush
-    await new Promise((r) => setTimeout(r, 30));
+    await new Promise((r) => setTimeout(r, 250));
     expect(rt.consumer.commits).toEqual([]);
+    const caughtUp = Date.now();
     await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'b', value: { n: 1 } }, { offset: 4, key: 'a', value: { n: 1 } }], '5'); // caught up
     await until(() => rt.consumer.commits.length > 0, 2_000);
+    expect(Date.now() - caughtUp).toBeGreaterThanOrEqual(145);
     expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '5' }]);
-    // Caught up again within persistEvery: kafka-flow's cadence (a key written at most twice per persistEvery).
-    await rt.consumer.deliver('t', 0, [{ offset: 5, key: 'a', value: { n: 1 } }]);
-    await new Promise((r) => setTimeout(r, 30));
+    // A trickle faster than the quiet time: no flush until it stops (kafka-flow's cadence while records come).
+    for (let offset = 5; offset < 10; offset++) {
+      await rt.consumer.deliver('t', 0, [{ offset, key: 'a', value: { n: 1 } }]);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     expect(rt.consumer.commits).toHaveLength(1);
+    await until(() => rt.consumer.commits.length > 1, 2_000);
+    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '5' }, { topic: 't', partition: 0, offset: '10' }]);
 
     await foldingWith(counting(60_000, false));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
