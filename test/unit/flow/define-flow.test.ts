@@ -75,7 +75,7 @@ describe('defineFlow', () => {
       backend: 'kafka',
       mode: 'snapshots',
       transactional: true,
-      maxWritesPerTransaction: 256,
+      maxWritesPerTransaction: 2048,
       recoveryStallTimeoutMs: 180_000,
       snapshotTopic: 'sales-snapshots',
       compressionThreshold: 10_000,
