@@ -451,7 +451,6 @@ export class FlowRuntime implements PartitionHost {
     slot.installedSeq = seq;
     slot.cadence?.stop();
     slot.cadence = this.cadenceFor(slot, flow);
-    slot.unreported = undefined;
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
