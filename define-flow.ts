@@ -63,6 +63,14 @@ export interface FlowOptions<S, V> {
    * landed (backpressure: a fold that emits faster than persists land waits for them). Default 10,000.
    */
   maxPendingOutputs?: number;
+  /**
+   * The idle flush: a partition whose fold has caught up with its log end (the high watermark of
+   * its last fetch) and then received nothing for this long has every key with records not yet
+   * persisted written and its offset committed, instead of at the next `persistEvery`. A partition
+   * that keeps receiving records never flushes so. Default 250 ms; false keeps kafka-flow's cadence
+   * exactly (see README design notes).
+   */
+  idleFlush?: Duration | false;
   /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */
   filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key to fold a record under, before filter and fold (kafka-flow RemapKey). */
@@ -99,7 +107,12 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly logKeys: boolean;
   /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
   readonly asyncConcurrency: number | undefined;
+  /** The idle flush's quiet time (FlowOptions.idleFlush), ms; undefined: off. */
+  readonly idleFlushMs: number | undefined;
 }
+
+/** How long a caught-up partition must receive nothing before its idle flush, by default. */
+export const DEFAULT_IDLE_FLUSH_MS = 250;
 
 /** A partition's default bound on outputs not landed yet (≈ 3 MB of small outputs). */
 export const DEFAULT_MAX_PENDING_OUTPUTS = 10_000;
@@ -152,6 +165,7 @@ const schema = z.strictObject({
     .optional(),
   outputEvery: durationSchema.optional(),
   maxPendingOutputs: z.number().int().positive().optional(),
+  idleFlush: z.union([durationSchema, z.literal(false)]).optional(),
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
   consumer: z
@@ -226,5 +240,6 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     },
     logKeys: options.logKeys ?? false,
     asyncConcurrency: options.asyncConcurrency,
+    idleFlushMs: options.idleFlush === false ? undefined : toMillis(options.idleFlush ?? DEFAULT_IDLE_FLUSH_MS, 'idleFlush'),
   });
 }

@@ -55,10 +55,11 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
       return rt.activity(async () => {
-        // The persist timer: wait (heartbeating, cancellable), then persist the keys that are due —
-        // persistEvery after the last persist started here (so a slow round trip through the
-        // workflow between two persists does not stretch the cycle), or after this activity
-        // started. A partition revoked here meanwhile ends the wait: its revoke signal carries the flush.
+        // Wait (heartbeating, cancellable) until persistEvery after the last periodic persist started
+        // here (or after this activity started), then report: the owner times its persists itself
+        // (workers/persist-cadence.ts) and runs the periodic one here if it is due and its timer
+        // has not fired yet. A partition revoked here meanwhile ends the wait: its revoke signal
+        // carries the flush.
         const since = rt.lastPersistAt?.(request);
         const until = (since ?? Date.now()) + request.delayMs;
         for (;;) {

@@ -32,11 +32,12 @@ export interface PartitionHost {
   stopFolding(r: OwnerRequest, token: number): void;
   /**
    * When the partition's last periodic persist started in this process (epoch ms), if it did under
-   * the request's generation: the next one is due `delayMs` after that, not after its activity
+   * the request's generation (timed in the process): the next one is due `delayMs` after that, not after its activity
    * started (the workflow's round trip between two persists is not added to every cycle).
    */
   lastPersistAt?(r: OwnerRequest): number | undefined;
   /** `persist` now, `skip` (revoked here, the workflow told), or `wait` (revoked, not yet signalled). */
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait';
+  /** What the owner's persists landed since the last report (running the periodic one if it is due); throws if the partition stopped here. */
   persist(r: OwnerRequest): Promise<PersistResult>;
 }

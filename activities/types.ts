@@ -49,7 +49,7 @@ export interface OwnerRequest extends PartitionRef {
 }
 
 export interface PersistRequest extends OwnerRequest {
-  /** Wait this long (heartbeating) before persisting: the persist timer (see README design notes). */
+  /** Wait this long (heartbeating) before reporting the owner's persists (see README design notes, the persist cadence). */
   readonly delayMs: number;
   readonly reason: 'timer' | 'revoke' | 'shutdown';
 }

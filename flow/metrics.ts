@@ -93,7 +93,7 @@ export class FlowMetrics {
     });
     this.persists = new Counter({
       name: 'kafka_flow_persists_total',
-      help: 'Persist runs, by reason (periodic, outputs, revoke, shutdown) and outcome (ok, failed)',
+      help: 'Persist runs, by reason (periodic, outputs, idle, revoke, shutdown) and outcome (ok, failed)',
       labelNames: [...labels, 'reason', 'outcome'],
       registers,
     });

@@ -21,11 +21,14 @@ import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
  * Why a persist runs. `periodic`: the keys whose timers are due (the workflow's persistEvery timer).
  * `outputs`: the keys with pending outputs (emitted records, dead letters), at least every
  * `outputEvery` (the owning process's flush, see README design notes); fails like `periodic`.
+ * `idle`: every dirty key, at once — the partition has caught up with its log end (the owning
+ * process's idle flush, see README design notes); fails like `periodic`; a transient flow writes
+ * nothing and lets its commit pass nothing (as `periodic`).
  * `revoke`: every dirty key if a timer asked for flushOnRevoke, otherwise only pending deletes.
  * `shutdown`: every dirty key ("persist now"). Revoke and shutdown never throw for a failed write:
  * the failure is counted and the keys concerned keep holding their offsets.
  */
-export type PersistReason = 'periodic' | 'outputs' | 'revoke' | 'shutdown';
+export type PersistReason = 'periodic' | 'outputs' | 'idle' | 'revoke' | 'shutdown';
 
 export interface PersistResult {
   /** The offset committed by this run, if it committed one. */
@@ -790,8 +793,8 @@ export class PartitionFlow<S, V> {
           ? kf.due || kf.unload || kf.flushedClock <= persistedBefore
           : reason === 'outputs'
             ? kf.outputs !== undefined && kf.outputs.length > 0
-            : everything;
-      if (!selected || (transient && !kf.unload && reason === 'periodic')) {
+            : reason === 'idle' || everything;
+      if (!selected || (transient && !kf.unload && (reason === 'periodic' || reason === 'idle'))) {
         othersMin = Math.min(othersMin, hold);
         continue;
       }
@@ -1173,9 +1176,9 @@ export class PartitionFlow<S, V> {
   }
 }
 
-/** Persists that run on a timer (the workflow's, or outputEvery) and fail the partition when strict. */
+/** Persists that run on a timer or trigger of the owner (persistEvery, outputEvery, the idle flush) and fail the partition when strict. */
 function timed(reason: PersistReason): boolean {
-  return reason === 'periodic' || reason === 'outputs';
+  return reason === 'periodic' || reason === 'outputs' || reason === 'idle';
 }
 
 function takeOutputs<S, V>(kf: KeyFlow<S, V>): OutputRecord[] | undefined {

@@ -11,7 +11,8 @@ import type { PartitionPersistence } from '../flow/ports';
 import type { PersistenceBackend } from '../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
-import { PartitionSlots, type Slot } from './partition-slots';
+import { PartitionSlots, type Slot, type Unreported } from './partition-slots';
+import { PersistCadence } from './persist-cadence';
 
 export { StaleGenerationError } from '../activities/partition-host';
 
@@ -130,6 +131,7 @@ export class FlowRuntime implements PartitionHost {
     this.stopping = true;
     if (this.timers) clearInterval(this.timers);
     if (this.watchdog) clearInterval(this.watchdog);
+    for (const slot of this.slots.all()) slot.cadence?.stop();
     await this.consumer.stop();
     await this.whenActivitiesIdle(activitiesGraceMs);
     await this.consumer.close();
@@ -169,6 +171,7 @@ export class FlowRuntime implements PartitionHost {
     }
     for (const slot of this.slots.join(g)) {
       // revoked for good: its state and producer go
+      slot.cadence?.stop();
       void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
     }
     this.log.info(
@@ -233,6 +236,7 @@ export class FlowRuntime implements PartitionHost {
       folded = slice[slice.length - 1]?.offset;
     }
     if (folded !== undefined) resolveOffset(folded);
+    slot.cadence?.folded(flow.position, batch.highWatermark);
     await heartbeat();
     // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
     // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run
@@ -298,17 +302,46 @@ export class FlowRuntime implements PartitionHost {
   }
 
   private async persistOutputs(slot: Slot): Promise<void> {
-    const current = this.consumer.current();
-    if (slot.state !== 'running' || !slot.flow || current?.generationId !== slot.generation || slot.flowGeneration !== slot.generation) return;
+    if (!this.mayPersistHere(slot, slot.flow)) return;
     try {
-      const r = await this.persistSlot(slot, 'outputs', { timersTriggered: true });
-      const u = slot.unreported ?? { outputs: 0, deadLetters: 0 };
-      u.outputs += r.outputs ?? 0;
-      u.deadLetters += r.deadLetters ?? 0;
-      slot.unreported = u;
+      noteUnreported(slot, await this.persistSlot(slot, 'outputs', { timersTriggered: true }));
     } catch (err) {
       this.log.warn({ err, topic: slot.topic, partition: slot.partition }, 'outputs persist failed; the partition stopped here');
     }
+  }
+
+  /**
+   * The partition's engine `flow` may be persisted by this process now, on its own initiative (an
+   * in-process persist: outputs, periodic, idle): a fold loop drives it, under the generation the
+   * process holds it in and its state belongs to, and the process is not stopping.
+   */
+  private mayPersistHere(slot: Slot, flow: Slot['flow']): boolean {
+    const current = this.consumer.current();
+    return (
+      slot.state === 'running' &&
+      flow !== undefined &&
+      slot.flow === flow &&
+      flow.failed === undefined &&
+      !this.stopping &&
+      current?.generationId === slot.generation &&
+      slot.flowGeneration === slot.generation
+    );
+  }
+
+  /** The persist cadence of a newly installed engine (persistEvery and the idle flush, in this process). */
+  private cadenceFor(slot: Slot, flow: NonNullable<Slot['flow']>): PersistCadence {
+    return new PersistCadence({
+      everyMs: this.definition.timers.persistEvery ?? 60_000,
+      idleAfterMs: this.definition.idleFlushMs,
+      mayPersist: () => this.mayPersistHere(slot, flow),
+      persist: async (reason, now) => {
+        try {
+          noteUnreported(slot, await this.persistSlot(slot, reason, { now }));
+        } catch (err) {
+          this.log.warn({ err, topic: slot.topic, partition: slot.partition, reason }, 'persist failed; the partition stopped here');
+        }
+      },
+    });
   }
 
   /** The awaited revoke point: in-flight batches are done; flush under the generation being given up. */
@@ -321,10 +354,12 @@ export class FlowRuntime implements PartitionHost {
           if (!slot || slot.generation !== revoked.generationId) return;
           const wasRunning = slot.state === 'running';
           if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
+          slot.cadence?.stop();
           let flushed: WorkflowPersistResult | undefined;
           if (wasRunning && slot.flow) {
             try {
-              flushed = await this.persistSlot(slot, reason);
+              // With what the in-process persists landed since the workflow's last persist.
+              flushed = withUnreported(slot, await this.persistSlot(slot, reason));
             } catch (err) {
               // Fenced or failed: counted and logged; the next owner replays from the last commit.
               this.log.warn({ err, topic, partition }, 'flush on revoke did not land');
@@ -363,6 +398,7 @@ export class FlowRuntime implements PartitionHost {
       // continue from where this process was, not from the committed offset kafkajs rewound to.
       const flow = slot.flow!;
       slot.flowGeneration = r.owner.generation;
+      slot.cadence ??= this.cadenceFor(slot, flow);
       this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
       this.consumer.pause(tp);
       this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
@@ -413,7 +449,8 @@ export class FlowRuntime implements PartitionHost {
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
     slot.installedSeq = seq;
-    slot.lastPersistAt = undefined;
+    slot.cadence?.stop();
+    slot.cadence = this.cadenceFor(slot, flow);
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
@@ -429,19 +466,24 @@ export class FlowRuntime implements PartitionHost {
    * cancellation yet.
    */
   startFolding(r: OwnerRequest): FoldingHandle {
-    const handle = this.slots.startFolding(this.slotFor(r), r, () => this.stopping);
+    const slot = this.slotFor(r);
+    const handle = this.slots.startFolding(slot, r, () => this.stopping);
+    slot.cadence?.start();
     this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
     return handle;
   }
 
   /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
   stopFolding(r: OwnerRequest, token: number): void {
-    if (this.slots.stopFolding(r, token)) this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
+    if (this.slots.stopFolding(r, token)) {
+      this.slots.get(r.topic, r.partition)?.cadence?.stop();
+      this.consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
+    }
   }
 
   lastPersistAt(r: OwnerRequest): number | undefined {
     const slot = this.slots.get(r.topic, r.partition);
-    return slot && slot.flowGeneration === r.owner.generation ? slot.lastPersistAt : undefined;
+    return slot && slot.flowGeneration === r.owner.generation ? slot.cadence?.lastPeriodicAt : undefined;
   }
 
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait' {
@@ -460,22 +502,51 @@ export class FlowRuntime implements PartitionHost {
     if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
-    slot.lastPersistAt = Date.now();
-    return this.persistSlot(slot, 'periodic');
+    // The cadence runs in this process (PersistCadence); the workflow's persist reports it, and
+    // runs the periodic persist itself when it comes first.
+    const due = slot.state === 'running' ? slot.cadence?.due() : undefined;
+    if (due) await due;
+    const after = slot.state as Slot['state']; // the persist may have stopped the partition
+    if (after === 'failed' || after === 'fenced') throw slot.failure ?? new Error(`${r.topic}-${r.partition} ${after}`);
+    return this.report(slot);
   }
 
-  /** `timersTriggered`: the caller ran the key timers just now (the tick that found outputs due). */
+  /** What the in-process persists did since the workflow was last told, and where the partition stands. */
+  private report(slot: Slot): WorkflowPersistResult {
+    const flow = slot.flow!;
+    const u = slot.unreported;
+    slot.unreported = undefined;
+    const hw = slot.highWatermark;
+    return {
+      persistedKeys: u?.persistedKeys ?? 0,
+      deletedKeys: u?.deletedKeys ?? 0,
+      deadLetters: u?.deadLetters || undefined,
+      outputs: u?.outputs || undefined,
+      committedOffset: flow.committedOffset,
+      liveKeys: flow.liveKeys,
+      logEndOffset: hw,
+      lag: hw !== undefined ? Math.max(0, Number(hw) - Number(flow.position)) : undefined,
+      ms: u?.ms ?? 0,
+      at: Date.now(),
+    };
+  }
+
+  /**
+   * One persist of the slot's engine. `timersTriggered`: the caller ran the key timers just now
+   * (the tick that found outputs due); `now`: the persist's clock (the cadence's).
+   */
   private async persistSlot(
     slot: Slot,
-    reason: 'periodic' | 'outputs' | 'revoke' | 'shutdown',
-    options: { timersTriggered?: boolean } = {},
+    reason: 'periodic' | 'outputs' | 'idle' | 'revoke' | 'shutdown',
+    options: { timersTriggered?: boolean; now?: number } = {},
   ): Promise<WorkflowPersistResult> {
     const flow = slot.flow!;
     const started = performance.now();
-    if (!options.timersTriggered) flow.triggerTimers();
+    const now = options.now ?? Date.now();
+    if (!options.timersTriggered) flow.triggerTimers(now);
     let result: Awaited<ReturnType<typeof flow.persist>>;
     try {
-      result = await flow.persist(undefined, reason);
+      result = await flow.persist(now, reason);
     } catch (caught) {
       const err = this.classify(slot, caught);
       slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
@@ -498,14 +569,8 @@ export class FlowRuntime implements PartitionHost {
       throw err;
     }
     const hw = slot.highWatermark;
-    // Reported to the workflow (not an in-process outputs persist): with what those landed since.
-    let outputs = result.outputs ?? 0;
-    let deadLetters = result.deadLetters ?? 0;
-    if (reason !== 'outputs' && slot.unreported) {
-      outputs += slot.unreported.outputs;
-      deadLetters += slot.unreported.deadLetters;
-      slot.unreported = undefined;
-    }
+    const outputs = result.outputs ?? 0;
+    const deadLetters = result.deadLetters ?? 0;
     this.log.debug(
       { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset, ms: Math.round(performance.now() - started) },
       'persisted',
@@ -553,6 +618,31 @@ export class FlowRuntime implements PartitionHost {
       }
     }
   }
+}
+
+/** An in-process persist's result, kept for the workflow's next persist (which reports it). */
+function noteUnreported(slot: Slot, r: WorkflowPersistResult): void {
+  const u: Unreported = slot.unreported ?? { persistedKeys: 0, deletedKeys: 0, outputs: 0, deadLetters: 0, ms: 0 };
+  u.persistedKeys += r.persistedKeys;
+  u.deletedKeys += r.deletedKeys;
+  u.outputs += r.outputs ?? 0;
+  u.deadLetters += r.deadLetters ?? 0;
+  u.ms += r.ms;
+  slot.unreported = u;
+}
+
+/** A persist's result with what the in-process persists landed since the workflow was last told. */
+function withUnreported(slot: Slot, r: WorkflowPersistResult): WorkflowPersistResult {
+  const u = slot.unreported;
+  if (!u) return r;
+  slot.unreported = undefined;
+  return {
+    ...r,
+    persistedKeys: r.persistedKeys + u.persistedKeys,
+    deletedKeys: r.deletedKeys + u.deletedKeys,
+    outputs: (r.outputs ?? 0) + u.outputs || undefined,
+    deadLetters: (r.deadLetters ?? 0) + u.deadLetters || undefined,
+  };
 }
 
 /**

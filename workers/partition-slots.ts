@@ -3,6 +3,7 @@ import type { OwnerRequest } from '../activities/types';
 import type { PartitionFlow } from '../flow/partition-flow';
 import type { GroupGeneration } from '../kafka';
 import { SnapshotWriteFencedError } from '../core/fence-errors';
+import type { PersistCadence } from './persist-cadence';
 
 /**
  * A partition's life in one process. `assigned`: joined with it, paused until a workflow recovers
@@ -38,12 +39,22 @@ export interface Slot {
   revokeUnsignalled?: number;
   /** Since when this process has held the partition without a fold loop (the reassert watchdog). */
   notFoldingSince?: number;
-  /** When the last periodic (workflow) persist of the installed engine started (epoch ms). */
-  lastPersistAt?: number;
+  /** When the installed engine persists periodically and when idle (replaced with the engine). */
+  cadence?: PersistCadence;
   /** The in-process `outputs` persist (outputEvery, maxPendingOutputs) running now, if one is. */
   outputsFlush?: Promise<void>;
-  /** What in-process `outputs` persists landed since the workflow was last told (with the next persist it sees). */
-  unreported?: { outputs: number; deadLetters: number };
+  /** What the in-process persists landed since the workflow was last told (with the next persist it sees). */
+  unreported?: Unreported;
+}
+
+/** What in-process persists (periodic, idle, outputs) landed and the workflow has not been told yet. */
+export interface Unreported {
+  persistedKeys: number;
+  deletedKeys: number;
+  outputs: number;
+  deadLetters: number;
+  /** Time spent persisting. */
+  ms: number;
 }
 
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;

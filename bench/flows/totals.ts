@@ -5,6 +5,8 @@
 //   BENCH_TOPIC, BENCH_GROUP, BENCH_FLOW   (defaults: bench-totals)
 //   BENCH_SNAPSHOT_TOPIC                   the Kafka backend's snapshot topic (default: the backend's)
 //   BENCH_BACKEND                          'kafka' (default) or 'memory'
+//   BENCH_MAX_WRITES_PER_TRANSACTION       the Kafka backend's maxWritesPerTransaction (default: the backend's)
+//   BENCH_IDLE_FLUSH                       the flow's idleFlush: a duration, or 'off' (default: the flow default)
 //   BENCH_RECORDS                          when set, the fold prints `BENCH FIRST_FOLD` on stdout at
 //                                          its first record and `BENCH ALL_FOLDED` once it has folded
 //                                          this many: the driver's steady-state start and a
@@ -22,6 +24,8 @@ import type { BenchRecordValue, Totals } from '../lib/records';
 const name = process.env.BENCH_FLOW ?? 'bench-totals';
 const backend = process.env.BENCH_BACKEND ?? 'kafka';
 const snapshotTopic = process.env.BENCH_SNAPSHOT_TOPIC;
+const maxWritesPerTransaction = process.env.BENCH_MAX_WRITES_PER_TRANSACTION ? Number(process.env.BENCH_MAX_WRITES_PER_TRANSACTION) : undefined;
+const idleFlush = process.env.BENCH_IDLE_FLUSH === 'off' ? false : process.env.BENCH_IDLE_FLUSH || undefined;
 const expected = process.env.BENCH_RECORDS ? Number(process.env.BENCH_RECORDS) : undefined;
 const outputTopic = process.env.BENCH_OUTPUT_TOPIC;
 const outputEvery = outputTopic ? Number(process.env.BENCH_OUTPUT_EVERY ?? 1) : undefined;
@@ -32,7 +36,7 @@ if (outputEvery !== undefined && !(Number.isInteger(outputEvery) && outputEvery 
 const persistence: PersistenceOptions =
   backend === 'memory'
     ? { backend: 'memory' }
-    : { backend: 'kafka', transactional: true, ...(snapshotTopic ? { snapshotTopic } : {}) };
+    : { backend: 'kafka', transactional: true, ...(snapshotTopic ? { snapshotTopic } : {}), ...(maxWritesPerTransaction ? { maxWritesPerTransaction } : {}) };
 
 let folded = 0;
 /** Per partition: records folded, and when its position was last printed. */
@@ -68,4 +72,5 @@ export default defineFlow<Totals, BenchRecordValue>({
   persistence,
   ...(outputTopic ? { outputTopics: [outputTopic] } : {}),
   timers: { persistPeriodically: { persistEvery: '1s', fireEvery: '1s' } },
+  ...(idleFlush !== undefined ? { idleFlush } : {}),
 });

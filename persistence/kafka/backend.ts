@@ -30,7 +30,9 @@ import { lockStateDir, type StateDirLock } from './state-dir-lock';
 import { type SnapshotFormat, snapshotFormat } from './snapshot-format';
 import { defaultSnapshotTopic, defaultTransactionalIdPrefix, ensureSnapshotTopic } from './topic';
 
-export const DEFAULT_MAX_WRITES_PER_TRANSACTION = 256;
+import { DEFAULT_MAX_WRITES_PER_TRANSACTION } from './options';
+
+export { DEFAULT_MAX_WRITES_PER_TRANSACTION };
 export const DEFAULT_RECOVERY_STALL_TIMEOUT_MS = 180_000;
 /** Caching mode has no transaction to bound; the engine still hands it at most this many writes at once. */
 export const CACHING_MAX_WRITES_PER_BATCH = 4096;
@@ -47,7 +49,7 @@ export interface KafkaSnapshotBackendOptions<S> {
   readonly transactionalIdPrefix?: string;
   /** Default false (caching mode). */
   readonly transactional?: boolean;
-  /** Group-commit cap; default 256. */
+  /** Group-commit cap; default 2,048. */
   readonly maxWritesPerTransaction?: number;
   /** Default 3 min. */
   readonly recoveryStallTimeoutMs?: number;

@@ -57,6 +57,14 @@ describe('defineFlow', () => {
     }
   });
 
+  test('idleFlush: 250 ms of quiet unless set; a duration, or false for none; anything else is a ConfigError naming it', () => {
+    expect(defineFlow(base).idleFlushMs).toBe(250);
+    expect(defineFlow({ ...base, idleFlush: '2s' }).idleFlushMs).toBe(2000);
+    expect(defineFlow({ ...base, idleFlush: 0 }).idleFlushMs).toBe(0);
+    expect(defineFlow({ ...base, idleFlush: false }).idleFlushMs).toBeUndefined();
+    for (const bad of [true as never, -1, 'later']) expect(() => defineFlow({ ...base, idleFlush: bad })).toThrow(/idleFlush/);
+  });
+
   test('kafka persistence defaults and duration parsing', () => {
     const def = defineFlow({
       ...base,
@@ -67,7 +75,7 @@ describe('defineFlow', () => {
       backend: 'kafka',
       mode: 'snapshots',
       transactional: true,
-      maxWritesPerTransaction: 256,
+      maxWritesPerTransaction: 2048,
       recoveryStallTimeoutMs: 180_000,
       snapshotTopic: 'sales-snapshots',
       compressionThreshold: 10_000,

@@ -57,6 +57,31 @@ describe('PartitionFlow persist', () => {
     expect(h.committed()).toBe(3);
   });
 
+  test('an idle persist writes every dirty key at once, due or not, and commits the position; it fails like a periodic one', async () => {
+    const h = await harness({ fold: countingFold(100), timers: { persistPeriodically: { fireEvery: MINUTE, persistEvery: MINUTE } } });
+    const t0 = h.clock.now();
+    await h.flow.handleBatch([...records('a', 0, ['e', 'e']), ...records('b', 2, ['e'])]);
+    expect(await h.flow.persist(t0 + 10, 'periodic')).toMatchObject({ written: 0 }); // not due for a minute
+    expect(h.committed()).toBeUndefined();
+    expect(await h.flow.persist(t0 + 20, 'idle')).toMatchObject({ written: 2, committed: '3', failed: 0 });
+    expect(h.committed()).toBe(3);
+    expect(await h.backend.snapshots.read(TP, 'a')).toMatchObject({ offset: 1 });
+    // Nothing dirty: nothing written, nothing more to commit.
+    expect(await h.flow.persist(t0 + 30, 'idle')).toMatchObject({ written: 0, committed: undefined });
+
+    const f = await harness<Count>({ fold: countingFold(100), persistence: fenced() });
+    await f.flow.handleBatch(records('a', 0, ['e']));
+    await expect(f.flow.persist(f.clock.now(), 'idle')).rejects.toBeInstanceOf(SnapshotWriteFencedError);
+    expect(f.flow.failed).toBeInstanceOf(SnapshotWriteFencedError);
+  });
+
+  test('an idle persist of a transient flow writes nothing and commits nothing (as a periodic one)', async () => {
+    const h = await harness({ fold: countingFold(100), mode: 'none', timers: { persistPeriodically: { fireEvery: MINUTE, persistEvery: MINUTE } } });
+    await h.flow.handleBatch(records('a', 0, ['e']));
+    expect(await h.flow.persist(h.clock.now(), 'idle')).toMatchObject({ written: 0, committed: undefined });
+    expect(h.committed()).toBeUndefined();
+  });
+
   test('group-commits in chunks, each carrying an offset that never leads the writes not yet landed', async () => {
     const backend = new InMemoryBackend<Count, string>();
     const { wrapped, batches } = spy(backend.forPartition(TP, 'snapshots', 2));

@@ -11,7 +11,7 @@ describe('a kafka flow\'s snapshot backends', () => {
   it('a single-topic flow: <groupId>-<name>-snapshots, transactional ids <groupId>-<name>-snapshot-<p>', async () => {
     const flow = new KafkaFlowBackend({ client, flowName: 'totals', groupId: 'sales', topics: ['orders'], transactional: true });
     const b = flow.forTopic('orders');
-    expect(b).toMatchObject({ snapshotTopic: 'sales-totals-snapshots', transactionalIdPrefix: 'sales-totals', transactional: true, maxWritesPerTransaction: 256, recoveryStallTimeoutMs: 180_000 });
+    expect(b).toMatchObject({ snapshotTopic: 'sales-totals-snapshots', transactionalIdPrefix: 'sales-totals', transactional: true, maxWritesPerTransaction: 2048, recoveryStallTimeoutMs: 180_000 });
     expect(() => flow.forTopic('other')).toThrow(/not an input topic/);
     await flow.close();
   });

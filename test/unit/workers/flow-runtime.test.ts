@@ -28,6 +28,7 @@ const flushingOnRevoke = defineFlow<number, { n: number }>({
   topics: ['t'],
   fold: (s, r) => (s ?? 0) + r.value.n,
   timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000, flushOnRevoke: true } },
+  idleFlush: false, // (the tests with it are about the flush on revoke)
 }) as never;
 
 /** Emits an alert each time a key's total crosses a multiple of 10; outputs due 100 ms after their record. */
@@ -44,6 +45,7 @@ const alerting = defineFlow<number, { n: number }>({
   outputTopics: ['alerts'],
   outputEvery: 100,
   timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000 } },
+  idleFlush: false, // (the tests with it are about outputEvery)
 }) as never;
 
 /** Emits one output per record (its offset); outputs are due only once the partition holds 50 of them (maxPendingOutputs), not by time. */
@@ -60,6 +62,7 @@ const echoing = defineFlow<number, { n: number }>({
   outputEvery: '10 min',
   maxPendingOutputs: 50,
   timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 600_000 } },
+  idleFlush: false, // (the tests with it are about maxPendingOutputs)
 }) as never;
 
 /** An output sender whose broker is away. */
@@ -195,6 +198,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.runtime.startFolding(req(owner));
     expect(rt.runtime.lastPersistAt(req(owner))).toBeUndefined(); // freshly recovered: wait a whole persistEvery
     const before = Date.now();
+    await new Promise((r) => setTimeout(r, 5)); // past persistEvery (1 ms): the periodic persist ran, by its timer or by this one
     await rt.runtime.persist(req(owner));
     const at = rt.runtime.lastPersistAt(req(owner))!;
     expect(at).toBeGreaterThanOrEqual(before);
@@ -259,7 +263,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.signals.assignedCalls).toHaveLength(1); // nothing went through the workflow
 
     // The workflow's next persist (persistEvery) reports what the in-process persists landed, once.
-    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 0, outputs: 2 });
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 2, outputs: 2 });
     expect((await rt.runtime.persist(req(owner))).outputs).toBeUndefined();
   });
 
@@ -290,7 +294,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
 
   test('maxPendingOutputs: a batch that finds the partition full waits for an outputs persist before folding more; every output lands once, in order', async () => {
     const sent = new InMemoryOutputSender();
-    const { owner } = await foldingWithOutputs(echoing, sent);
+    await foldingWithOutputs(echoing, sent);
     const { held, restore } = recordPendingOutputs();
     try {
       for (let b = 0; b < 10; b++) {
@@ -303,7 +307,9 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(held).toHaveLength(10);
     expect(Math.max(...held)).toBeLessThanOrEqual(50 + 30);
     expect(sent.sent.length).toBeGreaterThanOrEqual(300 - (50 + 30));
-    expect(await rt.runtime.persist(req(owner))).toMatchObject({ committedOffset: '300' }); // keys with outputs are due
+    // What is still pending (outputEvery is 10 min) lands with the flush of a graceful stop.
+    await rt.runtime.stop(10);
+    expect(rt.consumer.commits.at(-1)).toEqual({ topic: 't', partition: 0, offset: '300' });
     const offsets = sent.sent.map((o) => Number(String(o.value)));
     expect([...offsets].sort((a, b) => a - b)).toEqual(Array.from({ length: 300 }, (_, i) => i));
     for (const key of ['k0', 'k1', 'k2']) {
@@ -321,6 +327,112 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(String(folding.poll().failure)).toMatch(/broker away/);
     expect(folding.poll().progress.position).toBe('60');
     expect(() => rt.runtime.persistReadiness(req(owner))).toThrow(/broker away/);
+  });
+
+  /** Replaces the runtime with one folding `flow` (memory persistence) on t-0 as member-1 (generation 1). */
+  async function foldingWith(flow: typeof definition) {
+    await rt.runtime.stop(10);
+    rt = setup(flow);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    return { owner, folding: rt.runtime.startFolding(req(owner)) };
+  }
+  const counting = (persistEvery: number, idleFlush: number | false) =>
+    defineFlow<number, { n: number }>({
+      name: 'counts',
+      groupId: 'counts',
+      topics: ['t'],
+      fold: (s, r) => (s ?? 0) + r.value.n,
+      timers: { persistPeriodically: { fireEvery: persistEvery, persistEvery } },
+      idleFlush,
+    }) as never;
+  const until = async (what: () => boolean, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  test('persistEvery is timed in this process: the first periodic persist is persistEvery after the first batch folded (its keys due), then every persistEvery, no workflow persist needed', async () => {
+    await foldingWith(counting(400, false));
+    await new Promise((r) => setTimeout(r, 20)); // the first fetch comes a little after the fold loop started
+    const folded = Date.now();
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '100'); // far from the log end
+    await until(() => rt.consumer.commits.length > 0, 2_000);
+    const first = Date.now() - folded;
+    // Timed from the fold loop's start instead, the persist at 400 ms would find the key (created at
+    // 20 ms) not due, and the next one, at 800 ms, would commit it.
+    expect(first).toBeGreaterThanOrEqual(390);
+    expect(first).toBeLessThan(650);
+    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '1' }]);
+    await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'a', value: { n: 1 } }], '100');
+    await until(() => rt.consumer.commits.length > 1, 2_000);
+    expect(rt.consumer.commits.at(-1)).toEqual({ topic: 't', partition: 0, offset: '2' });
+    expect(rt.signals.assignedCalls).toHaveLength(1); // nothing went through the workflow
+  });
+
+  test('the workflow persist reports what the in-process persists landed (once), and runs the periodic persist itself when it is due first', async () => {
+    const { owner } = await foldingWith(counting(60_000, 1));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }, { offset: 1, key: 'b', value: { n: 1 } }]);
+    await until(() => rt.consumer.commits.length > 0, 2_000); // the idle flush
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 2, committedOffset: '2' });
+    expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 0, committedOffset: '2' });
+    expect(rt.consumer.commits).toHaveLength(1); // a report is no persist
+    expect(rt.runtime.lastPersistAt(req(owner))).toBeUndefined(); // no periodic persist yet (a minute)
+
+    const { owner: o2 } = await foldingWith(counting(1, false));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '100');
+    await new Promise((r) => setTimeout(r, 5));
+    const before = rt.runtime.lastPersistAt(req(o2)) ?? 0;
+    expect((await rt.runtime.persist(req(o2))).committedOffset).toBe('1');
+    expect(rt.runtime.lastPersistAt(req(o2))).toBeGreaterThanOrEqual(before);
+  });
+
+  test('idle flush: a partition caught up with its log end and then quiet for idleFlush is persisted and committed; records still coming restart the wait; off, it waits for persistEvery', async () => {
+    await foldingWith(counting(60_000, 150));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '5'); // behind the log end: no flush
+    await new Promise((r) => setTimeout(r, 250));
+    expect(rt.consumer.commits).toEqual([]);
+    const caughtUp = Date.now();
+    await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'b', value: { n: 1 } }, { offset: 4, key: 'a', value: { n: 1 } }], '5'); // caught up
+    await until(() => rt.consumer.commits.length > 0, 2_000);
+    expect(Date.now() - caughtUp).toBeGreaterThanOrEqual(145);
+    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '5' }]);
+    // A trickle faster than the quiet time: no flush until it stops (kafka-flow's cadence while records come).
+    for (let offset = 5; offset < 10; offset++) {
+      await rt.consumer.deliver('t', 0, [{ offset, key: 'a', value: { n: 1 } }]);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(rt.consumer.commits).toHaveLength(1);
+    await until(() => rt.consumer.commits.length > 1, 2_000);
+    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '5' }, { topic: 't', partition: 0, offset: '10' }]);
+
+    await foldingWith(counting(60_000, false));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(rt.consumer.commits).toEqual([]);
+  });
+
+  test('idle flush: a failed one stops the partition here, as a failed periodic persist does', async () => {
+    const sent = new DownSender();
+    const flow = defineFlow<number, { n: number }>({
+      name: 'counts',
+      groupId: 'counts',
+      topics: ['t'],
+      fold: (s, r, ctx) => {
+        ctx.emit({ topic: 'alerts', key: r.key, value: 1 });
+        return (s ?? 0) + r.value.n;
+      },
+      persistence: { backend: 'kafka', transactional: true },
+      outputTopics: ['alerts'],
+      outputEvery: '10 min',
+      timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000 } },
+    }) as never;
+    const { folding, owner } = await foldingWithOutputs(flow, sent);
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
+    await until(() => folding.poll().failure !== undefined, 2_000);
+    expect(String(folding.poll().failure)).toMatch(/broker away/);
+    await expect(rt.runtime.persist(req(owner))).rejects.toThrow(/broker away/);
   });
 
   test('timer tick: every fireEvery, at most 1 s apart, and outputEvery / 2 for flows with outputs — emitted records or dead letters', () => {

@@ -1,0 +1,111 @@
+import { PersistCadence } from '../../../workers/persist-cadence';
+
+// When one partition persists in its owning process: the periodic cadence (persistEvery, anchored at
+// the first batch after a recovery) and the idle flush (caught up, then quiet). Jest's fake timers
+// drive both; `persist` records what ran and when (the cadence's own clock).
+describe('PersistCadence', () => {
+  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => jest.useRealTimers());
+
+  function cadence(o: { everyMs?: number; idleAfterMs?: number; persistMs?: number; may?: () => boolean } = {}) {
+    const runs: Array<{ reason: 'periodic' | 'idle'; at: number }> = [];
+    const c = new PersistCadence({
+      everyMs: o.everyMs ?? 1000,
+      idleAfterMs: o.idleAfterMs,
+      mayPersist: o.may ?? (() => true),
+      persist: (reason, now) => {
+        runs.push({ reason, at: now - 1_000_000 });
+        return new Promise((resolve) => setTimeout(resolve, o.persistMs ?? 0));
+      },
+    });
+    return { c, runs };
+  }
+
+  test('the first periodic persist is everyMs after the first batch folded, then every everyMs after the previous one started', async () => {
+    const { c, runs } = cadence({ persistMs: 300 });
+    c.start();
+    await jest.advanceTimersByTimeAsync(200);
+    c.folded('10', '100'); // the first batch, 200 ms after the fold loop started: the cadence starts here
+    await jest.advanceTimersByTimeAsync(3_100);
+    expect(runs).toEqual([
+      { reason: 'periodic', at: 1200 },
+      { reason: 'periodic', at: 2200 },
+      { reason: 'periodic', at: 3200 },
+    ]);
+    expect(c.lastPeriodicAt).toBe(1_003_200);
+    // A later fold loop (continue-as-new, the in-memory shortcut) goes on from the last one: no re-anchoring.
+    c.stop();
+    c.start();
+    c.folded('20', '100');
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 4200 });
+  });
+
+  test('a persist longer than everyMs: the next one starts as soon as it ends', async () => {
+    const { c, runs } = cadence({ persistMs: 2_500 });
+    c.start();
+    c.folded('1', '100');
+    await jest.advanceTimersByTimeAsync(4_000);
+    expect(runs).toHaveLength(2);
+    expect(runs[0]!.at).toBe(1000);
+    expect(runs[1]!.at - 3500).toBeGreaterThanOrEqual(0);
+    expect(runs[1]!.at - 3500).toBeLessThanOrEqual(1); // a timer of 0 ms runs after 1 ms
+  });
+
+  test('due(): the persist running, or started now if its time has come; none before', async () => {
+    const { c, runs } = cadence({ persistMs: 100 });
+    c.start();
+    c.folded('1', '100');
+    expect(c.due()).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(999);
+    expect(c.due()).toBeUndefined();
+    jest.setSystemTime(1_001_000); // due, its timer not run yet
+    const started = c.due();
+    expect(started).toBeDefined();
+    expect(c.due()).toBe(started); // the same run
+    await jest.advanceTimersByTimeAsync(100);
+    expect(runs).toEqual([{ reason: 'periodic', at: 1000 }]); // the timer did not run it a second time
+  });
+
+  test('stop() and a partition that may not be persisted here: no more periodic persists', async () => {
+    let may = true;
+    const { c, runs } = cadence({ may: () => may });
+    c.start();
+    c.folded('1', '100');
+    await jest.advanceTimersByTimeAsync(1_000);
+    may = false;
+    await jest.advanceTimersByTimeAsync(3_000);
+    expect(runs).toHaveLength(1);
+    may = true;
+    c.stop();
+    await jest.advanceTimersByTimeAsync(3_000);
+    expect(runs).toHaveLength(1);
+    expect(c.due()).toBeUndefined();
+  });
+
+  test('idle flush: caught up and then quiet for idleAfterMs; each batch restarts the wait; behind the log end or off, none', async () => {
+    const { c, runs } = cadence({ everyMs: 60_000, idleAfterMs: 250 });
+    c.start();
+    c.folded('50', '100'); // behind
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs).toEqual([]);
+    c.folded('100', '100'); // caught up
+    await jest.advanceTimersByTimeAsync(200);
+    c.folded('101', '101'); // more came: the quiet time starts again
+    await jest.advanceTimersByTimeAsync(200);
+    expect(runs).toEqual([]);
+    await jest.advanceTimersByTimeAsync(50);
+    expect(runs).toEqual([{ reason: 'idle', at: 1450 }]);
+    c.folded('150', '200'); // behind again: nothing
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs).toHaveLength(1);
+
+    const off = cadence({ everyMs: 60_000 });
+    off.c.start();
+    off.c.folded('100', '100');
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(off.runs).toEqual([]);
+    c.stop();
+    off.c.stop();
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * When one partition's engine persists on its owner, timed in the owning process (README design
+ * notes, "The persist cadence lives in the owning process"):
+ * - periodic: every `everyMs` (persistEvery) after the previous periodic persist started — or,
+ *   after a recovery, after the first batch was folded, so that the keys that batch created are due
+ *   at the first persist instead of a cycle later;
+ * - idle: once the fold has caught up with the partition's log end (the high watermark of its
+ *   last fetch) and nothing more came for `idleAfterMs` — so at most once per `idleAfterMs`, and
+ *   never while records keep coming.
+ * The partition workflow's persist activity no longer times persists: it reports them (and runs
+ * the periodic one itself if it comes first). Both go through the engine's serialized persist
+ * chain, fenced by the generation like any persist.
+ */
+export interface PersistCadenceOptions {
+  /** persistEvery, ms. */
+  readonly everyMs: number;
+  /** The idle flush's quiet time (FlowDefinition.idleFlushMs); undefined: no idle flush. */
+  readonly idleAfterMs: number | undefined;
+  /** Runs one persist with this `now` (the persist's clock); never rejects (a failure stops the partition elsewhere). */
+  readonly persist: (reason: 'periodic' | 'idle', now: number) => Promise<void>;
+  /** The partition may be persisted here now (running, this generation, not stopping). */
+  readonly mayPersist: () => boolean;
+  readonly now?: () => number;
+}
+
+export class PersistCadence {
+  private readonly o: PersistCadenceOptions;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private nextAt: number | undefined;
+  private running: Promise<void> | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** The first batch after start() without a periodic persist yet moves the cadence's start to it. */
+  private awaitingFirstBatch = false;
+  /** When the last periodic persist started (the persist's `now`, epoch ms). */
+  lastPeriodicAt: number | undefined;
+
+  constructor(options: PersistCadenceOptions) {
+    this.o = options;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** A fold loop starts driving the partition: the next periodic persist is `everyMs` after the last one (or from now). */
+  start(): void {
+    const now = this.now();
+    this.nextAt = (this.lastPeriodicAt ?? now) + this.o.everyMs;
+    this.awaitingFirstBatch = this.lastPeriodicAt === undefined;
+    this.rearm();
+  }
+
+  /** A batch was folded (up to `position`); `highWatermark`: the log end its fetch reported. */
+  folded(position: string, highWatermark: string | undefined): void {
+    if (this.awaitingFirstBatch) {
+      this.awaitingFirstBatch = false;
+      if (this.lastPeriodicAt === undefined) {
+        this.nextAt = this.now() + this.o.everyMs;
+        this.rearm();
+      }
+    }
+    // Each batch restarts the quiet time: only a partition that stays caught up flushes.
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    const after = this.o.idleAfterMs;
+    if (after !== undefined && highWatermark !== undefined && BigInt(position) >= BigInt(highWatermark)) {
+      this.idleTimer = setTimeout(() => this.idle(), after);
+      this.idleTimer.unref?.();
+    }
+  }
+
+  /**
+   * The periodic persist that is due: the one running, or started now if its time has come.
+   * Undefined when none is due (the caller reports what the persists since its last report did).
+   */
+  due(): Promise<void> | undefined {
+    if (this.running) return this.running;
+    if (this.nextAt !== undefined && this.now() >= this.nextAt && this.o.mayPersist()) return this.runPeriodic();
+    return undefined;
+  }
+
+  /** The fold loop stopped, or the engine is replaced or the process stops: no more timed persists. */
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.timer = undefined;
+    this.idleTimer = undefined;
+    this.nextAt = undefined;
+  }
+
+  private rearm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.nextAt === undefined || this.running) return;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, this.nextAt - this.now()));
+    this.timer.unref?.();
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    if (this.running || this.nextAt === undefined) return;
+    // Not ours to persist any more (revoked, failed, stopping): a new fold loop starts the cadence again.
+    if (!this.o.mayPersist()) return;
+    void this.runPeriodic();
+  }
+
+  private runPeriodic(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const now = this.now();
+    this.lastPeriodicAt = now;
+    this.nextAt = now + this.o.everyMs;
+    const run = this.o.persist('periodic', now).finally(() => {
+      this.running = undefined;
+      if (this.nextAt !== undefined) this.rearm();
+    });
+    this.running = run;
+    return run;
+  }
+
+  private idle(): void {
+    this.idleTimer = undefined;
+    if (!this.o.mayPersist()) return;
+    void this.o.persist('idle', this.now());
+  }
+}
