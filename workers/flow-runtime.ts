@@ -206,6 +206,7 @@ export class FlowRuntime implements PartitionHost {
     }
     slot.highWatermark = batch.highWatermark;
     const messages = batch.messages;
+    const emits = hasOutputs(this.definition);
     /** The last offset folded (what kafkajs may take as processed if the batch stops part way). */
     let folded: string | undefined;
     // In slices, yielding between them: the persist in flight (a transaction's requests and
@@ -231,6 +232,8 @@ export class FlowRuntime implements PartitionHost {
         return;
       }
       folded = slice[slice.length - 1]?.offset;
+      // Half the bound held: an outputs persist starts now, while the batch folds on (see outputsDue).
+      if (emits && !slot.outputsFlush && !this.stopping && flow.outputsDue()) void this.flushOutputs(slot);
     }
     if (folded !== undefined) resolveOffset(folded);
     await heartbeat();
