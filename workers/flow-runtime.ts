@@ -215,7 +215,10 @@ export class FlowRuntime implements PartitionHost {
       if (from > 0) await new Promise((resolve) => setImmediate(resolve));
       if (flow.outputsFull()) {
         if (folded !== undefined) resolveOffset(folded);
-        if (!(await this.roomForOutputs(slot, flow, heartbeat))) {
+        const waitStarted = performance.now();
+        const mayFold = await this.roomForOutputs(slot, flow, heartbeat);
+        this.o.metrics.outputsWait.labels({ flow: this.definition.name, topic: slot.topic, partition: String(slot.partition) }).inc((performance.now() - waitStarted) / 1000);
+        if (!mayFold) {
           pause(); // revoked, stopping, or stopped by that persist: the rest of the batch is not ours to fold
           return;
         }

@@ -94,18 +94,19 @@ function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unkno
 function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>, reassertAfterMs?: number) {
   const consumer = new FakeFlowConsumer();
   const signals = new RecordingSignals();
+  const metrics = FlowMetrics.of();
   const runtime = new FlowRuntime({
     definition: flow,
     consumer,
     signals,
     taskQueue: 'tq-1',
     backend: backend ?? memoryBackend(flow),
-    metrics: FlowMetrics.of(),
+    metrics,
     logger: silentLogger,
     maxHistoryEvents: 500,
     reassertAfterMs,
   });
-  return { consumer, signals, runtime };
+  return { consumer, signals, runtime, metrics };
 }
 
 const req = (owner: Owner, partition = 0) => ({ flow: 'counts', topic: 't', partition, owner });
@@ -335,6 +336,8 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(folding.poll().progress.position).toBe('60');
     sender.fail();
     expect(await third).toMatchObject({ resolved: undefined, pausedByBatch: true });
+    const waited = (await rt.metrics.outputsWait.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(waited).toBeGreaterThanOrEqual(0.04); // the third batch's wait, on kafka_flow_outputs_wait_seconds_total
     expect(folding.poll()).toMatchObject({ running: false });
     expect(String(folding.poll().failure)).toMatch(/broker away/);
     expect(folding.poll().progress.position).toBe('60');
