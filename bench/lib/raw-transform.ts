@@ -6,11 +6,10 @@
 // batch's offset (sendOffsets). Without an output topic the transaction carries the offset alone,
 // so the pair differs only in the outputs. Timed like every contestant: until the group's committed
 // offsets reach the end offsets; steady from the first batch.
-import { ownCpuMs } from './cpu';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
 import { startProgress } from './progress';
-import type { ContestantResult } from './raw';
-import { benchKafka, type BenchRecordValue, deleteGroups, type Totals, uniqueName } from './records';
+import { type ContestantResult, FirstBatch, foldTotals } from './raw';
+import { benchKafka, deleteGroups, type Totals, uniqueName } from './records';
 
 export interface RawTransformOptions {
   topic: string;
@@ -36,8 +35,7 @@ export async function rawKafkajsTransform(options: RawTransformOptions): Promise
   const consumer = kafka.consumer({ groupId });
   const producer = kafka.producer({ transactionalId: uniqueName('bench-raw-eos-tx'), idempotent: true, maxInFlightRequests: 1 });
   const states = new Map<string, Totals>();
-  let firstBatchAt: bigint | undefined;
-  let firstBatchCpuMs: number | undefined;
+  const firstBatch = new FirstBatch();
   let outputs = 0;
   consumer.on(consumer.events.CRASH, (e) => {
     failed = e.payload.error;
@@ -58,17 +56,10 @@ export async function rawKafkajsTransform(options: RawTransformOptions): Promise
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        if (firstBatchAt === undefined) {
-          firstBatchAt = process.hrtime.bigint();
-          firstBatchCpuMs = ownCpuMs();
-        }
+        firstBatch.mark();
         const messages: Array<{ key: string; value: string }> = [];
         for (const message of batch.messages) {
-          const key = message.key!.toString();
-          const value = JSON.parse(message.value!.toString()) as BenchRecordValue;
-          const state = states.get(key);
-          const next = { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + (value.amount ?? 0) };
-          states.set(key, next);
+          const { key, value, next } = foldTotals(states, message);
           if (options.outputTopic) messages.push({ key, value: JSON.stringify({ key, n: value.n, count: next.count, total: next.total }) });
         }
         const tx = await producer.transaction();
@@ -88,12 +79,12 @@ export async function rawKafkajsTransform(options: RawTransformOptions): Promise
       },
     });
     const { reachedAt } = await reached;
-    const cpuMs = firstBatchCpuMs === undefined ? undefined : ownCpuMs() - firstBatchCpuMs;
+    const { steady, firstBatchAfterMs } = firstBatch.window(start, reachedAt, records);
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
-      steady: firstBatchAt === undefined ? undefined : { ms: Number(reachedAt - firstBatchAt) / 1e6, records, from: 'first batch handed to eachBatch', cpuMs },
-      details: { first_batch_after_ms: firstBatchAt === undefined ? undefined : Math.round(Number(firstBatchAt - start) / 1e6), keys: states.size, outputs },
+      steady,
+      details: { first_batch_after_ms: firstBatchAfterMs, keys: states.size, outputs },
     };
   } finally {
     progress.stop();
