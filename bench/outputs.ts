@@ -25,6 +25,7 @@ import { createKafkaClient, PartitionReader } from '../kafka';
 import { brokersFromEnv } from '../config/env';
 import { isQuick, sized } from './lib/args';
 import { runOurs } from './lib/ours';
+import { rawKafkajsTransform } from './lib/raw-transform';
 import type { ContestantResult } from './lib/raw';
 import { deleteTopics, produceRecords, uniqueName } from './lib/records';
 import { writeResults } from './lib/results';
@@ -43,10 +44,12 @@ const SETTLE_MS = 2_000;
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 
 interface Config {
-  key: 'none' | 'every' | 'sparse';
+  key: 'none' | 'every' | 'sparse' | 'raw_none' | 'raw_every';
   label: string;
   /** Emit on records whose index is a multiple of this; undefined: no outputs. */
   every?: number;
+  /** kafkajs's own consume-transform-produce loop (bench/lib/raw-transform.ts), not a worker. */
+  raw?: boolean;
   results: ContestantResult[];
   error?: string;
 }
@@ -59,7 +62,7 @@ const expectedOutputs = (every: number) => Math.ceil(RECORDS / every);
  * outputs are exactly the expected ones: each index n with n % every === 0 once, each carrying
  * the kafka-flow-source header. Throws otherwise.
  */
-async function checkOutputs(outputTopic: string, every: number): Promise<Record<string, unknown>> {
+async function checkOutputs(outputTopic: string, every: number, sourceHeader = true): Promise<Record<string, unknown>> {
   const client = createKafkaClient({ brokers: brokersFromEnv(), clientId: 'bench-outputs-check', logLevel: 'error' });
   const reader = new PartitionReader(client);
   const seen = new Uint8Array(RECORDS);
@@ -71,7 +74,7 @@ async function checkOutputs(outputTopic: string, every: number): Promise<Record<
   try {
     await reader.readTopic(outputTopic, PARTITIONS, (r) => {
       read++;
-      if (r.headers[OUTPUT_SOURCE_HEADER] === undefined) withoutHeader++;
+      if (sourceHeader && r.headers[OUTPUT_SOURCE_HEADER] === undefined) withoutHeader++;
       const n = (JSON.parse(String(r.value)) as { n: number }).n;
       if (!Number.isInteger(n) || n < 0 || n >= RECORDS || n % every !== 0) unexpected++;
       else if (seen[n] === 1) duplicated++;
@@ -101,6 +104,8 @@ async function main(): Promise<number> {
       { key: 'none', label: 'no outputs', results: [] },
       { key: 'every', label: 'an output per record', every: 1, results: [] },
       { key: 'sparse', label: 'an output per 100 records', every: 100, results: [] },
+      { key: 'raw_none', label: 'raw kafkajs EOS loop, offsets only', raw: true, results: [] },
+      { key: 'raw_every', label: 'raw kafkajs EOS loop, an output per record', raw: true, every: 1, results: [] },
     ] satisfies Config[] as Config[]
   ).filter((c) => !only || only.includes(c.key));
   const notes: Record<string, unknown> = {
@@ -122,6 +127,17 @@ async function main(): Promise<number> {
         if (c.error) continue;
         process.stdout.write(`run ${run}/${RUNS}: ${c.label}\n`);
         const every = c.every;
+        if (c.raw) {
+          const outputTopic = every === undefined ? undefined : uniqueName('bench-raw-outputs');
+          try {
+            await timedRun(c, () => rawKafkajsTransform({ topic, outputTopic, outputPartitions: PARTITIONS, label: c.label }));
+            if (outputTopic && c.results.length > 0) c.results[c.results.length - 1]!.details!.check = await checkOutputs(outputTopic, 1, false);
+          } finally {
+            if (outputTopic) await deleteTopics([outputTopic]);
+          }
+          await settle();
+          continue;
+        }
         await timedRun(c, () =>
           runOurs(topic, {
               backend: 'kafka',
@@ -175,14 +191,23 @@ async function main(): Promise<number> {
   if (e2e.sparse !== undefined && e2e.none !== undefined) figures.outputs_sparse_vs_no_outputs_e2e = r3(ratio(e2e.sparse, e2e.none));
   if (cpu.every !== undefined && cpu.none !== undefined) figures.outputs_vs_no_outputs_cpu = r3(ratio(cpu.every, cpu.none));
   if (cpu.sparse !== undefined && cpu.none !== undefined) figures.outputs_sparse_vs_no_outputs_cpu = r3(ratio(cpu.sparse, cpu.none));
+  // The floor kafkajs itself sets: its own EOS loop with an output per record ÷ the same loop without.
+  if (steady.raw_every !== undefined && steady.raw_none !== undefined) figures.raw_outputs_vs_no_outputs = r3(ratio(steady.raw_every, steady.raw_none));
+  if (cpu.raw_every !== undefined && cpu.raw_none !== undefined) figures.raw_outputs_vs_no_outputs_cpu = r3(ratio(cpu.raw_every, cpu.raw_none));
+  if (steady.every !== undefined && steady.raw_every !== undefined) figures.outputs_vs_raw_outputs = r3(ratio(steady.every, steady.raw_every));
   notes.ratios =
-    'time with outputs ÷ time without on the same input in the same run (so ≤ 1.3 is the goal): outputs_vs_no_outputs (an output per record) and outputs_sparse_vs_no_outputs (per 100 records) over the steady-state window; *_e2e from the worker\'s spawn; *_cpu: the worker\'s CPU µs per record in the steady window, with ÷ without';
+    'time with outputs ÷ time without on the same input in the same run (so ≤ 1.3 is the goal): outputs_vs_no_outputs (an output per record) and outputs_sparse_vs_no_outputs (per 100 records) over the steady-state window; *_e2e from the worker\'s spawn; *_cpu: the worker\'s CPU µs per record in the steady window, with ÷ without. raw_outputs_vs_no_outputs: the same ratio for kafkajs\'s own EOS consume-transform-produce loop (bench/lib/raw-transform.ts: a transaction per batch carrying its outputs and offset ÷ offset only) — the floor the client library sets; outputs_vs_raw_outputs: ours with an output per record ÷ that loop with one';
 
   printTable(`outputs: ${RECORDS.toLocaleString('en-US')} records, ${KEYS.toLocaleString('en-US')} keys, ${PARTITIONS} partitions, transactional Kafka persistence, median of ${RUNS}${isQuick() ? ' (quick)' : ''}`, rows);
   if (figures.outputs_vs_no_outputs !== undefined) {
     process.stdout.write(
       `outputs_vs_no_outputs = ${figures.outputs_vs_no_outputs} (goal <= 1.3; e2e ${figures.outputs_vs_no_outputs_e2e}, cpu ${figures.outputs_vs_no_outputs_cpu ?? 'n/a'}), ` +
         `sparse (1 %) = ${figures.outputs_sparse_vs_no_outputs ?? 'n/a'}\n`,
+    );
+  }
+  if (figures.raw_outputs_vs_no_outputs !== undefined) {
+    process.stdout.write(
+      `raw kafkajs EOS loop: raw_outputs_vs_no_outputs = ${figures.raw_outputs_vs_no_outputs} (cpu ${figures.raw_outputs_vs_no_outputs_cpu ?? 'n/a'}); ours with outputs ÷ raw with outputs = ${figures.outputs_vs_raw_outputs ?? 'n/a'}\n`,
     );
   }
   const file = writeResults('outputs', figures, { notes });

@@ -16,6 +16,8 @@ export class FlowMetrics {
   readonly foldFailures: Counter<PartitionLabels | 'policy'>;
   readonly deadLetters: Counter<PartitionLabels | 'reason'>;
   readonly outputs: Counter<PartitionLabels | 'output_topic'>;
+  /** Seconds a partition's fold waited for its outputs to land (maxPendingOutputs reached). */
+  readonly outputsWait: Counter<PartitionLabels>;
   readonly keysLive: Gauge<PartitionLabels>;
   readonly persists: Counter<PartitionLabels | 'reason' | 'outcome'>;
   readonly persistDuration: Histogram<PartitionLabels | 'reason'>;
@@ -83,6 +85,12 @@ export class FlowMetrics {
       name: 'kafka_flow_outputs_total',
       help: 'Records emitted by the fold (ctx.emit) that landed with their key write, by output topic',
       labelNames: [...labels, 'output_topic'],
+      registers,
+    });
+    this.outputsWait = new Counter({
+      name: 'kafka_flow_outputs_wait_seconds_total',
+      help: 'Time the fold waited with maxPendingOutputs outputs not landed (backpressure from the output writes)',
+      labelNames: labels,
       registers,
     });
     this.keysLive = new Gauge({

@@ -630,7 +630,11 @@ export class PartitionFlow<S, V> {
    */
   outputsDue(now: number = this.clock.now()): boolean {
     const since = this.outputsPendingSince;
-    return since !== undefined && this.failure === undefined && (now >= since + (this.o.outputEvery ?? 1000) || this.outputsFull());
+    if (since === undefined || this.failure !== undefined) return false;
+    const max = this.o.maxPendingOutputs;
+    // At half the bound a persist starts while folding goes on: the fold waits at the bound only
+    // when outputs come faster than persists land them, not once per bound's worth of outputs.
+    return now >= since + (this.o.outputEvery ?? 1000) || (max !== undefined && this.heldOutputs >= max / 2);
   }
 
   /**

@@ -209,6 +209,7 @@ export class FlowRuntime implements PartitionHost {
     }
     slot.highWatermark = batch.highWatermark;
     const messages = batch.messages;
+    const emits = hasOutputs(this.definition);
     /** The last offset folded (what kafkajs may take as processed if the batch stops part way). */
     let folded: string | undefined;
     // In slices, yielding between them: the persist in flight (a transaction's requests and
@@ -217,7 +218,10 @@ export class FlowRuntime implements PartitionHost {
       if (from > 0) await new Promise((resolve) => setImmediate(resolve));
       if (flow.outputsFull()) {
         if (folded !== undefined) resolveOffset(folded);
-        if (!(await this.roomForOutputs(slot, flow, heartbeat))) {
+        const waitStarted = performance.now();
+        const mayFold = await this.roomForOutputs(slot, flow, heartbeat);
+        this.o.metrics.outputsWait.labels({ flow: this.definition.name, topic: slot.topic, partition: String(slot.partition) }).inc((performance.now() - waitStarted) / 1000);
+        if (!mayFold) {
           pause(); // revoked, stopping, or stopped by that persist: the rest of the batch is not ours to fold
           return;
         }
@@ -234,6 +238,8 @@ export class FlowRuntime implements PartitionHost {
         return;
       }
       folded = slice[slice.length - 1]?.offset;
+      // Half the bound held: an outputs persist starts now, while the batch folds on (see outputsDue).
+      if (emits && !slot.outputsFlush && !this.stopping && flow.outputsDue()) void this.flushOutputs(slot);
     }
     if (folded !== undefined) resolveOffset(folded);
     slot.cadence?.folded(flow.position, batch.highWatermark);

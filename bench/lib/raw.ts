@@ -4,6 +4,7 @@
 // a new state object per record, as the bench flow's fold returns one), then commits each
 // partition's end once everything is consumed. Timed like every contestant: from creating the
 // consumer until the group's committed offsets reach the end offsets.
+import type { KafkaMessage } from 'kafkajs';
 import { ownCpuMs } from './cpu';
 import { startProgress } from './progress';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
@@ -31,6 +32,41 @@ export interface ContestantResult {
   details?: Record<string, unknown>;
 }
 
+/** The steady window's start: the first batch handed to `eachBatch`, and the process's CPU then. */
+export class FirstBatch {
+  private at: bigint | undefined;
+  private cpuMs: number | undefined;
+
+  mark(): void {
+    if (this.at !== undefined) return;
+    this.at = process.hrtime.bigint();
+    this.cpuMs = ownCpuMs();
+  }
+
+  /** The steady window up to `reachedAt`, and when the first batch came after `start`. */
+  window(start: bigint, reachedAt: bigint, records: number): { steady: ContestantResult['steady']; firstBatchAfterMs: number | undefined } {
+    if (this.at === undefined) return { steady: undefined, firstBatchAfterMs: undefined };
+    const cpuMs = this.cpuMs === undefined ? undefined : ownCpuMs() - this.cpuMs;
+    return {
+      steady: { ms: Number(reachedAt - this.at) / 1e6, records, from: 'first batch handed to eachBatch', cpuMs },
+      firstBatchAfterMs: Math.round(Number(this.at - start) / 1e6),
+    };
+  }
+}
+
+/**
+ * The raw loops' fold of one record: its key as a string, its JSON value parsed, a new totals
+ * object for the key (records of other shapes, the sales example's orders, fold all the same).
+ */
+export function foldTotals(states: Map<string, Totals>, message: KafkaMessage): { key: string; value: BenchRecordValue; next: Totals } {
+  const key = message.key!.toString();
+  const value = JSON.parse(message.value!.toString()) as BenchRecordValue;
+  const state = states.get(key);
+  const next = { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + (value.amount ?? 0) };
+  states.set(key, next);
+  return { key, value, next };
+}
+
 export async function rawKafkajsConsume(options: RawOptions): Promise<ContestantResult> {
   const end = await readEndOffsets(options.topic, options.brokers);
   const records = totalOf(end);
@@ -54,8 +90,7 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
   let consumed = 0;
   const states = new Map<string, Totals>();
   let joinedAt: bigint | undefined;
-  let firstBatchAt: bigint | undefined;
-  let firstBatchCpuMs: number | undefined;
+  const firstBatch = new FirstBatch();
   const next = new Map<number, bigint>();
   let allConsumed!: () => void;
   const consumedAll = new Promise<void>((resolve) => {
@@ -75,17 +110,8 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        if (firstBatchAt === undefined) {
-          firstBatchAt = process.hrtime.bigint();
-          firstBatchCpuMs = ownCpuMs();
-        }
-        for (const message of batch.messages) {
-          const key = message.key!.toString();
-          const value = JSON.parse(message.value!.toString()) as BenchRecordValue;
-          const state = states.get(key);
-          // records of other shapes (the sales example's orders) fold all the same
-          states.set(key, { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + (value.amount ?? 0) });
-        }
+        firstBatch.mark();
+        for (const message of batch.messages) foldTotals(states, message);
         consumed += batch.messages.length;
         next.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
         progress.tick(batch.messages.length);
@@ -105,13 +131,13 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
     );
     progress.stop();
     const { reachedAt } = await reached;
-    const cpuMs = firstBatchCpuMs === undefined ? undefined : ownCpuMs() - firstBatchCpuMs;
+    const { steady, firstBatchAfterMs } = firstBatch.window(start, reachedAt, records);
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
-      steady: firstBatchAt === undefined ? undefined : { ms: Number(reachedAt - firstBatchAt) / 1e6, records, from: 'first batch handed to eachBatch', cpuMs },
+      steady,
       details: {
-        first_batch_after_ms: firstBatchAt === undefined ? undefined : Math.round(Number(firstBatchAt - start) / 1e6),
+        first_batch_after_ms: firstBatchAfterMs,
         group_join_ms: joinedAt === undefined ? undefined : Math.round(Number(joinedAt - start) / 1e6),
         consume_ms: Math.round(Number(consumedAt - start) / 1e6),
         keys: states.size,

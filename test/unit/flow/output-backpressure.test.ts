@@ -41,22 +41,26 @@ function gated(inner: PartitionPersistence<number, string>) {
 }
 
 describe('maxPendingOutputs: the outputs a partition holds until they land', () => {
-  test('counted from the emit until they land; at the bound the partition is full and its outputs due at once', async () => {
-    const h = await harness<number>({ fold: echo, timers: slowTimers, extra: { outputs, outputEvery: MINUTE, maxPendingOutputs: 5 } });
+  test('counted from the emit until they land; due at half the bound, full at the bound', async () => {
+    const h = await harness<number>({ fold: echo, timers: slowTimers, extra: { outputs, outputEvery: MINUTE, maxPendingOutputs: 10 } });
     await h.flow.handleBatch([...records('a', 0, ['x', 'x']), ...records('b', 2, ['x', 'x'])]);
     expect(h.flow.pendingOutputs).toBe(4);
     expect(h.flow.outputsFull()).toBe(false);
-    expect(h.flow.outputsDue(h.clock.now())).toBe(false); // outputEvery (1 min) has not passed
+    expect(h.flow.outputsDue(h.clock.now())).toBe(false); // outputEvery (1 min) has not passed, under half the bound
     await h.flow.handleBatch(records('a', 4, ['x']));
     expect(h.flow.pendingOutputs).toBe(5);
+    expect(h.flow.outputsFull()).toBe(false);
+    expect(h.flow.outputsDue(h.clock.now())).toBe(true); // half the bound: a persist should start, folding goes on
+    await h.flow.handleBatch(records('b', 5, ['x', 'x', 'x', 'x', 'x']));
+    expect(h.flow.pendingOutputs).toBe(10);
     expect(h.flow.outputsFull()).toBe(true);
-    expect(h.flow.outputsDue(h.clock.now())).toBe(true); // due now, whatever outputEvery says
+    expect(h.flow.outputsDue(h.clock.now())).toBe(true);
 
     const r = await h.flow.persist(h.clock.now(), 'outputs');
-    expect(r).toMatchObject({ outputs: 5, written: 2 });
+    expect(r).toMatchObject({ outputs: 10, written: 2 });
     expect(h.flow.pendingOutputs).toBe(0);
     expect(h.flow.outputsFull()).toBe(false);
-    expect(sentOffsets(h.backend)).toEqual([0, 1, 4, 2, 3]); // by key, each key's in order
+    expect(sentOffsets(h.backend)).toEqual([0, 1, 4, 2, 3, 5, 6, 7, 8, 9]); // by key, each key's in order
   });
 
   test('dead letters count too', async () => {

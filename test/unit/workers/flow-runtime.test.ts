@@ -65,9 +65,18 @@ const echoing = defineFlow<number, { n: number }>({
   idleFlush: false, // (the tests with it are about maxPendingOutputs)
 }) as never;
 
-/** An output sender whose broker is away. */
-class DownSender extends InMemoryOutputSender {
+/** A sender whose sends wait until `fail()`, then throw: an outputs persist in flight that fails. */
+class FailingLaterSender extends InMemoryOutputSender {
+  private readonly gate: Promise<void>;
+  fail: () => void = () => undefined;
+  sends = 0;
+  constructor() {
+    super();
+    this.gate = new Promise<void>((resolve) => (this.fail = resolve));
+  }
   override async send(): Promise<void> {
+    this.sends++;
+    await this.gate;
     throw new Error('broker away');
   }
 }
@@ -88,18 +97,19 @@ function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unkno
 function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>, reassertAfterMs?: number) {
   const consumer = new FakeFlowConsumer();
   const signals = new RecordingSignals();
+  const metrics = FlowMetrics.of();
   const runtime = new FlowRuntime({
     definition: flow,
     consumer,
     signals,
     taskQueue: 'tq-1',
     backend: backend ?? memoryBackend(flow),
-    metrics: FlowMetrics.of(),
+    metrics,
     logger: silentLogger,
     maxHistoryEvents: 500,
     reassertAfterMs,
   });
-  return { consumer, signals, runtime };
+  return { consumer, signals, runtime, metrics };
 }
 
 const req = (owner: Owner, partition = 0) => ({ flow: 'counts', topic: 't', partition, owner });
@@ -284,8 +294,9 @@ describe('FlowRuntime (fake consumer and signals)', () => {
       while (sent.sent.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(sent.sent).toHaveLength(1); // an outputs persist ran
       // Each tick: the timers once, then the outputs check; the flush it started added no timer run.
-      expect(looked.mock.calls.length).toBeGreaterThan(0);
-      expect(timers.mock.calls.length).toBe(looked.mock.calls.length);
+      // (The one batch delivered looked once more, after its slice.)
+      expect(looked.mock.calls.length).toBeGreaterThan(1);
+      expect(timers.mock.calls.length).toBe(looked.mock.calls.length - 1);
     } finally {
       timers.mockRestore();
       looked.mockRestore();
@@ -319,10 +330,20 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   });
 
   test('maxPendingOutputs: an outputs persist that fails stops the partition; the waiting batch ends there, nothing folded past it', async () => {
-    const { owner, folding } = await foldingWithOutputs(echoing, new DownSender());
-    await rt.consumer.deliver('t', 0, thirty(0));
+    const sender = new FailingLaterSender();
+    const { owner, folding } = await foldingWithOutputs(echoing, sender);
+    await rt.consumer.deliver('t', 0, thirty(0)); // 30 held: half the bound, an outputs persist starts (its send waits)
+    const deadline = Date.now() + 2_000;
+    while (sender.sends === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(sender.sends).toBe(1); // started at half the bound, not at the bound
     await rt.consumer.deliver('t', 0, thirty(30)); // 60 held: full
-    expect(await rt.consumer.deliver('t', 0, thirty(60))).toMatchObject({ resolved: undefined, pausedByBatch: true });
+    const third = rt.consumer.deliver('t', 0, thirty(60)); // waits for that persist
+    await new Promise((r) => setTimeout(r, 50));
+    expect(folding.poll().progress.position).toBe('60');
+    sender.fail();
+    expect(await third).toMatchObject({ resolved: undefined, pausedByBatch: true });
+    const waited = (await rt.metrics.outputsWait.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(waited).toBeGreaterThanOrEqual(0.04); // the third batch's wait, on kafka_flow_outputs_wait_seconds_total
     expect(folding.poll()).toMatchObject({ running: false });
     expect(String(folding.poll().failure)).toMatch(/broker away/);
     expect(folding.poll().progress.position).toBe('60');
