@@ -65,6 +65,13 @@ const echoing = defineFlow<number, { n: number }>({
   idleFlush: false, // (the tests with it are about maxPendingOutputs)
 }) as never;
 
+/** An output sender whose broker is away. */
+class DownSender extends InMemoryOutputSender {
+  override async send(): Promise<void> {
+    throw new Error('broker away');
+  }
+}
+
 /** A sender whose sends wait until `fail()`, then throw: an outputs persist in flight that fails. */
 class FailingLaterSender extends InMemoryOutputSender {
   private readonly gate: Promise<void>;
