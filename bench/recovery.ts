@@ -7,8 +7,9 @@
 //   ours    what a running worker does for each newly assigned partition, all six at once:
 //           forPartition (fences: a new transactional producer, InitProducerId, aborting what a
 //           crashed owner left open; reads the committed offset, require_stable) and recover()
-//           iterated to the end — ListOffsets for the bound, the read_committed read to it, every
-//           snapshot decoded (JSON envelope). The backend is the worker's, its clients connected
+//           iterated to the end — ListOffsets for the bound, the read_committed read to it, each
+//           key's kind and offset read off its envelope (its state is decoded when the engine first
+//           uses the key, not at recovery: the keys are not used here). The backend is the worker's, its clients connected
 //           (one untimed recovery first), as in a rebalance or a failover.
 //   ours_cold  the same through a fresh client and backend: a worker's first assignment after it
 //           started (connections, and ≈ 300 ms in kafkajs's findGroupCoordinator, see docs).
@@ -244,7 +245,7 @@ async function oursRecover(backend: KafkaSnapshotBackend<State>, n: Names): Prom
       let checksum = 0;
       for await (const found of persistence.recover()) {
         keys++;
-        checksum += found.snapshot?.state.count ?? 0;
+        checksum += found.snapshot?.offset ?? 0; // what the engine takes at recovery (states are decoded on first use)
       }
       return { keys, checksum, stats: persistence.lastRecovery };
     }),
