@@ -253,7 +253,9 @@ export class PartitionFlow<S, V> {
     const created = this.clock.now() - this.epoch;
     for await (const found of this.o.persistence.recover()) {
       const kf = new KeyFlow<S, V>(found.key, created, this.committed, this.journaling);
-      await this.restore(kf, found);
+      // A snapshot or a marker restores at once; only a journal's replay may await (one await per key is 100,000 microtasks).
+      const replaying = this.restore(kf, found);
+      if (replaying) await replaying;
       this.registerFirstTimer(kf);
       this.keys.set(found.key, kf);
       count++;
@@ -1150,7 +1152,8 @@ export class PartitionFlow<S, V> {
     if (kf.stored) this.unloaded.add(kf.key);
   }
 
-  private async restore(kf: KeyFlow<S, V>, found: RecoveredKey<S, V>): Promise<void> {
+  /** Restores a recovered key; returns a Promise only while a journal's async fold replays. */
+  private restore(kf: KeyFlow<S, V>, found: RecoveredKey<S, V>): void | Promise<void> {
     kf.stored = true;
     if (isLazySnapshot(found.snapshot)) {
       // Decoded when the key is first used (see step): recovery reads only its offset.
@@ -1162,8 +1165,13 @@ export class PartitionFlow<S, V> {
       kf.state = undefined;
       kf.lastOffset = found.deleted.offset;
     } else if (found.events) {
-      await kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
+      const replaying = kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
+      if (replaying) return replaying.then(() => this.restored(kf));
     }
+    this.restored(kf);
+  }
+
+  private restored(kf: KeyFlow<S, V>): void {
     // A delete marker (or a journal that ends deleted) holds nothing — unless records for the key
     // are already queued (read back for a batch); records at or below its offset are skipped.
     if (!kf.hasState && !kf.x?.queue?.length) kf.holding = undefined;
