@@ -7,8 +7,9 @@
 //   ours    what a running worker does for each newly assigned partition, all six at once:
 //           forPartition (fences: a new transactional producer, InitProducerId, aborting what a
 //           crashed owner left open; reads the committed offset, require_stable) and recover()
-//           iterated to the end — ListOffsets for the bound, the read_committed read to it, every
-//           snapshot decoded (JSON envelope). The backend is the worker's, its clients connected
+//           iterated to the end — ListOffsets for the bound, the read_committed read to it, each
+//           key's kind and offset read off its envelope (its state is decoded when the engine first
+//           uses the key, not at recovery: the keys are not used here). The backend is the worker's, its clients connected
 //           (one untimed recovery first), as in a rebalance or a failover.
 //   ours_cold  the same through a fresh client and backend: a worker's first assignment after it
 //           started (connections, and ≈ 300 ms in kafkajs's findGroupCoordinator, see docs).
@@ -21,9 +22,13 @@
 //           partitions at once, counting records.
 //
 // recovery_vs_raw = ours' snapshots/s ÷ raw's (goal ≥ 0.9). `npm run bench:recovery [-- --quick]`.
+// BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each timed `ours` run there (ours-<run>.cpuprofile;
+// summarize with bench/lib/profile-summary.ts).
 import os from 'node:os';
 import { Registry } from 'prom-client';
 import { sized } from './lib/args';
+import { ownCpuMs } from './lib/cpu';
+import { startProfile } from './lib/in-process-profile';
 import { startProgress } from './lib/progress';
 import { benchKafka, deleteGroups, deleteTopics, uniqueName } from './lib/records';
 import { writeResults } from './lib/results';
@@ -104,16 +109,19 @@ async function main(): Promise<void> {
       const order = contestants.map((_, j, all) => all[(i + j) % all.length]!);
       for (const who of order) {
         const load = os.loadavg()[0] ?? 0;
+        const cpuBefore = ownCpuMs();
+        const profile = who === 'ours' && process.env.BENCH_CPU_PROF ? await startProfile(process.env.BENCH_CPU_PROF) : undefined;
         const r =
           who === 'ours'
-            ? await oursRecover(warm, names)
+            ? await oursRecover(warm, names).finally(() => profile?.stop(`ours-${i + 1}`))
             : who === 'ours_cold'
               ? await oursCold(brokers, names)
               : who === 'raw'
                 ? await rawRead(brokers, snapshotTopic, groups)
                 : await readerRead(client, snapshotTopic);
         if (r.snapshots !== SNAPSHOTS) throw new Error(`${who} read ${r.snapshots} snapshots, ${SNAPSHOTS} were written`);
-        r.details = { ...r.details, load_avg_1m: Number(load.toFixed(2)) };
+        // CPU of the whole process while the contestant ran (each runs alone): steadier than wall time on a shared machine.
+        r.details = { ...r.details, cpu_ms: Math.round(ownCpuMs() - cpuBefore), load_avg_1m: Number(load.toFixed(2)) };
         readings[who].push(r);
         progress.tick();
         await new Promise((resolve) => setTimeout(resolve, 500));
@@ -134,7 +142,9 @@ async function main(): Promise<void> {
     for (const who of contestants) {
       const ms = median(readings[who].map((r) => r.ms));
       figures[`${figureName[who]}_snapshots_per_s`] = rate(who);
-      rows.push({ contestant: labels[who], median_ms: Math.round(ms), snapshots_per_s: rate(who), runs: readings[who].length });
+      const cpuMs = median(readings[who].map((r) => Number(r.details?.cpu_ms ?? 0)));
+      figures[`${figureName[who]}_cpu_ms`] = Math.round(cpuMs);
+      rows.push({ contestant: labels[who], median_ms: Math.round(ms), cpu_ms: Math.round(cpuMs), snapshots_per_s: rate(who), runs: readings[who].length });
       notes[who] = readings[who].map((r) => ({ ms: Math.round(r.ms), ...r.details }));
     }
     figures.recovery_vs_raw = Number(ratio(rate('ours'), rate('raw')).toFixed(3));
@@ -235,7 +245,7 @@ async function oursRecover(backend: KafkaSnapshotBackend<State>, n: Names): Prom
       let checksum = 0;
       for await (const found of persistence.recover()) {
         keys++;
-        checksum += found.snapshot?.state.count ?? 0;
+        checksum += found.snapshot?.offset ?? 0; // what the engine takes at recovery (states are decoded on first use)
       }
       return { keys, checksum, stats: persistence.lastRecovery };
     }),

@@ -4,7 +4,8 @@
 // state on (256 keys per transaction). Then, interleaved, 3 times each (median):
 //   - restart with intact local state: a new backend on the same state directory restores;
 //   - restart with none: a new backend on an empty state directory restores the whole partition.
-// Each restore is timed from forPartition (fence included) to the last key recovered; the records
+// Each restore is timed from forPartition (fence included) to the last key recovered (states are
+// decoded after: a worker decodes a key's state when the key is first used); the records
 // it read from the topic are counted (`restore_topic_records_with_checkpoint` must be 0).
 // Then kill -9 under load: a child process restores and writes batches of 256 updates as fast as
 // it can; it is killed with SIGKILL at a random moment after it has written 5,000+ records (so
@@ -24,6 +25,7 @@ import { printTable } from './lib/table';
 import { median } from './lib/timing';
 import { createKafkaClient, GroupMembership, KafkaAdmin, type KafkaClient } from '../kafka';
 import { brokersFromEnv } from '../config/env';
+import type { Snapshot } from '../core/persistence-types';
 import { KafkaSnapshotBackend } from '../persistence/kafka';
 
 const KEYS = sized(100_000, 10_000);
@@ -64,9 +66,12 @@ async function restore(client: KafkaClient, names: Names, dir: string, generatio
   try {
     const started = performance.now();
     const p = await b.forPartition({ topic: names.input, partition: 0, generation, assignedOffset: 0 });
-    const keys = new Map<string, State>();
-    for await (const k of p.recover()) keys.set(k.key, k.snapshot!.state);
+    const recovered = new Map<string, Snapshot<State>>();
+    for await (const k of p.recover()) recovered.set(k.key, k.snapshot!);
     const ms = performance.now() - started;
+    // Decoded after the clock stops: a worker decodes a key's state when the key is first used.
+    const keys = new Map<string, State>();
+    for (const [key, snapshot] of recovered) keys.set(key, snapshot.state);
     await p.localWritesDone();
     const r = p.lastRecovery!;
     return { ms, fromTopic: r.fromTopic, fromLocal: r.fromLocal, restore: r.restore, reason: r.fullRestoreReason, keys, fromOffset: r.fromOffset, bound: r.bound };

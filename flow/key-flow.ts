@@ -1,4 +1,5 @@
 import type { EmitBuffer } from './emit';
+import type { LazySnapshot } from './ports';
 import { FoldError } from './errors';
 import { discardingContext, type Fold, isPromise } from './fold';
 import type { OutputRecord } from './poison';
@@ -14,6 +15,8 @@ const DIRTY = 8;
 const CHANGED = 16;
 /** Has extras (in `extrasOf`). */
 const EXTRAS = 32;
+/** Recovered with a snapshot not decoded yet: `v` holds the LazySnapshot. */
+const LAZY = 64;
 
 /** The extras of the keys that have any, off the key objects (most keys have none: see KeyExtras). */
 const extrasOf = new WeakMap<object, KeyExtras<unknown>>();
@@ -63,7 +66,8 @@ export interface KeyExtras<V> {
  * bit field, and everything rare lives in `x`, kept off the object (a WeakMap entry a bit marks).
  */
 export class KeyFlow<S, V> implements KeyTimes {
-  state: S | undefined = undefined;
+  /** The state; while LAZY, the recovered snapshot it is decoded from when first read. */
+  private v: S | LazySnapshot<S> | undefined = undefined;
   /** Offset of the last record applied; records at or below it are skipped (already applied). */
   lastOffset = -1;
   holding: number | undefined;
@@ -91,6 +95,44 @@ export class KeyFlow<S, V> implements KeyTimes {
     this.touchedOffset = offset;
     this.flushedClock = clock;
     if (journaling) this.extras().events = [];
+  }
+
+  /**
+   * The key's state (undefined: deleted, or never folded). A key recovered with a lazy snapshot
+   * decodes it here on first read, which throws CorruptSnapshotError if its bytes do not decode.
+   */
+  get state(): S | undefined {
+    if ((this.flags & LAZY) !== 0) this.decode();
+    return this.v as S | undefined;
+  }
+  set state(state: S | undefined) {
+    this.flags &= ~LAZY;
+    this.v = state;
+  }
+
+  /** It has a state, decoded or not (reading this never decodes). */
+  get hasState(): boolean {
+    return this.v !== undefined;
+  }
+
+  /** Recovered with a snapshot that is not decoded yet. */
+  get lazy(): boolean {
+    return (this.flags & LAZY) !== 0;
+  }
+
+  /** Takes a recovered snapshot without decoding it: its state is decoded when first read. */
+  restoreLazy(snapshot: LazySnapshot<S>): void {
+    this.v = snapshot;
+    this.flags |= LAZY;
+    this.lastOffset = snapshot.offset;
+  }
+
+  /** Decodes a lazily recovered state now; throws (CorruptSnapshotError) leaving it undecoded. */
+  decode(): void {
+    if ((this.flags & LAZY) === 0) return;
+    const state = (this.v as LazySnapshot<S>).state;
+    this.v = state;
+    this.flags &= ~LAZY;
   }
 
   /** Journal events, outputs, and the queue of a busy key; undefined for most keys. */

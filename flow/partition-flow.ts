@@ -1,4 +1,4 @@
-import type { PartitionPersistence, RecoveredKey, WriteBatchResult } from './ports';
+import { isLazySnapshot, type PartitionPersistence, type RecoveredKey, type WriteBatchResult } from './ports';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../core/persistence-types';
 import { type Clock, systemClock } from './clock';
@@ -256,7 +256,9 @@ export class PartitionFlow<S, V> {
     const created = this.clock.now() - this.epoch;
     for await (const found of this.o.persistence.recover()) {
       const kf = new KeyFlow<S, V>(found.key, created, this.committed, this.journaling);
-      await this.restore(kf, found);
+      // A snapshot or a marker restores at once; only a journal's replay may await (one await per key is 100,000 microtasks).
+      const replaying = this.restore(kf, found);
+      if (replaying) await replaying;
       this.registerFirstTimer(kf);
       this.keys.set(found.key, kf);
       count++;
@@ -389,7 +391,7 @@ export class PartitionFlow<S, V> {
     }
     const pending = this.step(kf, record, offset, message, decodeError, this.ctx);
     if (pending === undefined) {
-      if (kf.state === undefined) this.forgetIfNothing(kf);
+      if (!kf.hasState) this.forgetIfNothing(kf);
       return;
     }
     // The fold went async: the key takes the fold context the fold was given, the partition a new one.
@@ -413,6 +415,9 @@ export class PartitionFlow<S, V> {
       this.skipped++;
       return undefined;
     }
+    // A recovered state not decoded yet is decoded before the key's first record past its
+    // snapshot: a CorruptSnapshotError stops the partition here, before the record is taken.
+    if (kf.lazy) kf.decode();
     if (decodeError !== undefined) {
       this.poisoned(kf, record, offset, message, 'decode', decodeError);
       return undefined;
@@ -467,7 +472,7 @@ export class PartitionFlow<S, V> {
    * at all (transient).
    */
   private forgetIfNothing(kf: KeyFlow<S, V>): void {
-    if (kf.state === undefined && !kf.stored && !kf.busy && !this.writing.has(kf) && (!kf.dirty || this.o.mode === 'none')) this.keys.delete(kf.key);
+    if (!kf.hasState && !kf.stored && !kf.busy && !this.writing.has(kf) && (!kf.dirty || this.o.mode === 'none')) this.keys.delete(kf.key);
   }
 
   /**
@@ -556,7 +561,7 @@ export class PartitionFlow<S, V> {
       x.emits = undefined;
       x.at = undefined;
       kf.tidy();
-      if (kf.state === undefined) this.forgetIfNothing(kf);
+      if (!kf.hasState) this.forgetIfNothing(kf);
     }
   }
 
@@ -604,7 +609,7 @@ export class PartitionFlow<S, V> {
     const offset = this.nextOffset;
     for (const kf of this.keys.values()) {
       const at = kf.timerAt;
-      if (at === undefined || at > rel || kf.state === undefined) continue;
+      if (at === undefined || at > rel || !kf.hasState) continue;
       kf.timerAt = undefined;
       const decision = onTimer(this.policy, kf, rel, offset);
       if (decision.persist) kf.due = true;
@@ -677,9 +682,14 @@ export class PartitionFlow<S, V> {
     return this.failure;
   }
 
-  /** The key's in-memory state (undefined if unknown, unloaded or deleted). */
+  /**
+   * The key's in-memory state (undefined if unknown, unloaded or deleted). A recovered state not
+   * decoded yet is decoded here: if it cannot be, the partition stops with the CorruptSnapshotError.
+   */
   stateOf(key: string): S | undefined {
-    return this.keys.get(key)?.state;
+    const kf = this.keys.get(key);
+    if (kf?.lazy) this.decodeOrFail(kf);
+    return kf?.state;
   }
 
   /** The offset a key holds back from commit, if it is in memory. */
@@ -690,7 +700,11 @@ export class PartitionFlow<S, V> {
 
   /** Live keys and their states. */
   *states(): IterableIterator<[string, S]> {
-    for (const [key, kf] of this.keys) if (kf.state !== undefined) yield [key, kf.state];
+    for (const [key, kf] of this.keys) {
+      if (!kf.hasState) continue;
+      if (kf.lazy) this.decodeOrFail(kf);
+      yield [key, kf.state as S];
+    }
   }
 
   private committable(): number {
@@ -772,12 +786,12 @@ export class PartitionFlow<S, V> {
       // holds its first record not folded yet; one being read back, or deleted, waits.
       const unfolded = kf.x?.at;
       const busy = kf.busy;
-      if (this.writing.has(kf) || (busy && (unfolded === undefined || kf.state === undefined))) {
+      if (this.writing.has(kf) || (busy && (unfolded === undefined || !kf.hasState))) {
         othersMin = Math.min(othersMin, hold);
         continue;
       }
       const holdAfter = busy ? unfolded! : capturedNext;
-      if (kf.state === undefined) {
+      if (!kf.hasState) {
         if (kf.dirty) {
           // Deleted by the fold since the last write: a delete marker, or less (decided below).
           deleted.push(kf);
@@ -1145,21 +1159,39 @@ export class PartitionFlow<S, V> {
     if (kf.stored) this.unloaded.add(kf.key);
   }
 
-  private async restore(kf: KeyFlow<S, V>, found: RecoveredKey<S, V>): Promise<void> {
+  /** Restores a recovered key; returns a Promise only while a journal's async fold replays. */
+  private restore(kf: KeyFlow<S, V>, found: RecoveredKey<S, V>): void | Promise<void> {
     kf.stored = true;
-    if (found.snapshot) {
+    if (isLazySnapshot(found.snapshot)) {
+      // Decoded when the key is first used (see step): recovery reads only its offset.
+      kf.restoreLazy(found.snapshot);
+    } else if (found.snapshot) {
       kf.state = found.snapshot.state;
       kf.lastOffset = found.snapshot.offset;
     } else if (found.deleted) {
       kf.state = undefined;
       kf.lastOffset = found.deleted.offset;
     } else if (found.events) {
-      await kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
+      const replaying = kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
+      if (replaying) return replaying.then(() => this.restored(kf));
     }
+    this.restored(kf);
+  }
+
+  private restored(kf: KeyFlow<S, V>): void {
     // A delete marker (or a journal that ends deleted) holds nothing — unless records for the key
     // are already queued (read back for a batch); records at or below its offset are skipped.
-    if (kf.state === undefined && !kf.x?.queue?.length) kf.holding = undefined;
+    if (!kf.hasState && !kf.x?.queue?.length) kf.holding = undefined;
     kf.markClean();
+  }
+
+  /** Decodes a lazily recovered state; one that cannot be decoded stops the partition. */
+  private decodeOrFail(kf: KeyFlow<S, V>): void {
+    try {
+      kf.decode();
+    } catch (err) {
+      throw this.fail(err);
+    }
   }
 
   private registerFirstTimer(kf: KeyFlow<S, V>): void {

@@ -56,9 +56,25 @@ export interface WriteBatchResult {
   readonly commitError?: unknown;
 }
 
+/**
+ * A recovered snapshot whose state is decoded when `state` is first read: the backend kept its
+ * stored bytes and read only the offset. Reading `state` throws CorruptSnapshotError (with the
+ * snapshot's location) when the bytes do not decode. The engine keeps such a snapshot undecoded
+ * until its key is first used (a record past its offset, or a read of its state), so keys that
+ * are never touched are never decoded.
+ */
+export interface LazySnapshot<S> extends Snapshot<S> {
+  readonly lazy: true;
+}
+
+export function isLazySnapshot<S>(snapshot: Snapshot<S> | undefined): snapshot is LazySnapshot<S> {
+  return snapshot !== undefined && (snapshot as Partial<LazySnapshot<S>>).lazy === true;
+}
+
 /** A key found by recovery: its snapshot (snapshot modes), its delete marker, or its journal (journal mode). */
 export interface RecoveredKey<S, V> {
   readonly key: string;
+  /** Possibly a LazySnapshot: its `state` is decoded when read. */
   readonly snapshot?: Snapshot<S>;
   /** The key was deleted by the record at `offset` and the committed offset may not have passed it yet. */
   readonly deleted?: { readonly offset: number };

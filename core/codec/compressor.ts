@@ -111,6 +111,22 @@ export class Compressor {
   }
 
   /**
+   * Where the caller's bytes start inside `bytes` when they are stored uncompressed — after the
+   * header (a one-byte `bool` flag or `{"compressed":false}`), or 0 for bare JSON — so that they
+   * can be read in place, without a copy or a view. Undefined when the payload is compressed or the
+   * framing is anything else (`decompress` then says what).
+   */
+  uncompressedStart(bytes: Uint8Array): number | undefined {
+    if (bytes.length > 0 && bytes[0] === OPEN_BRACE) return 0;
+    if (bytes.length < 5 || bytes[0] !== 0 || bytes[1] !== 0 || bytes[2] !== 0) return undefined;
+    const headerLength = bytes[3]!;
+    if (headerLength === 1) return bytes[4] === 0x00 ? 5 : undefined;
+    if (headerLength !== JSON_FALSE.length || bytes.length < 4 + headerLength) return undefined;
+    for (let i = 0; i < headerLength; i++) if (bytes[4 + i] !== JSON_FALSE[i]) return undefined;
+    return 4 + headerLength;
+  }
+
+  /**
    * The caller's bytes back from what `compress` (or kafka-flow's Compressor) wrote; bytes starting
    * with `{` are returned as they are. Throws a CompressionError on anything else that is not in the
    * format.

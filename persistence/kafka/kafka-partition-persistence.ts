@@ -31,7 +31,7 @@ import { CachingSnapshotWriter, type CachingWriterParts } from './caching-snapsh
 import type { OutputTopics } from './dead-letter';
 import { type LocalStateHook, LocalStateManager } from './local-state-manager';
 import type { KafkaPersistenceMetrics } from './metrics';
-import type { SnapshotLogReader } from './recovery';
+import type { SnapshotLogReader, StoredSnapshot } from './recovery';
 import { SnapshotCache } from './snapshot-cache';
 import type { SnapshotFormat } from './snapshot-format';
 import { type RecoveryStats, SnapshotRestorer } from './snapshot-restorer';
@@ -173,11 +173,30 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     return this.transactional ? this.transactional.fenceNow() : 0;
   }
 
-  async *recover(): AsyncIterable<RecoveredKey<S, V>> {
-    const restored = await this.restorer.restore(this.transactional?.fenceMs ?? 0);
-    this.cache.replace(restored.entries);
-    this.recovery = restored.stats;
-    for (const [key, stored] of this.cache.all()) yield this.cache.recovered<V>(key, stored);
+  recover(): AsyncIterable<RecoveredKey<S, V>> {
+    return { [Symbol.asyncIterator]: () => this.recovering() };
+  }
+
+  /**
+   * The keys one by one once the read is done. An iterator rather than an async generator: a
+   * generator's yield awaits each key (two microtasks per key; 100,000 keys cost ≈ 10 ms more).
+   */
+  private recovering(): AsyncIterator<RecoveredKey<S, V>> {
+    let keys: IterableIterator<[string, StoredSnapshot]> | undefined;
+    const next = (): IteratorResult<RecoveredKey<S, V>> => {
+      const entry = keys!.next();
+      return entry.done ? { value: undefined, done: true } : { value: this.cache.recovered<V>(entry.value[0], entry.value[1]), done: false };
+    };
+    return {
+      next: async () => {
+        if (keys) return next();
+        const restored = await this.restorer.restore(this.transactional?.fenceMs ?? 0);
+        this.cache.replace(restored.entries);
+        this.recovery = restored.stats;
+        keys = this.cache.all();
+        return next();
+      },
+    };
   }
 
   async read(key: string): Promise<RecoveredKey<S, V> | undefined> {

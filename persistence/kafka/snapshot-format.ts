@@ -19,6 +19,20 @@ export interface SnapshotFormat<S> {
   encodeMarker(marker: DeleteMarker): Buffer;
   /** Throws on bytes that are neither; readers wrap it in a CorruptSnapshotError. */
   decode(bytes: Buffer): StoredKey<S>;
+  /**
+   * What a record is without decoding its state: a snapshot or a delete marker, and its offset —
+   * read from the envelope's start when it is laid out as `encode`/`encodeMarker` write it
+   * (`{"offset":<digits>,"metadata":"",` then `"value":` or `"deleted":true}`; a compressed one is
+   * decompressed for it). Undefined for anything else (another writer's layout, damaged framing):
+   * such a record must be decoded in full. The state itself is not checked: `decode` finds out.
+   */
+  peek(bytes: Buffer): PeekedRecord | undefined;
+}
+
+/** A record's kind and offset, read without decoding its state. */
+export interface PeekedRecord {
+  readonly deleted: boolean;
+  readonly offset: number;
 }
 
 export interface SnapshotFormatOptions<S> {
@@ -32,6 +46,42 @@ export interface SnapshotFormatOptions<S> {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+const OFFSET_PREFIX = Buffer.from('{"offset":');
+const METADATA = Buffer.from(',"metadata":"",');
+const VALUE = Buffer.from('"value":');
+const DELETED = Buffer.from('"deleted":true}');
+const ZERO = 0x30;
+/** Digits of the largest safe integer (2^53 - 1): 16. */
+const MAX_OFFSET_DIGITS = 16;
+
+function startsWithAt(bytes: Uint8Array, at: number, expected: Buffer): boolean {
+  if (bytes.length - at < expected.length) return false;
+  // A byte loop: these are a few bytes each, where a native compare's call costs more.
+  for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+  return true;
+}
+
+/** The kind and offset of the envelope starting at `start` if it is laid out as this format writes it, else undefined. */
+export function peekEnvelope(bytes: Uint8Array, start = 0): PeekedRecord | undefined {
+  if (!startsWithAt(bytes, start, OFFSET_PREFIX)) return undefined;
+  let at = start + OFFSET_PREFIX.length;
+  let offset = 0;
+  const first = at;
+  for (; at < bytes.length && at - first < MAX_OFFSET_DIGITS; at++) {
+    const digit = bytes[at]! - ZERO;
+    if (digit < 0 || digit > 9) break;
+    offset = offset * 10 + digit;
+  }
+  const digits = at - first;
+  // JSON has no leading zeros; a 16th digit may pass 2^53 - 1.
+  if (digits === 0 || (digits > 1 && bytes[first] === ZERO) || !Number.isSafeInteger(offset)) return undefined;
+  if (!startsWithAt(bytes, at, METADATA)) return undefined;
+  at += METADATA.length;
+  if (startsWithAt(bytes, at, VALUE)) return { deleted: false, offset };
+  if (startsWithAt(bytes, at, DELETED) && at + DELETED.length === bytes.length) return { deleted: true, offset };
+  return undefined;
+}
 
 export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): SnapshotFormat<S> {
   const compressor = options.compressor ?? new Compressor();
@@ -76,6 +126,19 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
       if (parsed.deleted === true) return { deleted: true, offset };
       const state = codec ? codec.decode(Buffer.from(JSON.stringify(parsed.value), 'utf8')) : (parsed.value as S);
       return { state, offset };
+    },
+
+    peek(bytes: Buffer): PeekedRecord | undefined {
+      // Uncompressed (most snapshots): read in place.
+      const start = compressor.uncompressedStart(bytes);
+      if (start !== undefined) return peekEnvelope(bytes, start);
+      let envelope: Buffer;
+      try {
+        envelope = compressor.decompress(bytes);
+      } catch {
+        return undefined; // damaged framing: decoding it in full says how
+      }
+      return peekEnvelope(envelope);
     },
   };
 }

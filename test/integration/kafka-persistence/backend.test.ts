@@ -17,7 +17,7 @@ import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import { SnapshotTopicMismatchError } from '../../../persistence/kafka/errors';
 import { KafkaFlowBackend } from '../../../persistence/kafka/flow-backend';
 import { closeAll, type RunningMember, sleep, startMember, testClient, unique } from '../kafka/support';
-import { snapshotsOf } from './harness';
+import { decodedSnapshot, snapshotsOf } from './harness';
 
 describe('the Kafka snapshot backend on the real broker', () => {
   let client: KafkaClient;
@@ -90,7 +90,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const transactional = backend({ snapshotTopic, transactional: true, transactionalIdPrefix: unique('app') });
     const t = await transactional.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const recovered = new Map<string, unknown>();
-    for await (const k of t.recover()) recovered.set(k.key, k.snapshot);
+    for await (const k of t.recover()) recovered.set(k.key, k.snapshot && decodedSnapshot(k.snapshot));
     expect(recovered).toEqual(new Map([['a', { state: 'a1', offset: 1 }], ['b', { state: 'b1', offset: 2 }]]));
     expect(t.committedOffset).toBe(3); // seeded from the consumer's commit
     await t.write({ writes: [{ key: 'b', delete: { offset: 4 } }, { key: 'c', snapshot: { state: 'c1', offset: 5 } }], commitOffset: 6 });
@@ -98,7 +98,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const back = backend({ snapshotTopic });
     const again = await back.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
     const keys = new Map<string, unknown>();
-    for await (const k of again.recover()) keys.set(k.key, k.snapshot ?? k.deleted);
+    for await (const k of again.recover()) keys.set(k.key, k.snapshot ? decodedSnapshot(k.snapshot) : k.deleted);
     // b's delete left its marker (purged once the committed offset passes it).
     expect(keys).toEqual(new Map([['a', { state: 'a1', offset: 1 }], ['b', { offset: 4 }], ['c', { state: 'c1', offset: 5 }]]));
   });

@@ -35,6 +35,11 @@ export const eventsFold = (state: Events | undefined, record: { value: string })
 
 export const textCodec = { encode: (s: string) => Buffer.from(s), decode: (b: Buffer) => b.toString('utf8') };
 
+/** A recovered snapshot as plain data: a lazy one (its state decoded when read) is decoded here. */
+export function decodedSnapshot<S>(snapshot: { readonly state: S; readonly offset: number }): { state: S; offset: number } {
+  return { state: snapshot.state, offset: snapshot.offset };
+}
+
 /** `e<from>` … `e<to>`: the event values the tests produce. */
 export const events = (from: number, to: number): string[] => Array.from({ length: to - from + 1 }, (_, i) => `e${from + i}`);
 

@@ -5,8 +5,17 @@
 //     read_uncommitted end: snapshots committed above the open transaction are recovered;
 // a read that never progresses fails loudly with its diagnosed cause (an outlived transaction;
 // truncation, made real by recreating the topic under the read); a slow read that keeps
-// progressing outlives many deadlines.
+// progressing outlives many deadlines; a snapshot that does not decode stops the partition, with
+// the CorruptSnapshotError naming where it is, at its key's first record (states are decoded when
+// first used), and nothing is committed past that record.
 import type { Producer, Transaction } from 'kafkajs';
+import { Registry } from 'prom-client';
+import { Compressor } from '../../../core/codec/compressor';
+import { CorruptSnapshotError } from '../../../core/codec/errors';
+import { FlowMetrics } from '../../../flow/metrics';
+import { PartitionFlow } from '../../../flow/partition-flow';
+import { timerPolicy } from '../../../flow/timers';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { PartitionReader } from '../../../kafka/partition-reader';
@@ -15,7 +24,7 @@ import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../..
 import { RecoveryReadStalledError } from '../../../persistence/kafka/errors';
 import type { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
 import { closeAll, type RunningMember, sleep, startMember, testClient, unique, waitFor } from '../kafka/support';
-import { recordingLogger } from './harness';
+import { decodedSnapshot, recordingLogger, textCodec } from './harness';
 
 type State = string;
 
@@ -65,7 +74,7 @@ describe('snapshot recovery on the real broker', () => {
 
   async function recoverAll(p: KafkaPartitionPersistence<State>): Promise<Map<string, { state: State; offset: number }>> {
     const found = new Map<string, { state: State; offset: number }>();
-    for await (const k of p.recover()) found.set(k.key, k.snapshot!);
+    for await (const k of p.recover()) found.set(k.key, decodedSnapshot(k.snapshot!));
     return found;
   }
 
@@ -233,5 +242,58 @@ describe('snapshot recovery on the real broker', () => {
       const o = await offsets();
       return o.lastStable === o.logEnd;
     });
+  });
+
+  it('a snapshot that does not decode stops the partition at its key\'s first record with CorruptSnapshotError; nothing is committed past it', async () => {
+    const owner = backend();
+    const first = await assign(owner);
+    await put(first, 'good', 'g', 1);
+    // A damaged record of 'bad' on the snapshot topic: its envelope starts as ours do, its state is cut off.
+    const producer = client.kafka.producer();
+    await producer.connect();
+    closers.push(() => producer.disconnect());
+    const damaged = new Compressor({ compressionThreshold: Number.POSITIVE_INFINITY }).compress(Buffer.from('{"offset":1,"metadata":"","value":"b'));
+    const [sent] = await producer.send({ topic: snapshotTopic, messages: [{ partition: 0, key: 'bad', value: damaged }] });
+    await settledOffsets();
+
+    const next = await assign(backend());
+    const flow = new PartitionFlow<State, string>({
+      flow: 'f',
+      topic: input,
+      partition: 0,
+      assignedAt: '2',
+      fold: (state, record) => `${state ?? ''}${record.value}`,
+      codec: textCodec,
+      persistence: next as KafkaPartitionPersistence<State, string>,
+      mode: 'snapshots',
+      timers: timerPolicy({ persistPeriodically: { fireEvery: 0, persistEvery: 0 } }),
+      metrics: FlowMetrics.of(new Registry()),
+    });
+    expect(await flow.recover()).toBe(2); // recovered, 'bad' not decoded yet
+    const message = (offset: number, key: string) => ({ offset: String(offset), key: Buffer.from(key), value: Buffer.from(String(offset)), timestamp: '0' });
+    await flow.handleBatch([message(2, 'good'), message(3, 'other')]);
+    flow.triggerTimers(Date.now());
+    expect(await flow.persist(Date.now(), 'periodic')).toMatchObject({ written: 2, committed: '4' });
+
+    let error: unknown;
+    try {
+      await flow.handleBatch([message(4, 'good'), message(5, 'bad'), message(6, 'good')]);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(CorruptSnapshotError);
+    expect(error).toMatchObject({ code: 'CORRUPT_SNAPSHOT', topic: snapshotTopic, partition: 0, offset: sent!.baseOffset, key: 'bad' });
+    expect(flow.failed).toBe(error);
+    expect(flow.stateOf('good')).toBe('g24'); // folded up to the bad key's record, not past it
+    await expect(flow.persist(Date.now(), 'periodic')).rejects.toBe(error);
+    const offsets = new CommittedOffsets(client);
+    closers.push(() => offsets.close());
+    expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('4'); // a replay starts before the bad key's record
+
+    // What was stored is all still there, the damaged record included: a retry stops at the same place.
+    const again = await assign(backend());
+    const keys = new Map<string, unknown>();
+    for await (const k of again.recover()) keys.set(k.key, k.snapshot?.offset);
+    expect(keys).toEqual(new Map([['good', 2], ['other', 3], ['bad', 1]]));
   });
 });
