@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { readInfraSettings } from '../../../infra/settings';
+import { freePort } from '../../../workers/metrics-server';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');
@@ -34,18 +35,20 @@ describe('kafka-flow-temporal infra', () => {
 
   test('a server killed by hand shows as died; down then up brings it back', async () => {
     // A private Temporal server (fast to start) on its own ports and data dir: the shared ones stay up.
+    // Free ports, not fixed ones: another run of this suite (a second checkout) may be at this step too.
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-infra-'));
+    const port = await freePort();
     const env = {
       KFT_INFRA_SERVERS: 'temporal',
       KFT_DATA_DIR: dataDir,
-      TEMPORAL_ADDRESS: '127.0.0.1:27233',
-      TEMPORAL_UI_PORT: '28233',
+      TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+      TEMPORAL_UI_PORT: String(await freePort()),
     };
     try {
       const first = await cli(['infra', 'up'], env);
       expect(first.out).toMatch(/temporal .* started in/);
       expect(first.code).toBe(0);
-      expect((await cli(['infra', 'status'], env)).out).toMatch(/temporal\s+running\s+127\.0\.0\.1:27233\s+pid \d+/);
+      expect((await cli(['infra', 'status'], env)).out).toMatch(new RegExp(`temporal\\s+running\\s+127\\.0\\.0\\.1:${port}\\s+pid \\d+`));
 
       const pid = Number(fs.readFileSync(path.join(dataDir, 'run', 'temporal.pid'), 'utf8'));
       process.kill(pid, 'SIGKILL');
