@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { FlowActivities, Owner, PartitionRef, PersistResult, RecoverResult } from '../activities/types';
 import { FailureTypes } from '../activities/types';
+import { committedAfter } from './committed-offset';
 import { searchAttributes } from './search-attributes';
 
 /**
@@ -185,6 +186,17 @@ const RETRY_PER_OWNER_PATCH = 'retry-backoff-per-owner';
  */
 const ASSIGNMENTS_IN_ORDER_PATCH = 'assignments-in-order';
 
+/**
+ * A persist's result that reaches the workflow after a later one (a timer persist's completion
+ * behind the revoke's flush, which landed after it in the owner's serialized chain) no longer
+ * moves the shown committed offset back: the status said '11' after the revoke had reported '99'.
+ * Status only (no command depends on it); the marker is recorded only when a result is behind,
+ * so runs recorded before it replay as they were.
+ */
+const MONOTONIC_COMMITTED_PATCH = 'committed-offset-never-back';
+const keepCommitted = () => patched(MONOTONIC_COMMITTED_PATCH);
+
+
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   // First, so that its marker is at the same place in every run (a patch asked for only on some
   // paths would itself be a command that differs between them).
@@ -237,7 +249,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     }
     if (r.flushed) {
       lastPersist = r.flushed;
-      committedOffset = r.flushed.committedOffset ?? committedOffset;
+      committedOffset = committedAfter(committedOffset, r.flushed.committedOffset, keepCommitted);
       counters.persists++;
       // Counters only (no commands): runs recorded before them replay the same.
       if (r.flushed.outputs) counters.outputs = (counters.outputs ?? 0) + r.flushed.outputs;
@@ -374,7 +386,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       }
       if (persisted.value.skipped) continue; // the owner let go (its revoke signal is on its way)
       lastPersist = persisted.value;
-      committedOffset = persisted.value.committedOffset ?? committedOffset;
+      committedOffset = committedAfter(committedOffset, persisted.value.committedOffset, keepCommitted);
       counters.persists++;
       if (persisted.value.deadLetters) counters.deadLetters = (counters.deadLetters ?? 0) + persisted.value.deadLetters;
       if (persisted.value.outputs) counters.outputs = (counters.outputs ?? 0) + persisted.value.outputs;

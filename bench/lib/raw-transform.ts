@@ -11,6 +11,9 @@ import { startProgress } from './progress';
 import { type ContestantResult, FirstBatch, foldTotals } from './raw';
 import { benchKafka, deleteGroups, type Totals, uniqueName } from './records';
 
+/** Outputs per send: ≈ 80 bytes each, well under the broker's 1 MiB per record batch. */
+const SEND_CHUNK = 5_000;
+
 export interface RawTransformOptions {
   topic: string;
   /** Emit an output per record here; undefined: offsets only. */
@@ -64,7 +67,11 @@ export async function rawKafkajsTransform(options: RawTransformOptions): Promise
         }
         const tx = await producer.transaction();
         try {
-          if (messages.length > 0) await tx.send({ topic: options.outputTopic!, messages });
+          // kafkajs puts a send's records for one partition into one record batch, and the broker
+          // refuses a batch over max.message.bytes (1 MiB): a fetch's worth of outputs goes in parts.
+          for (let from = 0; from < messages.length; from += SEND_CHUNK) {
+            await tx.send({ topic: options.outputTopic!, messages: messages.slice(from, from + SEND_CHUNK) });
+          }
           await tx.sendOffsets({
             consumerGroupId: groupId,
             topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(BigInt(batch.lastOffset()) + 1n) }] }],
