@@ -77,21 +77,28 @@ describe('revoke point on the real broker', () => {
       const gen2 = await second.membership.waitForJoin(30_000, gen1.generationId);
 
       expect(flushErrors).toEqual([]);
-      expect(revoked[0]).toMatchObject({
+      // The revoke the second member's join caused: of the generation just before its own. (On a
+      // loaded machine the group may have rebalanced once before, the first member alone — e.g. its
+      // join seeing the new topic's metadata late — with a revoke of gen1 before any batch.)
+      const before = gen2.generationId - 1;
+      expect(before).toBeGreaterThanOrEqual(gen1.generationId);
+      expect(revoked.find((r) => r.generationId === before)).toMatchObject({
         groupId,
-        generationId: gen1.generationId,
-        memberId: gen1.memberId,
+        generationId: before,
+        memberId: expect.any(String), // gen1's, unless a rebalance before made the member join anew
         reason: 'rebalance',
         assignment: [{ topic: input, partitions: [0, 1] }],
       });
       await waitFor('the first member to rejoin', () => events.includes(`first-joined:${gen2.generationId}`));
-      const at = (e: string) => events.indexOf(e);
+      const start = events.indexOf(`revoke-start:${before}:0`);
+      const end = events.indexOf('revoke-end', start);
       // No eachBatch in flight when the revoke point starts, and one had finished before it.
-      expect(at(`revoke-start:${gen1.generationId}:0`)).toBeGreaterThan(at('batch-end'));
-      expect(at('batch-end')).toBeGreaterThan(-1);
+      expect(start).toBeGreaterThan(events.indexOf('batch-end'));
+      expect(events.indexOf('batch-end')).toBeGreaterThan(-1);
       // The rejoin (both members' joins of the new generation) waited for the slow flush.
-      expect(at('revoke-end')).toBeLessThan(at(`first-joined:${gen2.generationId}`));
-      expect(at('revoke-end')).toBeLessThan(at(`second-joined:${gen2.generationId}`));
+      expect(end).toBeGreaterThan(start);
+      expect(end).toBeLessThan(events.indexOf(`first-joined:${gen2.generationId}`));
+      expect(end).toBeLessThan(events.indexOf(`second-joined:${gen2.generationId}`));
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('7');
     } finally {
       await closeAll(
