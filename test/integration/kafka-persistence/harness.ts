@@ -248,7 +248,7 @@ export class Owner {
 
 /** Produces `values` to input partition 0 under one key. */
 export async function produce(client: KafkaClient, topic: string, key: string, values: readonly string[]): Promise<void> {
-  const producer = client.kafka.producer();
+  const producer = client.kafka.producer({ idempotent: true, maxInFlightRequests: 1 }); // a retried send writes nothing twice
   await producer.connect();
   try {
     await producer.send({ topic, acks: -1, messages: values.map((value) => ({ partition: 0, key, value })) });

@@ -44,7 +44,9 @@ export class FlowCluster {
   readonly names: Required<OffsetHashNames>;
   readonly definition: ReturnType<typeof offsetHashFlow>;
   private readonly client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('harness'), logLevel: 'nothing' });
-  private readonly producer = this.client.kafka.producer();
+  // Idempotent: a send retried on a loaded machine (its answer late) must not write the input twice —
+  // the tests count the input (5,000 records) and fold it as the reference.
+  private readonly producer = this.client.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-e2e-'));
   private readonly workers: Worker[] = [];
   private produced = 0;
