@@ -69,7 +69,7 @@ export { SnapshotCommitTimeoutError } from './kafka/errors';
 export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatchError } from './persistence/kafka/errors';
 export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';
 export { KafkaAuthenticationError, TemporalAuthenticationError } from './workers/auth-errors';
-export { CassandraAuthenticationError } from './persistence/cassandra/connect-options';
+export { CassandraAuthenticationError } from './persistence/cassandra/auth-errors';
 export { BrokerTooOldError } from './kafka/broker-versions';
 
 // The former names of three error classes, from before every error class name ended in `Error`

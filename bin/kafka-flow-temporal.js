@@ -17,10 +17,11 @@
   process.on('SIGTERM', onEarly);
   process.on('SIGINT', onEarly);
 }
-// The CLI entry. The project (and users' flow modules) are TypeScript; tsx compiles them on load.
+// The CLI entry. The project (and users' flow modules) are TypeScript, compiled on load and cached
+// (bin/ts-loader.js; a flow module that needs more than that loads through tsx).
 // kafkajs warns at every producer about a partitioner change from 2019; we use its default on purpose.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
-require('tsx/cjs');
+require('./ts-loader.js');
 require('../cli.ts')
   .main(process.argv)
   .catch((err) => {

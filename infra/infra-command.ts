@@ -1,8 +1,16 @@
 import { Command } from 'commander';
-import { down, status, up } from './infra';
+import type * as Infra from './infra';
 import { readInfraSettings } from './settings';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+// Loaded when an infra command runs, not with the CLI: the servers' code brings the Cassandra
+// driver and the downloaders, which `worker`, `status` and `inspect` do not need at start.
+const { up, down, status } = {
+  up: (...a: Parameters<typeof Infra.up>) => (require('./infra') as typeof Infra).up(...a),
+  down: (...a: Parameters<typeof Infra.down>) => (require('./infra') as typeof Infra).down(...a),
+  status: (...a: Parameters<typeof Infra.status>) => (require('./infra') as typeof Infra).status(...a),
+};
 
 /** `kafka-flow-temporal infra up|down|status`: the local Kafka, Temporal and Cassandra. */
 export function infraCommand(): Command {

@@ -9,7 +9,7 @@ import type { MetricsRegistry } from '../core/codec/compressor-counters';
 import type { Logger } from '../core/logger';
 import type { TopicPartition } from '../core/persistence-types';
 import type { PartitionPersistence } from '../flow/ports';
-import { cassandraBackend } from './cassandra/factory';
+import type * as CassandraFactory from './cassandra/factory';
 import type { WriteGeneration } from './kafka/transactional-snapshot-writer';
 import { kafkaBackend } from './kafka/factory';
 import { memoryBackend } from './memory/factory';
@@ -74,6 +74,8 @@ export function createBackend<S, V>(definition: BackendFlow<V>, worker: WorkerCo
     case 'kafka':
       return kafkaBackend(definition, worker);
     case 'cassandra':
-      return cassandraBackend(definition, worker);
+      // Required here, not at the top: the Cassandra driver takes a while to load and a worker
+      // of a Kafka or memory flow never needs it.
+      return (require('./cassandra/factory') as typeof CassandraFactory).cassandraBackend(definition, worker);
   }
 }

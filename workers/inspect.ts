@@ -3,7 +3,7 @@ import type { FlowDefinition } from '../define-flow';
 import { brokersFromEnv } from '../config/env';
 import { readKafkaSecurity } from '../config/security';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { CassandraBackend } from '../persistence/cassandra';
+import type * as Cassandra from '../persistence/cassandra';
 import { kafkaFlowBackend } from '../persistence/kafka/factory';
 
 /** A persisted key as `inspect` prints it: one JSON line each. */
@@ -50,6 +50,8 @@ export async function* inspectFlow(definition: FlowDefinition<unknown, unknown>,
 /** Cassandra: each input partition's keys from the keys table, then their snapshots (recovery's path). */
 async function* inspectCassandra(definition: FlowDefinition<unknown, unknown>, filter: InspectFilter): AsyncIterable<InspectedKey> {
   const admin = new KafkaAdmin(createKafkaClient({ brokers: brokersFromEnv(), clientId: 'kafka-flow-temporal-inspect', logLevel: 'nothing', security: readKafkaSecurity() }));
+  // Required here: the Cassandra driver is loaded only by the commands that use it.
+  const { CassandraBackend } = require('../persistence/cassandra') as typeof Cassandra;
   const backend = await CassandraBackend.forFlow(definition);
   try {
     await admin.connect();

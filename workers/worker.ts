@@ -9,7 +9,7 @@ import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from '../persistence/backends';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
 import { checkKafkaLogin, kafkaAuthFailure } from './kafka-login';
-import { checkCassandraLogin } from '../persistence/cassandra/connect-options';
+import type * as CassandraConnect from '../persistence/cassandra/connect-options';
 import type { Logger } from '../core/logger';
 import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './flow-consumer';
@@ -188,6 +188,8 @@ async function checkCassandraAtStart(definition: FlowDefinition<unknown, unknown
   const o = (definition.persistence as { options?: { contactPoints?: string[]; localDataCenter?: string } }).options ?? {};
   const contactPoints = o.contactPoints ?? env.cassandraContactPoints.map(formatHostPort);
   const dc = o.localDataCenter ?? env.security.cassandra.localDataCenter ?? 'datacenter1';
+  // Required here: only a Cassandra flow's worker loads the driver.
+  const { checkCassandraLogin } = require('../persistence/cassandra/connect-options') as typeof CassandraConnect;
   const outcome = await checkCassandraLogin(contactPoints, dc, env.security.cassandra);
   if (!outcome.ok) {
     log.warn({ contactPoints, why: outcome.why }, 'Cassandra does not answer yet (or closed a plaintext connection: CASSANDRA_TLS?): the partitions connect when they are assigned, and retry');

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
 import { notPinoLines } from '../../support/pino-lines';
 import { kafkaBrokers } from '../../support/servers';
@@ -43,15 +46,18 @@ test('SIGTERM while the worker is starting: it finishes starting, then stops gra
 test('SIGTERM while the CLI is still loading: the worker exits 0 without starting', async () => {
   const cluster = new FlowCluster(1);
   try {
-    const w = cluster.startWorker('early');
-    // Node is up in ≈ 0.05–0.2 s and runs the bin script's first lines; loading tsx, the CLI and
-    // the flow module takes ≥ 1 s (and far longer on a busy machine): 0.6 s lands in between.
+    // An empty compile cache (TMPDIR): the CLI compiles every file it loads (bin/ts-loader.js).
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-early-'));
+    const w = cluster.startWorker('early', { TMPDIR: tmp });
+    // Node is up in ≈ 0.05–0.2 s and runs the bin script's first lines; compiling and loading the
+    // CLI and the flow module takes ≥ 1.5 s (far longer on a busy machine): 0.6 s lands in between.
     await new Promise((r) => setTimeout(r, 600));
     w.process.kill('SIGTERM');
     const code = await w.exited;
     const log = cluster.log(w);
     expect(log).not.toContain('"msg":"worker started"');
     expect({ code, stoppedBeforeStart: log.includes('stopped before starting') }).toEqual({ code: 0, stoppedBeforeStart: true });
+    fs.rmSync(tmp, { recursive: true, force: true });
   } finally {
     await cluster.close();
   }
