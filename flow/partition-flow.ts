@@ -8,6 +8,7 @@ import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, PartitionStateError } from './errors';
 import { type Fold, isPromise } from './fold';
 import { KeyFlow } from './key-flow';
+import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
 import { formatOffset, parseOffset } from './offsets';
@@ -66,17 +67,6 @@ export interface PartitionFlowOptions<S, V> {
 
 const NO_HEADERS: RecordHeaders = Object.freeze({});
 
-/** Pipelined mode: a batch returns once at most this many records wait in busy keys' queues (and no key waits for a slot). */
-const MAX_QUEUED = 10_000;
-
-function withResolvers(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
 /**
  * One input partition: routes each batch's records to their keys, folds them, and persists keys
  * and commits the offset when asked. Pure with respect to I/O: it reads and writes only through
@@ -90,6 +80,13 @@ function withResolvers(): { promise: Promise<void>; resolve: () => void } {
  * whose fold returns a Promise (or that must first be read back from the store) becomes busy: its
  * later records wait in its queue and fold in order once it is done, while other keys go on.
  * `asyncConcurrency` decides how batches and busy keys interleave (see PartitionFlowOptions).
+ *
+ * Its parts: the keys in memory (PartitionKeys, partition-keys.ts), shared with the persists; the
+ * busy keys' runs (KeyRuns, key-runs.ts); the outputs not landed yet (PendingOutputs,
+ * pending-outputs.ts); and the persist pipeline (PartitionPersister, partition-persister.ts, over
+ * persist-plan.ts and persist-writes.ts), which owns the committed offset. This class keeps the
+ * fold itself — routing a batch's records to their keys and folding them — recovery, the key
+ * timers and what the runtime asks of a partition.
  */
 export class PartitionFlow<S, V> {
   readonly topic: string;
@@ -103,8 +100,7 @@ export class PartitionFlow<S, V> {
   /** Keys keep their clocks relative to this (small integers, not boxed doubles). */
   private readonly epoch: number;
 
-  /** The keys in memory, shared with the persists; the fields below are its parts, held directly (the fold's hot path). */
-  private readonly keyTable: PartitionKeys<S, V>;
+  /** The live keys: of the PartitionKeys shared with the persists, held directly (the fold's hot path). */
   private readonly keys: Map<string, KeyFlow<S, V>>;
   /** Keys unloaded from memory with state in the store: read again when a record comes for them. */
   private readonly unloaded: Set<string>;
@@ -129,19 +125,8 @@ export class PartitionFlow<S, V> {
   private skipped = 0;
   /** The batch returned a Promise that has not settled yet. */
   private batchPending = false;
-  /** Barrier mode (asyncConcurrency unset): what the batch being routed must wait for. */
-  private batchWaits: Promise<void>[] | undefined;
-  /** Keys folding asynchronously now (pipelined mode counts them against asyncConcurrency). */
-  private inFlight = 0;
-  /** Busy keys' runs going on (folds and read-backs), and who waits for none to be left. */
-  private runs = 0;
-  private drainedWaiters: Array<() => void> = [];
-  /** Pipelined mode: busy keys waiting for a free slot, in the order their first record came. */
-  private readonly waiting: KeyFlow<S, V>[] = [];
-  /** Records waiting in busy keys' queues. */
-  private queued = 0;
-  /** Pipelined mode: resolved when no key waits for a slot any more. */
-  private slotsFree: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Busy keys (async folds, read-backs), the records queued behind them, asyncConcurrency's slots. */
+  private readonly runs: KeyRuns<S, V>;
 
   constructor(options: PartitionFlowOptions<S, V>) {
     this.o = options;
@@ -154,10 +139,10 @@ export class PartitionFlow<S, V> {
     this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
     this.journaling = persistsJournal(options.mode);
     this.nextOffset = parseOffset(options.assignedAt);
-    this.keyTable = new PartitionKeys<S, V>(this.epoch);
-    this.keys = this.keyTable.live;
-    this.unloaded = this.keyTable.unloaded;
-    this.writing = this.keyTable.writing;
+    const keys = new PartitionKeys<S, V>(this.epoch);
+    this.keys = keys.live;
+    this.unloaded = keys.unloaded;
+    this.writing = keys.writing;
     this.outputs = new PendingOutputs(this.clock, options.outputEvery ?? 1000, options.maxPendingOutputs);
     this.persister = new PartitionPersister<S, V>({
       topic: options.topic,
@@ -169,11 +154,28 @@ export class PartitionFlow<S, V> {
       clock: this.clock,
       log: this.log,
       metrics: this.m,
-      keys: this.keyTable,
+      keys,
       outputs: this.outputs,
       committed: this.nextOffset,
       position: () => this.nextOffset,
       fail: (err) => this.fail(err),
+    });
+    this.runs = new KeyRuns<S, V>({
+      asyncConcurrency: options.asyncConcurrency,
+      outputs: options.outputs,
+      failed: () => this.failure !== undefined,
+      fail: (err) => this.fail(err),
+      tick: () => {
+        this.rel = this.clock.now() - this.epoch;
+      },
+      step: (kf, record, offset, message, decodeError, ctx) => this.step(kf, record, offset, message, decodeError, ctx),
+      apply: (kf, next, emitted, record, offset) => this.apply(kf, next, emitted, record, offset),
+      poisoned: (kf, record, offset, message, reason, error) => this.poisoned(kf, record, offset, message, reason, error),
+      countFolded: () => this.countFolded(),
+      forgetIfNothing: (kf) => this.forgetIfNothing(kf),
+      read: (key) => options.persistence.read(key),
+      restore: (kf, found) => this.restore(kf, found),
+      unloaded: this.unloaded,
     });
     this.ctx = new EmitBuffer(options.outputs);
     if (options.mode === 'none') this.recovered = true;
@@ -237,7 +239,7 @@ export class PartitionFlow<S, V> {
     const { codec, filter, remapKey } = o;
     const policy = o.onDecodeFailure ?? 'fail';
     this.rel = this.clock.now() - this.epoch;
-    this.batchWaits = undefined;
+    this.runs.beginBatch();
     let keyless = 0;
     let lastOffset = -1;
 
@@ -292,13 +294,8 @@ export class PartitionFlow<S, V> {
     if (keyless > 0) this.m.keylessDropped.inc(keyless);
     this.countFolded();
 
-    const waits = this.batchWaits;
-    this.batchWaits = undefined;
-    if (waits) return this.awaitBatch(Promise.all(waits).then(() => this.countFolded()));
-    if (this.waiting.length > 0 || this.queued > MAX_QUEUED) {
-      this.slotsFree ??= withResolvers();
-      return this.awaitBatch(this.slotsFree.promise);
-    }
+    const wait = this.runs.endBatch();
+    if (wait) return this.awaitBatch(wait);
   }
 
   private async awaitBatch(done: Promise<unknown>): Promise<void> {
@@ -318,7 +315,7 @@ export class PartitionFlow<S, V> {
       kf = new KeyFlow<S, V>(key, this.rel, offset, this.journaling);
       this.registerFirstTimer(kf);
       this.keys.set(key, kf);
-      if (this.unloaded.has(key)) this.readBack(kf);
+      if (this.unloaded.has(key)) this.runs.readBack(kf);
     }
     // A key that held nothing (a delete marker waiting for its purge) holds from its next record.
     if (kf.holding === undefined) kf.holding = offset;
@@ -330,16 +327,12 @@ export class PartitionFlow<S, V> {
     const queue = kf.x?.queue;
     if (queue !== undefined) {
       queue.push({ record, offset, message, decodeError });
-      this.queued++;
+      this.runs.queued++;
       return;
     }
     const limit = this.o.asyncConcurrency;
-    if (limit !== undefined && this.inFlight >= limit) {
-      const x = kf.extras();
-      x.queue = [{ record, offset, message, decodeError }];
-      x.at = offset;
-      this.queued++;
-      this.waiting.push(kf);
+    if (limit !== undefined && this.runs.inFlight >= limit) {
+      this.runs.wait(kf, { record, offset, message, decodeError });
       return;
     }
     const pending = this.step(kf, record, offset, message, decodeError, this.ctx);
@@ -353,13 +346,13 @@ export class PartitionFlow<S, V> {
     this.ctx = new EmitBuffer(this.o.outputs);
     x.queue = [];
     x.at = offset;
-    this.started(this.runKey(kf, { record, offset, message }, pending));
+    this.runs.fold(kf, { record, offset, message }, pending);
   }
 
   /**
    * One record into its key: skipped if at or below the key's last offset, to the poison handler if
    * undecodable or the fold throws, else folded. Returns the fold's Promise when it went async
-   * (the caller settles it with `settle`).
+   * (the key's run settles it, KeyRuns).
    */
   private step(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, decodeError: unknown, ctx: EmitBuffer): Promise<S | undefined> | undefined {
     kf.touchedClock = this.rel;
@@ -428,118 +421,11 @@ export class PartitionFlow<S, V> {
   }
 
   /**
-   * Starts a busy key's run: awaited by the batch in barrier mode, failing the partition if it
-   * fails; `counted` (a fold, not a read-back) counts it against asyncConcurrency.
-   */
-  private started(run: Promise<void>, counted = true): void {
-    if (counted) this.inFlight++;
-    this.runs++;
-    const done = run.then(
-      () => this.ended(counted),
-      (err: unknown) => {
-        this.ended(counted);
-        throw this.fail(err);
-      },
-    );
-    if (this.o.asyncConcurrency === undefined) {
-      if (this.batchWaits) this.batchWaits.push(done);
-      else this.batchWaits = [done];
-    }
-    else done.catch(() => undefined); // the failure stops the partition: the next batch (or the runtime's check) sees it
-  }
-
-  private ended(counted: boolean): void {
-    if (counted) this.inFlight--;
-    this.runs--;
-    this.countFolded();
-    const limit = this.o.asyncConcurrency;
-    while (limit !== undefined && this.inFlight < limit && this.waiting.length > 0 && this.failure === undefined) {
-      const kf = this.waiting.shift()!;
-      this.started(this.runKey(kf, undefined, undefined));
-    }
-    this.releaseBatch();
-    if (this.runs === 0 && this.drainedWaiters.length > 0) for (const resolve of this.drainedWaiters.splice(0)) resolve();
-  }
-
-  /**
    * Resolves once no key is busy (every record handed over is folded, or the partition failed):
    * with asyncConcurrency set, batches return before their async folds end.
    */
   drained(): Promise<void> {
-    if (this.runs === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainedWaiters.push(resolve));
-  }
-
-  /** Pipelined mode: the batch waiting for room may go (or must see the failure). */
-  private releaseBatch(): void {
-    const free = this.slotsFree;
-    if (free && (this.failure !== undefined || (this.waiting.length === 0 && this.queued <= MAX_QUEUED))) {
-      this.slotsFree = undefined;
-      free.resolve();
-    }
-  }
-
-  /**
-   * A busy key's run: settles the fold that went async (if any), then folds its queued records in
-   * order (each one sync or async), until the queue is empty and the key is idle again.
-   */
-  private async runKey(kf: KeyFlow<S, V>, first: { record: FlowRecord<V>; offset: number; message: InputMessage } | undefined, pending: Promise<S | undefined> | undefined): Promise<void> {
-    const x = kf.extras();
-    x.emits ??= new EmitBuffer(this.o.outputs);
-    x.queue ??= [];
-    const ctx = x.emits;
-    const queue = x.queue;
-    let i = 0;
-    try {
-      if (first && pending) await this.settle(kf, first.record, first.offset, first.message, pending, ctx);
-      // Records keep coming into the queue while it is worked off (later batches, pipelined mode).
-      for (; i < queue.length; i++) {
-        if (this.failure !== undefined) return;
-        const q = queue[i]!;
-        x.at = q.offset;
-        this.rel = this.clock.now() - this.epoch;
-        const next = this.step(kf, q.record, q.offset, q.message, q.decodeError, ctx);
-        if (next !== undefined) await this.settle(kf, q.record, q.offset, q.message, next, ctx);
-        this.queued--;
-        if (i >= 1023) {
-          queue.splice(0, i + 1); // a hot key's queue must not keep what it has folded
-          i = -1;
-        }
-        if (this.slotsFree) this.releaseBatch();
-      }
-    } finally {
-      this.queued -= queue.length - i; // what a failure left unfolded (none otherwise)
-      x.queue = undefined;
-      x.emits = undefined;
-      x.at = undefined;
-      kf.tidy();
-      if (!kf.hasState) this.forgetIfNothing(kf);
-    }
-  }
-
-  private async settle(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, pending: Promise<S | undefined>, ctx: EmitBuffer): Promise<void> {
-    let next: S | undefined;
-    try {
-      next = await pending;
-    } catch (err) {
-      ctx.discard();
-      this.poisoned(kf, record, offset, message, 'fold', err);
-      return;
-    }
-    this.apply(kf, next, ctx.take(), record, offset);
-  }
-
-  /** A record came for an unloaded key: read it back from the store before its records fold (they wait in its queue). */
-  private readBack(kf: KeyFlow<S, V>): void {
-    kf.extras().queue = [];
-    const run = (async () => {
-      const found = await this.o.persistence.read(kf.key);
-      if (found) await this.restore(kf, found);
-      this.unloaded.delete(kf.key);
-      await this.runKey(kf, undefined, undefined);
-    })();
-    // A read-back is not a fold: it does not count against asyncConcurrency, but a barrier batch waits for it.
-    this.started(run, false);
+    return this.runs.drained();
   }
 
   /** Adds what was folded and skipped since the last call to the metrics. */
