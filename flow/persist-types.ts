@@ -50,10 +50,10 @@ export interface PersistScope<S, V> {
   readonly policy: TimerPolicy;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly m: PartitionMetrics;
+  readonly metrics: PartitionMetrics;
   readonly keys: PartitionKeys<S, V>;
   readonly outputs: PendingOutputs;
-  /** The last committed offset; moved by each chunk whose commit landed. */
+  /** The last committed offset (at first, the offset at assignment); moved by each chunk whose commit landed. */
   committed: number;
 }
 

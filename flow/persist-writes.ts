@@ -25,7 +25,7 @@ export interface PersistTally {
  */
 export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPlan<S, V>, now: number, capturedNext: number, strict: boolean): Promise<PersistTally> {
   const { planned } = plan;
-  const { keys, m } = s;
+  const { keys, metrics: m } = s;
   const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, outputs: 0, failed: 0, evicted: plan.evicted, fenced: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
   const bound = new CommitBound(
     planned.map((p) => p.oldHold),
