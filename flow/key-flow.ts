@@ -283,14 +283,3 @@ export class KeyFlow<S, V> implements KeyTimes {
   }
 }
 
-/**
- * Decides about a poisoned record of `key`: returns `skipped` or `dead-lettered` (after adding the
- * dead letter to the key's outputs), or throws to stop the partition. `message` is the record as it came.
- */
-export type PoisonHandler<S, V> = (
-  key: KeyFlow<S, V>,
-  record: FlowRecord<V>,
-  reason: 'decode' | 'fold',
-  error: unknown,
-  message: InputMessage,
-) => 'skipped' | 'dead-lettered';

@@ -1,53 +1,26 @@
-import { isLazySnapshot, type PartitionPersistence, type RecoveredKey, type WriteBatchResult } from './ports';
-import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
+import { isLazySnapshot, type PartitionPersistence, type RecoveredKey } from './ports';
 import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../core/persistence-types';
 import { type Clock, systemClock } from './clock';
-import { CommitBound } from './commit-bound';
 import type { Codec } from '../core/codec/codec';
 import { DecodeError } from '../core/codec/errors';
 import { EmitBuffer, type OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
-import { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './errors';
+import { FoldError, PartitionStateError } from './errors';
 import { type Fold, isPromise } from './fold';
 import { KeyFlow } from './key-flow';
+import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
 import { formatOffset, parseOffset } from './offsets';
+import { PartitionKeys } from './partition-keys';
+import { PartitionPersister } from './partition-persister';
+import { PendingOutputs } from './pending-outputs';
+import type { PersistReason, PersistResult } from './persist-types';
 import { deadLetter, type OutputRecord, type PoisonPolicy, type PoisonReason } from './poison';
 import type { FlowRecord, InputMessage, RecordHeaders } from './record';
 import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
 
-/**
- * Why a persist runs. `periodic`: the keys whose timers are due (the workflow's persistEvery timer).
- * `outputs`: the keys with pending outputs (emitted records, dead letters), at least every
- * `outputEvery` (the owning process's flush, see README design notes); fails like `periodic`.
- * `idle`: every dirty key, at once — the partition has caught up with its log end (the owning
- * process's idle flush, see README design notes); fails like `periodic`; a transient flow writes
- * nothing and lets its commit pass nothing (as `periodic`).
- * `revoke`: every dirty key if a timer asked for flushOnRevoke, otherwise only pending deletes.
- * `shutdown`: every dirty key ("persist now"). Revoke and shutdown never throw for a failed write:
- * the failure is counted and the keys concerned keep holding their offsets.
- */
-export type PersistReason = 'periodic' | 'outputs' | 'idle' | 'revoke' | 'shutdown';
-
-export interface PersistResult {
-  /** The offset committed by this run, if it committed one. */
-  readonly committed: string | undefined;
-  /** Key writes that landed (snapshots, journals, delete markers and purges). */
-  readonly written: number;
-  /** Of those, delete markers and purges. */
-  readonly deleted?: number;
-  /** Dead letters that landed with these writes. */
-  readonly deadLetters?: number;
-  /** Emitted records (ctx.emit) that landed with these writes. */
-  readonly outputs?: number;
-  /** Key writes that failed or were refused. */
-  readonly failed: number;
-  /** Keys unloaded from memory. */
-  readonly evicted: number;
-  /** This owner was fenced: the partition is stopped. */
-  readonly fenced: boolean;
-}
+export type { PersistReason, PersistResult } from './persist-types';
 
 export interface PartitionFlowOptions<S, V> {
   /** The flow's name (metrics and logs). */
@@ -94,55 +67,6 @@ export interface PartitionFlowOptions<S, V> {
 
 const NO_HEADERS: RecordHeaders = Object.freeze({});
 
-/** Pipelined mode: a batch returns once at most this many records wait in busy keys' queues (and no key waits for a slot). */
-const MAX_QUEUED = 10_000;
-
-function withResolvers(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/**
- * One key write in flight, and what to do with the key when it lands. `put`: its state;
- * `delete`: its delete marker (the fold returned no state); `purge`: the marker goes, the
- * committed offset having passed it.
- */
-interface Planned<S, V> {
-  readonly kf: KeyFlow<S, V>;
-  readonly oldHold: number;
-  /** What a put holds once landed: the persist's captured position, or a folding key's first record not folded yet. */
-  readonly holdAfter: number;
-  readonly kind: 'put' | 'delete' | 'purge';
-  readonly events: FlowRecord<V>[] | undefined;
-  readonly outputs: OutputRecord[] | undefined;
-}
-
-/** What one persist writes, and the smallest hold among the keys it leaves alone. */
-interface PersistPlan<S, V> {
-  readonly planned: Planned<S, V>[];
-  readonly othersMin: number;
-  /** Keys unloaded while planning (nothing to write). */
-  readonly evicted: number;
-}
-
-/** What a persist's writes came to. */
-interface PersistTally {
-  written: number;
-  deletes: number;
-  deadLetters: number;
-  outputs: number;
-  failed: number;
-  evicted: number;
-  fenced: boolean;
-  error: unknown;
-  conflicts: string[];
-  committedNow: number | undefined;
-  commitError: unknown;
-}
-
 /**
  * One input partition: routes each batch's records to their keys, folds them, and persists keys
  * and commits the offset when asked. Pure with respect to I/O: it reads and writes only through
@@ -156,6 +80,13 @@ interface PersistTally {
  * whose fold returns a Promise (or that must first be read back from the store) becomes busy: its
  * later records wait in its queue and fold in order once it is done, while other keys go on.
  * `asyncConcurrency` decides how batches and busy keys interleave (see PartitionFlowOptions).
+ *
+ * Its parts: the keys in memory (PartitionKeys, partition-keys.ts), shared with the persists; the
+ * busy keys' runs (KeyRuns, key-runs.ts); the outputs not landed yet (PendingOutputs,
+ * pending-outputs.ts); and the persist pipeline (PartitionPersister, partition-persister.ts, over
+ * persist-plan.ts and persist-writes.ts), which owns the committed offset. This class keeps the
+ * fold itself — routing a batch's records to their keys and folding them — recovery, the key
+ * timers and what the runtime asks of a partition.
  */
 export class PartitionFlow<S, V> {
   readonly topic: string;
@@ -166,25 +97,24 @@ export class PartitionFlow<S, V> {
   private readonly log: Logger;
   private readonly m: PartitionMetrics;
   private readonly journaling: boolean;
-  private readonly snapshotting: boolean;
   /** Keys keep their clocks relative to this (small integers, not boxed doubles). */
   private readonly epoch: number;
 
-  private readonly keys = new Map<string, KeyFlow<S, V>>();
+  /** The live keys: of the PartitionKeys shared with the persists, held directly (the fold's hot path). */
+  private readonly keys: Map<string, KeyFlow<S, V>>;
   /** Keys unloaded from memory with state in the store: read again when a record comes for them. */
-  private readonly unloaded = new Set<string>();
+  private readonly unloaded: Set<string>;
   /** Keys with a write in flight: if they finish meanwhile, their stored state must still be deleted. */
-  private readonly writing = new Set<KeyFlow<S, V>>();
+  private readonly writing: Set<KeyFlow<S, V>>;
+  /** Outputs emitted (or dead-lettered) and not landed yet, and when they are due. */
+  private readonly outputs: PendingOutputs;
+  /** The persist pipeline; owns the committed offset. */
+  private readonly persister: PartitionPersister<S, V>;
 
   private nextOffset: number;
-  private committed: number;
   private recovered = false;
   private persistChain: Promise<unknown> = Promise.resolve();
   private failure: unknown;
-  /** When the oldest pending output (of any key) was folded, if any is pending (clock ms). */
-  private outputsPendingSince: number | undefined;
-  /** Outputs emitted (or dead-lettered) and not landed yet: on their keys, or in a write in flight. */
-  private heldOutputs = 0;
 
   /** The fold context of synchronous folds (a key whose fold goes async takes it over). */
   private ctx: EmitBuffer;
@@ -195,19 +125,8 @@ export class PartitionFlow<S, V> {
   private skipped = 0;
   /** The batch returned a Promise that has not settled yet. */
   private batchPending = false;
-  /** Barrier mode (asyncConcurrency unset): what the batch being routed must wait for. */
-  private batchWaits: Promise<void>[] | undefined;
-  /** Keys folding asynchronously now (pipelined mode counts them against asyncConcurrency). */
-  private inFlight = 0;
-  /** Busy keys' runs going on (folds and read-backs), and who waits for none to be left. */
-  private runs = 0;
-  private drainedWaiters: Array<() => void> = [];
-  /** Pipelined mode: busy keys waiting for a free slot, in the order their first record came. */
-  private readonly waiting: KeyFlow<S, V>[] = [];
-  /** Records waiting in busy keys' queues. */
-  private queued = 0;
-  /** Pipelined mode: resolved when no key waits for a slot any more. */
-  private slotsFree: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Busy keys (async folds, read-backs), the records queued behind them, asyncConcurrency's slots. */
+  private readonly runs: KeyRuns<S, V>;
 
   constructor(options: PartitionFlowOptions<S, V>) {
     this.o = options;
@@ -219,9 +138,45 @@ export class PartitionFlow<S, V> {
     this.log = options.logger ?? silentLogger;
     this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
     this.journaling = persistsJournal(options.mode);
-    this.snapshotting = persistsSnapshots(options.mode);
     this.nextOffset = parseOffset(options.assignedAt);
-    this.committed = this.nextOffset;
+    const keys = new PartitionKeys<S, V>(this.epoch);
+    this.keys = keys.live;
+    this.unloaded = keys.unloaded;
+    this.writing = keys.writing;
+    this.outputs = new PendingOutputs(this.clock, options.outputEvery ?? 1000, options.maxPendingOutputs);
+    this.persister = new PartitionPersister<S, V>({
+      topic: options.topic,
+      partition: options.partition,
+      persistence: options.persistence,
+      mode: options.mode,
+      snapshotting: persistsSnapshots(options.mode),
+      policy: this.policy,
+      clock: this.clock,
+      log: this.log,
+      metrics: this.m,
+      keys,
+      outputs: this.outputs,
+      committed: this.nextOffset,
+      position: () => this.nextOffset,
+      fail: (err) => this.fail(err),
+    });
+    this.runs = new KeyRuns<S, V>({
+      asyncConcurrency: options.asyncConcurrency,
+      outputs: options.outputs,
+      failed: () => this.failure !== undefined,
+      fail: (err) => this.fail(err),
+      tick: () => {
+        this.rel = this.clock.now() - this.epoch;
+      },
+      step: (kf, record, offset, message, decodeError, ctx) => this.step(kf, record, offset, message, decodeError, ctx),
+      apply: (kf, next, emitted, record, offset) => this.apply(kf, next, emitted, record, offset),
+      poisoned: (kf, record, offset, message, reason, error) => this.poisoned(kf, record, offset, message, reason, error),
+      countFolded: () => this.countFolded(),
+      forgetIfNothing: (kf) => this.forgetIfNothing(kf),
+      read: (key) => options.persistence.read(key),
+      restore: (kf, found) => this.restore(kf, found),
+      unloaded: this.unloaded,
+    });
     this.ctx = new EmitBuffer(options.outputs);
     if (options.mode === 'none') this.recovered = true;
     if ((options.onDecodeFailure === 'dead-letter' || options.onFoldFailure === 'dead-letter') && !options.deadLetterTopic) {
@@ -255,7 +210,7 @@ export class PartitionFlow<S, V> {
     let count = 0;
     const created = this.clock.now() - this.epoch;
     for await (const found of this.o.persistence.recover()) {
-      const kf = new KeyFlow<S, V>(found.key, created, this.committed, this.journaling);
+      const kf = new KeyFlow<S, V>(found.key, created, this.persister.committed, this.journaling);
       // A snapshot or a marker restores at once; only a journal's replay may await (one await per key is 100,000 microtasks).
       const replaying = this.restore(kf, found);
       if (replaying) await replaying;
@@ -284,7 +239,7 @@ export class PartitionFlow<S, V> {
     const { codec, filter, remapKey } = o;
     const policy = o.onDecodeFailure ?? 'fail';
     this.rel = this.clock.now() - this.epoch;
-    this.batchWaits = undefined;
+    this.runs.beginBatch();
     let keyless = 0;
     let lastOffset = -1;
 
@@ -339,13 +294,8 @@ export class PartitionFlow<S, V> {
     if (keyless > 0) this.m.keylessDropped.inc(keyless);
     this.countFolded();
 
-    const waits = this.batchWaits;
-    this.batchWaits = undefined;
-    if (waits) return this.awaitBatch(Promise.all(waits).then(() => this.countFolded()));
-    if (this.waiting.length > 0 || this.queued > MAX_QUEUED) {
-      this.slotsFree ??= withResolvers();
-      return this.awaitBatch(this.slotsFree.promise);
-    }
+    const wait = this.runs.endBatch();
+    if (wait) return this.awaitBatch(wait);
   }
 
   private async awaitBatch(done: Promise<unknown>): Promise<void> {
@@ -365,7 +315,7 @@ export class PartitionFlow<S, V> {
       kf = new KeyFlow<S, V>(key, this.rel, offset, this.journaling);
       this.registerFirstTimer(kf);
       this.keys.set(key, kf);
-      if (this.unloaded.has(key)) this.readBack(kf);
+      if (this.unloaded.has(key)) this.runs.readBack(kf);
     }
     // A key that held nothing (a delete marker waiting for its purge) holds from its next record.
     if (kf.holding === undefined) kf.holding = offset;
@@ -377,16 +327,12 @@ export class PartitionFlow<S, V> {
     const queue = kf.x?.queue;
     if (queue !== undefined) {
       queue.push({ record, offset, message, decodeError });
-      this.queued++;
+      this.runs.queued++;
       return;
     }
     const limit = this.o.asyncConcurrency;
-    if (limit !== undefined && this.inFlight >= limit) {
-      const x = kf.extras();
-      x.queue = [{ record, offset, message, decodeError }];
-      x.at = offset;
-      this.queued++;
-      this.waiting.push(kf);
+    if (limit !== undefined && this.runs.inFlight >= limit) {
+      this.runs.wait(kf, { record, offset, message, decodeError });
       return;
     }
     const pending = this.step(kf, record, offset, message, decodeError, this.ctx);
@@ -400,13 +346,13 @@ export class PartitionFlow<S, V> {
     this.ctx = new EmitBuffer(this.o.outputs);
     x.queue = [];
     x.at = offset;
-    this.started(this.runKey(kf, { record, offset, message }, pending));
+    this.runs.fold(kf, { record, offset, message }, pending);
   }
 
   /**
    * One record into its key: skipped if at or below the key's last offset, to the poison handler if
    * undecodable or the fold throws, else folded. Returns the fold's Promise when it went async
-   * (the caller settles it with `settle`).
+   * (the key's run settles it, KeyRuns).
    */
   private step(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, decodeError: unknown, ctx: EmitBuffer): Promise<S | undefined> | undefined {
     kf.touchedClock = this.rel;
@@ -461,8 +407,7 @@ export class PartitionFlow<S, V> {
 
   private addOutputs(kf: KeyFlow<S, V>, outputs: readonly OutputRecord[]): void {
     kf.addOutputs(outputs);
-    this.heldOutputs += outputs.length;
-    this.outputsPendingSince ??= this.clock.now();
+    this.outputs.added(outputs.length);
   }
 
   /**
@@ -476,118 +421,11 @@ export class PartitionFlow<S, V> {
   }
 
   /**
-   * Starts a busy key's run: awaited by the batch in barrier mode, failing the partition if it
-   * fails; `counted` (a fold, not a read-back) counts it against asyncConcurrency.
-   */
-  private started(run: Promise<void>, counted = true): void {
-    if (counted) this.inFlight++;
-    this.runs++;
-    const done = run.then(
-      () => this.ended(counted),
-      (err: unknown) => {
-        this.ended(counted);
-        throw this.fail(err);
-      },
-    );
-    if (this.o.asyncConcurrency === undefined) {
-      if (this.batchWaits) this.batchWaits.push(done);
-      else this.batchWaits = [done];
-    }
-    else done.catch(() => undefined); // the failure stops the partition: the next batch (or the runtime's check) sees it
-  }
-
-  private ended(counted: boolean): void {
-    if (counted) this.inFlight--;
-    this.runs--;
-    this.countFolded();
-    const limit = this.o.asyncConcurrency;
-    while (limit !== undefined && this.inFlight < limit && this.waiting.length > 0 && this.failure === undefined) {
-      const kf = this.waiting.shift()!;
-      this.started(this.runKey(kf, undefined, undefined));
-    }
-    this.releaseBatch();
-    if (this.runs === 0 && this.drainedWaiters.length > 0) for (const resolve of this.drainedWaiters.splice(0)) resolve();
-  }
-
-  /**
    * Resolves once no key is busy (every record handed over is folded, or the partition failed):
    * with asyncConcurrency set, batches return before their async folds end.
    */
   drained(): Promise<void> {
-    if (this.runs === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainedWaiters.push(resolve));
-  }
-
-  /** Pipelined mode: the batch waiting for room may go (or must see the failure). */
-  private releaseBatch(): void {
-    const free = this.slotsFree;
-    if (free && (this.failure !== undefined || (this.waiting.length === 0 && this.queued <= MAX_QUEUED))) {
-      this.slotsFree = undefined;
-      free.resolve();
-    }
-  }
-
-  /**
-   * A busy key's run: settles the fold that went async (if any), then folds its queued records in
-   * order (each one sync or async), until the queue is empty and the key is idle again.
-   */
-  private async runKey(kf: KeyFlow<S, V>, first: { record: FlowRecord<V>; offset: number; message: InputMessage } | undefined, pending: Promise<S | undefined> | undefined): Promise<void> {
-    const x = kf.extras();
-    x.emits ??= new EmitBuffer(this.o.outputs);
-    x.queue ??= [];
-    const ctx = x.emits;
-    const queue = x.queue;
-    let i = 0;
-    try {
-      if (first && pending) await this.settle(kf, first.record, first.offset, first.message, pending, ctx);
-      // Records keep coming into the queue while it is worked off (later batches, pipelined mode).
-      for (; i < queue.length; i++) {
-        if (this.failure !== undefined) return;
-        const q = queue[i]!;
-        x.at = q.offset;
-        this.rel = this.clock.now() - this.epoch;
-        const next = this.step(kf, q.record, q.offset, q.message, q.decodeError, ctx);
-        if (next !== undefined) await this.settle(kf, q.record, q.offset, q.message, next, ctx);
-        this.queued--;
-        if (i >= 1023) {
-          queue.splice(0, i + 1); // a hot key's queue must not keep what it has folded
-          i = -1;
-        }
-        if (this.slotsFree) this.releaseBatch();
-      }
-    } finally {
-      this.queued -= queue.length - i; // what a failure left unfolded (none otherwise)
-      x.queue = undefined;
-      x.emits = undefined;
-      x.at = undefined;
-      kf.tidy();
-      if (!kf.hasState) this.forgetIfNothing(kf);
-    }
-  }
-
-  private async settle(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, pending: Promise<S | undefined>, ctx: EmitBuffer): Promise<void> {
-    let next: S | undefined;
-    try {
-      next = await pending;
-    } catch (err) {
-      ctx.discard();
-      this.poisoned(kf, record, offset, message, 'fold', err);
-      return;
-    }
-    this.apply(kf, next, ctx.take(), record, offset);
-  }
-
-  /** A record came for an unloaded key: read it back from the store before its records fold (they wait in its queue). */
-  private readBack(kf: KeyFlow<S, V>): void {
-    kf.extras().queue = [];
-    const run = (async () => {
-      const found = await this.o.persistence.read(kf.key);
-      if (found) await this.restore(kf, found);
-      this.unloaded.delete(kf.key);
-      await this.runKey(kf, undefined, undefined);
-    })();
-    // A read-back is not a fold: it does not count against asyncConcurrency, but a barrier batch waits for it.
-    this.started(run, false);
+    return this.runs.drained();
   }
 
   /** Adds what was folded and skipped since the last call to the metrics. */
@@ -624,7 +462,10 @@ export class PartitionFlow<S, V> {
    * Persists run one at a time, in call order.
    */
   persist(now: number = this.clock.now(), reason: PersistReason = 'periodic'): Promise<PersistResult> {
-    const run = this.persistChain.then(() => this.persistNow(now, reason));
+    const run = this.persistChain.then(() => {
+      this.ensureHealthy();
+      return this.persister.run(now, reason);
+    });
     this.persistChain = run.catch(() => undefined);
     return run;
   }
@@ -634,12 +475,7 @@ export class PartitionFlow<S, V> {
    * `outputs` persist now (so outputs land within outputEvery of their record, whatever persistEvery).
    */
   outputsDue(now: number = this.clock.now()): boolean {
-    const since = this.outputsPendingSince;
-    if (since === undefined || this.failure !== undefined) return false;
-    const max = this.o.maxPendingOutputs;
-    // At half the bound a persist starts while folding goes on: the fold waits at the bound only
-    // when outputs come faster than persists land them, not once per bound's worth of outputs.
-    return now >= since + (this.o.outputEvery ?? 1000) || (max !== undefined && this.heldOutputs >= max / 2);
+    return this.failure === undefined && this.outputs.due(now);
   }
 
   /**
@@ -648,24 +484,23 @@ export class PartitionFlow<S, V> {
    * it has made room (workers/flow-runtime.ts). Never true for a stopped partition.
    */
   outputsFull(): boolean {
-    const max = this.o.maxPendingOutputs;
-    return max !== undefined && this.heldOutputs >= max && this.failure === undefined;
+    return this.outputs.full() && this.failure === undefined;
   }
 
   /** Outputs emitted (or dead-lettered) and not landed yet: held on their keys, or in a write in flight. */
   get pendingOutputs(): number {
-    return this.heldOutputs;
+    return this.outputs.held;
   }
 
   /** The offset it is safe to commit if it moved past the last commit, else undefined. */
   offsetToCommit(): string | undefined {
-    const c = this.committable();
-    return c > this.committed ? formatOffset(c) : undefined;
+    const c = this.persister.committable();
+    return c > this.persister.committed ? formatOffset(c) : undefined;
   }
 
   /** The last committed offset (the assigned offset until this flow commits). */
   get committedOffset(): string {
-    return formatOffset(this.committed);
+    return formatOffset(this.persister.committed);
   }
 
   /** One past the last offset handled. */
@@ -705,458 +540,6 @@ export class PartitionFlow<S, V> {
       if (kf.lazy) this.decodeOrFail(kf);
       yield [key, kf.state as S];
     }
-  }
-
-  private committable(): number {
-    let min = Number.POSITIVE_INFINITY;
-    for (const kf of this.keys.values()) if (kf.holding !== undefined && kf.holding < min) min = kf.holding;
-    return min === Number.POSITIVE_INFINITY ? this.nextOffset : min;
-  }
-
-  /** One persist: choose the keys, write them in chunks with the offsets safe to commit, then apply the error policy. */
-  private async persistNow(now: number, reason: PersistReason): Promise<PersistResult> {
-    this.ensureHealthy();
-    const started = performance.now();
-    const strict = timed(reason) && !this.policy.ignorePersistErrors;
-    const capturedNext = this.nextOffset;
-    const plan = this.planPersist(now, reason, capturedNext);
-    let tally: PersistTally;
-    try {
-      tally = await this.writePlanned(plan, now, capturedNext, strict);
-    } finally {
-      this.notePendingOutputs(now);
-    }
-    const stopped = this.applyErrorPolicy(tally, reason, strict);
-    if (stopped) return stopped;
-    const fenced = await this.commitCommittable(tally, reason, strict);
-    if (fenced) return fenced;
-
-    this.m.persists(reason, tally.failed > 0 ? 'failed' : 'ok').inc();
-    this.m.persistDuration(reason).observe((performance.now() - started) / 1000);
-    if (tally.evicted > 0) this.m.keysEvicted.inc(tally.evicted);
-    this.m.keysLive.set(this.keys.size);
-    return {
-      committed: tally.committedNow === undefined ? undefined : formatOffset(tally.committedNow),
-      written: tally.written,
-      deleted: tally.deletes,
-      deadLetters: tally.deadLetters,
-      outputs: tally.outputs,
-      failed: tally.failed,
-      evicted: tally.evicted,
-      fenced: false,
-    };
-  }
-
-  /** After a persist's writes: outputs still pending (failed writes, records folded meanwhile) are due again from `now`. */
-  private notePendingOutputs(now: number): void {
-    if (this.outputsPendingSince === undefined) return;
-    this.outputsPendingSince = undefined;
-    for (const kf of this.keys.values()) {
-      const outputs = kf.x?.outputs;
-      if (outputs !== undefined && outputs.length > 0) {
-        this.outputsPendingSince = now;
-        return;
-      }
-    }
-  }
-
-  /**
-   * The keys this persist writes (in `planned`), and the smallest hold among those it leaves alone
-   * (`othersMin`). Keys with nothing to write are marked persisted (or unloaded) right here.
-   */
-  private planPersist(now: number, reason: PersistReason, capturedNext: number): PersistPlan<S, V> {
-    const transient = this.o.mode === 'none';
-    // A transient flow has nothing to write: "flushing" it only lets the commit pass its keys
-    // (kafka-flow's no-op flush), so it does that only when asked to flush on revoke.
-    const everything =
-      reason === 'periodic' ? false : reason === 'shutdown' && !transient ? true : this.policy.flushOnRevoke;
-    const planned: Planned<S, V>[] = [];
-    const deleted: KeyFlow<S, V>[] = [];
-    let othersMin = Number.POSITIVE_INFINITY;
-    let evicted = 0;
-    // A periodic persist also takes every key whose persistEvery has passed, not only those a
-    // timer has marked since: a key's timer and the workflow's persist run on their own clocks, and
-    // waiting for the next timer would leave such a key (and the committed offset) a cycle behind.
-    const every = this.policy.persistEvery;
-    const persistedBefore = every === undefined ? Number.NEGATIVE_INFINITY : now - this.epoch - every;
-
-    for (const kf of [...this.keys.values()]) {
-      const hold = kf.holding ?? Number.POSITIVE_INFINITY;
-      // A key still folding (an async fold) is written as of its last folded record, and then
-      // holds its first record not folded yet; one being read back, or deleted, waits.
-      const unfolded = kf.x?.at;
-      const busy = kf.busy;
-      if (this.writing.has(kf) || (busy && (unfolded === undefined || !kf.hasState))) {
-        othersMin = Math.min(othersMin, hold);
-        continue;
-      }
-      const holdAfter = busy ? unfolded! : capturedNext;
-      if (!kf.hasState) {
-        if (kf.dirty) {
-          // Deleted by the fold since the last write: a delete marker, or less (decided below).
-          deleted.push(kf);
-        } else if (kf.stored && this.committed > kf.lastOffset) {
-          // No replay can start at or below the marker any more: purge it.
-          kf.beginWrite();
-          planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: 'purge', events: undefined, outputs: undefined });
-        } else {
-          // The marker stands for everything this key has seen: it holds nothing.
-          kf.holding = undefined;
-          if (!kf.stored) this.keys.delete(kf.key);
-        }
-        continue;
-      }
-      const selected =
-        reason === 'periodic'
-          ? kf.due || kf.unload || kf.flushedClock <= persistedBefore
-          : reason === 'outputs'
-            ? kf.outputs !== undefined && kf.outputs.length > 0
-            : reason === 'idle' || everything;
-      if (!selected || (transient && !kf.unload && (reason === 'periodic' || reason === 'idle'))) {
-        othersMin = Math.min(othersMin, hold);
-        continue;
-      }
-      if (transient || !kf.dirty) {
-        // Nothing to write: everything before `holdAfter` is already persisted for this key
-        // (or, transient, never will be: kafka-flow's no-op flush).
-        kf.due = false;
-        this.markPersisted(kf, now, holdAfter);
-        if (kf.unload && !busy) {
-          this.evict(kf);
-          evicted++;
-        } else {
-          othersMin = Math.min(othersMin, holdAfter);
-        }
-        continue;
-      }
-      kf.beginWrite();
-      planned.push({ kf, oldHold: hold, holdAfter, kind: 'put', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
-    }
-    this.planDeletes(deleted, planned, othersMin, capturedNext);
-    return { planned, othersMin, evicted };
-  }
-
-  /**
-   * Writes the planned keys in chunks of `maxWritesPerBatch`, each with the offset safe to commit
-   * if it lands (CommitBound). Stops at a fence, and under the strict policy at the first failure.
-   */
-  private async writePlanned(plan: PersistPlan<S, V>, now: number, capturedNext: number, strict: boolean): Promise<PersistTally> {
-    const { planned } = plan;
-    const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, outputs: 0, failed: 0, evicted: plan.evicted, fenced: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
-    const bound = new CommitBound(
-      planned.map((p) => p.oldHold),
-      plan.othersMin,
-      capturedNext,
-    );
-    const size = Math.max(1, this.o.persistence.maxWritesPerBatch);
-    let attempted = 0;
-    for (let from = 0; from < planned.length; from += size) {
-      const chunk = planned.slice(from, from + size);
-      attempted = from + chunk.length;
-      let putsHold = Number.POSITIVE_INFINITY;
-      for (const p of chunk) if (p.kind === 'put' && p.holdAfter < putsHold) putsHold = p.holdAfter;
-      const commitOffset = bound.forChunk(from + chunk.length, putsHold, this.committed);
-      for (const p of chunk) this.writing.add(p.kf);
-      let result: WriteBatchResult | undefined;
-      const t0 = performance.now();
-      try {
-        result = await this.o.persistence.write({
-          writes: chunk.map((p) => this.toWrite(p)),
-          commitOffset,
-        });
-      } catch (err) {
-        t.error = err;
-        if (err instanceof SnapshotWriteFencedError) t.fenced = true;
-      }
-      for (const p of chunk) this.writing.delete(p.kf);
-      // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping, and a
-      // chunk may carry tens of thousands of outputs).
-      let applied = 0;
-      let notApplied = 0;
-      let failed = 0;
-      let landedOutputs: Map<string, number> | undefined;
-      for (let i = 0; i < chunk.length; i++) {
-        const p = chunk[i]!;
-        const status = result?.statuses[i];
-        if (status === 'applied') {
-          t.written++;
-          if (p.kind !== 'put') t.deletes++;
-          if (p.outputs) {
-            this.heldOutputs -= p.outputs.length;
-            landedOutputs ??= new Map();
-            for (const out of p.outputs) {
-              // Emitted records by topic, dead letters by reason (`\u0000` cannot start a topic name).
-              const label = out.kind === 'emitted' ? out.topic : `\u0000${String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')}`;
-              landedOutputs.set(label, (landedOutputs.get(label) ?? 0) + 1);
-            }
-          }
-          applied++;
-          if (this.landed(p, now, capturedNext)) t.evicted++;
-        } else {
-          t.failed++;
-          if (status === 'not-applied') notApplied++;
-          else failed++;
-          if (status === 'not-applied') t.conflicts.push(p.kf.key);
-          this.notLanded(p);
-        }
-        bound.stillHolds(this.keys.get(p.kf.key) === p.kf ? p.kf.holding : undefined);
-      }
-      if (landedOutputs) {
-        for (const [label, n] of landedOutputs) {
-          if (label.startsWith('\u0000')) {
-            t.deadLetters += n;
-            this.m.deadLetters(label.slice(1)).inc(n);
-          } else {
-            t.outputs += n;
-            this.m.outputs(label).inc(n);
-          }
-        }
-      }
-      if (applied > 0) this.m.persistedKeys('applied').inc(applied);
-      if (notApplied > 0) {
-        this.m.persistedKeys('not_applied').inc(notApplied);
-        this.refused(t, chunk, result!.statuses);
-      }
-      if (failed > 0) this.m.persistedKeys('failed').inc(failed);
-      if (result?.commitError !== undefined) {
-        this.m.commits('failed').inc();
-        if (result.commitError instanceof SnapshotWriteFencedError) {
-          t.fenced = true;
-          t.error = result.commitError;
-        } else {
-          t.commitError = result.commitError;
-          if (strict) break;
-        }
-      }
-      if (result?.committed && commitOffset !== undefined) {
-        this.committed = Math.max(this.committed, commitOffset);
-        t.committedNow = this.committed;
-        this.m.commits('ok').inc();
-        this.m.commitDuration.observe((performance.now() - t0) / 1000);
-      }
-      if (t.fenced || (strict && t.failed > 0)) break;
-    }
-    // Writes never attempted (the loop stopped early) go back to their keys untouched.
-    for (let i = attempted; i < planned.length; i++) this.notLanded(planned[i]!);
-    return t;
-  }
-
-  /**
-   * Writes refused (`not-applied`: the store holds another owner's newer state of these keys, e.g.
-   * Cassandra's LWT fence) mean the partition is no longer ours: a fence, whatever the persist and
-   * ignorePersistErrors — it stops here, and what its keys hold goes with it. Their outputs were
-   * produced before the refused writes (non-transactional backends produce outputs first); kept
-   * pending, every later flush of this owner would produce them again. The next owner replays the
-   * records from the committed offset and produces them again, once.
-   */
-  private refused(t: PersistTally, chunk: readonly Planned<S, V>[], statuses: readonly string[]): void {
-    t.fenced = true;
-    t.error = new SnapshotWriteConflictError(this.topic, this.partition, t.conflicts);
-    let outputs = 0;
-    for (let i = 0; i < chunk.length; i++) if (statuses[i] === 'not-applied') outputs += chunk[i]!.outputs?.length ?? 0;
-    if (outputs > 0) {
-      this.log.warn(
-        { topic: this.topic, partition: this.partition, keys: t.conflicts.length, outputs },
-        'writes refused: another owner holds newer state; the partition stops here, and the outputs produced with the refused writes are produced again by the next owner',
-      );
-    }
-  }
-
-  /**
-   * The error policy. A fence stops the partition (thrown for a periodic persist, reported for a
-   * revoke or shutdown). A failed write or offset commit throws under the strict policy (a
-   * periodic persist without ignorePersistErrors) and stops the partition; otherwise it is logged
-   * and the keys keep holding their offsets, to be written next time.
-   */
-  private applyErrorPolicy(t: PersistTally, reason: PersistReason, strict: boolean): PersistResult | undefined {
-    if (t.fenced) {
-      this.fail(t.error);
-      this.m.persists(reason, 'failed').inc();
-      if (timed(reason)) throw t.error;
-      this.log.warn({ topic: this.topic, partition: this.partition, err: t.error }, 'persist fenced: partition stopped');
-      return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
-    }
-    if (t.failed > 0) {
-      const cause = t.error ?? new SnapshotWriteConflictError(this.topic, this.partition, t.conflicts);
-      if (strict) {
-        this.m.persists(reason, 'failed').inc();
-        const typed = t.error === undefined ? cause : new PersistFailedError(this.topic, this.partition, t.failed, cause);
-        throw this.fail(typed);
-      }
-      this.log.warn(
-        { topic: this.topic, partition: this.partition, failed: t.failed, err: cause },
-        'persist failed; the keys keep holding their offsets and are retried later',
-      );
-    }
-    if (t.commitError !== undefined) {
-      if (strict) {
-        this.m.persists(reason, 'failed').inc();
-        throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(this.committable()), t.commitError));
-      }
-      this.log.warn({ topic: this.topic, partition: this.partition, err: t.commitError }, 'offset commit failed');
-    }
-    return undefined;
-  }
-
-  /**
-   * After the writes: commits the offset every key now allows, when it is past what the chunks
-   * committed (e.g. the keys written were not the lowest holds, or nothing needed writing).
-   */
-  private async commitCommittable(t: PersistTally, reason: PersistReason, strict: boolean): Promise<PersistResult | undefined> {
-    const c = this.committable();
-    if (c <= this.committed || t.commitError !== undefined) return undefined;
-    const t0 = performance.now();
-    try {
-      const r = await this.o.persistence.write({ writes: [], commitOffset: c });
-      if (r.committed) {
-        this.committed = c;
-        t.committedNow = c;
-        this.m.commits('ok').inc();
-        this.m.commitDuration.observe((performance.now() - t0) / 1000);
-      }
-    } catch (err) {
-      this.m.commits('failed').inc();
-      if (err instanceof SnapshotWriteFencedError) {
-        this.fail(err);
-        if (timed(reason)) throw err;
-        return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
-      }
-      if (strict) throw this.fail(new OffsetCommitFailedError(this.topic, this.partition, formatOffset(c), err));
-      this.log.warn({ topic: this.topic, partition: this.partition, offset: c, err }, 'offset commit failed');
-    }
-    return undefined;
-  }
-
-  /**
-   * The keys the fold deleted since their last write. A replay must not start between a key's
-   * first unpersisted record (its hold) and its deleting record: so it gets a delete marker —
-   * unless every hold that can remain after this persist is above its deleting offset, in which
-   * case the committed offset passes the deletion at once and the key is purged directly (or, never
-   * stored, simply forgotten). Holds that can remain: other keys' current holds (a write may fail),
-   * and the holds of deleted keys that get a marker (their write may fail too). A direct purge needs
-   * the purge and the commit to land together (`atomicCommit`, a Kafka transaction): elsewhere the
-   * purge could land and the commit fail (or the process die in between), and a replay from the
-   * old committed offset would fold the key again from nothing — so there the key gets its marker.
-   */
-  private planDeletes(deleted: readonly KeyFlow<S, V>[], planned: Planned<S, V>[], othersMin: number, capturedNext: number): void {
-    if (deleted.length === 0) return;
-    let floor = othersMin;
-    for (const p of planned) if (p.oldHold < floor) floor = p.oldHold;
-    // A key with dead letters to produce is written (a marker) whatever the offsets say.
-    const marked = new Set<KeyFlow<S, V>>();
-    for (const kf of deleted) {
-      if (!kf.x?.outputs?.length) continue;
-      marked.add(kf);
-      const hold = kf.holding ?? Number.POSITIVE_INFINITY;
-      if (hold < floor) floor = hold;
-    }
-    for (let grew = true; grew; ) {
-      grew = false;
-      for (const kf of deleted) {
-        if (marked.has(kf) || kf.lastOffset < floor) continue;
-        marked.add(kf);
-        grew = true;
-        const hold = kf.holding ?? Number.POSITIVE_INFINITY;
-        if (hold < floor) floor = hold;
-      }
-    }
-    for (const kf of deleted) {
-      const hold = kf.holding ?? Number.POSITIVE_INFINITY;
-      if (marked.has(kf) || kf.stored) {
-        // A direct purge is safe only if it cannot land without the commit that passes the deletion.
-        const purge = !marked.has(kf) && this.o.persistence.atomicCommit === true;
-        kf.beginWrite();
-        planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: purge ? 'purge' : 'delete', events: this.takeEvents(kf), outputs: takeOutputs(kf) });
-      } else {
-        if (kf.events) kf.events = [];
-        kf.holding = undefined;
-        kf.markClean();
-        this.keys.delete(kf.key);
-      }
-    }
-  }
-
-  private toWrite(p: Planned<S, V>) {
-    const { kf } = p;
-    if (p.kind === 'purge') return { key: kf.key, purge: { offset: kf.lastOffset }, outputs: p.outputs };
-    if (p.kind === 'delete') return { key: kf.key, delete: { offset: kf.lastOffset }, events: p.events, addKey: !kf.stored, outputs: p.outputs };
-    return {
-      key: kf.key,
-      snapshot: this.snapshotting ? { state: kf.state as S, offset: kf.lastOffset } : undefined,
-      events: p.events,
-      addKey: !kf.stored,
-      outputs: p.outputs,
-    };
-  }
-
-  private takeEvents(kf: KeyFlow<S, V>): FlowRecord<V>[] | undefined {
-    if (!kf.events || kf.events.length === 0) return undefined;
-    const taken = kf.events;
-    kf.events = [];
-    return taken;
-  }
-
-  /** A key's write landed. Returns true if the key was unloaded. */
-  private landed(p: Planned<S, V>, now: number, capturedNext: number): boolean {
-    const { kf } = p;
-    const unchanged = !kf.changedSinceWrite && !kf.busy;
-    if (p.kind === 'purge') {
-      kf.stored = false;
-      this.unloaded.delete(kf.key);
-      if (unchanged && kf.state === undefined) {
-        kf.holding = undefined;
-        this.keys.delete(kf.key);
-      }
-      // Revived meanwhile: its new state holds from its first record, as any new key's.
-      return false;
-    }
-    if (p.kind === 'delete') {
-      // The marker stays in memory too (it skips a replay's older records) until its purge.
-      kf.stored = true;
-      this.unloaded.delete(kf.key);
-      if (!kf.changedSinceWrite) kf.markClean();
-      if (unchanged && kf.state === undefined) {
-        kf.holding = undefined;
-        kf.flushedClock = now - this.epoch;
-        return false;
-      }
-      // Revived by records folded while the delete was in flight: the new state is unpersisted.
-      kf.holding = capturedNext;
-      return false;
-    }
-    kf.stored = true;
-    if (!kf.changedSinceWrite) kf.markClean();
-    kf.due = false;
-    this.markPersisted(kf, now, p.holdAfter);
-    if (kf.unload && unchanged && !kf.dirty) {
-      this.evict(kf);
-      return true;
-    }
-    return false;
-  }
-
-  private notLanded(p: Planned<S, V>): void {
-    const { kf } = p;
-    // The key keeps holding its old offset (frozen, never corrupt); its journal events and dead
-    // letters go back in front of any added since, to be written next time.
-    if (p.events && kf.events) kf.events = p.events.concat(kf.events);
-    if (p.outputs) kf.outputs = kf.outputs ? p.outputs.concat(kf.outputs) : p.outputs;
-    kf.due = false;
-    kf.unload = false;
-    if (kf.timerAt === undefined && Number.isFinite(this.policy.fireEvery)) kf.timerAt = this.clock.now() - this.epoch + this.policy.fireEvery;
-    // A delete marker that did not land is written next time (the key keeps holding meanwhile).
-    if (kf.state === undefined && !kf.stored && !kf.dirty && !kf.busy) this.keys.delete(kf.key);
-  }
-
-  private markPersisted(kf: KeyFlow<S, V>, now: number, capturedNext: number): void {
-    kf.holding = capturedNext;
-    kf.flushedClock = now - this.epoch;
-  }
-
-  private evict(kf: KeyFlow<S, V>): void {
-    kf.holding = undefined;
-    this.keys.delete(kf.key);
-    if (kf.stored) this.unloaded.add(kf.key);
   }
 
   /** Restores a recovered key; returns a Promise only while a journal's async fold replays. */
@@ -1210,16 +593,4 @@ export class PartitionFlow<S, V> {
     }
     return err;
   }
-}
-
-/** Persists that run on a timer or trigger of the owner (persistEvery, outputEvery, the idle flush) and fail the partition when strict. */
-function timed(reason: PersistReason): boolean {
-  return reason === 'periodic' || reason === 'outputs' || reason === 'idle';
-}
-
-function takeOutputs<S, V>(kf: KeyFlow<S, V>): OutputRecord[] | undefined {
-  const taken = kf.outputs;
-  kf.outputs = undefined;
-  kf.tidy();
-  return taken && taken.length > 0 ? taken : undefined;
 }

@@ -6,13 +6,12 @@ import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';
-import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import type { PartitionPersistence } from '../flow/ports';
 import type { PersistenceBackend } from '../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
-import { PartitionSlots, type Slot, type Unreported } from './partition-slots';
-import { PersistCadence } from './persist-cadence';
+import { PartitionSlots, type Slot } from './partition-slots';
+import { SlotPersists, withUnreported } from './slot-persists';
 
 export { StaleGenerationError } from '../activities/partition-host';
 
@@ -57,7 +56,9 @@ async function closeQuietly(p: PartitionPersistence<unknown, unknown>): Promise<
 /**
  * A flow in one worker process: its group consumer, the partitions it owns (PartitionSlots), their
  * engines. The consumer runs on its own; partition workflows drive recovery and persistence
- * through the activities, which call into this object (the activities' PartitionHost).
+ * through the activities, which call into this object (the activities' PartitionHost). What a
+ * persist of a partition does here — the in-process cadence and outputs flush, fences, reports —
+ * is SlotPersists (slot-persists.ts).
  */
 export class FlowRuntime implements PartitionHost {
   readonly definition: FlowDefinition<unknown, unknown>;
@@ -66,6 +67,8 @@ export class FlowRuntime implements PartitionHost {
   private readonly consumer: FlowConsumer;
   private readonly slots = new PartitionSlots();
   private readonly log: Logger;
+  /** One persist of a partition's engine, the in-process persists, and what the workflow is not told yet. */
+  private readonly persists: SlotPersists;
   private timers?: NodeJS.Timeout;
   private watchdog?: NodeJS.Timeout;
   private stopping = false;
@@ -79,6 +82,7 @@ export class FlowRuntime implements PartitionHost {
     this.taskQueue = options.taskQueue;
     this.log = options.logger;
     this.consumer = options.consumer;
+    this.persists = new SlotPersists({ definition: options.definition, consumer: options.consumer, log: options.logger, stopping: () => this.stopping });
   }
 
   async start(): Promise<void> {
@@ -239,7 +243,7 @@ export class FlowRuntime implements PartitionHost {
       }
       folded = slice[slice.length - 1]?.offset;
       // Half the bound held: an outputs persist starts now, while the batch folds on (see outputsDue).
-      if (emits && !slot.outputsFlush && !this.stopping && flow.outputsDue()) void this.flushOutputs(slot);
+      if (emits && !slot.outputsFlush && !this.stopping && flow.outputsDue()) void this.persists.flushOutputs(slot);
     }
     if (folded !== undefined) resolveOffset(folded);
     slot.cadence?.folded(flow.position, batch.highWatermark);
@@ -264,7 +268,7 @@ export class FlowRuntime implements PartitionHost {
       slot.state === 'running' && slot.flow === flow && flow.failed === undefined && !this.stopping && this.consumer.current()?.generationId === slot.generation;
     while (flow.outputsFull()) {
       if (!mayFold()) return false;
-      await this.flushOutputs(slot);
+      await this.persists.flushOutputs(slot);
       if (!mayFold()) return false;
       if (!flow.outputsFull()) break;
       await heartbeat();
@@ -287,67 +291,8 @@ export class FlowRuntime implements PartitionHost {
         this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'partition failed; it stops until reassigned');
         continue;
       }
-      if (outputs && !slot.outputsFlush && !this.stopping && slot.flow.outputsDue()) void this.flushOutputs(slot);
+      if (outputs && !slot.outputsFlush && !this.stopping && slot.flow.outputsDue()) void this.persists.flushOutputs(slot);
     }
-  }
-
-  /**
-   * outputEvery (and maxPendingOutputs): persists the keys with pending outputs (emitted records,
-   * dead letters) through the partition's serialized persist chain — like the flush on revoke, in
-   * this process and not as a workflow activity, so the workflow history does not grow with the
-   * output rate. The generation fence and the transaction protect it as any persist; a failure
-   * stops the partition here like a failed periodic persist (the fold loop reports it and the
-   * workflow retries). One at a time per partition: a caller while one runs gets that one.
-   * Never rejects.
-   */
-  private flushOutputs(slot: Slot): Promise<void> {
-    slot.outputsFlush ??= this.persistOutputs(slot).finally(() => {
-      slot.outputsFlush = undefined;
-    });
-    return slot.outputsFlush;
-  }
-
-  private async persistOutputs(slot: Slot): Promise<void> {
-    if (!this.mayPersistHere(slot, slot.flow)) return;
-    try {
-      noteUnreported(slot, await this.persistSlot(slot, 'outputs', { timersTriggered: true }));
-    } catch (err) {
-      this.log.warn({ err, topic: slot.topic, partition: slot.partition }, 'outputs persist failed; the partition stopped here');
-    }
-  }
-
-  /**
-   * The partition's engine `flow` may be persisted by this process now, on its own initiative (an
-   * in-process persist: outputs, periodic, idle): a fold loop drives it, under the generation the
-   * process holds it in and its state belongs to, and the process is not stopping.
-   */
-  private mayPersistHere(slot: Slot, flow: Slot['flow']): boolean {
-    const current = this.consumer.current();
-    return (
-      slot.state === 'running' &&
-      flow !== undefined &&
-      slot.flow === flow &&
-      flow.failed === undefined &&
-      !this.stopping &&
-      current?.generationId === slot.generation &&
-      slot.flowGeneration === slot.generation
-    );
-  }
-
-  /** The persist cadence of a newly installed engine (persistEvery and the idle flush, in this process). */
-  private cadenceFor(slot: Slot, flow: NonNullable<Slot['flow']>): PersistCadence {
-    return new PersistCadence({
-      everyMs: this.definition.timers.persistEvery ?? 60_000,
-      idleAfterMs: this.definition.idleFlushMs,
-      mayPersist: () => this.mayPersistHere(slot, flow),
-      persist: async (reason, now) => {
-        try {
-          noteUnreported(slot, await this.persistSlot(slot, reason, { now }));
-        } catch (err) {
-          this.log.warn({ err, topic: slot.topic, partition: slot.partition, reason }, 'persist failed; the partition stopped here');
-        }
-      },
-    });
   }
 
   /** The awaited revoke point: in-flight batches are done; flush under the generation being given up. */
@@ -365,7 +310,7 @@ export class FlowRuntime implements PartitionHost {
           if (wasRunning && slot.flow) {
             try {
               // With what the in-process persists landed since the workflow's last persist.
-              flushed = withUnreported(slot, await this.persistSlot(slot, reason));
+              flushed = withUnreported(slot, await this.persists.persist(slot, reason));
             } catch (err) {
               // Fenced or failed: counted and logged; the next owner replays from the last commit.
               this.log.warn({ err, topic, partition }, 'flush on revoke did not land');
@@ -404,7 +349,7 @@ export class FlowRuntime implements PartitionHost {
       // continue from where this process was, not from the committed offset kafkajs rewound to.
       const flow = slot.flow!;
       slot.flowGeneration = r.owner.generation;
-      slot.cadence ??= this.cadenceFor(slot, flow);
+      slot.cadence ??= this.persists.cadenceFor(slot, flow);
       this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
       this.consumer.pause(tp);
       this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
@@ -456,7 +401,7 @@ export class FlowRuntime implements PartitionHost {
     slot.flowGeneration = r.owner.generation;
     slot.installedSeq = seq;
     slot.cadence?.stop();
-    slot.cadence = this.cadenceFor(slot, flow);
+    slot.cadence = this.persists.cadenceFor(slot, flow);
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
@@ -514,101 +459,7 @@ export class FlowRuntime implements PartitionHost {
     if (due) await due;
     const after = slot.state as Slot['state']; // the persist may have stopped the partition
     if (after === 'failed' || after === 'fenced') throw slot.failure ?? new Error(`${r.topic}-${r.partition} ${after}`);
-    return this.report(slot);
-  }
-
-  /** What the in-process persists did since the workflow was last told, and where the partition stands. */
-  private report(slot: Slot): WorkflowPersistResult {
-    const flow = slot.flow!;
-    const u = slot.unreported;
-    slot.unreported = undefined;
-    const hw = slot.highWatermark;
-    return {
-      persistedKeys: u?.persistedKeys ?? 0,
-      deletedKeys: u?.deletedKeys ?? 0,
-      deadLetters: u?.deadLetters || undefined,
-      outputs: u?.outputs || undefined,
-      committedOffset: flow.committedOffset,
-      liveKeys: flow.liveKeys,
-      logEndOffset: hw,
-      lag: hw !== undefined ? Math.max(0, Number(hw) - Number(flow.position)) : undefined,
-      ms: u?.ms ?? 0,
-      at: Date.now(),
-    };
-  }
-
-  /**
-   * One persist of the slot's engine. `timersTriggered`: the caller ran the key timers just now
-   * (the tick that found outputs due); `now`: the persist's clock (the cadence's).
-   */
-  private async persistSlot(
-    slot: Slot,
-    reason: 'periodic' | 'outputs' | 'idle' | 'revoke' | 'shutdown',
-    options: { timersTriggered?: boolean; now?: number } = {},
-  ): Promise<WorkflowPersistResult> {
-    const flow = slot.flow!;
-    const started = performance.now();
-    const now = options.now ?? Date.now();
-    if (!options.timersTriggered) flow.triggerTimers(now);
-    let result: Awaited<ReturnType<typeof flow.persist>>;
-    try {
-      result = await flow.persist(now, reason);
-    } catch (caught) {
-      const err = this.classify(slot, caught);
-      slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
-      slot.failure = err;
-      this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
-      throw err;
-    }
-    if (result.failed > 0) {
-      // Revoke and shutdown persists report failed writes instead of throwing: those keys keep
-      // holding their offsets, so the next owner replays them.
-      this.log.warn({ topic: slot.topic, partition: slot.partition, reason, failed: result.failed }, 'some keys were not persisted');
-    }
-    if (result.fenced) {
-      // Fenced (a newer producer or generation), or a write refused (another owner's newer state).
-      const fence = flow.failed instanceof SnapshotWriteFencedError || flow.failed instanceof SnapshotWriteConflictError ? flow.failed : undefined;
-      const err = this.classify(slot, fence ?? new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
-      slot.state = err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError ? 'fenced' : 'failed';
-      slot.failure = err;
-      this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
-      throw err;
-    }
-    const hw = slot.highWatermark;
-    const outputs = result.outputs ?? 0;
-    const deadLetters = result.deadLetters ?? 0;
-    this.log.debug(
-      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset, ms: Math.round(performance.now() - started) },
-      'persisted',
-    );
-    return {
-      persistedKeys: result.written,
-      deletedKeys: result.deleted ?? 0,
-      deadLetters: deadLetters || undefined,
-      outputs: outputs || undefined,
-      committedOffset: flow.committedOffset,
-      liveKeys: flow.liveKeys,
-      logEndOffset: hw,
-      lag: hw !== undefined ? Math.max(0, Number(hw) - Number(flow.position)) : undefined,
-      ms: performance.now() - started,
-      at: Date.now(),
-    };
-  }
-
-  /**
-   * A producer-epoch fence is a fence only when a newer owner exists. While the group's current
-   * generation still gives the partition to this process, it is an aborted transaction (a
-   * transaction timeout, or an earlier producer of ours re-initialized): the workflow retries.
-   */
-  private classify(slot: Slot, err: unknown): unknown {
-    if (!(err instanceof SnapshotWriteFencedError) || err.reason !== 'producer-epoch') return err;
-    const current = this.consumer.current();
-    const stillOurs =
-      !this.stopping &&
-      current !== undefined &&
-      current.generationId === slot.generation &&
-      (current.assignment[slot.topic] ?? []).includes(slot.partition);
-    return stillOurs ? new ProducerEpochLostError(slot.topic, slot.partition, err) : err;
+    return this.persists.report(slot);
   }
 
   private async withRetry<T>(what: string, fn: () => Promise<T>, attempts = 10): Promise<T> {
@@ -624,31 +475,6 @@ export class FlowRuntime implements PartitionHost {
       }
     }
   }
-}
-
-/** An in-process persist's result, kept for the workflow's next persist (which reports it). */
-function noteUnreported(slot: Slot, r: WorkflowPersistResult): void {
-  const u: Unreported = slot.unreported ?? { persistedKeys: 0, deletedKeys: 0, outputs: 0, deadLetters: 0, ms: 0 };
-  u.persistedKeys += r.persistedKeys;
-  u.deletedKeys += r.deletedKeys;
-  u.outputs += r.outputs ?? 0;
-  u.deadLetters += r.deadLetters ?? 0;
-  u.ms += r.ms;
-  slot.unreported = u;
-}
-
-/** A persist's result with what the in-process persists landed since the workflow was last told. */
-function withUnreported(slot: Slot, r: WorkflowPersistResult): WorkflowPersistResult {
-  const u = slot.unreported;
-  if (!u) return r;
-  slot.unreported = undefined;
-  return {
-    ...r,
-    persistedKeys: r.persistedKeys + u.persistedKeys,
-    deletedKeys: r.deletedKeys + u.deletedKeys,
-    outputs: (r.outputs ?? 0) + u.outputs || undefined,
-    deadLetters: (r.deadLetters ?? 0) + u.deadLetters || undefined,
-  };
 }
 
 /**

@@ -1,0 +1,108 @@
+// The activities are thin adapters over a PartitionHost (the interface a worker's FlowRuntime
+// implements): here over a scripted host, in an activity context made by hand (no server).
+import { ApplicationFailure, asyncLocalStorage, Context } from '@temporalio/activity';
+import { createFlowActivities } from '../../../activities/flow-activities';
+import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../../../activities/partition-host';
+import { FailureTypes, type OwnerRequest, type PersistResult, type RecoverResult } from '../../../activities/types';
+import { SnapshotWriteFencedError } from '../../../core/fence-errors';
+import { PersistFailedError } from '../../../flow/errors';
+
+const owner = { generation: 3, memberId: 'm-1', taskQueue: 'tq-1' };
+const request: OwnerRequest = { flow: 'sales', topic: 'orders', partition: 0, owner };
+const recovered: RecoverResult = { fromMemory: false, keys: 2, snapshotsRead: 2, ms: 1, committedOffset: '10' };
+const persisted: PersistResult = { persistedKeys: 1, deletedKeys: 0, liveKeys: 2, ms: 1, at: 0 };
+
+/** A host whose answers a test scripts; it records what the activities asked. */
+function host(overrides: Partial<PartitionHost> = {}): PartitionHost & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    activity: async (fn) => {
+      calls.push('activity');
+      return fn();
+    },
+    recover: async () => recovered,
+    startFolding: () => ({ token: 1, poll: () => ({ running: false, progress: {} }) }),
+    stopFolding: (_r, token) => {
+      calls.push(`stopFolding ${token}`);
+    },
+    persistReadiness: () => 'persist',
+    persist: async () => persisted,
+    ...overrides,
+  };
+}
+
+/** Runs `fn` as an activity would run (Context.current() works), recording heartbeats. */
+function inActivity<T>(fn: () => Promise<T>, heartbeats: unknown[] = []): Promise<T> {
+  const cancelled = new Promise<never>(() => undefined);
+  const Ctor = Context as unknown as new (...args: unknown[]) => Context;
+  const ctx = new Ctor({}, cancelled, new AbortController().signal, (d: unknown) => heartbeats.push(d), undefined, undefined, undefined, {});
+  return asyncLocalStorage.run(ctx, fn);
+}
+
+async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    return err as ApplicationFailure;
+  }
+  throw new Error('expected the activity to fail');
+}
+
+describe('flow activities over a PartitionHost', () => {
+  test('recover runs inside the host activity, heartbeating, and returns what the host recovered', async () => {
+    const h = host();
+    const heartbeats: unknown[] = [];
+    const result = await inActivity(() => createFlowActivities(new Map([['sales', h]])).recover(request), heartbeats);
+    expect(result).toEqual(recovered);
+    expect(h.calls).toEqual(['activity']);
+    expect(heartbeats).toContainEqual({ phase: 'recovering' });
+  });
+
+  test('a flow that does not run in this process, a stale generation and a fence are non-retryable failures of their type', async () => {
+    const activities = createFlowActivities(
+      new Map<string, PartitionHost>([
+        ['stale', host({ recover: async () => Promise.reject(new StaleGenerationError('not ours')) })],
+        ['fenced', host({ recover: async () => Promise.reject(new SnapshotWriteFencedError('orders', 0, 'newer producer', { reason: 'producer-epoch' })) })],
+      ]),
+    );
+    const unknown = await failureOf(inActivity(() => activities.recover({ ...request, flow: 'other' })));
+    expect([unknown.type, unknown.nonRetryable]).toEqual([FailureTypes.staleGeneration, true]);
+    const stale = await failureOf(inActivity(() => activities.recover({ ...request, flow: 'stale' })));
+    expect([stale.type, stale.nonRetryable]).toEqual([FailureTypes.staleGeneration, true]);
+    const fenced = await failureOf(inActivity(() => activities.recover({ ...request, flow: 'fenced' })));
+    expect([fenced.type, fenced.nonRetryable]).toEqual([FailureTypes.fenced, true]);
+  });
+
+  test('the fold loop polls until the partition stops running here, then lets it go with its token', async () => {
+    let polls = 0;
+    const folding: FoldingHandle = { token: 7, poll: () => ({ running: ++polls < 2, progress: { polls } }) };
+    const h = host({ startFolding: () => folding });
+    const heartbeats: unknown[] = [];
+    await inActivity(() => createFlowActivities(new Map([['sales', h]])).foldLoop(request), heartbeats);
+    expect(polls).toBe(2);
+    expect(heartbeats).toEqual([{ polls: 1 }]);
+    expect(h.calls).toEqual(['activity', 'stopFolding 7']);
+  });
+
+  test('a partition that stopped here ends the fold loop with a persist failure (the workflow retries it)', async () => {
+    const failure = new PersistFailedError('orders', 0, 1, new Error('broker down'));
+    const h = host({ startFolding: () => ({ token: 2, poll: () => ({ running: true, failure, progress: {} }) }) });
+    const f = await failureOf(inActivity(() => createFlowActivities(new Map([['sales', h]])).foldLoop(request)));
+    expect([f.type, f.nonRetryable]).toEqual([FailureTypes.persistFailed, true]);
+    expect(h.calls).toEqual(['activity', 'stopFolding 2']);
+  });
+
+  test('persist reports what the host persisted once due; a partition revoked here (skip) reports nothing', async () => {
+    const activities = createFlowActivities(
+      new Map<string, PartitionHost>([
+        ['sales', host()],
+        ['revoked', host({ persistReadiness: () => 'skip', persist: async () => Promise.reject(new Error('must not persist')) })],
+      ]),
+    );
+    const due = { ...request, delayMs: 0, reason: 'timer' as const };
+    await expect(inActivity(() => activities.persist(due))).resolves.toEqual(persisted);
+    await expect(inActivity(() => activities.persist({ ...due, flow: 'revoked' }))).resolves.toMatchObject({ persistedKeys: 0, skipped: true });
+  });
+});
