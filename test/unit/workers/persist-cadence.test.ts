@@ -83,6 +83,35 @@ describe('PersistCadence', () => {
     expect(c.due()).toBeUndefined();
   });
 
+  test('a timer that finds the partition not persistable stops re-arming; the workflow persist (due) or a new fold loop (start) starts it again', async () => {
+    let may = false;
+    const { c, runs } = cadence({ may: () => may });
+    c.start();
+    c.folded('1', '100');
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(runs).toHaveLength(0); // the timer fired once, persisted nothing, did not re-arm
+    may = true;
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(runs).toHaveLength(0); // nothing re-armed it by itself
+    // The workflow's persist activity asks: the overdue persist runs now, and the cadence goes on from it.
+    const overdue = c.due();
+    expect(overdue).toBeDefined();
+    await jest.advanceTimersByTimeAsync(0);
+    await overdue;
+    expect(runs).toEqual([{ reason: 'periodic', at: 10_000 }]);
+    await jest.advanceTimersByTimeAsync(2_000);
+    expect(runs.map((r) => r.at)).toEqual([10_000, 11_000, 12_000]);
+
+    // The same stall ended by a new fold loop: start() re-arms from the last periodic persist.
+    may = false;
+    await jest.advanceTimersByTimeAsync(3_000);
+    expect(runs).toHaveLength(3);
+    may = true;
+    c.start();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 15_000 }); // overdue since 13,000: at once
+  });
+
   test('idle flush: caught up and then quiet for idleAfterMs; each batch restarts the wait; behind the log end or off, none', async () => {
     const { c, runs } = cadence({ everyMs: 60_000, idleAfterMs: 250 });
     c.start();
