@@ -105,6 +105,19 @@ export function createBatch(topic: string, fetchedOffset: string, data: FetchPar
   return new Batch(topic, fetchedOffset, data);
 }
 
+const filterAborted = requireKafkajs('./src/consumer/filterAbortedMessages') as (args: {
+  messages: RawMessage[];
+  abortedTransactions: FetchPartitionData['abortedTransactions'];
+}) => RawMessage[];
+
+/**
+ * The records of a fetch that took no part in an aborted transaction (kafkajs's patched filter, as
+ * its Batch applies it; see docs/kafkajs-patch.md). The same array when none was aborted.
+ */
+export function withoutAborted(messages: RawMessage[], abortedTransactions: FetchPartitionData['abortedTransactions'] | undefined): RawMessage[] {
+  return abortedTransactions && abortedTransactions.length > 0 ? filterAborted({ messages, abortedTransactions }) : messages;
+}
+
 const murmur2 = requireKafkajs('./src/producer/partitioners/default/murmur2') as (key: string | Buffer) => number;
 
 /** The partition Kafka's default partitioner (Java's and kafkajs's: murmur2) gives `key` among `count`. */

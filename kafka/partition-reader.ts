@@ -9,7 +9,7 @@
  */
 import type { KafkaClient } from './client';
 import { PartitionReadStalledError, protocolErrorType } from './errors';
-import { createBatch, createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage } from './internals';
+import { createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage, withoutAborted } from './internals';
 
 export interface ReadRecord {
   offset: string;
@@ -120,9 +120,11 @@ export class PartitionReader {
       fetches += 1;
       if (data === undefined) continue; // leadership moved; metadata refreshed
 
-      const batch = createBatch(topic, String(position), data);
-      const next = nextOffset(batch.messagesWithinOffset, position);
-      const visible = belowBound(batch.messages, bound);
+      // What kafkajs's Batch does (records from the fetched offset on, aborted ones and control
+      // records dropped), without its Long parse of every record's offset.
+      const within = fromOffset(data.messages, String(position));
+      const next = nextOffset(within, position);
+      const visible = belowBound(committedData(withoutAborted(within, data.abortedTransactions)), bound);
       if (visible.length > 0) {
         records += visible.length;
         await options.onRecords(visible);
@@ -236,6 +238,29 @@ function nextOffset(messages: RawMessage[], position: bigint): bigint {
     if (end > next) next = end;
   }
   return next;
+}
+
+/** Whether offset `a` is below offset `b`: both decimal strings without leading zeros (as kafkajs writes them). */
+function offsetBelow(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length < b.length : a < b;
+}
+
+/**
+ * The fetched records at or after the fetched offset: the broker answers from the start of the
+ * record batch that holds it, so a first batch can begin below it. The same array when none is
+ * (kafkajs's Batch parses every record's offset into a Long for this).
+ */
+function fromOffset(messages: RawMessage[], fetchedOffset: string): RawMessage[] {
+  let below = 0;
+  for (const m of messages) if (offsetBelow(m.offset, fetchedOffset)) below++;
+  return below === 0 ? messages : messages.filter((m) => !offsetBelow(m.offset, fetchedOffset));
+}
+
+/** The data records (control records — transaction markers — left out). */
+function committedData(messages: RawMessage[]): RawMessage[] {
+  const data: RawMessage[] = [];
+  for (const m of messages) if (!m.isControlRecord) data.push(m);
+  return data;
 }
 
 /**
