@@ -9,7 +9,7 @@
  */
 import type { KafkaClient } from './client';
 import { PartitionReadStalledError, protocolErrorType } from './errors';
-import { createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage, withoutAborted } from './internals';
+import { createCluster, createErrorFromCode, type FetchPartitionData, type InternalCluster, ISOLATION, type RawMessage, withoutAborted } from './internals';
 
 export interface ReadRecord {
   offset: string;
@@ -120,11 +120,9 @@ export class PartitionReader {
       fetches += 1;
       if (data === undefined) continue; // leadership moved; metadata refreshed
 
-      // What kafkajs's Batch does (records from the fetched offset on, aborted ones and control
-      // records dropped), without its Long parse of every record's offset.
-      const within = fromOffset(data.messages, String(position));
+      const { within, records: committed } = fetchedRecords(data.messages, String(position), data.abortedTransactions);
       const next = nextOffset(within, position);
-      const visible = belowBound(committedData(withoutAborted(within, data.abortedTransactions)), bound);
+      const visible = belowBound(committed, bound);
       if (visible.length > 0) {
         records += visible.length;
         await options.onRecords(visible);
@@ -238,6 +236,21 @@ function nextOffset(messages: RawMessage[], position: bigint): bigint {
     if (end > next) next = end;
   }
   return next;
+}
+
+/**
+ * What kafkajs's Batch makes of a fetch, without its Long parse of every record's offset: `within`,
+ * the records at or after the fetched offset (control records included: they move the position),
+ * and `records`, those of them that are data of committed transactions (aborted ones dropped by
+ * kafkajs's patched filter, control records left out).
+ */
+export function fetchedRecords(
+  messages: RawMessage[],
+  fetchedOffset: string,
+  abortedTransactions: FetchPartitionData['abortedTransactions'] | undefined,
+): { within: RawMessage[]; records: RawMessage[] } {
+  const within = fromOffset(messages, fetchedOffset);
+  return { within, records: committedData(withoutAborted(within, abortedTransactions)) };
 }
 
 /** Whether offset `a` is below offset `b`: both decimal strings without leading zeros (as kafkajs writes them). */
