@@ -12,7 +12,8 @@
 //           uses the key, not at recovery: the keys are not used here). The backend is the worker's, its clients connected
 //           (one untimed recovery first), as in a rebalance or a failover.
 //   ours_cold  the same through a fresh client and backend: a worker's first assignment after it
-//           started (connections, and ≈ 300 ms in kafkajs's findGroupCoordinator, see docs).
+//           started (its connections; until issue 14 also twice ≈ 300 ms in kafkajs's
+//           findGroupCoordinator of a cluster without metadata, see docs).
 //   raw     a plain kafkajs 2.2.4 consumer (read_committed, its default) from the beginning of the
 //           snapshot topic, eachBatch keeping each key's latest value in a Map (the least any
 //           recovery does; no decode), timed from its GROUP_JOIN event (a recovering worker is a

@@ -59,6 +59,8 @@ export function assertFencedTxnOffsetCommit(client: KafkaClient, groupId: string
       const cluster = createCluster(client, ISOLATION.READ_COMMITTED);
       try {
         await cluster.connect();
+        // The brokers' metadata first: without it findGroupCoordinator waits ≈ 300 ms (see committed-offsets.ts).
+        await cluster.refreshMetadata();
         const coordinator = (await cluster.findGroupCoordinator({ groupId })) as unknown as { versions: ApiVersions; connectionPool?: { host?: string; port?: number } };
         const where = coordinator.connectionPool?.host ? `${coordinator.connectionPool.host}:${coordinator.connectionPool.port}` : client.brokers.join(',');
         requireFencedTxnOffsetCommit(coordinator.versions, where);

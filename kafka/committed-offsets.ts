@@ -37,6 +37,10 @@ export class CommittedOffsets {
   ): Promise<Map<number, string | null>> {
     if (!this.connected) {
       await this.cluster.connect();
+      // A fresh cluster knows no broker but its seed: without the metadata, kafkajs's
+      // findGroupCoordinator fails with BrokerNotFound, refreshes it and retries only after its
+      // initial retry time (≈ 300 ms, measured as most of a worker's first recovery beyond a warm one).
+      await this.cluster.refreshMetadata();
       this.connected = true;
     }
     const deadline = Date.now() + (options.deadlineMs ?? 120_000);

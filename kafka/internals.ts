@@ -105,6 +105,49 @@ export function createBatch(topic: string, fetchedOffset: string, data: FetchPar
   return new Batch(topic, fetchedOffset, data);
 }
 
+/** The Fetch API's key (kafkajs's apiKeys.Fetch). */
+const FETCH_API_KEY = 1;
+const FETCH_DECODER = Symbol('kafka-flow-temporal fetch decoder');
+type MadeRequest = { request: { apiVersion: number }; response: { decode(raw: Buffer): Promise<unknown> } };
+type RequestLookup = ((apiKey: number, definition: unknown) => (args: unknown) => MadeRequest) & { [FETCH_DECODER]?: true };
+
+/**
+ * Makes `broker` decode its Fetch v11 responses with `decode`, falling back to kafkajs's decoder
+ * where it answers undefined (other versions always use kafkajs's). For a cluster of our own only
+ * (PartitionReader's). kafkajs rebuilds a broker's request lookup when it (re)connects, so this is
+ * called before each fetch; a fetch sent right after a reconnect simply uses kafkajs's decoder.
+ */
+export function useFetchDecoder(broker: InternalBroker, decode: (raw: Buffer) => unknown | undefined): void {
+  const b = broker as unknown as { lookupRequest: RequestLookup };
+  const lookup = b.lookupRequest;
+  if (typeof lookup !== 'function' || lookup[FETCH_DECODER]) return;
+  const wrapped: RequestLookup = (apiKey, definition) => {
+    const make = lookup.call(b, apiKey, definition);
+    if (apiKey !== FETCH_API_KEY) return make;
+    return (args) => {
+      const made = make(args);
+      if (made.request.apiVersion !== 11) return made;
+      const kafkajsDecode = made.response.decode;
+      return { ...made, response: { ...made.response, decode: async (raw: Buffer) => decode(raw) ?? kafkajsDecode(raw) } };
+    };
+  };
+  wrapped[FETCH_DECODER] = true;
+  b.lookupRequest = wrapped;
+}
+
+const filterAborted = requireKafkajs('./src/consumer/filterAbortedMessages') as (args: {
+  messages: RawMessage[];
+  abortedTransactions: FetchPartitionData['abortedTransactions'];
+}) => RawMessage[];
+
+/**
+ * The records of a fetch that took no part in an aborted transaction (kafkajs's patched filter, as
+ * its Batch applies it; see docs/kafkajs-patch.md). The same array when none was aborted.
+ */
+export function withoutAborted(messages: RawMessage[], abortedTransactions: FetchPartitionData['abortedTransactions'] | undefined): RawMessage[] {
+  return abortedTransactions && abortedTransactions.length > 0 ? filterAborted({ messages, abortedTransactions }) : messages;
+}
+
 const murmur2 = requireKafkajs('./src/producer/partitioners/default/murmur2') as (key: string | Buffer) => number;
 
 /** The partition Kafka's default partitioner (Java's and kafkajs's: murmur2) gives `key` among `count`. */

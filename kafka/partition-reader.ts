@@ -9,7 +9,17 @@
  */
 import type { KafkaClient } from './client';
 import { PartitionReadStalledError, protocolErrorType } from './errors';
-import { createBatch, createCluster, createErrorFromCode, type InternalCluster, ISOLATION, type RawMessage } from './internals';
+import { decodeFetchV11 } from './fetch-decoder';
+import {
+  createCluster,
+  createErrorFromCode,
+  type FetchPartitionData,
+  type InternalCluster,
+  ISOLATION,
+  type RawMessage,
+  useFetchDecoder,
+  withoutAborted,
+} from './internals';
 
 export interface ReadRecord {
   offset: string;
@@ -120,9 +130,9 @@ export class PartitionReader {
       fetches += 1;
       if (data === undefined) continue; // leadership moved; metadata refreshed
 
-      const batch = createBatch(topic, String(position), data);
-      const next = nextOffset(batch.messagesWithinOffset, position);
-      const visible = belowBound(batch.messages, bound);
+      const { within, records: committed } = fetchedRecords(data.messages, String(position), data.abortedTransactions);
+      const next = nextOffset(within, position);
+      const visible = belowBound(committed, bound);
       if (visible.length > 0) {
         records += visible.length;
         await options.onRecords(visible);
@@ -190,6 +200,8 @@ export class PartitionReader {
   private async fetchOnce(topic: string, partition: number, fetchOffset: string, maxBytes: number) {
     try {
       const broker = await this.leader(topic, partition);
+      // Record batches decoded here, not by kafkajs (its Long per record is most of a read's CPU).
+      useFetchDecoder(broker, decodeFetchV11);
       const { responses } = await broker.fetch({
         isolationLevel: ISOLATION.READ_COMMITTED,
         maxWaitTime: 500,
@@ -236,6 +248,44 @@ function nextOffset(messages: RawMessage[], position: bigint): bigint {
     if (end > next) next = end;
   }
   return next;
+}
+
+/**
+ * What kafkajs's Batch makes of a fetch, without its Long parse of every record's offset: `within`,
+ * the records at or after the fetched offset (control records included: they move the position),
+ * and `records`, those of them that are data of committed transactions (aborted ones dropped by
+ * kafkajs's patched filter, control records left out).
+ */
+export function fetchedRecords(
+  messages: RawMessage[],
+  fetchedOffset: string,
+  abortedTransactions: FetchPartitionData['abortedTransactions'] | undefined,
+): { within: RawMessage[]; records: RawMessage[] } {
+  const within = fromOffset(messages, fetchedOffset);
+  return { within, records: committedData(withoutAborted(within, abortedTransactions)) };
+}
+
+/** Whether offset `a` is below offset `b`: both decimal strings without leading zeros (as kafkajs writes them). */
+function offsetBelow(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length < b.length : a < b;
+}
+
+/**
+ * The fetched records at or after the fetched offset: the broker answers from the start of the
+ * record batch that holds it, so a first batch can begin below it. The same array when none is
+ * (kafkajs's Batch parses every record's offset into a Long for this).
+ */
+function fromOffset(messages: RawMessage[], fetchedOffset: string): RawMessage[] {
+  let below = 0;
+  for (const m of messages) if (offsetBelow(m.offset, fetchedOffset)) below++;
+  return below === 0 ? messages : messages.filter((m) => !offsetBelow(m.offset, fetchedOffset));
+}
+
+/** The data records (control records — transaction markers — left out). */
+function committedData(messages: RawMessage[]): RawMessage[] {
+  const data: RawMessage[] = [];
+  for (const m of messages) if (!m.isControlRecord) data.push(m);
+  return data;
 }
 
 /**

@@ -365,8 +365,8 @@ function statements(t: string) {
   const setPut = 'offset = ?, created = ?, metadata = ?, value = ?';
   const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
-    select: `SELECT offset, metadata, value FROM ${t} WHERE ${where}`,
-    selectMany: `SELECT key, offset, metadata, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key IN ?`,
+    select: `SELECT offset, value FROM ${t} WHERE ${where}`,
+    selectMany: `SELECT key, offset, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key IN ?`,
     // fencing 'none': kafka-flow's statements, plus the delete marker.
     plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
     plainMarker: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where}`,

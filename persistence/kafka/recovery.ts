@@ -98,7 +98,7 @@ export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<Rec
           snapshots.delete(key);
           deleted.add(key);
         } else {
-          deleted.delete(key);
+          if (deleted.size > 0) deleted.delete(key);
           bytes += r.value.length;
           // A copy: the decoded value shares the whole fetch response's memory otherwise.
           snapshots.set(key, { bytes: Buffer.from(r.value), offset: r.offset });

@@ -1,0 +1,136 @@
+// The recovery reader decodes Fetch v11 responses itself (kafka/fetch-decoder.ts): kafkajs's
+// decoder spends most of a recovery read's CPU on Long strings per record. Its result must be
+// kafkajs's, field for field; checked here on responses built with kafkajs's own record-batch
+// encoder (headers repeated and empty, null keys and values, transactional and control batches,
+// log-append time, a batch cut by maxBytes), and it must hand back to kafkajs (undefined) what it
+// does not decode: a compressed batch.
+import { createRequire } from 'node:module';
+import { decodeFetchV11 } from '../../../kafka/fetch-decoder';
+
+const kafkajs = createRequire(require.resolve('kafkajs'));
+const Encoder = kafkajs('./src/protocol/encoder');
+const Long = kafkajs('./src/utils/long');
+const { RecordBatch } = kafkajs('./src/protocol/recordBatch/v0');
+const Record = kafkajs('./src/protocol/recordBatch/record/v0');
+const { Types: Compression } = kafkajs('./src/protocol/message/compression');
+const { decode: kafkajsDecode } = kafkajs('./src/protocol/requests/fetch/v11/response');
+
+interface BatchSpec {
+  firstOffset: number;
+  records: Array<{ key: string | null; value: string | null; headers?: Record<string, string | string[]>; timestampDelta?: number }>;
+  transactional?: boolean;
+  control?: boolean;
+  logAppendTime?: boolean;
+  compression?: number;
+}
+
+async function batchBytes(spec: BatchSpec): Promise<Buffer> {
+  const records = spec.records.map((r, i) =>
+    Record({ offsetDelta: i, timestampDelta: r.timestampDelta ?? i * 7, key: r.key === null ? null : Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value), headers: r.headers ?? {} }),
+  );
+  const encoded = await RecordBatch({
+    compression: spec.compression ?? Compression.None,
+    firstOffset: Long.fromNumber(spec.firstOffset),
+    firstTimestamp: 1_700_000_000_000,
+    maxTimestamp: 1_700_000_000_999,
+    lastOffsetDelta: spec.records.length - 1,
+    transactional: spec.transactional ?? false,
+    producerId: Long.fromNumber(spec.transactional ? 4711 : -1),
+    records,
+  });
+  const bytes: Buffer = encoded.buffer;
+  // kafkajs's encoder writes neither control nor timestamp-type bits: set them in the attributes (CRC is not checked).
+  const attributes = bytes.readInt16BE(21) | (spec.control ? 0x20 : 0) | (spec.logAppendTime ? 0x08 : 0);
+  bytes.writeInt16BE(attributes, 21);
+  return bytes;
+}
+
+/** A Fetch v11 response of one topic and one partition holding `records` (the record set's bytes). */
+function response(records: Buffer, aborted: Array<[number, number]> = []): Buffer {
+  const e = new Encoder()
+    .writeInt32(0) // throttle
+    .writeInt16(0) // error
+    .writeInt32(7) // session
+    .writeInt32(1) // topics
+    .writeString('snapshots')
+    .writeInt32(1) // partitions
+    .writeInt32(3)
+    .writeInt16(0)
+    .writeInt64(Long.fromNumber(1_000))
+    .writeInt64(Long.fromNumber(990))
+    .writeInt64(Long.fromNumber(0))
+    .writeInt32(aborted.length);
+  for (const [producerId, firstOffset] of aborted) e.writeInt64(Long.fromNumber(producerId)).writeInt64(Long.fromNumber(firstOffset));
+  e.writeInt32(-1) // preferred read replica
+    .writeInt32(records.length);
+  return Buffer.concat([e.buffer, records]);
+}
+
+function comparable(decoded: { responses: Array<{ topicName: string; partitions: Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }> }> }) {
+  return decoded.responses.map((t) => ({
+    topicName: t.topicName,
+    partitions: t.partitions.map(({ messages, ...header }) => ({
+      ...header,
+      messages: messages.map((m) => {
+        const context = m.batchContext as Record<string, unknown>;
+        return {
+          offset: m.offset,
+          key: m.key,
+          value: m.value,
+          timestamp: m.timestamp,
+          headers: m.headers,
+          isControlRecord: m.isControlRecord,
+          batchContext: { firstOffset: context.firstOffset, lastOffsetDelta: context.lastOffsetDelta, producerId: context.producerId, inTransaction: context.inTransaction },
+        };
+      }),
+    })),
+  }));
+}
+
+async function expectAsKafkajs(raw: Buffer) {
+  const ours = decodeFetchV11(raw);
+  expect(ours).toBeDefined();
+  const theirs = await kafkajsDecode(raw);
+  expect(comparable(ours as never)).toEqual(comparable(theirs));
+  expect([ours!.clientSideThrottleTime, ours!.errorCode, ours!.sessionId]).toEqual([theirs.clientSideThrottleTime, theirs.errorCode, theirs.sessionId]);
+  return ours!;
+}
+
+describe('decodeFetchV11 decodes as kafkajs does', () => {
+  it('plain, transactional and control batches, headers, null keys and values, log-append time', async () => {
+    const records = Buffer.concat([
+      await batchBytes({
+        firstOffset: 0,
+        records: [
+          { key: 'a', value: '{"offset":1}', headers: { h1: 'x', h2: ['y', 'z'], '': 'empty name', ü: 'unicode' } },
+          { key: null, value: 'no key' },
+          { key: 'tombstone', value: null },
+          { key: 'empty', value: '' },
+          { key: 'negative delta', value: 'v', timestampDelta: -5 },
+        ],
+      }),
+      await batchBytes({ firstOffset: 5, transactional: true, records: [{ key: 'in-tx', value: 'aborted' }] }),
+      await batchBytes({ firstOffset: 6, transactional: true, control: true, records: [{ key: '\u0000\u0000\u0000\u0000', value: '\u0000\u0000\u0000\u0000\u0000\u0000' }] }),
+      await batchBytes({ firstOffset: 12_345_678_901, logAppendTime: true, records: Array.from({ length: 200 }, (_, i) => ({ key: `k${i}`, value: 'x'.repeat(i * 3) })) }),
+    ]);
+    const decoded = await expectAsKafkajs(response(records, [[4711, 5]]));
+    expect(decoded.responses[0]!.partitions[0]!.messages).toHaveLength(207);
+  });
+
+  it('leaves out a batch cut by maxBytes, as kafkajs does', async () => {
+    const whole = Buffer.concat([
+      await batchBytes({ firstOffset: 0, records: [{ key: 'a', value: 'one' }] }),
+      await batchBytes({ firstOffset: 1, records: Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: 'two' })) }),
+    ]);
+    for (const cut of [whole.length - 1, whole.length - 100, 80]) {
+      const decoded = await expectAsKafkajs(response(whole.subarray(0, cut)));
+      expect(decoded.responses[0]!.partitions[0]!.messages).toHaveLength(1);
+    }
+    await expectAsKafkajs(response(Buffer.alloc(0)));
+  });
+
+  it('hands a compressed batch back to kafkajs', async () => {
+    const records = await batchBytes({ firstOffset: 0, compression: Compression.GZIP, records: [{ key: 'a', value: 'gzipped' }] });
+    expect(decodeFetchV11(response(records))).toBeUndefined();
+  });
+});
