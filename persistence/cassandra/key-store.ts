@@ -34,7 +34,7 @@ export interface CassandraKeyStoreOptions {
  * (application_id, group_id, segment), clustered by topic, partition and key, so that listing a
  * Kafka partition's keys reads every segment's slice for that topic and partition — no full-table
  * scan. Listing runs `segment IN (…)` queries of `segmentsPerQuery` segments, `listParallelism` at
- * a time (the fastest shape measured, see INFRA.md). Writes are plain (unconditional) like
+ * a time (the fastest shape measured: docs/cassandra.md, options). Writes are plain (unconditional) like
  * kafka-flow's: the fence lives on the snapshots table.
  */
 export class CassandraKeyStore implements KeyStore, KeyLister {
