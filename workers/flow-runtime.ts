@@ -356,6 +356,16 @@ export class FlowRuntime implements PartitionHost {
       return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: flow.committedOffset };
     }
     const seq = ++slot.recoverSeq;
+    // The group's committed offset is read while the backend fences (it was read after): a stable
+    // read (require_stable, see FlowConsumer.committedOffset) waits out a transaction still pending
+    // on it, and no earlier owner can move it after that, its commits carrying a generation the
+    // group has left. (The fence still comes before every read of the snapshots and every write.)
+    let committedRead = this.consumer.committedOffset(r.topic, r.partition);
+    let committedReadDone = false;
+    committedRead.then(
+      () => (committedReadDone = true),
+      () => (committedReadDone = true), // awaited below, unless the backend fails first
+    );
     const persistence = await this.o.backend.forPartition({
       topic: r.topic,
       partition: r.partition,
@@ -372,7 +382,16 @@ export class FlowRuntime implements PartitionHost {
       },
       liveGeneration: () => ({ generationId: slot.flowGeneration ?? r.owner.generation, memberId: slot.memberId }),
     });
-    const committed = await this.consumer.committedOffset(r.topic, r.partition);
+    const persistenceMs = performance.now() - started;
+    if (!committedReadDone) {
+      // Still waiting, most likely on a transaction a dead owner left open that only the fence has
+      // just aborted: a read from now on answers at once, rather than after the read's backoff.
+      const again = this.consumer.committedOffset(r.topic, r.partition);
+      again.catch(() => undefined);
+      committedRead = Promise.race([committedRead, again]);
+    }
+    const committed = await committedRead;
+    const committedMs = performance.now() - started - persistenceMs;
     const assignedAt = committed ?? '0';
     const flow = createPartitionFlow(this.definition, {
       topic: r.topic,
@@ -406,7 +425,8 @@ export class FlowRuntime implements PartitionHost {
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
     const ms = performance.now() - started;
-    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms) }, 'recovered');
+    const phases = { persistence: Math.round(persistenceMs), committed: Math.round(committedMs), read: Math.round(ms - persistenceMs - committedMs) };
+    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms), phases }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
   }
 
