@@ -1,6 +1,6 @@
 import type { EachBatchPayload } from 'kafkajs';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
-import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
+import type { FoldLoopRequest, OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
 import { createPartitionFlow } from '../flow/create-partition-flow';
 import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
@@ -195,7 +195,7 @@ export class FlowRuntime implements PartitionHost {
           await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
             this.o.signals.assigned(
               { ...ref, persistEveryMs, limits: maxHistoryEvents ? { maxHistoryEvents } : undefined },
-              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue },
+              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue, foldAwaitsRecovery: true },
             ),
           );
         }),
@@ -349,6 +349,7 @@ export class FlowRuntime implements PartitionHost {
       // continue from where this process was, not from the committed offset kafkajs rewound to.
       const flow = slot.flow!;
       slot.flowGeneration = r.owner.generation;
+      slot.recovery = r.recovery;
       slot.cadence ??= this.persists.cadenceFor(slot, flow);
       this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
       this.consumer.pause(tp);
@@ -419,6 +420,7 @@ export class FlowRuntime implements PartitionHost {
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
     slot.installedSeq = seq;
+    slot.recovery = r.recovery;
     slot.cadence?.stop();
     slot.cadence = this.persists.cadenceFor(slot, flow);
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
@@ -428,6 +430,22 @@ export class FlowRuntime implements PartitionHost {
     const phases = { persistence: Math.round(persistenceMs), committed: Math.round(committedMs), read: Math.round(ms - persistenceMs - committedMs) };
     this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms), phases }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
+  }
+
+  recoveryDone(r: FoldLoopRequest): 'done' | 'waiting' | 'ended' {
+    const slot = this.slotFor(r);
+    if (
+      r.afterRecovery !== undefined &&
+      slot.recovery === r.afterRecovery &&
+      slot.flow !== undefined &&
+      slot.flowGeneration === r.owner.generation &&
+      slot.installedSeq === slot.recoverSeq // no recovery started since it installed
+    ) {
+      return 'done';
+    }
+    // Stopping, and the workflow told (or given up on): it will not start folding here.
+    const told = slot.revokeSignalled === r.owner.generation || slot.revokeUnsignalled === r.owner.generation;
+    return this.stopping && told ? 'ended' : 'waiting';
   }
 
   /**
