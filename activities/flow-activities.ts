@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { FlowActivities, OwnerRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
+import type { FlowActivities, FoldLoopRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 import { type PartitionHost, StaleGenerationError } from './partition-host';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
@@ -23,10 +23,26 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
       return rt.activity(() => heartbeating({ phase: 'recovering' }, () => rt.recover(request)));
     },
 
-    async foldLoop(request: OwnerRequest): Promise<void> {
+    async foldLoop(request: FoldLoopRequest): Promise<void> {
       const rt = runtimeOf(request.flow);
       const ctx = Context.current();
       await rt.activity(async () => {
+        if (request.afterRecovery !== undefined && rt.recoveryDone) {
+          // Scheduled with the recovery (the workflow's round trip between the two is saved): wait
+          // for it here. A failed or superseded recovery ends this wait by cancellation.
+          for (;;) {
+            let recovery: ReturnType<NonNullable<PartitionHost['recoveryDone']>>;
+            try {
+              recovery = rt.recoveryDone(request);
+            } catch (err) {
+              throw typed(err);
+            }
+            if (recovery === 'done') break;
+            if (recovery === 'ended') return;
+            ctx.heartbeat({ phase: 'awaiting recovery' });
+            await ctx.sleep(RECOVERY_POLL_MS);
+          }
+        }
         let folding: ReturnType<PartitionHost['startFolding']>;
         try {
           folding = rt.startFolding(request);
@@ -84,6 +100,9 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
 
 /** How often the long-running activities look at their partition (a revoke ends them within this). */
 const POLL_MS = 250;
+
+/** How often a fold loop scheduled with its recovery looks whether the recovery is done (its first batch waits for this). */
+const RECOVERY_POLL_MS = 10;
 
 function skipped(): PersistResult {
   return { persistedKeys: 0, deletedKeys: 0, liveKeys: 0, ms: 0, at: Date.now(), skipped: true };

@@ -1,5 +1,5 @@
 import { KafkaFlowError } from '../config/errors';
-import type { OwnerRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
+import type { FoldLoopRequest, OwnerRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 
 /** Why an activity refuses to act: the generation it was scheduled for is not this process's. */
 export class StaleGenerationError extends KafkaFlowError {
@@ -27,6 +27,12 @@ export interface PartitionHost {
   /** Runs one activity's work, counted so that a graceful stop can let it end. */
   activity<T>(fn: () => Promise<T>): Promise<T>;
   recover(r: RecoverRequest): Promise<RecoverResult>;
+  /**
+   * A fold loop scheduled with its recovery (`r.afterRecovery`): `done` once that recovery has
+   * installed the partition's engine here and no recovery started since; `ended` if it never will
+   * (the process is stopping and the workflow has been told); else `waiting`.
+   */
+  recoveryDone?(r: FoldLoopRequest): 'done' | 'waiting' | 'ended';
   startFolding(r: OwnerRequest): FoldingHandle;
   /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
   stopFolding(r: OwnerRequest, token: number): void;

@@ -16,6 +16,12 @@ export interface Owner {
   readonly memberId: string;
   /** The owning process's own activity task queue (worker-specific task queues). */
   readonly taskQueue: string;
+  /**
+   * The owning process's fold loop may be scheduled together with the recovery: it waits in the
+   * process for the recovery it names (`FoldLoopRequest.afterRecovery`) before folding. Processes
+   * that predate it leave it out, and their partitions are recovered, then folded, as before.
+   */
+  readonly foldAwaitsRecovery?: boolean;
 }
 
 export interface RecoverRequest extends PartitionRef {
@@ -25,6 +31,8 @@ export interface RecoverRequest extends PartitionRef {
    * since: it may keep its in-memory state instead of reading the store again.
    */
   readonly keepFromGeneration?: number;
+  /** Names this recovery for a fold loop scheduled with it (FoldLoopRequest.afterRecovery). */
+  readonly recovery?: string;
 }
 
 export interface RecoverResult {
@@ -46,6 +54,14 @@ export interface RecoverResult {
 
 export interface OwnerRequest extends PartitionRef {
   readonly owner: Owner;
+}
+
+export interface FoldLoopRequest extends OwnerRequest {
+  /**
+   * Scheduled with the recovery of this name (Owner.foldAwaitsRecovery): wait, heartbeating and
+   * cancellable, until it has installed the partition's engine in the process, then fold.
+   */
+  readonly afterRecovery?: string;
 }
 
 export interface PersistRequest extends OwnerRequest {
@@ -78,7 +94,7 @@ export interface PersistResult {
 export interface FlowActivities {
   recover(request: RecoverRequest): Promise<RecoverResult>;
   /** Long-running: processes the partition until cancelled; heartbeats progress. */
-  foldLoop(request: OwnerRequest): Promise<void>;
+  foldLoop(request: FoldLoopRequest): Promise<void>;
   persist(request: PersistRequest): Promise<PersistResult>;
 }
 

@@ -36,7 +36,11 @@ export interface FlowConsumer {
   seek(at: { topic: string; partition: number; offset: string }): void;
   /** Commits under the member's live generation (plain mode; transactional mode commits in the transaction). */
   commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void>;
-  /** The group's committed offset of a partition (undefined: none yet). */
+  /**
+   * The group's committed offset of a partition (undefined: none yet), read stable: while a
+   * transaction that moves it is pending, the read waits for its outcome (OffsetFetch
+   * `require_stable`). A recovery reads it while it fences the partition's producer.
+   */
   committedOffset(topic: string, partition: number): Promise<string | undefined>;
 }
 
@@ -59,7 +63,10 @@ export class KafkaFlowConsumer implements FlowConsumer {
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(
         // maxWaitTimeInMs: kafkajs sleeps this long whenever every assigned partition is paused
-        // (all are, until recovered), so its 5 s default would delay every start and rebalance.
+        // (all are, until recovered), and a partition resumed while a fetch of the others waits
+        // at the broker joins only the next fetch: its 5 s default would delay every start and
+        // rebalance, and 250 ms still cost a recovered partition 0-250 ms before its first batch
+        // (measured: scripts/assign-latency.ts). 100 ms: an idle worker sends ten empty fetches a second.
         // maxBytes: kafkajs decodes a whole fetch response in one go on the event loop the Temporal
         // workers share (activity starts, heartbeats, completions); its 10 MB default (1 MB per
         // partition) made that a ~150,000-record stretch under load, and the persist cycle (the
@@ -69,7 +76,7 @@ export class KafkaFlowConsumer implements FlowConsumer {
           groupId: definition.groupId,
           readUncommitted: false,
           allowAutoTopicCreation: false,
-          maxWaitTimeInMs: 250,
+          maxWaitTimeInMs: 100,
           maxBytes: 2 * 1024 * 1024,
           maxBytesPerPartition: 512 * 1024,
           sessionTimeout: definition.consumer.sessionTimeoutMs,

@@ -1,6 +1,6 @@
 import type { EachBatchPayload } from 'kafkajs';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
-import type { OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
+import type { FoldLoopRequest, OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
 import { createPartitionFlow } from '../flow/create-partition-flow';
 import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
@@ -195,7 +195,7 @@ export class FlowRuntime implements PartitionHost {
           await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
             this.o.signals.assigned(
               { ...ref, persistEveryMs, limits: maxHistoryEvents ? { maxHistoryEvents } : undefined },
-              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue },
+              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue, foldAwaitsRecovery: true },
             ),
           );
         }),
@@ -349,6 +349,7 @@ export class FlowRuntime implements PartitionHost {
       // continue from where this process was, not from the committed offset kafkajs rewound to.
       const flow = slot.flow!;
       slot.flowGeneration = r.owner.generation;
+      slot.recovery = r.recovery;
       slot.cadence ??= this.persists.cadenceFor(slot, flow);
       this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
       this.consumer.pause(tp);
@@ -356,6 +357,16 @@ export class FlowRuntime implements PartitionHost {
       return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: flow.committedOffset };
     }
     const seq = ++slot.recoverSeq;
+    // The group's committed offset is read while the backend fences (it was read after): a stable
+    // read (require_stable, see FlowConsumer.committedOffset) waits out a transaction still pending
+    // on it, and no earlier owner can move it after that, its commits carrying a generation the
+    // group has left. (The fence still comes before every read of the snapshots and every write.)
+    let committedRead = this.consumer.committedOffset(r.topic, r.partition);
+    let committedReadDone = false;
+    committedRead.then(
+      () => (committedReadDone = true),
+      () => (committedReadDone = true), // awaited below, unless the backend fails first
+    );
     const persistence = await this.o.backend.forPartition({
       topic: r.topic,
       partition: r.partition,
@@ -372,7 +383,16 @@ export class FlowRuntime implements PartitionHost {
       },
       liveGeneration: () => ({ generationId: slot.flowGeneration ?? r.owner.generation, memberId: slot.memberId }),
     });
-    const committed = await this.consumer.committedOffset(r.topic, r.partition);
+    const persistenceMs = performance.now() - started;
+    if (!committedReadDone) {
+      // Still waiting, most likely on a transaction a dead owner left open that only the fence has
+      // just aborted: a read from now on answers at once, rather than after the read's backoff.
+      const again = this.consumer.committedOffset(r.topic, r.partition);
+      again.catch(() => undefined);
+      committedRead = Promise.race([committedRead, again]);
+    }
+    const committed = await committedRead;
+    const committedMs = performance.now() - started - persistenceMs;
     const assignedAt = committed ?? '0';
     const flow = createPartitionFlow(this.definition, {
       topic: r.topic,
@@ -400,14 +420,32 @@ export class FlowRuntime implements PartitionHost {
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
     slot.installedSeq = seq;
+    slot.recovery = r.recovery;
     slot.cadence?.stop();
     slot.cadence = this.persists.cadenceFor(slot, flow);
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
     const ms = performance.now() - started;
-    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms) }, 'recovered');
+    const phases = { persistence: Math.round(persistenceMs), committed: Math.round(committedMs), read: Math.round(ms - persistenceMs - committedMs) };
+    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms), phases }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
+  }
+
+  recoveryDone(r: FoldLoopRequest): 'done' | 'waiting' | 'ended' {
+    const slot = this.slotFor(r);
+    if (
+      r.afterRecovery !== undefined &&
+      slot.recovery === r.afterRecovery &&
+      slot.flow !== undefined &&
+      slot.flowGeneration === r.owner.generation &&
+      slot.installedSeq === slot.recoverSeq // no recovery started since it installed
+    ) {
+      return 'done';
+    }
+    // Stopping, and the workflow told (or given up on): it will not start folding here.
+    const told = slot.revokeSignalled === r.owner.generation || slot.revokeUnsignalled === r.owner.generation;
+    return this.stopping && told ? 'ended' : 'waiting';
   }
 
   /**

@@ -33,6 +33,8 @@ export interface Slot {
   recoverSeq: number;
   /** The recoverSeq whose engine is installed: the in-memory shortcut is safe only while no recovery started since. */
   installedSeq?: number;
+  /** The name of the recovery that installed (or kept) the engine, when the workflow named it (a fold loop scheduled with it waits for it). */
+  recovery?: string;
   /** The revoke of `generation` was signalled to the workflow (activities of that generation may end). */
   revokeSignalled?: number;
   /** Signalling the revoke of `generation` was given up: its activities need not wait for it. */

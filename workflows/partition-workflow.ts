@@ -187,6 +187,16 @@ const RETRY_PER_OWNER_PATCH = 'retry-backoff-per-owner';
 const ASSIGNMENTS_IN_ORDER_PATCH = 'assignments-in-order';
 
 /**
+ * The fold loop is scheduled in the same workflow task as the recovery, on an owner whose fold
+ * loop waits in its process for the recovery it names (Owner.foldAwaitsRecovery): the first
+ * record is folded as soon as the recovery is done, without the workflow task that took its result
+ * and the fold loop's dispatch in between (≈ 0.1–0.3 s per assignment, measured). A recovery that
+ * fails or is superseded cancels the loop. Runs recorded before this patch, and owners without the
+ * flag, recover and then fold as before.
+ */
+const FOLD_WITH_RECOVERY_PATCH = 'fold-loop-with-recovery';
+
+/**
  * A persist's result that reaches the workflow after a later one (a timer persist's completion
  * behind the revoke's flush, which landed after it in the owner's serialized chain) no longer
  * moves the shown committed offset back: the status said '11' after the revoke had reported '99'.
@@ -203,7 +213,10 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   const sameCommands = patched(SAME_COMMANDS_PATCH);
   const retryPerOwner = patched(RETRY_PER_OWNER_PATCH);
   const inOrder = patched(ASSIGNMENTS_IN_ORDER_PATCH);
+  const foldWithRecovery = patched(FOLD_WITH_RECOVERY_PATCH);
   const c = input.carried;
+  /** Names this run's recoveries for the fold loops scheduled with them. */
+  let recoveries = 0;
   const limits: Limits = { ...DEFAULT_LIMITS, ...(retryPerOwner ? {} : { retryMaxMs: LEGACY_RETRY_MAX_MS }), ...input.limits };
   const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
   let owner: Owner | undefined = c?.owner;
@@ -340,10 +353,19 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     // a false alarm). Same command either way, so recorded histories still replay.
     setPhase(resuming && phase === 'running' ? 'running' : 'recovering');
     const recovering = owner;
+    // The fold loop scheduled with the recovery, on an owner whose loop waits for it there.
+    const early =
+      foldWithRecovery && recovering.foldAwaitsRecovery === true
+        ? startFoldLoop(acts, recovering, `${workflowInfo().runId}/${++recoveries}`)
+        : undefined;
     const recovered = await raceStop(
       () => newerAssignment() || isRevoked(recovering.generation),
-      () => acts.recover({ ...ref(input), owner: recovering, keepFromGeneration }),
+      () => acts.recover({ ...ref(input), owner: recovering, keepFromGeneration, ...(early ? { recovery: early.recovery } : {}) }),
     );
+    if (recovered.kind !== 'done' && early) {
+      early.scope.cancel();
+      await early.done;
+    }
     if (recovered.kind === 'superseded') {
       if ((sameCommands || !newerAssignment()) && isRevoked(recovering.generation)) setPhase(revokedPhase(recovering.generation));
       continue;
@@ -359,17 +381,10 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
 
     // The fold loop runs until this owner is superseded, revoked, or lost.
     const current = owner;
-    const loopScope = new CancellationScope();
-    let loopEnded: unknown = null;
-    const loop = loopScope.run(() => acts.foldLoop({ ...ref(input), owner: current })).then(
-      () => {
-        loopEnded = LOOP_ENDED;
-      },
-      (err) => {
-        loopEnded = err;
-      },
-    );
-    const stop = () => newerAssignment() || isRevoked(current.generation) || loopEnded !== null;
+    const foldLoop = early ?? startFoldLoop(acts, current);
+    const loopScope = foldLoop.scope;
+    const loop = foldLoop.done;
+    const stop = () => newerAssignment() || isRevoked(current.generation) || foldLoop.ended !== null;
 
     // In order: the next persist is always scheduled, and cancelled at once when the loop should
     // stop (nothing reaches the history): whether a signal is seen in the same activation as the
@@ -419,7 +434,22 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       continue;
     }
     if (newerAssignment()) continue;
-    handleFailure(loopEnded);
+    handleFailure(foldLoop.ended);
+  }
+
+  /** Schedules the fold loop on `o` (after the recovery named `recovery`, when given) in its own cancellation scope. */
+  function startFoldLoop(acts: ReturnType<typeof activitiesOn>, o: Owner, recovery?: string): FoldLoop {
+    const scope = new CancellationScope();
+    const loop: FoldLoop = { scope, done: Promise.resolve(), ended: null, recovery };
+    loop.done = scope.run(() => acts.foldLoop({ ...ref(input), owner: o, ...(recovery !== undefined ? { afterRecovery: recovery } : {}) })).then(
+      () => {
+        loop.ended = LOOP_ENDED;
+      },
+      (err) => {
+        loop.ended = err;
+      },
+    );
+    return loop;
   }
 
   function revokedPhase(generation?: number): Phase {
@@ -476,6 +506,14 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     }
     return outcome;
   }
+}
+
+/** A fold loop activity the workflow scheduled: `ended` is LOOP_ENDED or its failure once it is over. */
+interface FoldLoop {
+  readonly scope: CancellationScope;
+  done: Promise<void>;
+  ended: unknown;
+  readonly recovery?: string;
 }
 
 function activitiesOn(owner: Owner, limits: Limits) {

@@ -169,6 +169,38 @@ describe('partitionWorkflow on the real Temporal server', () => {
     await wf.handle.terminate();
   });
 
+  test('an owner whose fold loop awaits the recovery gets both in one workflow task; a failed recovery cancels its loop', async () => {
+    const calls = newCalls();
+    let recoverFailures = 1;
+    const queue = await startOwner(calls, {
+      recoverFails: () =>
+        recoverFailures-- > 0 ? ApplicationFailure.create({ message: 'PersistFailedError: broker down', type: FailureTypes.persistFailed, nonRetryable: true }) : undefined,
+    });
+    const wf = await start({ retryInitialMs: 200, retryMaxMs: 200 });
+    const owner = { generation: 1, memberId: 'a', taskQueue: queue, foldAwaitsRecovery: true };
+    await wf.assign(owner);
+    const s = await eventually('running and persisting after a retry', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.counters.persists >= 1 ? st : undefined;
+    }, 30_000);
+    expect(s.counters.retries).toBe(1);
+    // Each recovery named, its fold loop scheduled with it and waiting for that name.
+    expect(calls.recover).toHaveLength(2);
+    const names = calls.recover.map((r) => r.recovery);
+    expect(new Set(names).size).toBe(2);
+    expect(names.every((n) => typeof n === 'string')).toBe(true);
+    await eventually('the first loop cancelled', async () => (calls.foldLoopCancelled.length >= 1 ? true : undefined));
+    expect(calls.foldLoopCancelled[0]).toMatchObject({ afterRecovery: names[0] });
+    expect(calls.foldLoopStarted.map((r) => (r as { afterRecovery?: string }).afterRecovery)).toEqual(names);
+    // In the history: every fold loop scheduled by the workflow task that scheduled its recovery.
+    const events = (await wf.handle.fetchHistory()).events ?? [];
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
+    const byTask = (name: string) =>
+      scheduled.filter((e) => e.activityTaskScheduledEventAttributes!.activityType?.name === name).map((e) => String(e.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId));
+    expect(byTask('foldLoop')).toEqual(byTask('recover'));
+    await wf.handle.terminate();
+  });
+
   test('a newer generation on another process cancels the old owner; older generations are ignored', async () => {
     const a = newCalls();
     const b = newCalls();

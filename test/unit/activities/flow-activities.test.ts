@@ -86,6 +86,37 @@ describe('flow activities over a PartitionHost', () => {
     expect(h.calls).toEqual(['activity', 'stopFolding 7']);
   });
 
+  test('a fold loop scheduled with its recovery waits for it (heartbeating) before folding; ends if it never comes; a stale generation fails it', async () => {
+    const answers: Array<'waiting' | 'done' | 'ended'> = ['waiting', 'waiting', 'done'];
+    const h = host({
+      recoveryDone: (r) => {
+        h.calls.push(`recoveryDone ${r.afterRecovery}`);
+        return answers.shift()!;
+      },
+      startFolding: () => {
+        h.calls.push('startFolding');
+        return { token: 4, poll: () => ({ running: false, progress: {} }) };
+      },
+    });
+    const heartbeats: unknown[] = [];
+    await inActivity(() => createFlowActivities(new Map([['sales', h]])).foldLoop({ ...request, afterRecovery: 'run/1' }), heartbeats);
+    expect(h.calls).toEqual(['activity', 'recoveryDone run/1', 'recoveryDone run/1', 'recoveryDone run/1', 'startFolding', 'stopFolding 4']);
+    expect(heartbeats).toEqual([{ phase: 'awaiting recovery' }, { phase: 'awaiting recovery' }]);
+
+    const ended = host({ recoveryDone: () => 'ended', startFolding: () => { throw new Error('must not fold'); } });
+    await inActivity(() => createFlowActivities(new Map([['sales', ended]])).foldLoop({ ...request, afterRecovery: 'run/1' }));
+    expect(ended.calls).toEqual(['activity']);
+
+    const stale = host({ recoveryDone: () => { throw new StaleGenerationError('not ours'); } });
+    const f = await failureOf(inActivity(() => createFlowActivities(new Map([['sales', stale]])).foldLoop({ ...request, afterRecovery: 'run/1' })));
+    expect([f.type, f.nonRetryable]).toEqual([FailureTypes.staleGeneration, true]);
+
+    // Without a recovery to wait for (an earlier workflow), it folds at once as before.
+    const plain = host({ recoveryDone: () => { throw new Error('not asked'); } });
+    await inActivity(() => createFlowActivities(new Map([['sales', plain]])).foldLoop(request));
+    expect(plain.calls).toEqual(['activity', 'stopFolding 1']);
+  });
+
   test('a partition that stopped here ends the fold loop with a persist failure (the workflow retries it)', async () => {
     const failure = new PersistFailedError('orders', 0, 1, new Error('broker down'));
     const h = host({ startFolding: () => ({ token: 2, poll: () => ({ running: true, failure, progress: {} }) }) });

@@ -57,7 +57,11 @@ export class FakeFlowConsumer implements FlowConsumer {
     }
   }
 
+  /** While set, committed-offset reads wait for it (a recovery held part way). */
+  committedReadGate?: Promise<void>;
+
   async committedOffset(topic: string, partition: number): Promise<string | undefined> {
+    if (this.committedReadGate) await this.committedReadGate;
     return this.committed.get(`${topic}-${partition}`);
   }
 

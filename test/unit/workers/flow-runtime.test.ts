@@ -148,8 +148,8 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await settle();
     expect([...rt.consumer.paused].sort()).toEqual(['t-0', 't-1']);
     expect(rt.signals.assignedCalls.map(([input, owner]) => [input.partition, input.persistEveryMs, input.limits, owner])).toEqual([
-      [0, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1' }],
-      [1, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1' }],
+      [0, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
+      [1, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
     ]);
   });
 
@@ -188,6 +188,32 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     const persisted = await rt.runtime.persist(req(owner));
     expect(persisted).toMatchObject({ persistedKeys: 2, committedOffset: '8', liveKeys: 2, logEndOffset: '9', lag: 1 });
     expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '8' }]);
+  });
+
+  test('a fold loop scheduled with its recovery waits for that recovery, not an earlier engine or a later recovery', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true };
+    const loop = (afterRecovery: string) => ({ ...req(owner), afterRecovery });
+    expect(rt.runtime.recoveryDone(loop('run/1'))).toBe('waiting');
+    await rt.runtime.recover({ ...req(owner), recovery: 'run/1' });
+    expect(rt.runtime.recoveryDone(loop('run/1'))).toBe('done');
+    // A retry on the same owner: the engine of run/1 is installed, but the loop of run/2 waits for its own recovery.
+    expect(rt.runtime.recoveryDone(loop('run/2'))).toBe('waiting');
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    rt.consumer.committedReadGate = gate;
+    const second = rt.runtime.recover({ ...req(owner), recovery: 'run/2' });
+    await settle();
+    // run/2 has started: run/1's loop (cancelled, not yet told) must not start folding on the old engine.
+    expect(rt.runtime.recoveryDone(loop('run/1'))).toBe('waiting');
+    expect(rt.runtime.recoveryDone(loop('run/2'))).toBe('waiting');
+    release();
+    await second;
+    expect(rt.runtime.recoveryDone(loop('run/2'))).toBe('done');
+    // Another generation: refused as any activity of it.
+    expect(() => rt.runtime.recoveryDone({ ...loop('run/2'), owner: { ...owner, generation: 2 } })).toThrow(StaleGenerationError);
   });
 
   test('a persist that comes before the fold loop has started persists (the partition is recovered here): not a stale generation', async () => {
