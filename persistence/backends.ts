@@ -42,6 +42,12 @@ export interface PartitionOwnership extends TopicPartition {
    * state. A commit under it fails once the group has moved on without us.
    */
   readonly liveGeneration?: () => WriteGeneration;
+  /**
+   * The group's committed offset for this partition, as the worker reads it (a stable read started
+   * at assignment, overlapping the fence); called after the backend has fenced. A backend that
+   * seeds its transactions with the committed offset uses it instead of reading it again.
+   */
+  readonly committedOffset?: () => Promise<string | undefined>;
 }
 
 /** A flow's persistence backend in a worker process. */

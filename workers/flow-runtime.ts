@@ -361,12 +361,26 @@ export class FlowRuntime implements PartitionHost {
     // read (require_stable, see FlowConsumer.committedOffset) waits out a transaction still pending
     // on it, and no earlier owner can move it after that, its commits carrying a generation the
     // group has left. (The fence still comes before every read of the snapshots and every write.)
-    let committedRead = this.consumer.committedOffset(r.topic, r.partition);
+    const committedRead = this.consumer.committedOffset(r.topic, r.partition);
     let committedReadDone = false;
     committedRead.then(
       () => (committedReadDone = true),
       () => (committedReadDone = true), // awaited below, unless the backend fails first
     );
+    let settled: Promise<string | undefined> | undefined;
+    const afterFence = () => {
+      if (!settled) {
+        settled = committedRead;
+        if (!committedReadDone) {
+          // Still waiting, most likely on a transaction a dead owner left open that only the fence
+          // has just aborted: a read from now on answers at once, rather than after the read's backoff.
+          const again = this.consumer.committedOffset(r.topic, r.partition);
+          again.catch(() => undefined);
+          settled = Promise.race([committedRead, again]);
+        }
+      }
+      return settled;
+    };
     const persistence = await this.o.backend.forPartition({
       topic: r.topic,
       partition: r.partition,
@@ -382,16 +396,11 @@ export class FlowRuntime implements PartitionHost {
         },
       },
       liveGeneration: () => ({ generationId: slot.flowGeneration ?? r.owner.generation, memberId: slot.memberId }),
+      // The Kafka backend seeds its transactions with it once fenced, instead of reading it again.
+      committedOffset: afterFence,
     });
     const persistenceMs = performance.now() - started;
-    if (!committedReadDone) {
-      // Still waiting, most likely on a transaction a dead owner left open that only the fence has
-      // just aborted: a read from now on answers at once, rather than after the read's backoff.
-      const again = this.consumer.committedOffset(r.topic, r.partition);
-      again.catch(() => undefined);
-      committedRead = Promise.race([committedRead, again]);
-    }
-    const committed = await committedRead;
+    const committed = await afterFence();
     const committedMs = performance.now() - started - persistenceMs;
     const assignedAt = committed ?? '0';
     const flow = createPartitionFlow(this.definition, {

@@ -110,6 +110,8 @@ export interface KafkaPartitionAssignment {
   readonly committer?: OffsetCommitter;
   /** The committed offset at assignment (seeds the offset every transaction commits); default: fetched (require_stable). */
   readonly assignedOffset?: string | number;
+  /** The worker's read of the committed offset, called once fenced (instead of fetching it again). */
+  readonly committedOffset?: () => Promise<string | undefined>;
 }
 
 /** A persisted key as `inspect` prints it. */
@@ -286,7 +288,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
           : undefined,
       });
       await persistence.fenceNow();
-      const seed = a.assignedOffset ?? (await this.offsets.fetch(groupId, a.topic, [a.partition])).get(a.partition) ?? 0;
+      const seed =
+        a.assignedOffset ?? (a.committedOffset ? await a.committedOffset() : (await this.offsets.fetch(groupId, a.topic, [a.partition])).get(a.partition)) ?? 0;
       persistence.seedOffset(Number(seed));
     } else {
       if (!a.committer) throw new TypeError('caching mode needs the consumer\'s OffsetCommitter');
