@@ -17,11 +17,23 @@ interface Sized {
   headers?: Record<string, string | Buffer>;
 }
 
+/** The last header key sized, and its byte length: every output carries the same header key. */
+let lastHeaderKey = '';
+let lastHeaderKeyBytes = 0;
+
 export function recordBytes(m: Sized): number {
   let n = RECORD_OVERHEAD + byteLength(m.key) + byteLength(m.value);
   const headers = m.headers;
   // for…in, not Object.entries: no array per record (every output carries a header).
-  if (headers) for (const k in headers) n += 8 + Buffer.byteLength(k) + byteLength(headers[k]);
+  if (headers) {
+    for (const k in headers) {
+      if (k !== lastHeaderKey) {
+        lastHeaderKey = k;
+        lastHeaderKeyBytes = Buffer.byteLength(k);
+      }
+      n += 8 + lastHeaderKeyBytes + byteLength(headers[k]);
+    }
+  }
   return n;
 }
 
