@@ -39,6 +39,9 @@ export class UndeclaredOutputTopicError extends KafkaFlowError {
 export class EmitBuffer implements FoldContext {
   private record: FlowRecord<unknown> | undefined;
   private pending: OutputRecord[] | undefined;
+  private prefixTopic: string | undefined;
+  private prefixPartition = -1;
+  private prefix = '';
 
   constructor(private readonly options: OutputOptions | undefined) {}
 
@@ -68,10 +71,18 @@ export class EmitBuffer implements FoldContext {
     if (!o.topics.has(output.topic)) throw new UndeclaredOutputTopicError(output.topic);
     this.pending ??= [];
     const pending = this.pending;
-    // join, not a template: one flat string. A template's `+`s build a tree of cons strings (six
-    // nodes here) that every output kept until its key's next write (about a second, so through
-    // the young generation into the old) and that was flattened when the record was sized.
-    const source = [record.topic, record.partition, record.offset, pending.length].join('/');
+    // `<topic>/<partition>/` made once per fold context (the partition's, or an async key's), not
+    // per output: a template's `+`s built six cons strings per output, which every output kept
+    // until its key's next write (about a second: through the young generation into the old) and
+    // which were flattened when the record was sized. Now two. Measured against the template and
+    // a join (one flat string, but an array per output): the cheapest of the three per output.
+    if (record.topic !== this.prefixTopic || record.partition !== this.prefixPartition) {
+      this.prefixTopic = record.topic;
+      this.prefixPartition = record.partition;
+      this.prefix = `${record.topic}/${record.partition}/`;
+    }
+    const index = pending.length;
+    const source = this.prefix + record.offset + (index === 0 ? '/0' : `/${index}`);
     pending.push({
       kind: 'emitted',
       topic: output.topic,
