@@ -113,7 +113,7 @@ async function main(): Promise<number> {
     records: RECORDS,
     keys: KEYS,
     runs: RUNS,
-    flow: 'bench/flows/totals.ts: running totals per key, transactional Kafka persistence, persistEvery 1 s, outputEvery 1 s (default), maxWritesPerTransaction 256 (default)',
+    flow: 'bench/flows/totals.ts: running totals per key, transactional Kafka persistence, persistEvery 1 s, outputEvery 1 s (default), maxWritesPerTransaction 2,048 (default)',
     output: 'value {"key","n","count","total"} as JSON (≈ 50 bytes), keyed by the input key, to a topic with the input\'s 6 partitions',
     finishing_line: "from the worker's first record folded (steady) or its spawn (e2e) until its group's committed offsets equal the end offsets on all partitions; median of the runs",
     ...(only ? { only } : {}),

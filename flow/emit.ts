@@ -39,6 +39,9 @@ export class UndeclaredOutputTopicError extends KafkaFlowError {
 export class EmitBuffer implements FoldContext {
   private record: FlowRecord<unknown> | undefined;
   private pending: OutputRecord[] | undefined;
+  private prefixTopic: string | undefined;
+  private prefixPartition = -1;
+  private prefix = '';
 
   constructor(private readonly options: OutputOptions | undefined) {}
 
@@ -68,14 +71,27 @@ export class EmitBuffer implements FoldContext {
     if (!o.topics.has(output.topic)) throw new UndeclaredOutputTopicError(output.topic);
     this.pending ??= [];
     const pending = this.pending;
-    const source = `${record.topic}/${record.partition}/${record.offset}/${pending.length}`;
+    // `<topic>/<partition>/` made once per fold context (the partition's, or an async key's), not
+    // per output: a template's `+`s built six cons strings per output, which every output kept
+    // until its key's next write (about a second: through the young generation into the old) and
+    // which were flattened when the record was sized. Now two. Measured against the template and
+    // a join (one flat string, but an array per output): the cheapest of the three per output.
+    if (record.topic !== this.prefixTopic || record.partition !== this.prefixPartition) {
+      this.prefixTopic = record.topic;
+      this.prefixPartition = record.partition;
+      this.prefix = `${record.topic}/${record.partition}/`;
+    }
+    const index = pending.length;
+    const source = this.prefix + record.offset + (index === 0 ? '/0' : `/${index}`);
     pending.push({
       kind: 'emitted',
       topic: output.topic,
       partition: output.partition,
       key: output.key ?? null,
       value: output.value === null || output.value === undefined ? null : o.encoder.encode(output.value),
-      headers: output.headers ? { ...output.headers, [OUTPUT_SOURCE_HEADER]: source } : { [OUTPUT_SOURCE_HEADER]: source },
+      // A literal key, not [OUTPUT_SOURCE_HEADER]: an object literal of a constant shape is the
+      // cheapest object there is, and every output has one (same key as OUTPUT_SOURCE_HEADER).
+      headers: output.headers ? { ...output.headers, [OUTPUT_SOURCE_HEADER]: source } : { 'kafka-flow-source': source },
     });
   }
 }

@@ -17,11 +17,23 @@ interface Sized {
   headers?: Record<string, string | Buffer>;
 }
 
+/** The last header key sized, and its byte length: every output carries the same header key. */
+let lastHeaderKey = '';
+let lastHeaderKeyBytes = 0;
+
 export function recordBytes(m: Sized): number {
   let n = RECORD_OVERHEAD + byteLength(m.key) + byteLength(m.value);
   const headers = m.headers;
   // for…in, not Object.entries: no array per record (every output carries a header).
-  if (headers) for (const k in headers) n += 8 + Buffer.byteLength(k) + byteLength(headers[k]);
+  if (headers) {
+    for (const k in headers) {
+      if (k !== lastHeaderKey) {
+        lastHeaderKey = k;
+        lastHeaderKeyBytes = Buffer.byteLength(k);
+      }
+      n += 8 + lastHeaderKeyBytes + byteLength(headers[k]);
+    }
+  }
   return n;
 }
 
@@ -50,4 +62,50 @@ export function chunkByBytes<T extends Sized>(items: readonly T[], maxBytes: num
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+/**
+ * The messages by topic, in order. A transaction's messages come in runs of one topic (the
+ * snapshots, then the outputs), so a run goes on without a map lookup per message.
+ */
+export function byTopic<M extends { topic: string }>(messages: readonly M[]): Array<{ topic: string; messages: M[] }> {
+  const topics: Array<{ topic: string; messages: M[] }> = [];
+  const index = new Map<string, M[]>();
+  let lastTopic: string | undefined;
+  let last: M[] = [];
+  for (const m of messages) {
+    if (m.topic !== lastTopic) {
+      lastTopic = m.topic;
+      let list = index.get(m.topic);
+      if (!list) {
+        list = [];
+        index.set(m.topic, list);
+        topics.push({ topic: m.topic, messages: list });
+      }
+      last = list;
+    }
+    last.push(m);
+  }
+  return topics;
+}
+
+/** How many of `messages` went to each partition, by topic (one pass; partitions are small integers). */
+export function countByPartition(messages: readonly { topic: string; partition?: number }[]): Map<string, number[]> {
+  const counts = new Map<string, number[]>();
+  let lastTopic: string | undefined;
+  let last: number[] = [];
+  for (const m of messages) {
+    if (m.topic !== lastTopic) {
+      lastTopic = m.topic;
+      let c = counts.get(m.topic);
+      if (!c) {
+        c = [];
+        counts.set(m.topic, c);
+      }
+      last = c;
+    }
+    const p = m.partition ?? -1;
+    if (p >= 0) last[p] = (last[p] ?? 0) + 1;
+  }
+  return counts;
 }

@@ -14,7 +14,7 @@ import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
 import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
-import { chunkByBytes, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
+import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
 
 export interface SnapshotMessage {
   topic: string;
@@ -175,7 +175,12 @@ export class TransactionalWriter {
       // before either is used matters: a Produce the broker verifies while the AddOffsetsToTxn of
       // the same transaction is still pending is held back (≈ 20 ms, measured).
       const partitions = new Map<string, Set<number>>();
+      let lastTopic: string | undefined;
+      let lastPartition = -1;
       for (const m of messages) {
+        if (m.topic === lastTopic && m.partition === lastPartition) continue; // a run (a key's outputs, the snapshots)
+        lastTopic = m.topic;
+        lastPartition = m.partition;
         const set = partitions.get(m.topic);
         if (set) set.add(m.partition);
         else partitions.set(m.topic, new Set([m.partition]));
@@ -188,15 +193,9 @@ export class TransactionalWriter {
       ]);
       const records = (async () => {
         for (const chunk of chunkByBytes(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
-          const byTopic = new Map<string, SnapshotMessage[]>();
-          for (const m of chunk) {
-            const list = byTopic.get(m.topic);
-            if (list) list.push(m);
-            else byTopic.set(m.topic, [m]);
-          }
           // The messages as they are (kafkajs reads partition, key, value and headers, ignores
           // `topic` and changes nothing): no copy per record.
-          const metadata = await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+          const metadata = await tx.sendBatch({ topicMessages: byTopic(chunk) });
           recordSent(sent, chunk, metadata);
         }
       })();
@@ -292,9 +291,10 @@ export class TransactionalWriter {
 
 /** Keeps, per partition, the offset of the first record sent and how many were sent. */
 function recordSent(sent: Map<string, SentRecords>, chunk: readonly SnapshotMessage[], metadata: RecordMetadata[]): void {
+  const counts = countByPartition(chunk);
   for (const m of metadata) {
     const key = `${m.topicName}\u0000${m.partition}`;
-    const count = chunk.filter((c) => c.topic === m.topicName && c.partition === m.partition).length;
+    const count = counts.get(m.topicName)?.[m.partition] ?? 0;
     const known = sent.get(key);
     if (known) known.count += count;
     else if (m.baseOffset !== undefined) sent.set(key, { topic: m.topicName, partition: m.partition, baseOffset: m.baseOffset, count });
@@ -302,11 +302,11 @@ function recordSent(sent: Map<string, SentRecords>, chunk: readonly SnapshotMess
 }
 
 function groupOffsets(offsets: OffsetToCommit[]) {
-  const byTopic = new Map<string, Array<{ partition: number; offset: string }>>();
+  const topics = new Map<string, Array<{ partition: number; offset: string }>>();
   for (const { topic, partition, offset } of offsets) {
-    byTopic.set(topic, [...(byTopic.get(topic) ?? []), { partition, offset }]);
+    topics.set(topic, [...(topics.get(topic) ?? []), { partition, offset }]);
   }
-  return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+  return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
 }
 
 /**

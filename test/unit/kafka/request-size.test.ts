@@ -20,4 +20,14 @@ describe('produce requests under the record-batch limit', () => {
     expect(recordBytes({ key: 'abc', value: null })).toBe(32 + 3);
     expect(recordBytes({ key: Buffer.from('ab'), value: 'é', headers: { h: 'v' } })).toBe(32 + 2 + 2 + 8 + 1 + 1);
   });
+
+  it('sizes header keys right when they change from record to record (the last one is remembered)', () => {
+    const cases: Array<{ headers: Record<string, string | Buffer>; expected: number }> = [
+      { headers: { 'kafka-flow-source': 'in/0/1/0' }, expected: 32 + 1 + 8 + 17 + 8 },
+      { headers: { 'kafka-flow-source': 'in/0/2/0' }, expected: 32 + 1 + 8 + 17 + 8 },
+      { headers: { 'clé': Buffer.alloc(3), 'kafka-flow-source': 'x' }, expected: 32 + 1 + 8 + 4 + 3 + 8 + 17 + 1 },
+      { headers: { 'clé': 'ü' }, expected: 32 + 1 + 8 + 4 + 2 },
+    ];
+    for (const { headers, expected } of cases) expect(recordBytes({ key: 'k', value: null, headers })).toBe(expected);
+  });
 });
