@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { FailureTypes } from '../../../activities/types';
 import { eventually, FlowCluster, type SnapshotRecord, type Worker } from './harness';
 
@@ -24,6 +25,14 @@ interface Line {
 }
 
 const lines = (cluster: FlowCluster, w: Worker): Line[] => cluster.logLines<Line>(w);
+/** The process's state letter from /proc (R running, S sleeping, T stopped, Z zombie), or why not. */
+const processState = (pid: number | undefined): string => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[0] ?? '?';
+  } catch (err) {
+    return `unreadable (${(err as Error).message})`;
+  }
+};
 
 /** A write the broker refused: the persistence's fence line, a fenced error (code FENCED) on a flush, or an activity's fenced failure. */
 const isFence = (l: Line): boolean =>
@@ -89,7 +98,11 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
         return since.some((l) => l.msg === 'partitions assigned') ? { fences, rejoined: true } : undefined;
       },
       60_000,
-      () => `a's lines since it woke: ${lines(cluster, a).filter((l) => l.time >= wokeAt).map(brief).join(' | ')}`,
+      () =>
+        `a's lines since it woke: ${lines(cluster, a).filter((l) => l.time >= wokeAt).map(brief).join(' | ')}; ` +
+        `its process: ${processState(a.process.pid)} (exit code ${a.process.exitCode}, signal ${a.process.signalCode}); ` +
+        `its last lines: ${lines(cluster, a).slice(-8).map((l) => `${l.time - wokeAt} ms ${brief(l)}`).join(' | ')}; ` +
+        `its output that is not a log line: ${cluster.log(a).split('\n').filter((l) => l.trim() && !l.startsWith('{')).slice(-15).join(' / ')}`,
     );
     // a rejoins and gets partitions again as a new owner (full recovery from b's state).
     await cluster.untilRunningOn(2, 'a rejoined: a and b share the partitions again', 120_000);
