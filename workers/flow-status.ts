@@ -50,6 +50,10 @@ const MIN_QUERY_TIMEOUT_MS = 1_000;
 export async function flowStatusRows(flowName: string, options: FlowStatusOptions = {}): Promise<StatusRow[]> {
   const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
   const { client } = await connectTemporalClient();
+  // Queries given up by withTimeout below may still be in flight, retried by gRPC until their
+  // deadline: closing the channel under them makes grpc-js throw "Channel has been shut down" from a
+  // timer — an uncaught exception that ended the example's driver on a loaded machine.
+  const calls: Promise<unknown>[] = [];
   try {
     const workflows = await client.connection.withDeadline(Date.now() + LIST_TIMEOUT_MS, async () => {
       const out: WorkflowExecutionInfo[] = [];
@@ -61,10 +65,9 @@ export async function flowStatusRows(flowName: string, options: FlowStatusOption
     const rows = await Promise.all(
       workflows.map(async (wf): Promise<StatusRow> => {
         try {
-          const status = await withTimeout(
-            client.connection.withDeadline(deadline, () => client.workflow.getHandle(wf.workflowId, wf.runId).query(statusQuery)),
-            deadline - Date.now() + 500,
-          );
+          const call = client.connection.withDeadline(deadline, () => client.workflow.getHandle(wf.workflowId, wf.runId).query(statusQuery));
+          calls.push(call.catch(() => undefined));
+          const status = await withTimeout(call, deadline - Date.now() + 500);
           return { ...status, source: 'query' };
         } catch (err) {
           return fromSearchAttributes(flowName, wf, err);
@@ -73,9 +76,13 @@ export async function flowStatusRows(flowName: string, options: FlowStatusOption
     );
     return rows.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   } finally {
+    await Promise.race([Promise.allSettled(calls), new Promise((r) => setTimeout(r, CLOSE_GRACE_MS).unref())]);
     await client.connection.close();
   }
 }
+
+/** How long a status read waits, at most, for queries it gave up on to end before it closes its connection. */
+const CLOSE_GRACE_MS = 5_000;
 
 /**
  * Every running partition workflow of a flow with its status query's answer. Strict: throws when a
