@@ -53,6 +53,12 @@ export interface PartitionOwnership extends TopicPartition {
 /** A flow's persistence backend in a worker process. */
 export interface PersistenceBackend<S, V> {
   forPartition(ownership: PartitionOwnership): Promise<PartitionPersistence<S, V>>;
+  /**
+   * Work every partition needs first (the Kafka backend: creating or checking the snapshot
+   * topic), started by the worker at start-up so that the first assignment does not wait for it.
+   * Never fatal: a failure is logged and `forPartition` does the work again (and reports it).
+   */
+  prepare?(): Promise<void>;
   /** The partition was revoked for good: close what it held (its transactional producer). */
   release?(partition: TopicPartition): Promise<void>;
   close(): Promise<void>;

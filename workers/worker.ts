@@ -91,12 +91,16 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const taskQueue = processTaskQueue(definition.name);
   const connection = await temporal.connect();
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
+  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir });
+  // The snapshot topic's check (≈ 150 ms) runs while the Temporal workers start, not in the first
+  // partition's recovery; the first assignment repeats it if it failed here.
+  backend.prepare?.().catch((err) => log.debug({ err }, 'backend not prepared at start; the first assignment prepares it'));
   const runtime = new FlowRuntime({
     definition,
     consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
     signals,
     taskQueue,
-    backend: createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir }),
+    backend,
     metrics,
     logger: log,
     maxHistoryEvents: env.maxHistoryEvents,

@@ -13,8 +13,11 @@ export function kafkaFlowBackend<S, V>(definition: BackendFlow<V>, worker: Worke
   const extra = p.options as { transactionalIdPrefix?: string; replicationFactor?: number };
   const localState = worker.localState ? localStateOf(definition, worker) : undefined;
   return new KafkaFlowBackend<S, V>({
-    // Local state on: the backend logs and counts its restores on the worker's logger and registry.
-    ...(localState ? { localState, logger: worker.logger, metrics: worker.metrics } : {}),
+    // The backend logs (recovery stalls, topics created) and counts (transactions, fences, restores)
+    // on the worker's logger and registry: its metrics are on the worker's /metrics.
+    ...(localState ? { localState } : {}),
+    logger: worker.logger,
+    metrics: worker.metrics,
     client: createKafkaClient({ brokers: worker.brokers, clientId: `kafka-flow-temporal-${definition.name}-snapshots`, security: worker.kafkaSecurity, logger: worker.logger }),
     flowName: definition.name,
     groupId: definition.groupId,
@@ -58,6 +61,7 @@ export function kafkaBackend<S, V>(definition: BackendFlow<V>, worker: WorkerCon
       return backend.forPartition({ ...o, generation: o.liveGeneration ?? { generationId: o.generation, memberId: o.memberId } });
     },
     release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
+    prepare: () => backend.prepare(),
     close: () => backend.close(),
   };
 }

@@ -63,6 +63,11 @@ export class KafkaFlowBackend<S, V = unknown> {
     return this.forTopic(assignment.topic).forPartition(assignment);
   }
 
+  /** Creates or checks every input topic's snapshot topic (see KafkaSnapshotBackend.ensureTopic). */
+  async prepare(): Promise<void> {
+    await Promise.all([...this.backends.values()].map((backend) => backend.ensureTopic()));
+  }
+
   /** Every persisted key of every input topic (or of `topic`), optionally of one partition. */
   async *readAll(options: { topic?: string; partition?: number } = {}): AsyncIterable<InspectedSnapshot<S>> {
     const backends = options.topic !== undefined ? [this.forTopic(options.topic)] : [...this.backends.values()];

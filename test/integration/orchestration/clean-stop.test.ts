@@ -1,5 +1,6 @@
+import { freePort } from '../../../workers/metrics-server';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
-import { FlowCluster } from './harness';
+import { eventually, FlowCluster } from './harness';
 
 // The last worker of a flow stops gracefully while folding: its partition workflows must have
 // handled the revoke before its workflow worker goes, since nothing else polls their task queue
@@ -11,8 +12,21 @@ test('a lone worker stopped under load leaves every partition idle with nothing 
   try {
     await cluster.start();
     await cluster.produce(3000);
-    const a = cluster.startWorker('a');
+    const metricsPort = await freePort();
+    const a = cluster.startWorker('a', { KFT_METRICS_PORT: String(metricsPort) });
     await cluster.untilRunningOn(1, 'a runs all 6 partitions');
+    // The snapshot topic was checked while the worker started (backend.prepare), not in the first
+    // partition's recovery.
+    const messages = cluster.logLines<{ msg: string }>(a).map((l) => l.msg);
+    expect(messages.indexOf('snapshot topic ready')).toBeGreaterThanOrEqual(0);
+    expect(messages.indexOf('snapshot topic ready')).toBeLessThan(messages.indexOf('partitions assigned'));
+    // The Kafka backend's own metrics are on the worker's /metrics (its snapshot transactions).
+    const committed = async () =>
+      (await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())
+        .split('\n')
+        .filter((l) => l.startsWith('kafka_flow_snapshot_transactions_total{') && l.includes('outcome="committed"'))
+        .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    await eventually('snapshot transactions counted on the worker\'s /metrics', async () => (await committed()) > 0, 30_000);
     await cluster.produce(6000); // still folding when the stop comes
     expect(await cluster.stop(a)).toBe(0);
 
