@@ -159,6 +159,7 @@ describe('mergeConcurrent', () => {
     }
     async function* failing() {
       await tick();
+      yield 2;
       await tick();
       throw new Error('boom');
     }
