@@ -3,6 +3,9 @@
 // second writer's stale generation, deletes and purges leave what the kafka-flow layout leaves,
 // corrupt bytes name the key, the schema and the bucket count are checked, and a kafka-flow
 // layout table's rows move over with their offsets and generations (safe to re-run).
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Client } from 'cassandra-driver';
 import { Registry } from 'prom-client';
 import { Compressor, withCompression } from '../../../core/codec/compressor';
@@ -21,6 +24,7 @@ import {
 } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { SnapshotWrite } from '../../../persistence/snapshot-store';
+import { cassandraContactPoints } from '../../support/servers';
 import { closeAll, dropKeyspace, expectedTallies, keyspaceName, rawClient, recoverStates, roundRobin, startBackend, step, type Tally, tallyFlow } from './support';
 
 const keyspace = keyspaceName('kft_bypart');
@@ -294,4 +298,31 @@ test('migration: a kafka-flow layout table\'s rows move with their offsets and g
   await expect(migrateSnapshotsToByPartition(src as CassandraBackend<unknown, unknown>)).rejects.toBeInstanceOf(CassandraSchemaError);
   await expect(migrateSnapshotsToByPartition(target as CassandraBackend<unknown, unknown>, { fromTable: 'snapshots_by_partition' })).rejects.toThrow(/not a kafka-flow layout snapshots table/);
   await expect(migrateSnapshotsToByPartition(target as CassandraBackend<unknown, unknown>, { fromTable: 'absent' })).rejects.toThrow(/does not exist/);
+});
+
+test('the migration command: scripts/cassandra-migrate-layout.ts <flow-module> moves the rows and prints its report', async () => {
+  const src = await startBackend<State>(keyspace, { tables: { snapshots: 'cmd_old', keys: 'cmd_old_keys' } });
+  started.push(src as CassandraBackend<unknown, unknown>);
+  const T = { topic: 'orders', partition: 2 };
+  await (await src.forPartition({ ...T, generation: 3, committer: new InMemoryOffsetCommitter() })).write({
+    writes: Array.from({ length: 50 }, (_, i) => ({ key: `c${i}`, snapshot: { state: { n: i }, offset: i }, addKey: true })),
+  });
+  const root = path.resolve(__dirname, '../../..');
+  const run = () =>
+    promisify(execFile)(process.execPath, ['bin/run-ts.js', 'scripts/cassandra-migrate-layout.ts', 'test/fixtures/cassandra-layout-flow.ts', '--from-table', 'cmd_old'], {
+      cwd: root,
+      env: { ...process.env, CASSANDRA_CONTACT_POINTS: cassandraContactPoints.join(','), TEST_CASSANDRA_KEYSPACE: keyspace, TEST_CASSANDRA_TABLE: 'cmd_new' },
+    });
+  const { stdout } = await run();
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { done?: object });
+  expect(lines.at(-1)!.done).toMatchObject({ rowsRead: 50, written: 50, keptNewer: 0, partitions: 1 });
+  expect(await row('cmd_new', 2, 'c7')).toMatchObject({ offset: 7, generation: 3, hasValue: true });
+  // Again: the same rows, nothing changed.
+  expect(JSON.parse((await run()).stdout.trim().split('\n').at(-1)!).done).toMatchObject({ rowsRead: 50, written: 50, keptNewer: 0 });
+  // A wrong bucket count for the new table: the command fails with the typed error's one line, exit 1.
+  const wrong = promisify(execFile)(process.execPath, ['bin/run-ts.js', 'scripts/cassandra-migrate-layout.ts', 'test/fixtures/cassandra-layout-flow.ts', '--from-table', 'cmd_old'], {
+    cwd: root,
+    env: { ...process.env, CASSANDRA_CONTACT_POINTS: cassandraContactPoints.join(','), TEST_CASSANDRA_KEYSPACE: keyspace, TEST_CASSANDRA_TABLE: 'cmd_new', TEST_CASSANDRA_BUCKETS: '32' },
+  });
+  await expect(wrong).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('CassandraBucketMismatchError: table') });
 });
