@@ -202,6 +202,36 @@ test("deletes leave a marker and a fence row; a purge with fenceRowTtl 0 removes
   expect(await p.read(T, 'f')).toBeUndefined();
 });
 
+test("mode 'journal+snapshots': journals and the keys table as before, recovery scans the snapshots' buckets", async () => {
+  const T = { topic: 'journaled', partition: 0 };
+  const b = await backend({ mode: 'journal+snapshots', tables: { snapshots: 'js_snapshots', keys: 'js_keys', journals: 'js_records' } });
+  expect(b.keys).toBeDefined();
+  expect(b.journal).toBeDefined();
+  const event = (key: string, offset: number) => ({ topic: T.topic, partition: T.partition, key, offset: String(offset), value: offset, timestamp: '0', headers: {} });
+  const p = await b.forPartition({ ...T, generation: 1, committer: new InMemoryOffsetCommitter() });
+  await p.write({
+    writes: [
+      { key: 'x', events: [event('x', 1), event('x', 2)], snapshot: { state: { n: 2 }, offset: 2 }, addKey: true },
+      { key: 'y', events: [event('y', 3)], snapshot: { state: { n: 3 }, offset: 3 }, addKey: true },
+    ],
+  });
+  const listed: string[] = [];
+  for await (const k of b.keys!.list(T)) listed.push(k);
+  expect(listed.sort()).toEqual(['x', 'y']);
+  const events: unknown[] = [];
+  for await (const e of b.journal!.read(T, 'x')) events.push(e.offset);
+  expect(events).toEqual(['1', '2']);
+  const fresh = await backend({ mode: 'journal+snapshots', tables: { snapshots: 'js_snapshots', keys: 'js_keys', journals: 'js_records' } });
+  const recovery = await fresh.forPartition({ ...T, generation: 2, committer: new InMemoryOffsetCommitter() });
+  expect(await recoverStates(recovery)).toEqual(
+    new Map([
+      ['x', { state: { n: 2 }, offset: 2, events: undefined }],
+      ['y', { state: { n: 3 }, offset: 3, events: undefined }],
+    ]),
+  );
+  expect(recovery.lastRecovery).toMatchObject({ keysListed: 2, keysRecovered: 2, done: true });
+});
+
 test('corrupt bytes fail the recovery with CorruptSnapshotError naming the key', async () => {
   const b = await backend();
   await raw.execute(
