@@ -10,8 +10,14 @@
 // - recovery: a fresh client recovers the partition's 10,000 keys, reading 100 snapshots per query
 //   (`key IN (...)`, the default) and, side by side in the same run, one key per query
 //   (recoveryBatchSize 1, as before batched reads): cassandra_recovery_batched_vs_single
-// Each configuration writes its own tables and a fresh partition per run; figures are medians of
-// 3 runs after one untimed warm-up. `npm run bench:cassandra [-- --quick]` (quick: 1,000 keys, 1 run).
+// - the opt-in by-partition layout (layout 'by-partition', 256 buckets, fenced): the same
+//   persists (no key rows: that layout has no keys table in snapshots mode), and its recovery (scan
+//   the partition's buckets) interleaved with the two above: cassandra_recovery_keys_per_s_by_partition,
+//   cassandra_recovery_by_partition_vs_single and _vs_batched (speed ratios, same run)
+// Each configuration writes its own tables and a fresh partition per run; persist figures are
+// medians of 3 runs after one untimed warm-up, recovery figures medians of 5 rounds (the three
+// recoveries in rotating order, each round a fresh client per recovery).
+// `npm run bench:cassandra [-- --quick]` (quick: 1,000 keys, 1 run).
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { Client } from 'cassandra-driver';
@@ -22,13 +28,15 @@ import { printTable } from './lib/table';
 import { ownCpuMs } from './lib/cpu';
 import { measure, median, perSecond, ratio } from './lib/timing';
 import { formatHostPort, readEnv } from '../config/env';
-import { CassandraBackend, type Fencing } from '../persistence/cassandra';
+import { CassandraBackend, type Fencing, type SnapshotLayout } from '../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../persistence/memory';
 import type { KeyWrite } from '../flow/ports';
 import { VERSIONS } from '../infra/settings';
 
 const KEYS = sized(10_000, 1_000);
 const RUNS = sized(3, 1);
+const RECOVERY_ROUNDS = sized(5, 1);
+const BUCKETS = 256;
 const BATCH = 1_000;
 const TOPIC = 'bench';
 
@@ -40,9 +48,17 @@ function state(i: number): State {
 }
 
 async function main(): Promise<void> {
+  const loadAtStart = loadavg().map((l) => Math.round(l * 100) / 100);
   const contactPoints = readEnv().cassandraContactPoints.map(formatHostPort);
   const keyspace = `bench_cassandra_${Date.now()}`;
-  const start = (fencing: Fencing, recoveryBatchSize?: number) =>
+  /** A configuration: the fence, and the snapshots' layout. */
+  type Config = 'none' | 'lwt' | 'bp';
+  const configs: Record<Config, { fencing: Fencing; layout: SnapshotLayout }> = {
+    none: { fencing: 'none', layout: 'kafka-flow' },
+    lwt: { fencing: 'lwt', layout: 'kafka-flow' },
+    bp: { fencing: 'lwt', layout: 'by-partition' },
+  };
+  const start = (config: Config, recoveryBatchSize?: number) =>
     CassandraBackend.start<State, unknown>({
       recoveryBatchSize,
       // BENCH_CASSANDRA_MAX_READS: the backend's maxConcurrentReads (64): reads in flight, a quarter of them recovery batches.
@@ -51,19 +67,30 @@ async function main(): Promise<void> {
       groupId: 'bench',
       keyspace,
       contactPoints,
-      fencing,
-      tables: { snapshots: `${fencing}_snapshots`, keys: `${fencing}_keys` },
+      fencing: configs[config].fencing,
+      ...(configs[config].layout === 'by-partition' ? { layout: 'by-partition' as const, buckets: BUCKETS } : {}),
+      tables: { snapshots: `${config}_snapshots`, keys: `${config}_keys` },
     });
-  const backends = { none: await start('none'), lwt: await start('lwt') };
+  const backends = { none: await start('none'), lwt: await start('lwt'), bp: await start('bp') };
   const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}-${randomBytes(4).toString('hex')}`);
   const states = keys.map((_, i) => state(i));
-  const times: Record<string, number[]> = { none_write: [], lwt_write: [], none_update: [], lwt_update: [], recovery: [], recovery_single: [] };
+  const times: Record<string, number[]> = {
+    none_write: [],
+    lwt_write: [],
+    bp_write: [],
+    none_update: [],
+    lwt_update: [],
+    bp_update: [],
+    recovery: [],
+    recovery_single: [],
+    recovery_by_partition: [],
+  };
   /** This process's CPU during each recovery: how much of its time is ours (decoding, the driver), not the node's. */
-  const cpu: Record<string, number[]> = { recovery: [], recovery_single: [] };
-  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 4 + RUNS * KEYS * 2, { plainEveryMs: 5_000 });
+  const cpu: Record<string, number[]> = { recovery: [], recovery_single: [], recovery_by_partition: [] };
+  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 6 + RECOVERY_ROUNDS * KEYS * 3, { plainEveryMs: 5_000 });
 
   type Persistence = Awaited<ReturnType<(typeof backends)['lwt']['forPartition']>>;
-  const persist = (persistence: Persistence, fencing: Fencing, offsetBase: number, addKey: boolean) =>
+  const persist = (persistence: Persistence, config: Config, offsetBase: number, addKey: boolean) =>
     measure(async () => {
       for (let from = 0; from < KEYS; from += BATCH) {
         const writes: KeyWrite<State, unknown>[] = [];
@@ -71,7 +98,7 @@ async function main(): Promise<void> {
           writes.push({ key: keys[i]!, snapshot: { state: states[i]!, offset: offsetBase + i }, addKey });
         }
         const result = await persistence.write({ writes, commitOffset: offsetBase + from + writes.length });
-        if (!result.committed || result.statuses.some((s) => s !== 'applied')) throw new Error(`bench: a ${fencing} write was not applied`);
+        if (!result.committed || result.statuses.some((s) => s !== 'applied')) throw new Error(`bench: a ${config} write was not applied`);
         progress.tick(writes.length);
       }
     });
@@ -79,29 +106,37 @@ async function main(): Promise<void> {
   try {
     // run 0 is the warm-up (prepared statements, JIT, Cassandra's memtables): not counted.
     for (let run = 0; run <= RUNS; run++) {
-      const order: Fencing[] = run % 2 === 0 ? ['none', 'lwt'] : ['lwt', 'none'];
-      for (const fencing of order) {
+      const rotation: Config[] = ['none', 'lwt', 'bp'];
+      const order = [...rotation.slice(run % 3), ...rotation.slice(0, run % 3)];
+      for (const config of order) {
         // One partition's persistence for both persists, as a running partition keeps it.
-        const persistence = await backends[fencing].forPartition({
+        const persistence = await backends[config].forPartition({
           topic: TOPIC,
           partition: run,
           generation: 1,
           committer: new InMemoryOffsetCommitter(),
         });
-        const write = await persist(persistence, fencing, 0, true);
-        const update = await persist(persistence, fencing, KEYS, false);
+        const write = await persist(persistence, config, 0, true);
+        const update = await persist(persistence, config, KEYS, false);
         if (run > 0) {
-          times[`${fencing}_write`]!.push(write);
-          times[`${fencing}_update`]!.push(update);
+          times[`${config}_write`]!.push(write);
+          times[`${config}_update`]!.push(update);
         }
       }
     }
-    for (let run = 1; run <= RUNS; run++) {
-      // A fresh client, as a newly assigned owner would have; batched and one-key-per-query
-      // recoveries of the same partition, alternating which goes first.
-      const order: Array<[string, number]> = run % 2 === 1 ? [['recovery', 100], ['recovery_single', 1]] : [['recovery_single', 1], ['recovery', 100]];
-      for (const [figure, batchSize] of order) {
-        const fresh = await start('lwt', batchSize);
+    for (let round = 1; round <= RECOVERY_ROUNDS; round++) {
+      // A fresh client, as a newly assigned owner would have: batched and one-key-per-query
+      // recoveries of a kafka-flow layout partition, and the by-partition layout's scan of its
+      // own partition (the same keys and states), in rotating order.
+      const run = ((round - 1) % RUNS) + 1;
+      const rotation: Array<[string, Config, number]> = [
+        ['recovery', 'lwt', 100],
+        ['recovery_single', 'lwt', 1],
+        ['recovery_by_partition', 'bp', 100],
+      ];
+      const order = [...rotation.slice(round % 3), ...rotation.slice(0, round % 3)];
+      for (const [figure, config, batchSize] of order) {
+        const fresh = await start(config, batchSize);
         try {
           const persistence = await fresh.forPartition({ topic: TOPIC, partition: run, generation: 2, committer: new InMemoryOffsetCommitter() });
           let recovered = 0;
@@ -125,13 +160,16 @@ async function main(): Promise<void> {
   } finally {
     progress.stop();
     const lwtStats = backends.lwt.snapshots!.stats;
+    const bpStats = backends.bp.snapshots!.stats;
     await backends.none.close();
     await backends.lwt.close();
+    await backends.bp.close();
     const admin = new Client({ contactPoints, localDataCenter: 'datacenter1' });
     await admin.connect();
     await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch(() => undefined);
     await admin.shutdown();
     process.stdout.write(`lwt statements per snapshot write: ${(lwtStats.writeStatements / Math.max(1, lwtStats.applied)).toFixed(3)}\n`);
+    process.stdout.write(`by-partition lwt statements per snapshot write: ${(bpStats.writeStatements / Math.max(1, bpStats.applied)).toFixed(3)}\n`);
   }
 
   const ms = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) as Record<string, number>;
@@ -147,15 +185,29 @@ async function main(): Promise<void> {
     cassandra_recovery_batched_vs_single: round(ratio(ms.recovery_single!, ms.recovery!), 2),
     cassandra_recovery_client_cpu_ms: round(median(cpu.recovery!)),
     cassandra_recovery_single_client_cpu_ms: round(median(cpu.recovery_single!)),
+    cassandra_recovery_keys_per_s_by_partition: round(perSecond(KEYS, ms.recovery_by_partition!)),
+    cassandra_recovery_by_partition_vs_single: round(ratio(ms.recovery_single!, ms.recovery_by_partition!), 2),
+    cassandra_recovery_by_partition_vs_batched: round(ratio(ms.recovery!, ms.recovery_by_partition!), 2),
+    cassandra_recovery_by_partition_client_cpu_ms: round(median(cpu.recovery_by_partition!)),
+    cassandra_by_partition_lwt_write_keys_per_s: round(perSecond(KEYS, ms.bp_write!)),
+    cassandra_by_partition_lwt_update_keys_per_s: round(perSecond(KEYS, ms.bp_update!)),
+    cassandra_by_partition_vs_kafka_flow_lwt_update: round(ratio(ms.bp_update!, ms.lwt_update!), 3),
   };
   printTable(`cassandra: ${KEYS.toLocaleString('en-US')} keys × 1 KiB, batches of ${BATCH}, median of ${RUNS}`, [
     { persist: 'first write (new keys)', 'plain ms': ms.none_write!, 'lwt ms': ms.lwt_write!, 'plain keys/s': figures.cassandra_plain_write_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_write_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_write },
     { persist: 'update (newer offsets)', 'plain ms': ms.none_update!, 'lwt ms': ms.lwt_update!, 'plain keys/s': figures.cassandra_plain_update_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_update_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_update },
   ]);
+  printTable(`cassandra by-partition layout (${BUCKETS} buckets, lwt, no key rows)`, [
+    { persist: 'first write (new keys)', 'ms': ms.bp_write!, 'keys/s': figures.cassandra_by_partition_lwt_write_keys_per_s },
+    { persist: 'update (newer offsets)', 'ms': ms.bp_update!, 'keys/s': figures.cassandra_by_partition_lwt_update_keys_per_s, 'time ÷ kafka-flow layout lwt': figures.cassandra_by_partition_vs_kafka_flow_lwt_update },
+  ]);
   printTable('cassandra recovery (fresh client: list 10,000 segments, read every snapshot)', [
     { reads: '100 keys per query (default)', keys: KEYS, ms: ms.recovery!, 'client cpu ms': figures.cassandra_recovery_client_cpu_ms, 'keys/s': figures.cassandra_recovery_keys_per_s },
     { reads: 'one key per query', keys: KEYS, ms: ms.recovery_single!, 'client cpu ms': figures.cassandra_recovery_single_client_cpu_ms, 'keys/s': figures.cassandra_recovery_single_keys_per_s },
+    { reads: `by-partition layout (${BUCKETS} buckets scanned)`, keys: KEYS, ms: ms.recovery_by_partition!, 'client cpu ms': figures.cassandra_recovery_by_partition_client_cpu_ms, 'keys/s': figures.cassandra_recovery_keys_per_s_by_partition },
     { reads: 'batched ÷ single (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_batched_vs_single },
+    { reads: 'by-partition ÷ single (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_by_partition_vs_single },
+    { reads: 'by-partition ÷ batched (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_by_partition_vs_batched },
   ]);
   const file = writeResults('cassandra', figures, {
     versions: { cassandra: VERSIONS.cassandra },
@@ -164,9 +216,12 @@ async function main(): Promise<void> {
       stateBytes: 1024,
       batch: BATCH,
       runs: RUNS,
+      recoveryRounds: RECOVERY_ROUNDS,
+      buckets: BUCKETS,
       medianMs: ms,
+      loadAverageAtStart: loadAtStart,
       settings: 'defaults: maxConcurrentWrites 64, maxConcurrentReads 64, LOCAL_QUORUM, serial SERIAL, one node',
-      timed: 'per batch: snapshot rows, key rows (first write only), then the offset commit (in memory)',
+      timed: 'per batch: snapshot rows, key rows (first write only; none in the by-partition layout), then the offset commit (in memory)',
       loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100),
     },
   });

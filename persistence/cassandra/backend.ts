@@ -18,7 +18,7 @@ import { CassandraPersistenceError } from './errors';
 import { CassandraJournalStore } from './journal-store';
 import { CassandraKeyStore } from './key-store';
 import { CassandraPersistenceMetrics } from './metrics';
-import { type CassandraFlowOptions, type ResolvedCassandraOptions, resolveCassandraOptions, type TableRole } from './options';
+import { type CassandraFlowOptions, checkLayout, type ResolvedCassandraOptions, resolveCassandraOptions, type TableRole } from './options';
 import { CassandraPartitionPersistence, type RecoveryProgress } from './partition-persistence';
 import { type EnsureSchemaResult, ensureSchema } from './schema';
 import { CassandraSession } from './session';
@@ -73,7 +73,8 @@ export class CassandraBackend<S, V> {
   readonly groupId: string;
   /** The snapshot store without a generation (forPartition makes one per assignment). */
   readonly snapshots: CassandraSnapshotStore<S> | undefined;
-  readonly keys: CassandraKeyStore;
+  /** The keys table; none in the by-partition layout's 'snapshots' mode (recovery scans the buckets). */
+  readonly keys: CassandraKeyStore | undefined;
   readonly journal: CassandraJournalStore<V> | undefined;
   /** DDL run by start (empty when everything existed). */
   readonly schema: EnsureSchemaResult;
@@ -88,7 +89,7 @@ export class CassandraBackend<S, V> {
     session: CassandraSession;
     groupId: string;
     snapshots: CassandraSnapshotStore<S> | undefined;
-    keys: CassandraKeyStore;
+    keys: CassandraKeyStore | undefined;
     journal: CassandraJournalStore<V> | undefined;
     schema: EnsureSchemaResult;
     ownsClient: boolean;
@@ -129,6 +130,7 @@ export class CassandraBackend<S, V> {
     } = options;
     if (!groupId) throw new ConfigError('Cassandra persistence needs a groupId');
     const settings = resolveCassandraOptions({ ...flowOptions, applicationId }, applicationId);
+    checkLayout(flowOptions, mode);
     const contactPoints = settings.contactPoints ?? readEnv().cassandraContactPoints.map(formatHostPort);
     // CASSANDRA_USERNAME/PASSWORD, CASSANDRA_TLS_*, CASSANDRA_LOCAL_DATACENTER (a flow's own localDataCenter wins).
     const security = given ? undefined : readCassandraSecurity();
@@ -155,7 +157,10 @@ export class CassandraBackend<S, V> {
       throw cassandraAuthFailure(shownContactPoints, security, err) ?? new CassandraPersistenceError({ operation: 'connect', contactPoints: shownContactPoints }, err);
     }
     try {
-      const roles: TableRole[] = ['keys'];
+      // The keys table lists keys for recovery in the kafka-flow layout, and journals' keys; the
+      // by-partition layout's recovery scans its buckets, so in 'snapshots' mode there is none.
+      const needsKeys = settings.layout === 'kafka-flow' || persistsJournal(mode);
+      const roles: TableRole[] = needsKeys ? ['keys'] : [];
       if (persistsSnapshots(mode)) roles.unshift('snapshots');
       if (persistsJournal(mode)) roles.push('journals');
       const schema =
@@ -163,7 +168,14 @@ export class CassandraBackend<S, V> {
           ? { created: [] }
           : await ensureSchema(
               client,
-              { keyspace: settings.keyspace, replication: settings.replication, tables: settings.tables, autoCreate: settings.autoCreate },
+              {
+                keyspace: settings.keyspace,
+                replication: settings.replication,
+                tables: settings.tables,
+                autoCreate: settings.autoCreate,
+                layout: settings.layout,
+                buckets: settings.buckets,
+              },
               roles,
               settings.fencing === 'lwt' && persistsSnapshots(mode),
             );
@@ -175,7 +187,7 @@ export class CassandraBackend<S, V> {
         contactPoints: shownContactPoints,
       });
       const common = { session, keyspace: settings.keyspace, applicationId: settings.applicationId, groupId };
-      const keys = new CassandraKeyStore({
+      const keys = !needsKeys ? undefined : new CassandraKeyStore({
         ...common,
         table: settings.tables.keys,
         segments: settings.keySegments,
@@ -204,6 +216,9 @@ export class CassandraBackend<S, V> {
             fencing: settings.fencing,
             fenceRowTtlSeconds: settings.fencing === 'lwt' ? settings.fenceRowTtlSeconds : 0,
             keys,
+            layout: settings.layout,
+            buckets: settings.buckets,
+            scanParallelism: Math.max(1, Math.ceil(settings.maxConcurrentReads / 4)),
             logger,
             metrics,
           })

@@ -81,3 +81,24 @@ export class CassandraSchemaError extends KafkaFlowError {
     this.table = table;
   }
 }
+
+/**
+ * A by-partition snapshots table was made with another bucket count than the backend's `buckets`
+ * (recorded in the table's comment). Reading with another count would look for keys in buckets
+ * they are not in, so the backend refuses to start rather than mis-read.
+ */
+export class CassandraBucketMismatchError extends KafkaFlowError {
+  readonly table: string;
+  readonly tableBuckets: number;
+  readonly configuredBuckets: number;
+  constructor(table: string, tableBuckets: number, configuredBuckets: number) {
+    super(
+      'CASSANDRA_BUCKETS',
+      `table ${table} lays out snapshots in ${tableBuckets} buckets per Kafka partition, but this flow is configured with buckets: ${configuredBuckets}. ` +
+        `The bucket count is fixed for a table: set buckets: ${tableBuckets}, or point tables.snapshots at a new table and migrate into it (docs/cassandra.md, "Migrating")`,
+    );
+    this.table = table;
+    this.tableBuckets = tableBuckets;
+    this.configuredBuckets = configuredBuckets;
+  }
+}

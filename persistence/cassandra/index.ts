@@ -6,11 +6,13 @@ export {
   type GroupConsumer,
   type MembershipView,
 } from './consumer-offset-committer';
-export { CassandraPersistenceError, CassandraSchemaError } from './errors';
+export { allBuckets, BUCKETS_COMMENT_PREFIX, bucketsComment, bucketsFromComment, DEFAULT_BUCKETS, keyBucket, MAX_BUCKETS } from './buckets';
+export { CassandraBucketMismatchError, CassandraPersistenceError, CassandraSchemaError } from './errors';
 export { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 export { CassandraJournalStore, type CassandraJournalStoreOptions, headersToMap } from './journal-store';
 export { CassandraKeyStore, type CassandraKeyStoreOptions, type KeyLister } from './key-store';
-export { Limiter, mapConcurrent } from './limiter';
+export { Limiter, mapConcurrent, mergeConcurrent } from './limiter';
+export { type MigrateSnapshotsOptions, type MigrationReport, migrateSnapshotsToByPartition } from './migrate-layout';
 export { CassandraPersistenceMetrics } from './metrics';
 export {
   CONSISTENCY_LEVELS,
@@ -18,6 +20,8 @@ export {
   type ConsistencyLevelName,
   type ConsistencyOverride,
   cassandraFlowOptionsSchema,
+  checkLayout,
+  DEFAULT_BY_PARTITION_TABLE,
   DEFAULT_KEY_SEGMENTS,
   DEFAULT_KEYSPACE,
   DEFAULT_TABLES,
@@ -25,10 +29,12 @@ export {
   type ResolvedCassandraOptions,
   resolveCassandraOptions,
   type SerialConsistencyName,
+  SNAPSHOT_LAYOUTS,
+  type SnapshotLayout,
   type TableRole,
 } from './options';
 export { CassandraPartitionPersistence, type CassandraPartitionPersistenceOptions, type RecoveryProgress } from './partition-persistence';
-export { columnProblems, ensureSchema, schemaCql, TABLE_SPECS, type TableSpec } from './schema';
+export { columnProblems, ensureSchema, type SchemaSettings, schemaCql, snapshotsByPartitionTable, TABLE_SPECS, type TableSpec, tableSpec } from './schema';
 export { javaStringHashCode, keySegment, segmentChunks } from './segments';
 export { CassandraSession } from './session';
 export {

@@ -115,3 +115,44 @@ export async function* chunked<T>(source: AsyncIterable<T>, size: number): Async
   }
   if (chunk.length > 0) yield chunk;
 }
+
+/**
+ * Items of several async sources, at most `concurrency` sources read at once, yielded as they
+ * arrive (not in source order). A source's next item is asked for only once its previous one was
+ * taken, so a slow consumer holds every source back (at most one item read ahead per source). The
+ * first failure is thrown; every source still open is then closed.
+ */
+export async function* mergeConcurrent<T>(sources: Iterable<AsyncIterable<T>>, concurrency: number): AsyncGenerator<T> {
+  if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`concurrency must be ≥ 1; got ${concurrency}`);
+  type Active = { it: AsyncIterator<T>; next: Promise<{ active: Active; result: IteratorResult<T> }> };
+  const pending = sources[Symbol.iterator]();
+  const active = new Set<Active>();
+  const advance = (a: Active) => {
+    a.next = a.it.next().then((result) => ({ active: a, result }));
+  };
+  try {
+    for (;;) {
+      while (active.size < concurrency) {
+        const n = pending.next();
+        if (n.done) break;
+        const a = { it: n.value[Symbol.asyncIterator]() } as Active;
+        advance(a);
+        active.add(a);
+      }
+      if (active.size === 0) return;
+      const { active: a, result } = await Promise.race([...active].map((x) => x.next));
+      if (result.done) {
+        active.delete(a);
+        continue;
+      }
+      yield result.value;
+      advance(a);
+    }
+  } finally {
+    // Close the sources still open (a failure, or the consumer stopped early); their errors are not ours to throw.
+    await Promise.allSettled([...active].map(async (a) => {
+      await a.next.catch(() => undefined);
+      await a.it.return?.();
+    }));
+  }
+}

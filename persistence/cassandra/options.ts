@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ConfigError } from '../../config/errors';
 import { type Duration, durationSchema, toMillis } from '../../core/duration';
 import { PERSISTENCE_MODES, type PersistenceMode } from '../../core/persistence-types';
+import { DEFAULT_BUCKETS, MAX_BUCKETS } from './buckets';
 
 /** Cassandra consistency levels by their CQL names. */
 export const CONSISTENCY_LEVELS = [
@@ -25,6 +26,18 @@ export type SerialConsistencyName = 'SERIAL' | 'LOCAL_SERIAL';
 
 /** How snapshot writes are guarded against a stale owner (see docs/cassandra.md). */
 export type Fencing = 'lwt' | 'none';
+
+/**
+ * How snapshots are laid out: `'kafka-flow'` (the default) is kafka-flow's `snapshots_v2` table,
+ * one Cassandra partition per key, listed for recovery by the keys table — what the Scala
+ * kafka-flow reads and writes. `'by-partition'` (opt-in) clusters a Kafka partition's keys in
+ * `buckets` Cassandra partitions, so a recovery scans a few partitions instead of listing the keys
+ * and reading each one (docs/cassandra.md); kafka-flow cannot read it.
+ */
+export type SnapshotLayout = 'kafka-flow' | 'by-partition';
+export const SNAPSHOT_LAYOUTS = ['kafka-flow', 'by-partition'] as const;
+/** The by-partition layout's default table name (its primary key differs from snapshots_v2's). */
+export const DEFAULT_BY_PARTITION_TABLE = 'snapshots_by_partition';
 
 /** The three tables, for per-table settings. */
 export type TableRole = 'snapshots' | 'keys' | 'journals';
@@ -105,6 +118,13 @@ export interface CassandraFlowOptions {
    * Journal mode reads one key's journal per query.
    */
   recoveryBatchSize?: number;
+  /** Default 'kafka-flow' (snapshots_v2 + keys table); 'by-partition': see SnapshotLayout. */
+  layout?: SnapshotLayout;
+  /**
+   * The by-partition layout's buckets per Kafka partition (default 256, at most 65,536). Fixed for
+   * a table: it is recorded in the table's comment, and a backend with another count is refused.
+   */
+  buckets?: number;
 }
 
 const name = z
@@ -140,6 +160,8 @@ export const cassandraFlowOptionsShape = {
   segmentsPerQuery: z.number().int().min(1).max(1000).optional(),
   maxWritesPerBatch: z.number().int().positive().optional(),
   recoveryBatchSize: z.number().int().min(1).max(1000).optional(),
+  layout: z.enum(SNAPSHOT_LAYOUTS).optional(),
+  buckets: z.number().int().min(1).max(MAX_BUCKETS).optional(),
 };
 
 export const cassandraFlowOptionsSchema = z.strictObject(cassandraFlowOptionsShape);
@@ -171,7 +193,22 @@ export const cassandraPersistenceSchema = z.strictObject({
 
 export function resolveCassandraPersistence(p: CassandraPersistenceOptions): ResolvedCassandraPersistence {
   const { backend, mode, compressionThreshold, ...rest } = p;
-  return { backend, mode: mode ?? 'snapshots', compressionThreshold: compressionThreshold ?? 10_000, options: rest };
+  const resolvedMode = mode ?? 'snapshots';
+  checkLayout(rest, resolvedMode);
+  return { backend, mode: resolvedMode, compressionThreshold: compressionThreshold ?? 10_000, options: rest };
+}
+
+/** The layout options that cannot go together (ConfigError): buckets without the by-partition layout, the layout without snapshots. */
+export function checkLayout(options: Pick<CassandraFlowOptions, 'layout' | 'buckets'>, mode: PersistenceMode): void {
+  const layout = options.layout ?? 'kafka-flow';
+  if (options.buckets !== undefined && layout !== 'by-partition') {
+    throw new ConfigError(
+      `persistence.buckets (${options.buckets}) applies to layout 'by-partition' only; this flow uses layout '${layout}' (set layout: 'by-partition', or drop buckets)`,
+    );
+  }
+  if (layout === 'by-partition' && mode === 'journal') {
+    throw new ConfigError(`persistence.layout 'by-partition' lays out the snapshots table, and mode 'journal' has none: use mode 'journal+snapshots', or drop layout`);
+  }
 }
 
 /** CassandraFlowOptions with every default filled in and durations as TTL seconds (0: none). */
@@ -196,6 +233,9 @@ export interface ResolvedCassandraOptions {
   segmentsPerQuery: number;
   maxWritesPerBatch: number;
   recoveryBatchSize: number;
+  layout: SnapshotLayout;
+  /** The by-partition layout's buckets; 0 with layout 'kafka-flow'. */
+  buckets: number;
 }
 
 /** Validates and resolves; throws ConfigError naming the option. `applicationId` falls back to `defaultApplicationId`. */
@@ -206,7 +246,9 @@ export function resolveCassandraOptions(options: CassandraFlowOptions, defaultAp
     throw new ConfigError(`invalid Cassandra persistence options: ${problems}`, { cause: parsed.error });
   }
   const o = parsed.data;
-  const tables = { ...DEFAULT_TABLES, ...o.tables };
+  const layout = o.layout ?? 'kafka-flow';
+  checkLayout(o, 'snapshots');
+  const tables = { ...DEFAULT_TABLES, ...(layout === 'by-partition' ? { snapshots: DEFAULT_BY_PARTITION_TABLE } : {}), ...o.tables };
   const distinct = new Set(Object.values(tables));
   if (distinct.size !== 3) throw new ConfigError(`Cassandra tables must have three different names; got ${JSON.stringify(tables)}`);
   const ttl = (role: TableRole) => ttlSeconds(o.ttl?.[role] ?? 0, `persistence.ttl.${role}`);
@@ -238,6 +280,8 @@ export function resolveCassandraOptions(options: CassandraFlowOptions, defaultAp
     segmentsPerQuery: o.segmentsPerQuery ?? 100,
     maxWritesPerBatch: o.maxWritesPerBatch ?? 1000,
     recoveryBatchSize: o.recoveryBatchSize ?? 100,
+    layout,
+    buckets: layout === 'by-partition' ? (o.buckets ?? DEFAULT_BUCKETS) : 0,
   };
 }
 

@@ -14,7 +14,7 @@ import type { CassandraSnapshotStore } from './snapshot-store';
 export interface RecoveryProgress {
   readonly topic: string;
   readonly partition: number;
-  /** Keys listed from the keys table so far. */
+  /** Keys listed from the keys table so far (by-partition layout: rows scanned, delete markers included). */
   readonly keysListed: number;
   /** Keys read back with state (a snapshot, or a non-empty journal). */
   readonly keysRecovered: number;
@@ -31,7 +31,8 @@ export interface CassandraPartitionPersistenceOptions<S, V> {
   readonly mode: PersistenceMode;
   readonly snapshots?: CassandraSnapshotStore<S>;
   readonly journal?: CassandraJournalStore<V>;
-  readonly keys: CassandraKeyStore;
+  /** The keys table: what recovery lists in the kafka-flow layout; none in the by-partition layout's 'snapshots' mode. */
+  readonly keys?: CassandraKeyStore;
   /** Commits the input offset after the writes it covers (ConsumerOffsetCommitter: with the group generation). */
   readonly committer: OffsetCommitter;
   /** Produces dead letters before the writes that pass their records (at least once). */
@@ -54,7 +55,8 @@ export interface CassandraPartitionPersistenceOptions<S, V> {
  * One input partition on Cassandra: writes through StorePartitionPersistence (journals, then
  * snapshots, then the keys table, then — only when every write was applied — the offset commit),
  * and an eager recovery that lists the partition's keys from the keys table and reads their
- * snapshots (or journals) with bounded parallelism, logging progress and a final report.
+ * snapshots (or journals) with bounded parallelism — or, in the by-partition layout, scans the
+ * partition's buckets — logging progress and a final report.
  */
 export class CassandraPartitionPersistence<S, V> implements PartitionPersistence<S, V> {
   readonly maxWritesPerBatch: number;
@@ -113,13 +115,16 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
     };
     const self = this;
     async function* listed(): AsyncGenerator<string> {
-      for await (const key of self.o.keys.list(partition)) {
+      const keys = self.o.keys;
+      if (!keys) throw new TypeError('this partition has no keys table to list its keys from');
+      for await (const key of keys.list(partition)) {
         keysListed++;
         yield key;
       }
     }
     this.log.info({ topic: partition.topic, partition: partition.partition, mode }, 'cassandra: recovering partition');
-    for await (const batch of this.readListed(listed())) {
+    const batches = this.scansBuckets() ? this.readBuckets(() => keysListed++) : this.readListed(listed());
+    for await (const batch of batches) {
       for (const found of batch.found) {
         keysRecovered++;
         journalEvents += found.events?.length ?? 0;
@@ -171,6 +176,19 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
         found: stored.map(([key, s]): RecoveredKey<S, V> => (isDeleteMarker(s) ? { key, deleted: { offset: s.offset } } : { key, snapshot: s })),
       };
     });
+  }
+
+  /** Whether recovery scans the by-partition layout's buckets (no key listing). */
+  private scansBuckets(): boolean {
+    return persistsSnapshots(this.o.mode) && this.o.snapshots?.layout === 'by-partition';
+  }
+
+  /** By-partition: every row of the partition's buckets, in batches of one row (snapshots and delete markers alike). */
+  private async *readBuckets(onRow: () => void): AsyncIterable<{ keys: number; found: RecoveredKey<S, V>[] }> {
+    for await (const [key, s] of this.o.snapshots!.scan(this.partition)) {
+      onRow();
+      yield { keys: 1, found: [isDeleteMarker(s) ? { key, deleted: { offset: s.offset } } : { key, snapshot: s }] };
+    }
   }
 
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult> {

@@ -12,8 +12,9 @@
  * `schemaCql` (autoCreate: false).
  */
 import type { Client } from 'cassandra-driver';
-import { CassandraSchemaError } from './errors';
-import type { TableRole } from './options';
+import { bucketsComment, bucketsFromComment } from './buckets';
+import { CassandraBucketMismatchError, CassandraSchemaError } from './errors';
+import type { SnapshotLayout, TableRole } from './options';
 
 export interface ColumnSpec {
   readonly name: string;
@@ -51,6 +52,32 @@ export const SNAPSHOTS_TABLE: TableSpec = {
     GENERATION_COLUMN,
   ],
 };
+
+/**
+ * The opt-in `by-partition` layout's snapshots table: kafka-flow's columns, but a Cassandra
+ * partition holds one bucket of a Kafka partition's keys, the key being the clustering column —
+ * recovery scans `buckets` partitions instead of listing the keys table and reading each key's
+ * own partition. The bucket count is recorded in the table's comment (buckets.ts).
+ */
+export function snapshotsByPartitionTable(buckets: number): TableSpec {
+  return {
+    role: 'snapshots',
+    columns: [
+      pk('application_id', 'text'),
+      pk('group_id', 'text'),
+      pk('topic', 'text'),
+      pk('partition', 'int'),
+      pk('bucket', 'int'),
+      ck('key', 'text'),
+      col('offset', 'bigint'),
+      col('created', 'timestamp'),
+      col('metadata', 'text'),
+      col('value', 'blob'),
+      GENERATION_COLUMN,
+    ],
+    with: `comment = ${cqlString(bucketsComment(buckets))}`,
+  };
+}
 
 export const KEYS_TABLE: TableSpec = {
   role: 'keys',
@@ -97,6 +124,16 @@ export interface SchemaSettings {
   replication: Record<string, string | number>;
   tables: Record<TableRole, string>;
   autoCreate: boolean;
+  /** The snapshots table's layout. Default 'kafka-flow'. */
+  layout?: SnapshotLayout;
+  /** The by-partition layout's bucket count. */
+  buckets?: number;
+}
+
+/** The table a role has under the settings' layout. */
+export function tableSpec(settings: Pick<SchemaSettings, 'layout' | 'buckets'>, role: TableRole): TableSpec {
+  if (role === 'snapshots' && settings.layout === 'by-partition') return snapshotsByPartitionTable(settings.buckets ?? 0);
+  return TABLE_SPECS[role];
 }
 
 function cqlString(s: string): string {
@@ -130,7 +167,7 @@ export function createKeysIndexCql(keyspace: string, table: string): string {
 export function schemaCql(settings: SchemaSettings, roles: readonly TableRole[]): string[] {
   const out = [createKeyspaceCql(settings.keyspace, settings.replication)];
   for (const role of roles) {
-    out.push(createTableCql(settings.keyspace, settings.tables[role], TABLE_SPECS[role]));
+    out.push(createTableCql(settings.keyspace, settings.tables[role], tableSpec(settings, role)));
     if (role === 'keys') out.push(createKeysIndexCql(settings.keyspace, settings.tables.keys));
   }
   return out;
@@ -223,7 +260,7 @@ export async function ensureSchema(
     await run(createKeyspaceCql(keyspace, settings.replication));
   }
   for (const role of roles) {
-    const spec = TABLE_SPECS[role];
+    const spec = tableSpec(settings, role);
     const table = settings.tables[role];
     let found = await tableColumns(client, keyspace, table);
     if (found.size === 0) {
@@ -245,6 +282,9 @@ export async function ensureSchema(
         table,
       );
     }
+    if (role === 'snapshots' && settings.layout === 'by-partition') {
+      await checkBuckets(client, keyspace, table, settings.buckets ?? 0);
+    }
     if (missingGeneration && needsGeneration) {
       const alter = `ALTER TABLE ${keyspace}.${table} ADD ${GENERATION_COLUMN.name} ${GENERATION_COLUMN.type}`;
       if (!settings.autoCreate) {
@@ -257,4 +297,24 @@ export async function ensureSchema(
     }
   }
   return { created };
+}
+
+/**
+ * A by-partition table's bucket count (its comment) must be the backend's: refused with
+ * CassandraBucketMismatchError otherwise, and with CassandraSchemaError when the comment records none.
+ */
+async function checkBuckets(client: Client, keyspace: string, table: string, buckets: number): Promise<void> {
+  const rs = await client.execute('SELECT comment FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [keyspace, table], {
+    prepare: true,
+  });
+  const comment = rs.first()?.get('comment') as string | null | undefined;
+  const recorded = bucketsFromComment(comment);
+  if (recorded === undefined) {
+    throw new CassandraSchemaError(
+      `table ${keyspace}.${table} has the by-partition columns but its comment does not record a bucket count (${JSON.stringify(comment ?? '')}). ` +
+        `If its rows were written with ${buckets} buckets (or it is empty), record it with: ALTER TABLE ${keyspace}.${table} WITH comment = ${cqlString(bucketsComment(buckets))}`,
+      table,
+    );
+  }
+  if (recorded !== buckets) throw new CassandraBucketMismatchError(`${keyspace}.${table}`, recorded, buckets);
 }

@@ -7,10 +7,11 @@ import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
 import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
 import { CassandraPersistenceError } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
+import { allBuckets, keyBucket } from './buckets';
 import type { KeyLister } from './key-store';
-import { chunked, mapConcurrent } from './limiter';
+import { chunked, mapConcurrent, mergeConcurrent } from './limiter';
 import type { CassandraPersistenceMetrics } from './metrics';
-import type { ConsistencyOverride, Fencing } from './options';
+import type { ConsistencyOverride, Fencing, SnapshotLayout } from './options';
 import { type CassandraSession, hasColumn, long, toNumber, toNumberOrNull } from './session';
 
 export interface CassandraSnapshotStoreOptions<S> {
@@ -29,8 +30,16 @@ export interface CassandraSnapshotStoreOptions<S> {
   readonly fenceRowTtlSeconds: number;
   /** The writer's consumer generation ('lwt'); without one, only offsets are compared. */
   readonly generation?: number;
-  /** Lists a partition's keys, for readAll (recovery without a key store of its own). */
+  /** Lists a partition's keys, for readAll in the kafka-flow layout (recovery without a key store of its own). */
   readonly keys?: KeyLister;
+  /** Default 'kafka-flow': a Cassandra partition per key. 'by-partition': a Kafka partition's keys clustered in `buckets` partitions. */
+  readonly layout?: SnapshotLayout;
+  /** The by-partition layout's bucket count (fixed for the table). */
+  readonly buckets?: number;
+  /** By-partition: buckets scanned at once by readAll. Default 16. */
+  readonly scanParallelism?: number;
+  /** By-partition: rows per page of a bucket scan. Default 1,000. */
+  readonly scanPageSize?: number;
   readonly logger?: Logger;
   /** Shared counters (views made with withGeneration share their parent's). */
   readonly stats?: SnapshotStoreStats;
@@ -61,9 +70,14 @@ export interface Refusal {
 /** Keys per `key IN (...)` read of readAll, and such reads at once. */
 const READ_BATCH = 100;
 const READ_BATCHES_IN_FLIGHT = 8;
+/** By-partition: buckets scanned at once, and rows per page of a bucket's scan. */
+const SCAN_PARALLELISM = 16;
+const SCAN_PAGE_SIZE = 1000;
 
 /**
- * Snapshots in kafka-flow's snapshots table (one Cassandra partition per key). With fencing
+ * Snapshots in kafka-flow's snapshots table (one Cassandra partition per key), or — layout
+ * 'by-partition' — in a table whose Cassandra partitions are buckets of a Kafka partition, the key
+ * the clustering column (every statement then also names the key's bucket). With fencing
  * 'lwt' every put and delete is a lightweight transaction ordered by (generation, offset) — see
  * fencing.ts and docs/cassandra.md; with 'none' they are kafka-flow's plain last-write-wins
  * UPDATE and DELETE. A refused write is `not-applied` (the engine raises SnapshotWriteConflictError
@@ -73,6 +87,9 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   readonly stats: SnapshotStoreStats;
   readonly generation: number | undefined;
   readonly table: string;
+  readonly layout: SnapshotLayout;
+  /** The by-partition layout's bucket count; 0 in the kafka-flow layout. */
+  readonly buckets: number;
   private readonly o: CassandraSnapshotStoreOptions<S>;
   private readonly log: Logger;
   /** Keys known to have a row (live or fence row), per partition: a put to them starts with UPDATE … IF, not INSERT. */
@@ -85,7 +102,12 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     this.stats = options.stats ?? { applied: 0, refused: 0, writeStatements: 0 };
     this.generation = options.generation;
     this.table = `${options.keyspace}.${options.table}`;
-    this.q = statements(this.table);
+    this.layout = options.layout ?? 'kafka-flow';
+    this.buckets = options.buckets ?? 0;
+    if (this.layout === 'by-partition' && !(Number.isInteger(this.buckets) && this.buckets >= 1)) {
+      throw new RangeError(`the by-partition layout needs a whole number of buckets ≥ 1; got ${this.buckets}`);
+    }
+    this.q = statements(this.table, this.layout);
   }
 
   /** The same store writing as `generation` (one per assignment of a partition), sharing statements and counters. */
@@ -120,16 +142,58 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     }
     const { applicationId, groupId } = this.o;
     const found: Array<readonly [string, StoredKey<S>]> = [];
+    // By-partition: one `key IN (...)` per bucket the keys fall in.
+    const groups = this.layout === 'by-partition' ? [...groupBy(keys, (k) => this.bucketOf(k))] : [[undefined, keys] as const];
     try {
-      const params = [applicationId, groupId, partition.topic, partition.partition, keys];
-      for await (const row of this.o.session.rows(this.q.selectMany, params, this.o.consistency.read)) {
-        const key = row.get('key') as string;
-        found.push([key, this.stored(partition, key, row)]);
+      for (const [bucket, group] of groups) {
+        const params = [applicationId, groupId, partition.topic, partition.partition, ...(bucket === undefined ? [] : [bucket]), group];
+        for await (const row of this.o.session.rows(this.q.selectMany, params, this.o.consistency.read)) {
+          const key = row.get('key') as string;
+          found.push([key, this.stored(partition, key, row)]);
+        }
       }
     } catch (err) {
       throw this.error('snapshot read', partition, keys, err, false);
     }
     return found;
+  }
+
+  /** The key's bucket (by-partition layout). */
+  bucketOf(key: string): number {
+    return keyBucket(key, this.buckets);
+  }
+
+  /**
+   * By-partition: every row of the partition's buckets — snapshots and delete markers — scanned
+   * page by page, `scanParallelism` buckets at once (each page a read slot of the session), yielded
+   * as pages arrive. A bucket's next page is fetched once its previous one is consumed.
+   */
+  async *scan(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]> {
+    if (this.layout !== 'by-partition') throw new TypeError('CassandraSnapshotStore.scan reads the by-partition layout only');
+    const { applicationId, groupId } = this.o;
+    const pageSize = this.o.scanPageSize ?? SCAN_PAGE_SIZE;
+    const self = this;
+    async function* bucketPages(bucket: number): AsyncGenerator<types.Row[]> {
+      const params = [applicationId, groupId, partition.topic, partition.partition, bucket];
+      let pageState: string | undefined;
+      do {
+        let rs: types.ResultSet;
+        try {
+          rs = await self.o.session.read(self.q.scanBucket, params, self.o.consistency.read, pageSize, pageState);
+        } catch (err) {
+          throw self.error(`snapshot scan (bucket ${bucket})`, partition, [], err, false);
+        }
+        yield rs.rows;
+        pageState = rs.pageState ?? undefined;
+      } while (pageState);
+    }
+    const pages = mergeConcurrent(allBuckets(this.buckets).map(bucketPages), this.o.scanParallelism ?? SCAN_PARALLELISM);
+    for await (const rows of pages) {
+      for (const row of rows) {
+        const key = row.get('key') as string;
+        yield [key, this.stored(partition, key, row)];
+      }
+    }
   }
 
   /** A snapshots row as what it stores: a snapshot, or a deleted key's marker. */
@@ -150,6 +214,10 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   }
 
   async *readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]> {
+    if (this.layout === 'by-partition') {
+      yield* this.scan(partition);
+      return;
+    }
     const keys = this.o.keys;
     if (!keys) {
       throw new TypeError(
@@ -301,7 +369,11 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     return this.o.session.write(query, params, this.o.consistency.write);
   }
 
+  /** The primary key's values, in the order of the statements' WHERE clause and INSERT columns. */
   private pk(partition: TopicPartition, key: string): unknown[] {
+    if (this.layout === 'by-partition') {
+      return [this.o.applicationId, this.o.groupId, partition.topic, partition.partition, this.bucketOf(key), key];
+    }
     return [this.o.applicationId, this.o.groupId, partition.topic, partition.partition, key];
   }
 
@@ -359,22 +431,38 @@ function storedVersion(rs: types.ResultSet): StoredVersion | undefined {
   return { generation, offset: offset ?? -1 };
 }
 
-/** The CQL of the snapshots table, by what it does. */
-function statements(t: string) {
-  const where = 'application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key = ?';
+function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) {
+    const k = keyOf(item);
+    const group = out.get(k);
+    if (group) group.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
+/** The CQL of the snapshots table, by what it does; the by-partition layout also names the key's bucket. */
+function statements(t: string, layout: SnapshotLayout) {
+  const bucket = layout === 'by-partition' ? 'bucket = ? AND ' : '';
+  const bucketColumn = layout === 'by-partition' ? 'bucket, ' : '';
+  const partitionWhere = `application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND ${bucket}`;
+  const where = `${partitionWhere}key = ?`;
   const setPut = 'offset = ?, created = ?, metadata = ?, value = ?';
   const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
     select: `SELECT offset, value FROM ${t} WHERE ${where}`,
-    selectMany: `SELECT key, offset, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND key IN ?`,
+    selectMany: `SELECT key, offset, value FROM ${t} WHERE ${partitionWhere}key IN ?`,
+    // By-partition: a bucket's rows, in key order.
+    scanBucket: `SELECT key, offset, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND bucket = ?`,
     // fencing 'none': kafka-flow's statements, plus the delete marker.
     plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
     plainMarker: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where}`,
     plainDelete: `DELETE FROM ${t} WHERE ${where}`,
     // fencing 'lwt'.
     insert:
-      `INSERT INTO ${t} (application_id, group_id, topic, partition, key, offset, created, metadata, value, generation) ` +
-      'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?',
+      `INSERT INTO ${t} (application_id, group_id, topic, partition, ${bucketColumn}key, offset, created, metadata, value, generation) ` +
+      `VALUES (?, ?, ?, ?, ${layout === 'by-partition' ? '?, ' : ''}?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`,
     putIfNewer: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation <= ? AND offset < ?`,
     putIfOffsetNewer: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where} IF offset < ?`,
     putIfSame: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,

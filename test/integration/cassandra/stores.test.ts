@@ -90,7 +90,7 @@ describe('CassandraSnapshotStore', () => {
     const store = backend.snapshots!.withGeneration(1);
     const where = `application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 3 AND key = 'broken'`;
     await raw.execute(`UPDATE ${keyspace}.snapshots_v2 SET offset = 42, value = 0x000000ff010203 WHERE ${where}`);
-    await backend.keys.add({ topic: 'orders', partition: 3 }, ['broken']);
+    await backend.keys!.add({ topic: 'orders', partition: 3 }, ['broken']);
 
     const read = store.read({ topic: 'orders', partition: 3 }, 'broken');
     await expect(read).rejects.toBeInstanceOf(CorruptSnapshotError);
@@ -127,7 +127,7 @@ describe('CassandraSnapshotStore', () => {
       while (Date.now() < deadline && left > 0) {
         await new Promise((r) => setTimeout(r, 250));
         const keys: string[] = [];
-        for await (const k of short.keys.list(P0)) keys.push(k);
+        for await (const k of short.keys!.list(P0)) keys.push(k);
         const events: unknown[] = [];
         for await (const e of short.journal!.read(P0, 't')) events.push(e);
         left = keys.length + events.length + ((await short.snapshots!.read(P0, 't')) ? 1 : 0);
@@ -234,7 +234,7 @@ describe('CassandraKeyStore and recovery', () => {
     const segments = keys0.map((k) => keySegment(k, 10_000));
     expect(new Set(segments.map((s) => Math.floor(s / 100))).size).toBe(100);
     const p1Keys: string[] = [];
-    for await (const k of backend.keys.list(R1)) p1Keys.push(k);
+    for await (const k of backend.keys!.list(R1)) p1Keys.push(k);
     expect(p1Keys.sort()).toEqual([...keys1].sort());
   });
 
@@ -277,10 +277,10 @@ describe('CassandraKeyStore and recovery', () => {
     const few = await startBackend<State>(fewKeyspace, { keySegments: 7, segmentsPerQuery: 3, keyListParallelism: 2 });
     try {
       const keys = Array.from({ length: 50 }, (_, i) => `s${i}`);
-      await few.keys.add(P0, keys);
-      await few.keys.remove(P0, ['s0', 's1']);
+      await few.keys!.add(P0, keys);
+      await few.keys!.remove(P0, ['s0', 's1']);
       const listed: string[] = [];
-      for await (const k of few.keys.list(P0)) listed.push(k);
+      for await (const k of few.keys!.list(P0)) listed.push(k);
       expect(listed.sort()).toEqual(keys.slice(2).sort());
       const segments = await raw.execute(`SELECT DISTINCT application_id, group_id, segment FROM ${fewKeyspace}.keys`);
       expect(new Set(segments.rows.map((r) => Number(r.get('segment')))).size).toBe(7);
