@@ -9,13 +9,13 @@ import { CassandraBackend } from './backend';
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity' | 'logger'>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity' | 'logger' | 'metrics'>): PersistenceBackend<S, V> {
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
     // assignment or retry of recovery connects again, so a worker that started while Cassandra
     // was down heals once it is back.
-    started ??= CassandraBackend.forFlow<S, V>(definition).catch((err: unknown) => {
+    started ??= CassandraBackend.forFlow<S, V>(definition, { logger: worker.logger, metrics: worker.metrics }).catch((err: unknown) => {
       started = undefined;
       throw err;
     });
