@@ -51,11 +51,11 @@ export class UndeclaredOutputTopicError extends KafkaFlowError {
 export class EmitBuffer implements FoldContext {
   private record: FlowRecord<unknown> | undefined;
   /** Emits of the record being folded: the scratch first (if it holds any), then records. */
-  private readonly scratch = new EmittedOutputs(1024, 8);
+  private scratch: EmittedOutputs | undefined; // made at the first emit (a context per async fold, most never emit)
   private plain: PendingOutput[] | undefined;
   private emitted = 0;
-  /** What `take` hands out (reused: the key copies it). */
-  private readonly taken: PendingOutput[] = [];
+  /** What `take` hands out when the scratch holds every emit (reused: the key copies it). */
+  private taken: PendingOutput[] | undefined;
   private prefixTopic: string | undefined;
   private prefixPartition = -1;
   private prefix = '';
@@ -75,13 +75,15 @@ export class EmitBuffer implements FoldContext {
   take(): PendingOutput[] | undefined {
     this.record = undefined;
     if (this.emitted === 0) return undefined;
-    const taken = this.taken;
-    taken.length = 0;
-    if (this.scratch.count > 0) taken.push(this.scratch);
-    if (this.plain) for (const o of this.plain) taken.push(o);
+    const scratch = this.scratch!;
+    const plain = this.plain;
     this.emitted = 0;
     this.plain = undefined;
-    return taken;
+    if (plain === undefined) {
+      this.taken ??= [scratch];
+      return this.taken;
+    }
+    return scratch.count > 0 ? [scratch, ...plain] : plain;
   }
 
   discard(): void {
@@ -90,7 +92,7 @@ export class EmitBuffer implements FoldContext {
   }
 
   private clear(): void {
-    if (this.scratch.count > 0) this.scratch.reset();
+    if (this.scratch && this.scratch.count > 0) this.scratch.reset();
     this.emitted = 0;
     this.plain = undefined;
   }
@@ -110,6 +112,7 @@ export class EmitBuffer implements FoldContext {
     const raw = output.value;
     const encoder = o.encoder;
     const value = raw === null || raw === undefined ? null : encoder.encodeText ? encoder.encodeText(raw) : encoder.encode(raw);
+    this.scratch ??= new EmittedOutputs(1024, 8);
     if (this.plain === undefined && this.scratch.add({ topic: output.topic, key: output.key, value, headers: output.headers, partition: output.partition }, this.prefix, record.offset, index)) {
       this.emitted++;
       return;
