@@ -121,13 +121,8 @@ export class EmittedOutputs {
     }
     const partition = o.partition;
     if (partition !== undefined && !(Number.isInteger(partition) && partition >= 0 && partition <= 0x7fffffff)) return false;
-    let topicIndex = this.topics.indexOf(o.topic);
-    if (topicIndex < 0) {
-      if (this.topics.length > TOPIC_MASK) return false;
-      topicIndex = this.topics.length;
-      this.topics.push(o.topic);
-      this.topicCounts.push(0);
-    }
+    if (this.topics.length > TOPIC_MASK && !this.topics.includes(o.topic)) return false;
+    const topicIndex = this.topicIndex(o.topic);
 
     const key = o.key;
     const value = o.value;
@@ -199,35 +194,42 @@ export class EmittedOutputs {
     return true;
   }
 
-  /** Appends `other`'s outputs (their bytes copied), after this one's. */
+  /** Appends `other`'s outputs (their bytes copied), after this one's. Allocates nothing unless it grows. */
   appendFrom(other: EmittedOutputs): void {
     if (other.count === 0) return;
     this.ensure(other.used, other.count);
     other.bytes.copy(this.bytes, this.used, 0, other.used);
     const base = this.used;
-    const remap = other.topics.map((t, k) => {
-      if (other.topicCounts[k] === 0) return -1; // not among these outputs
-      let i = this.topics.indexOf(t);
-      if (i < 0) {
-        i = this.topics.length;
-        this.topics.push(t);
-        this.topicCounts.push(0);
-      }
-      return i;
-    });
-    for (let t = 0; t < remap.length; t++) if (remap[t]! >= 0) this.topicCounts[remap[t]!]! += other.topicCounts[t]!;
     const m = this.meta;
     const om = other.meta;
+    // One fold's emits, usually one output to the topic of the last: its index looked up once per change of topic.
+    let fromTopic = -1;
+    let toTopic = -1;
     for (let i = 0; i < other.count; i++) {
       const j = 3 * (this.count + i);
       const k = 3 * i;
       m[j] = om[k]! + base;
       m[j + 1] = om[k + 1]!;
       const flags = om[k + 2]!;
-      m[j + 2] = (flags & ~TOPIC_MASK) | remap[flags & TOPIC_MASK]!;
+      const t = flags & TOPIC_MASK;
+      if (t !== fromTopic) {
+        fromTopic = t;
+        toTopic = this.topicIndex(other.topics[t]!);
+      }
+      m[j + 2] = (flags & ~TOPIC_MASK) | toTopic;
+      this.topicCounts[toTopic]!++;
     }
     this.used += other.used;
     this.count += other.count;
+  }
+
+  /** The index of `topic` among this one's topics, added if new. */
+  private topicIndex(topic: string): number {
+    const topics = this.topics;
+    for (let i = 0; i < topics.length; i++) if (topics[i] === topic) return i;
+    topics.push(topic);
+    this.topicCounts.push(0);
+    return topics.length - 1;
   }
 
   /** A copy sized to hold these outputs and a few more. */
