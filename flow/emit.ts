@@ -1,20 +1,26 @@
 import { KafkaFlowError } from '../config/errors';
+import { EmittedOutputs, OUTPUT_SOURCE_HEADER, type PendingOutput } from '../core/emitted-outputs';
 import type { EmitRecord, FoldContext } from './fold';
-import type { OutputRecord } from './poison';
 import type { FlowRecord } from './record';
+
+export { OUTPUT_SOURCE_HEADER };
 
 /** Encodes emitted values (the flow's `outputCodec`; JSON by default). */
 export interface OutputEncoder {
   encode(value: unknown): Buffer;
+  /**
+   * Optional: the encoding as text, when the encoding is that text's UTF-8 bytes (the JSON codec):
+   * the emit writes the text's bytes where the output is held, without a Buffer per value.
+   */
+  encodeText?(value: unknown): string;
 }
 
-/**
- * The header every emitted record carries: `<topic>/<partition>/<offset>/<index>` of the input
- * record whose fold emitted it (index: its emits in order, from 0). With transactional Kafka
- * persistence an output lands exactly once; with caching mode and Cassandra it lands at least
+/*
+ * OUTPUT_SOURCE_HEADER, the header every emitted record carries: `<topic>/<partition>/<offset>/<index>`
+ * of the input record whose fold emitted it (index: its emits in order, from 0). With transactional
+ * Kafka persistence an output lands exactly once; with caching mode and Cassandra it lands at least
  * once, and this header is what a consumer dedupes on.
  */
-export const OUTPUT_SOURCE_HEADER = 'kafka-flow-source';
 
 /** What the engine needs to turn emits into output records. */
 export interface OutputOptions {
@@ -35,10 +41,21 @@ export class UndeclaredOutputTopicError extends KafkaFlowError {
  * before each fold call and `take`s the emits once the fold succeeded (or `discard`s them when it
  * threw), so a failing record's emits never leave. Each key has its own, so async folds of
  * different keys never mix their emits.
+ *
+ * An emit is encoded at once into a scratch EmittedOutputs (core/emitted-outputs.ts: the record's
+ * bytes, its partition or key hash), which the key copies onto its own: held until the key's
+ * write as bytes rather than as objects that would live a second. An emit the bytes cannot hold
+ * (a header value that is not a string, an odd partition) is kept as a record, and so is every
+ * later emit of the same fold, to keep their order.
  */
 export class EmitBuffer implements FoldContext {
   private record: FlowRecord<unknown> | undefined;
-  private pending: OutputRecord[] | undefined;
+  /** Emits of the record being folded: the scratch first (if it holds any), then records. */
+  private scratch: EmittedOutputs | undefined; // made at the first emit (a context per async fold, most never emit)
+  private plain: PendingOutput[] | undefined;
+  private emitted = 0;
+  /** What `take` hands out when the scratch holds every emit (reused: the key copies it). */
+  private taken: PendingOutput[] | undefined;
   private prefixTopic: string | undefined;
   private prefixPartition = -1;
   private prefix = '';
@@ -47,20 +64,37 @@ export class EmitBuffer implements FoldContext {
 
   begin(record: FlowRecord<unknown>): void {
     this.record = record;
-    this.pending = undefined;
+    this.clear();
   }
 
-  /** The emits of the record just folded (undefined if none); the context closes until the next begin. */
-  take(): OutputRecord[] | undefined {
-    const taken = this.pending;
-    this.pending = undefined;
+  /**
+   * The emits of the record just folded (undefined if none); the context closes until the next
+   * begin. The array and the EmittedOutputs in it are reused by the next record: copy them
+   * (`appendOutputs`, which a key's `addOutputs` does) before folding again.
+   */
+  take(): PendingOutput[] | undefined {
     this.record = undefined;
-    return taken;
+    if (this.emitted === 0) return undefined;
+    const scratch = this.scratch!;
+    const plain = this.plain;
+    this.emitted = 0;
+    this.plain = undefined;
+    if (plain === undefined) {
+      this.taken ??= [scratch];
+      return this.taken;
+    }
+    return scratch.count > 0 ? [scratch, ...plain] : plain;
   }
 
   discard(): void {
-    this.pending = undefined;
     this.record = undefined;
+    this.clear();
+  }
+
+  private clear(): void {
+    if (this.scratch && this.scratch.count > 0) this.scratch.reset();
+    this.emitted = 0;
+    this.plain = undefined;
   }
 
   emit(output: EmitRecord): void {
@@ -69,29 +103,30 @@ export class EmitBuffer implements FoldContext {
     const o = this.options;
     if (!o) throw new Error('ctx.emit: this flow declares no outputTopics');
     if (!o.topics.has(output.topic)) throw new UndeclaredOutputTopicError(output.topic);
-    this.pending ??= [];
-    const pending = this.pending;
-    // `<topic>/<partition>/` made once per fold context (the partition's, or an async key's), not
-    // per output: a template's `+`s built six cons strings per output, which every output kept
-    // until its key's next write (about a second: through the young generation into the old) and
-    // which were flattened when the record was sized. Now two. Measured against the template and
-    // a join (one flat string, but an array per output): the cheapest of the three per output.
     if (record.topic !== this.prefixTopic || record.partition !== this.prefixPartition) {
       this.prefixTopic = record.topic;
       this.prefixPartition = record.partition;
       this.prefix = `${record.topic}/${record.partition}/`;
     }
-    const index = pending.length;
-    const source = this.prefix + record.offset + (index === 0 ? '/0' : `/${index}`);
-    pending.push({
+    const index = this.emitted;
+    const raw = output.value;
+    const encoder = o.encoder;
+    const value = raw === null || raw === undefined ? null : encoder.encodeText ? encoder.encodeText(raw) : encoder.encode(raw);
+    this.scratch ??= new EmittedOutputs(1024, 8);
+    if (this.plain === undefined && this.scratch.add({ topic: output.topic, key: output.key, value, headers: output.headers, partition: output.partition }, this.prefix, record.offset, index)) {
+      this.emitted++;
+      return;
+    }
+    const sourceValue = `${this.prefix}${record.offset}/${index}`;
+    this.plain ??= [];
+    this.plain.push({
       kind: 'emitted',
       topic: output.topic,
       partition: output.partition,
       key: output.key ?? null,
-      value: output.value === null || output.value === undefined ? null : o.encoder.encode(output.value),
-      // A literal key, not [OUTPUT_SOURCE_HEADER]: an object literal of a constant shape is the
-      // cheapest object there is, and every output has one (same key as OUTPUT_SOURCE_HEADER).
-      headers: output.headers ? { ...output.headers, [OUTPUT_SOURCE_HEADER]: source } : { 'kafka-flow-source': source },
+      value: typeof value === 'string' ? Buffer.from(value, 'utf8') : value,
+      headers: output.headers ? { ...output.headers, [OUTPUT_SOURCE_HEADER]: sourceValue } : { [OUTPUT_SOURCE_HEADER]: sourceValue },
     });
+    this.emitted++;
   }
 }

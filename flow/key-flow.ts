@@ -2,7 +2,7 @@ import type { EmitBuffer } from './emit';
 import type { LazySnapshot } from './ports';
 import { FoldError } from './errors';
 import { discardingContext, type Fold, isPromise } from './fold';
-import type { OutputRecord } from './poison';
+import { appendOutputs, type PendingOutput } from '../core/emitted-outputs';
 import type { FlowRecord, InputMessage } from './record';
 import type { KeyTimes } from './timers';
 
@@ -40,7 +40,7 @@ export interface KeyExtras<V> {
   /** Records folded since the last successful write, for the journal (journal modes only). */
   events?: FlowRecord<V>[];
   /** Records to produce with the key's next write (dead letters and emitted records). */
-  outputs?: OutputRecord[];
+  outputs?: PendingOutput[];
   /** Records waiting for this key, in offset order; set while the key is busy (an async fold or a read-back runs). */
   queue?: Queued<V>[];
   /** The fold context of this key's async folds (its emits must not mix with another key's). */
@@ -222,19 +222,19 @@ export class KeyFlow<S, V> implements KeyTimes {
     else if (this.x) this.x.events = undefined;
   }
 
-  get outputs(): OutputRecord[] | undefined {
+  get outputs(): PendingOutput[] | undefined {
     return this.x?.outputs;
   }
-  set outputs(outputs: OutputRecord[] | undefined) {
+  set outputs(outputs: PendingOutput[] | undefined) {
     if (outputs !== undefined) this.extras().outputs = outputs;
     else if (this.x) this.x.outputs = undefined;
   }
 
   /** Adds records to produce with the key's next write; the key is then due at the next persist. */
-  addOutputs(outputs: readonly OutputRecord[]): void {
+  addOutputs(outputs: readonly PendingOutput[]): void {
     const x = this.extras();
-    if (x.outputs) x.outputs.push(...outputs);
-    else x.outputs = outputs.slice();
+    // Copied (a fold context reuses what it hands out); emitted bytes join the key's last run.
+    x.outputs = appendOutputs(x.outputs, outputs);
     this.due = true;
   }
 

@@ -16,7 +16,8 @@ import { PartitionKeys } from './partition-keys';
 import { PartitionPersister } from './partition-persister';
 import { PendingOutputs } from './pending-outputs';
 import type { PersistReason, PersistResult } from './persist-types';
-import { deadLetter, type OutputRecord, type PoisonPolicy, type PoisonReason } from './poison';
+import { deadLetter, type PoisonPolicy, type PoisonReason } from './poison';
+import { outputCount, type PendingOutput } from '../core/emitted-outputs';
 import type { FlowRecord, InputMessage, RecordHeaders } from './record';
 import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
 
@@ -382,7 +383,7 @@ export class PartitionFlow<S, V> {
     return undefined;
   }
 
-  private apply(kf: KeyFlow<S, V>, next: S | undefined, emitted: OutputRecord[] | undefined, record: FlowRecord<V>, offset: number): void {
+  private apply(kf: KeyFlow<S, V>, next: S | undefined, emitted: PendingOutput[] | undefined, record: FlowRecord<V>, offset: number): void {
     // A record that emitted is written even if the state is unchanged: the snapshot's offset
     // must pass it, or a replay would emit again.
     if (emitted) {
@@ -405,9 +406,9 @@ export class PartitionFlow<S, V> {
     kf.lastOffset = offset; // taken: a replay of this key skips it
   }
 
-  private addOutputs(kf: KeyFlow<S, V>, outputs: readonly OutputRecord[]): void {
+  private addOutputs(kf: KeyFlow<S, V>, outputs: readonly PendingOutput[]): void {
     kf.addOutputs(outputs);
-    this.outputs.added(outputs.length);
+    this.outputs.added(outputCount(outputs));
   }
 
   /**

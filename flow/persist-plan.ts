@@ -1,6 +1,6 @@
 import type { KeyFlow } from './key-flow';
 import type { PersistReason, PersistScope } from './persist-types';
-import type { OutputRecord } from './poison';
+import type { PendingOutput } from '../core/emitted-outputs';
 import type { FlowRecord } from './record';
 
 /**
@@ -15,7 +15,7 @@ export interface Planned<S, V> {
   readonly holdAfter: number;
   readonly kind: 'put' | 'delete' | 'purge';
   readonly events: FlowRecord<V>[] | undefined;
-  readonly outputs: OutputRecord[] | undefined;
+  readonly outputs: PendingOutput[] | undefined;
 }
 
 /** What one persist writes, and the smallest hold among the keys it leaves alone. */
@@ -159,7 +159,7 @@ function takeEvents<S, V>(kf: KeyFlow<S, V>): FlowRecord<V>[] | undefined {
   return taken;
 }
 
-function takeOutputs<S, V>(kf: KeyFlow<S, V>): OutputRecord[] | undefined {
+function takeOutputs<S, V>(kf: KeyFlow<S, V>): PendingOutput[] | undefined {
   const taken = kf.outputs;
   kf.outputs = undefined;
   kf.tidy();

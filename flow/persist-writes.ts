@@ -1,3 +1,4 @@
+import { EmittedOutputs, outputCount } from '../core/emitted-outputs';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import { CommitBound } from './commit-bound';
 import type { PersistPlan, Planned } from './persist-plan';
@@ -66,12 +67,17 @@ export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPla
         t.written++;
         if (p.kind !== 'put') t.deletes++;
         if (p.outputs) {
-          s.outputs.landed(p.outputs.length);
+          s.outputs.landed(outputCount(p.outputs));
           landedOutputs ??= new Map();
           for (const out of p.outputs) {
+            if (out instanceof EmittedOutputs) {
+              // A key's run of emitted outputs: counted per topic, not per output.
+              for (let k = 0; k < out.topics.length; k++) countLanded(landedOutputs, out.topics[k]!, out.topicCounts[k]!);
+              continue;
+            }
             // Emitted records by topic, dead letters by reason (`\u0000` cannot start a topic name).
             const label = out.kind === 'emitted' ? out.topic : `\u0000${String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')}`;
-            landedOutputs.set(label, (landedOutputs.get(label) ?? 0) + 1);
+            countLanded(landedOutputs, label, 1);
           }
         }
         applied++;
@@ -137,13 +143,17 @@ function refused<S, V>(s: PersistScope<S, V>, t: PersistTally, chunk: readonly P
   t.fenced = true;
   t.error = new SnapshotWriteConflictError(s.topic, s.partition, t.conflicts);
   let outputs = 0;
-  for (let i = 0; i < chunk.length; i++) if (statuses[i] === 'not-applied') outputs += chunk[i]!.outputs?.length ?? 0;
+  for (let i = 0; i < chunk.length; i++) if (statuses[i] === 'not-applied') outputs += outputCount(chunk[i]!.outputs);
   if (outputs > 0) {
     s.log.warn(
       { topic: s.topic, partition: s.partition, keys: t.conflicts.length, outputs },
       'writes refused: another owner holds newer state; the partition stops here, and the outputs produced with the refused writes are produced again by the next owner',
     );
   }
+}
+
+function countLanded(counts: Map<string, number>, label: string, n: number): void {
+  if (n > 0) counts.set(label, (counts.get(label) ?? 0) + n);
 }
 
 function toWrite<S, V>(s: PersistScope<S, V>, p: Planned<S, V>) {

@@ -4,7 +4,8 @@
  * speak (snapshots, journal events, outputs) and the fence errors a write may throw live in
  * `core/`, shared with the backends and the Kafka port.
  */
-import type { JournalEvent, OutputRecord, Snapshot, WriteStatus } from '../core/persistence-types';
+import type { PendingOutput } from '../core/emitted-outputs';
+import type { JournalEvent, Snapshot, WriteStatus } from '../core/persistence-types';
 
 /**
  * Everything the engine asks of one key in one persist: at most one of `snapshot` (put) and
@@ -29,7 +30,7 @@ export interface KeyWrite<S, V> {
   /** The key has nothing stored yet: register it with the key store. */
   readonly addKey?: boolean;
   /** Records to produce with this write (dead letters): they land exactly when the write does (transactional), or before it. */
-  readonly outputs?: readonly OutputRecord[];
+  readonly outputs?: readonly PendingOutput[];
 }
 
 /**

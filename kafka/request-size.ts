@@ -15,6 +15,10 @@ interface Sized {
   key: string | Buffer | null;
   value: string | Buffer | null;
   headers?: Record<string, string | Buffer>;
+  /** A record encoded already: its bytes are `[encodedStart, encodedEnd)` of `encoded`. */
+  encoded?: Buffer;
+  encodedStart?: number;
+  encodedEnd?: number;
 }
 
 /** The last header key sized, and its byte length: every output carries the same header key. */
@@ -22,6 +26,7 @@ let lastHeaderKey = '';
 let lastHeaderKeyBytes = 0;
 
 export function recordBytes(m: Sized): number {
+  if (m.encoded !== undefined) return RECORD_OVERHEAD + m.encodedEnd! - m.encodedStart!;
   let n = RECORD_OVERHEAD + byteLength(m.key) + byteLength(m.value);
   const headers = m.headers;
   // for…in, not Object.entries: no array per record (every output carries a header).

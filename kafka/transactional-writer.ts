@@ -23,6 +23,15 @@ export interface SnapshotMessage {
   /** null is a tombstone (the key's state was deleted). */
   value: string | Buffer | null;
   headers?: Record<string, string | Buffer>;
+  /**
+   * A record encoded already (core/emitted-outputs.ts): its key, value and headers are
+   * `encoded[encodedStart, encodedEnd)` in Kafka's v2 record format (what follows the offset
+   * delta); `key` and `value` are then ignored (kafkajs wants a value: null). The kafkajs patch's
+   * produce writer copies the bytes into the record batch.
+   */
+  encoded?: Buffer;
+  encodedStart?: number;
+  encodedEnd?: number;
 }
 
 /** The next offset to consume, committed for the group with the transaction. */

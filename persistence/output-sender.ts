@@ -1,6 +1,7 @@
-import type { OutputRecord, TopicPartition } from '../core/persistence-types';
+import type { PendingOutput } from '../core/emitted-outputs';
+import type { TopicPartition } from '../core/persistence-types';
 
 /** Produces a write's outputs (dead letters) for backends without a transaction spanning them. */
 export interface OutputSender {
-  send(outputs: readonly OutputRecord[], from: TopicPartition): Promise<void>;
+  send(outputs: readonly PendingOutput[], from: TopicPartition): Promise<void>;
 }

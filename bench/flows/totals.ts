@@ -18,6 +18,7 @@
 //                                          `{key, n, count, total}` to the output topic for every
 //                                          record whose producer index n is a multiple of
 //                                          BENCH_OUTPUT_EVERY (1: every record)
+//   BENCH_MAX_PENDING_OUTPUTS              the flow's maxPendingOutputs (default: the flow default)
 import { defineFlow, type PersistenceOptions } from '../../index';
 import type { BenchRecordValue, Totals } from '../lib/records';
 
@@ -29,6 +30,7 @@ const idleFlush = process.env.BENCH_IDLE_FLUSH === 'off' ? false : process.env.B
 const expected = process.env.BENCH_RECORDS ? Number(process.env.BENCH_RECORDS) : undefined;
 const outputTopic = process.env.BENCH_OUTPUT_TOPIC;
 const outputEvery = outputTopic ? Number(process.env.BENCH_OUTPUT_EVERY ?? 1) : undefined;
+const maxPendingOutputs = process.env.BENCH_MAX_PENDING_OUTPUTS ? Number(process.env.BENCH_MAX_PENDING_OUTPUTS) : undefined;
 if (outputEvery !== undefined && !(Number.isInteger(outputEvery) && outputEvery >= 1)) {
   throw new Error(`BENCH_OUTPUT_EVERY=${process.env.BENCH_OUTPUT_EVERY}: a positive integer please`);
 }
@@ -71,6 +73,7 @@ export default defineFlow<Totals, BenchRecordValue>({
   },
   persistence,
   ...(outputTopic ? { outputTopics: [outputTopic] } : {}),
+  ...(maxPendingOutputs !== undefined ? { maxPendingOutputs } : {}),
   timers: { persistPeriodically: { persistEvery: '1s', fireEvery: '1s' } },
   ...(idleFlush !== undefined ? { idleFlush } : {}),
 });

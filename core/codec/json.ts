@@ -10,12 +10,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export function jsonCodec<T>(): Codec<T> {
   return {
     encode(value: T): Buffer {
-      const text = JSON.stringify(value);
-      if (text === undefined) {
-        throw new TypeError(`cannot encode a value of type ${typeof value} as JSON`);
-      }
-      return Buffer.from(text, 'utf8');
+      return Buffer.from(jsonText(value), 'utf8');
     },
+    encodeText: jsonText,
     decode(bytes: Buffer): T {
       let text: string;
       try {
@@ -31,4 +28,12 @@ export function jsonCodec<T>(): Codec<T> {
       }
     },
   };
+}
+
+function jsonText(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) {
+    throw new TypeError(`cannot encode a value of type ${typeof value} as JSON`);
+  }
+  return text;
 }

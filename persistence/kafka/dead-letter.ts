@@ -16,7 +16,9 @@ import { keyPartition } from '../../kafka/internals';
 import type { PlainWriter } from '../../kafka/plain-writer';
 import type { SnapshotMessage } from '../../kafka/transactional-writer';
 import type { OutputSender } from '../output-sender';
-import type { OutputRecord, TopicPartition } from '../../core/persistence-types';
+import { EmittedOutputs, type PendingOutput, Route } from '../../core/emitted-outputs';
+import { partitionOfHash } from '../../core/murmur2';
+import type { TopicPartition } from '../../core/persistence-types';
 
 export class OutputTopics {
   private readonly counts = new Map<string, Promise<number>>();
@@ -44,19 +46,33 @@ export class OutputTopics {
   }
 
   /**
-   * The records as messages for a producer (a topic not ensured yet is created with enough
+   * The outputs as messages for a producer (a topic not ensured yet is created with enough
    * partitions for `from`). With an output per input record a transaction carries tens of
-   * thousands of them, so: each topic's partition count is awaited once per call, not per record,
-   * and a key's murmur2 partition is computed once for a run of its outputs (a key's outputs come
-   * together, in emit order).
+   * thousands of them, so: each topic's partition count is awaited once per call, not per record;
+   * a key's emitted outputs come as one EmittedOutputs (their bytes encoded at emit time, their
+   * key's murmur2 hash with them), turned into messages that point at those bytes; and a record's
+   * murmur2 partition is computed once for a run of its key's outputs.
    */
-  async messages(outputs: readonly OutputRecord[], from: TopicPartition): Promise<SnapshotMessage[]> {
+  async messages(outputs: readonly PendingOutput[], from: TopicPartition): Promise<SnapshotMessage[]> {
     const counts = new Map<string, number>();
-    for (const o of outputs) if (!counts.has(o.topic)) counts.set(o.topic, await this.ensure(o.topic, from.partition + 1));
-    const out: SnapshotMessage[] = new Array(outputs.length);
+    let total = 0;
+    for (const o of outputs) {
+      if (o instanceof EmittedOutputs) {
+        total += o.count;
+        for (const topic of o.topics) if (!counts.has(topic)) counts.set(topic, await this.ensure(topic, from.partition + 1));
+      } else {
+        total++;
+        if (!counts.has(o.topic)) counts.set(o.topic, await this.ensure(o.topic, from.partition + 1));
+      }
+    }
+    const out: SnapshotMessage[] = new Array(total);
+    let n = 0;
     let last: { topic: string; key: string; partition: number } | undefined;
-    for (let i = 0; i < outputs.length; i++) {
-      const o = outputs[i]!;
+    for (const o of outputs) {
+      if (o instanceof EmittedOutputs) {
+        n = emittedMessages(o, counts, from.partition, out, n);
+        continue;
+      }
       const count = counts.get(o.topic)!;
       let partition = o.partition;
       if (partition === undefined) {
@@ -69,10 +85,27 @@ export class OutputTopics {
       }
       // The record's own headers object: nothing downstream changes it (a copy per output was a
       // measurable share of the produce path with an output per record).
-      out[i] = { topic: o.topic, partition, key: o.key ?? '', value: o.value, headers: o.headers as SnapshotMessage['headers'] };
+      out[n++] = { topic: o.topic, partition, key: o.key ?? '', value: o.value, headers: o.headers as SnapshotMessage['headers'] };
     }
     return out;
   }
+}
+
+/** A key's encoded outputs as messages pointing at their bytes, from `out[n]`; returns the next index. */
+function emittedMessages(o: EmittedOutputs, counts: ReadonlyMap<string, number>, inputPartition: number, out: SnapshotMessage[], n: number): number {
+  const bytes = o.bytes;
+  let start = 0;
+  for (let i = 0; i < o.count; i++) {
+    const topic = o.topic(i);
+    const count = counts.get(topic)!;
+    const route = o.route(i);
+    const partition =
+      route === Route.KeyHash ? partitionOfHash(o.routeValue(i), count) : route === Route.Partition ? o.routeValue(i) : inputPartition % count;
+    const end = o.end(i);
+    out[n++] = { topic, partition, key: '', value: null, encoded: bytes, encodedStart: start, encodedEnd: end };
+    start = end;
+  }
+  return n;
 }
 
 /** Produces outputs (acks=all) outside a transaction: at least once, before what passes their records. */
@@ -82,7 +115,7 @@ export class OutputProducer implements OutputSender {
     private readonly writer: PlainWriter,
   ) {}
 
-  async send(outputs: readonly OutputRecord[], from: TopicPartition): Promise<void> {
+  async send(outputs: readonly PendingOutput[], from: TopicPartition): Promise<void> {
     if (outputs.length === 0) return;
     await this.writer.send(await this.topics.messages(outputs, from));
   }

@@ -3,7 +3,8 @@
  * tombstone (purge) per key, the outputs riding with them, and each key's change for the cache —
  * whichever writer sends them.
  */
-import type { OutputRecord, WriteStatus } from '../../core/persistence-types';
+import type { PendingOutput } from '../../core/emitted-outputs';
+import type { WriteStatus } from '../../core/persistence-types';
 import type { KeyWrite } from '../../flow/ports';
 import type { SentRecords } from '../../kafka/errors';
 import type { SnapshotMessage } from '../../kafka/transactional-writer';
@@ -14,7 +15,7 @@ export interface PreparedBatch {
   /** The snapshot topic's records (puts, markers, tombstones), in `updates` order. */
   readonly messages: SnapshotMessage[];
   /** Records to produce with them (dead letters). */
-  readonly outputs: OutputRecord[];
+  readonly outputs: PendingOutput[];
   /** Each key's change, in message order (offset WRITTEN_HERE until the records' offsets are known). */
   readonly updates: SnapshotUpdate[];
   readonly puts: number;
@@ -29,7 +30,7 @@ export function prepareBatch<S, V>(
 ): PreparedBatch {
   const { snapshotTopic, partition, format } = where;
   const messages: SnapshotMessage[] = [];
-  const outputs: OutputRecord[] = [];
+  const outputs: PendingOutput[] = [];
   const updates: SnapshotUpdate[] = [];
   let puts = 0;
   let tombstones = 0;

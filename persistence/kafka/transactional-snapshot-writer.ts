@@ -8,7 +8,7 @@
  * initialization settles the transaction) and the outcome is learned before going on.
  */
 import { SnapshotWriteFencedError } from '../../core/fence-errors';
-import type { OutputRecord } from '../../core/persistence-types';
+import type { PendingOutput } from '../../core/emitted-outputs';
 import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
@@ -107,7 +107,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     let result: CommitResult;
     try {
       result = await this.t.transactions.commit({
-        messages: outputs.length > 0 ? [...prepared.messages, ...outputs] : prepared.messages,
+        messages: outputs.length > 0 ? prepared.messages.concat(outputs) : prepared.messages,
         offsets: [{ topic: input.topic, partition: input.partition, offset: String(offset) }],
         generation: { generationId: generation.generationId, memberId: generation.memberId },
       });
@@ -192,7 +192,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     return g;
   }
 
-  private outputMessages(outputs: readonly OutputRecord[]): Promise<SnapshotMessage[]> {
+  private outputMessages(outputs: readonly PendingOutput[]): Promise<SnapshotMessage[]> {
     if (!this.t.outputs) throw new TypeError('this partition has no output topics: it cannot produce dead letters');
     return this.t.outputs.messages(outputs, this.c.input);
   }

@@ -1,5 +1,6 @@
 // The persist path beyond kafka-flow's specs: chunked writes whose commit never leads them, fences,
 // offset-gated conflicts, decode-failure policies, async folds and unloaded keys read back.
+import type { OutputRecord } from '../../../core/persistence-types';
 import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import type { KeyWrite } from '../../../flow/ports';
 import type { Codec } from '../../../core/codec/codec';
@@ -236,7 +237,7 @@ describe('PartitionFlow persist', () => {
     expect(k.snapshot).toEqual({ state: 'ok2', offset: 2 });
     expect(k.outputs).toHaveLength(1);
     expect(k.outputs![0]).toMatchObject({ topic: 'dlq', key: Buffer.from('k'), value: Buffer.from('bad') });
-    expect(k.outputs![0]!.headers).toMatchObject({ [DEAD_LETTER_HEADERS.offset]: '1', [DEAD_LETTER_HEADERS.reason]: 'decode', [DEAD_LETTER_HEADERS.topic]: 'topic' });
+    expect((k.outputs![0] as OutputRecord).headers).toMatchObject({ [DEAD_LETTER_HEADERS.offset]: '1', [DEAD_LETTER_HEADERS.reason]: 'decode', [DEAD_LETTER_HEADERS.topic]: 'topic' });
     // j never had a state: its dead letter travels with a delete marker past offset 3.
     const j = writes.find((w) => w.key === 'j')!;
     expect(j.delete).toEqual({ offset: 3 });

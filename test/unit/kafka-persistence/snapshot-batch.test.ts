@@ -13,8 +13,8 @@ describe('prepareBatch', () => {
       format: snapshotFormat<{ n: number }>(),
     });
     expect(batch.outputs).toHaveLength(n);
-    expect(String(batch.outputs[0]!.value)).toBe('0');
-    expect(String(batch.outputs[n - 1]!.value)).toBe(String(n - 1));
+    expect(String((batch.outputs[0] as OutputRecord).value)).toBe('0');
+    expect(String((batch.outputs[n - 1] as OutputRecord).value)).toBe(String(n - 1));
     expect(batch.messages.map((m) => m.key)).toEqual(['k', 'j']);
     expect(batch.puts).toBe(2);
   });
