@@ -178,7 +178,7 @@ function records(buf: Buffer, start: number, end: number): RawMessage[] {
     for (let i = 0; i < count; i++) {
       const recordLength = r.varint();
       const recordEnd = r.at + recordLength;
-      const recordAttributes = buf.readInt8(r.at); // unused, as in kafkajs, but part of its record
+      const recordAttributes = (buf[r.at]! << 24) >> 24; // an int8, unused (as in kafkajs) but part of its record
       r.at += 1;
       const timestampDelta = r.varlong();
       const offsetDelta = r.varint();
