@@ -1,23 +1,49 @@
 /**
- * A Fetch v11 response decoder for the group-less PartitionReader (recovery reads): the same
- * result as kafkajs's decoder for record batches of magic 2 without compression — what this
+ * A Fetch v11 response decoder for the flow's group consumer (the input) and the group-less
+ * PartitionReader (recovery reads), through the kafkajs patch's opt-in `fetchResponseDecoder`
+ * (docs/kafkajs-patch.md): the same result as kafkajs's decoder for record batches of magic 2 without compression — what this
  * project's producers write — at a fraction of its cost. kafkajs builds every record's offset and
  * timestamp through `Long` strings (`fromString`, `add`, `toString`) and a `Decoder` per record;
  * here the batch header is read once and each record's fields straight from the buffer. Anything
  * else (a compressed batch, a message set before magic 2, a batch whose offsets would pass 2^53)
  * makes it answer undefined: the caller then decodes the response with kafkajs as before.
  *
- * Records keep kafkajs's shape (offset, key, value, timestamp and headers as kafkajs gives them,
- * isControlRecord, the batch context its patched aborted-transaction filter reads).
+ * Records keep kafkajs's shape field for field (magicByte, attributes, timestamp, offset, key,
+ * value, headers, isControlRecord and the batch's context, one object per batch, which its patched
+ * aborted-transaction filter reads); the one difference a reader could tell is that records without
+ * headers share one frozen empty object. Each partition carries `safeIntegerOffsets` (kafkajs's
+ * Batch then compares the offsets as numbers instead of through a `Long` per record).
  */
 import type { FetchPartitionData, RawMessage } from './internals';
+
+/** kafkajs's record-batch context, as each of the batch's records carries it. */
+type BatchContext = RawMessage['batchContext'] & {
+  firstTimestamp: string;
+  partitionLeaderEpoch: number;
+  isControlBatch: boolean;
+  producerEpoch: number;
+  firstSequence: number;
+  maxTimestamp: string;
+  /** kafkajs's TimestampTypes: 0 create time, 1 log-append time. */
+  timestampType: 0 | 1;
+  magicByte: 2;
+};
+
+/**
+ * The headers of every record without any: one frozen object instead of a new `{}` per record
+ * (kafkajs's), equal to it for every reader.
+ */
+const NO_HEADERS: RawMessage['headers'] = Object.freeze({});
 
 export interface DecodedFetch {
   throttleTime: number;
   clientSideThrottleTime: number;
   errorCode: number;
   sessionId: number;
-  responses: Array<{ topicName: string; partitions: Array<FetchPartitionData & { lastStartOffset: string; preferredReadReplica: number }> }>;
+  responses: Array<{
+    topicName: string;
+    partitions: Array<FetchPartitionData & { lastStartOffset: string; preferredReadReplica: number; safeIntegerOffsets: true }>;
+  }>;
 }
 
 /** Bytes of a record batch's header (baseOffset … recordCount). */
@@ -32,6 +58,14 @@ const CONTROL_MASK = 0x20;
 const MAX_BASE = Number.MAX_SAFE_INTEGER - 2 ** 31;
 
 class Unsupported extends Error {}
+
+/**
+ * kafkajs's opt-in `fetchResponseDecoder` (the patch; the flow's group consumer and the recovery
+ * reader set it): Fetch v11 responses decoded here, anything else by kafkajs.
+ */
+export function decodeFetchResponse(raw: Buffer, apiVersion: number): DecodedFetch | undefined {
+  return apiVersion === 11 ? decodeFetchV11(raw) : undefined;
+}
 
 export function decodeFetchV11(raw: Buffer): DecodedFetch | undefined {
   try {
@@ -89,6 +123,8 @@ function decode(buf: Buffer): DecodedFetch {
         abortedTransactions,
         preferredReadReplica,
         messages,
+        // kafkajs's Batch (patched) then compares the offsets as numbers: all are below MAX_BASE + 2^31.
+        safeIntegerOffsets: true,
       });
     }
     responses.push({ topicName, partitions });
@@ -116,15 +152,25 @@ function records(buf: Buffer, start: number, end: number): RawMessage[] {
     const lastOffsetDelta = buf.readInt32BE(at + 23);
     const firstTimestamp = buf.readBigInt64BE(at + 27);
     const maxTimestamp = buf.readBigInt64BE(at + 35);
-    const context = {
+    const isControlRecord = (attributes & CONTROL_MASK) !== 0;
+    const logAppendTime = (attributes & TIMESTAMP_TYPE_MASK) !== 0;
+    // kafkajs's record context, shared by the batch's records (its field order).
+    const context: BatchContext = {
       firstOffset: base.toString(),
+      firstTimestamp: firstTimestamp.toString(),
+      partitionLeaderEpoch: buf.readInt32BE(at + 12),
+      inTransaction: (attributes & TRANSACTIONAL_MASK) !== 0,
+      isControlBatch: isControlRecord,
       lastOffsetDelta,
       producerId: buf.readBigInt64BE(at + 43).toString(),
-      inTransaction: (attributes & TRANSACTIONAL_MASK) !== 0,
+      producerEpoch: buf.readInt16BE(at + 51),
+      firstSequence: buf.readInt32BE(at + 53),
+      maxTimestamp: maxTimestamp.toString(),
+      timestampType: logAppendTime ? 1 : 0,
+      magicByte: 2,
     };
-    const isControlRecord = (attributes & CONTROL_MASK) !== 0;
     // kafkajs: log-append time gives every record the batch's max timestamp.
-    const appendTime = (attributes & TIMESTAMP_TYPE_MASK) !== 0 ? maxTimestamp.toString() : undefined;
+    const appendTime = logAppendTime ? context.maxTimestamp : undefined;
     const first = Number(firstTimestamp);
     const exactTimestamps = Number.isSafeInteger(first) && Math.abs(first) < 2 ** 52;
     const count = buf.readInt32BE(at + 57);
@@ -132,22 +178,24 @@ function records(buf: Buffer, start: number, end: number): RawMessage[] {
     for (let i = 0; i < count; i++) {
       const recordLength = r.varint();
       const recordEnd = r.at + recordLength;
-      r.at += 1; // attributes (unused)
+      const recordAttributes = (buf[r.at]! << 24) >> 24; // an int8, unused (as in kafkajs) but part of its record
+      r.at += 1;
       const timestampDelta = r.varlong();
       const offsetDelta = r.varint();
       const key = r.bytes();
       const value = r.bytes();
       const headerCount = r.varint();
-      let headers: RawMessage['headers'] = {};
-      if (headerCount > 0) headers = r.headers(headerCount);
+      const headers: RawMessage['headers'] = headerCount > 0 ? r.headers(headerCount) : NO_HEADERS;
       if (r.at !== recordEnd) throw new Unsupported('a record whose fields do not end where its length says');
       out.push({
-        offset: String(baseOffset + offsetDelta),
-        key,
-        value,
+        magicByte: 2,
+        attributes: recordAttributes,
         timestamp:
           appendTime ??
           (exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString()),
+        offset: String(baseOffset + offsetDelta),
+        key,
+        value,
         headers,
         isControlRecord,
         batchContext: context,

@@ -11,6 +11,7 @@ export {
   SnapshotCommitTimeoutError,
   SnapshotWriteFencedError,
 } from './errors';
+export { decodeFetchResponse } from './fetch-decoder';
 export { type GroupGeneration, GroupMembership } from './group-membership';
 export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plain-writer';
 export { PartitionReader, type ReadOptions, type ReadRecord, type ReadResult, type StallInfo } from './partition-reader';

@@ -11,6 +11,10 @@ const requireKafkajs = createRequire(require.resolve('kafkajs'));
 export const ISOLATION = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as const;
 
 export interface RawMessage {
+  /** Set by kafkajs's decoder and ours (2); not read by the port. */
+  magicByte?: number;
+  /** A record's attributes byte (unused by Kafka), as kafkajs gives it. */
+  attributes?: number;
   offset: string;
   key: Buffer | null;
   value: Buffer | null;
@@ -36,6 +40,8 @@ export interface InternalBroker {
     minBytes: number;
     maxBytes: number;
     topics: Array<{ topic: string; partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }> }>;
+    /** The patch's opt-in decoder (kafka/fetch-decoder.ts): undefined leaves a response to kafkajs's. */
+    decodeResponse?: (raw: Buffer, apiVersion: number) => unknown;
   }): Promise<{ responses: Array<{ topicName: string; partitions: FetchPartitionData[] }> }>;
   listOffsets(request: {
     isolationLevel: number;
@@ -103,36 +109,6 @@ export function createCluster(client: KafkaClient, isolationLevel: number): Inte
 
 export function createBatch(topic: string, fetchedOffset: string, data: FetchPartitionData): InternalBatch {
   return new Batch(topic, fetchedOffset, data);
-}
-
-/** The Fetch API's key (kafkajs's apiKeys.Fetch). */
-const FETCH_API_KEY = 1;
-const FETCH_DECODER = Symbol('kafka-flow-temporal fetch decoder');
-type MadeRequest = { request: { apiVersion: number }; response: { decode(raw: Buffer): Promise<unknown> } };
-type RequestLookup = ((apiKey: number, definition: unknown) => (args: unknown) => MadeRequest) & { [FETCH_DECODER]?: true };
-
-/**
- * Makes `broker` decode its Fetch v11 responses with `decode`, falling back to kafkajs's decoder
- * where it answers undefined (other versions always use kafkajs's). For a cluster of our own only
- * (PartitionReader's). kafkajs rebuilds a broker's request lookup when it (re)connects, so this is
- * called before each fetch; a fetch sent right after a reconnect simply uses kafkajs's decoder.
- */
-export function useFetchDecoder(broker: InternalBroker, decode: (raw: Buffer) => unknown | undefined): void {
-  const b = broker as unknown as { lookupRequest: RequestLookup };
-  const lookup = b.lookupRequest;
-  if (typeof lookup !== 'function' || lookup[FETCH_DECODER]) return;
-  const wrapped: RequestLookup = (apiKey, definition) => {
-    const make = lookup.call(b, apiKey, definition);
-    if (apiKey !== FETCH_API_KEY) return make;
-    return (args) => {
-      const made = make(args);
-      if (made.request.apiVersion !== 11) return made;
-      const kafkajsDecode = made.response.decode;
-      return { ...made, response: { ...made.response, decode: async (raw: Buffer) => decode(raw) ?? kafkajsDecode(raw) } };
-    };
-  };
-  wrapped[FETCH_DECODER] = true;
-  b.lookupRequest = wrapped;
 }
 
 const filterAborted = requireKafkajs('./src/consumer/filterAbortedMessages') as (args: {

@@ -9,7 +9,7 @@
  */
 import type { KafkaClient } from './client';
 import { PartitionReadStalledError, protocolErrorType } from './errors';
-import { decodeFetchV11 } from './fetch-decoder';
+import { decodeFetchResponse } from './fetch-decoder';
 import {
   createCluster,
   createErrorFromCode,
@@ -17,7 +17,6 @@ import {
   type InternalCluster,
   ISOLATION,
   type RawMessage,
-  useFetchDecoder,
   withoutAborted,
 } from './internals';
 
@@ -200,9 +199,9 @@ export class PartitionReader {
   private async fetchOnce(topic: string, partition: number, fetchOffset: string, maxBytes: number) {
     try {
       const broker = await this.leader(topic, partition);
-      // Record batches decoded here, not by kafkajs (its Long per record is most of a read's CPU).
-      useFetchDecoder(broker, decodeFetchV11);
       const { responses } = await broker.fetch({
+        // Record batches decoded by us, not by kafkajs (its Long per record is most of a read's CPU).
+        decodeResponse: decodeFetchResponse,
         isolationLevel: ISOLATION.READ_COMMITTED,
         maxWaitTime: 500,
         minBytes: 1,

@@ -246,7 +246,7 @@ export class FlowRuntime implements PartitionHost {
       if (emits && !slot.outputsFlush && !this.stopping && flow.outputsDue()) void this.persists.flushOutputs(slot);
     }
     if (folded !== undefined) resolveOffset(folded);
-    slot.cadence?.folded(flow.position, batch.highWatermark);
+    slot.cadence?.folded(flow.position, batch.highWatermark, messages[messages.length - 1]?.timestamp);
     await heartbeat();
     // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
     // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run

@@ -6,7 +6,10 @@
  *   at the first persist instead of a cycle later;
  * - idle: once the fold has caught up with the partition's log end (the high watermark of its
  *   last fetch) and nothing more came for `idleAfterMs` — so at most once per `idleAfterMs`, and
- *   never while records keep coming.
+ *   never while records keep coming. The quiet time counts from the last record's timestamp when
+ *   that is earlier than its fold: a backlog read up to a log end that has been quiet for
+ *   `idleAfterMs` already (its last record is that old) is flushed at once instead of after another
+ *   `idleAfterMs` — still at most once per `idleAfterMs`.
  * The partition workflow's persist activity no longer times persists: it reports them (and runs
  * the periodic one itself if it comes first). Both go through the engine's serialized persist
  * chain, fenced by the generation like any persist.
@@ -34,6 +37,8 @@ export class PersistCadence {
   private awaitingFirstBatch = false;
   /** When the last periodic persist started (the persist's `now`, epoch ms). */
   lastPeriodicAt: number | undefined;
+  /** When the last idle flush started (epoch ms). */
+  private lastIdleAt: number | undefined;
 
   constructor(options: PersistCadenceOptions) {
     this.o = options;
@@ -48,8 +53,11 @@ export class PersistCadence {
     this.rearm();
   }
 
-  /** A batch was folded (up to `position`); `highWatermark`: the log end its fetch reported. */
-  folded(position: string, highWatermark: string | undefined): void {
+  /**
+   * A batch was folded (up to `position`); `highWatermark`: the log end its fetch reported;
+   * `lastTimestamp`: its last record's timestamp (epoch ms, as kafkajs gives it), if known.
+   */
+  folded(position: string, highWatermark: string | undefined, lastTimestamp?: string): void {
     if (this.awaitingFirstBatch) {
       this.awaitingFirstBatch = false;
       if (this.lastPeriodicAt === undefined) {
@@ -62,9 +70,23 @@ export class PersistCadence {
     this.idleTimer = undefined;
     const after = this.o.idleAfterMs;
     if (after !== undefined && highWatermark !== undefined && BigInt(position) >= BigInt(highWatermark)) {
-      this.idleTimer = setTimeout(() => this.idle(), after);
+      this.idleTimer = setTimeout(() => this.idle(), this.quietLeft(after, lastTimestamp));
       this.idleTimer.unref?.();
     }
+  }
+
+  /**
+   * How long the caught-up partition must stay quiet before its idle flush: `after`, less how long
+   * the log end has been quiet already by its last record's timestamp (a record stamped in the
+   * future, or none, counts from now) — but never sooner than `after` past the previous idle flush.
+   */
+  private quietLeft(after: number, lastTimestamp: string | undefined): number {
+    const stamped = lastTimestamp === undefined ? Number.NaN : Number(lastTimestamp);
+    if (!Number.isFinite(stamped)) return after;
+    const now = this.now();
+    const left = Math.min(after, Math.max(0, stamped + after - now));
+    if (left === after || this.lastIdleAt === undefined) return left;
+    return Math.max(left, Math.min(after, this.lastIdleAt + after - now));
   }
 
   /**
@@ -119,6 +141,8 @@ export class PersistCadence {
   private idle(): void {
     this.idleTimer = undefined;
     if (!this.o.mayPersist()) return;
-    void this.o.persist('idle', this.now());
+    const now = this.now();
+    this.lastIdleAt = now;
+    void this.o.persist('idle', now);
   }
 }

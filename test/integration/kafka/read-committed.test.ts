@@ -6,6 +6,7 @@ import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReadStalledError } from '../../../kafka/errors';
+import { decodeFetchResponse } from '../../../kafka/fetch-decoder';
 import { createBatch, createCluster, type FetchPartitionData, ISOLATION, type RawMessage } from '../../../kafka/internals';
 import { PartitionReader } from '../../../kafka/partition-reader';
 import { closeAll, fillInput, sleep, testClient, unique, waitFor } from './support';
@@ -59,6 +60,17 @@ describe('read_committed on the real broker', () => {
     const cluster = createCluster(client, ISOLATION.READ_COMMITTED);
     const reader = new PartitionReader(client);
     const consumer = client.kafka.consumer({ groupId: unique('rc-group'), maxWaitTimeInMs: 200 });
+    // The flow's group consumer opts in to our decoder (the kafkajs patch's fetchResponseDecoder).
+    let ourDecodes = 0;
+    const flowLike = client.kafka.consumer({
+      groupId: unique('rc-group-ours'),
+      maxWaitTimeInMs: 200,
+      fetchResponseDecoder: (raw: Buffer, apiVersion: number) => {
+        const decoded = decodeFetchResponse(raw, apiVersion);
+        if (decoded) ourDecodes++;
+        return decoded;
+      },
+    });
     try {
       await Promise.all([p1.connect(), p2.connect(), p3.connect()]);
       const t1 = await p1.transaction();
@@ -96,6 +108,20 @@ describe('read_committed on the real broker', () => {
       expect(leaked.length).toBeGreaterThan(0); // the bug, reproduced on the broker's own answer
       expect(dataValues(createBatch(topic, '0', data).messages)).toEqual(['committed-1', 'committed-2']);
 
+      // The same fetch decoded by ours (the patch's decodeResponse): kafkajs's result field for field.
+      const ours = await broker.fetch({
+        isolationLevel: ISOLATION.READ_COMMITTED,
+        maxWaitTime: 100,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        topics: [{ topic, partitions: [{ partition: 0, fetchOffset: '0', maxBytes: 1 << 20 }] }],
+        decodeResponse: decodeFetchResponse,
+      });
+      const { safeIntegerOffsets, ...oursData } = ours.responses[0]!.partitions[0] as FetchPartitionData & { safeIntegerOffsets?: boolean };
+      expect(safeIntegerOffsets).toBe(true);
+      expect(oursData).toStrictEqual(data);
+      expect(dataValues(createBatch(topic, '0', ours.responses[0]!.partitions[0]!).messages)).toEqual(['committed-1', 'committed-2']);
+
       // Our group-less reader and a kafkajs group consumer (both on the patched filter).
       const read: string[] = [];
       await reader.read({
@@ -118,12 +144,24 @@ describe('read_committed on the real broker', () => {
           consumed.push(String(message.value));
         },
       });
-      await waitFor('the group consumer to read both committed records', () => consumed.length >= 2);
+      const consumedOurs: string[] = [];
+      await flowLike.connect();
+      await flowLike.subscribe({ topic, fromBeginning: true });
+      await flowLike.run({
+        autoCommit: false,
+        eachMessage: async ({ message }) => {
+          consumedOurs.push(String(message.value));
+        },
+      });
+      await waitFor('the group consumers to read both committed records', () => consumed.length >= 2 && consumedOurs.length >= 2);
       await sleep(500); // anything leaking would arrive with them
       expect(consumed).toEqual(['committed-1', 'committed-2']);
+      expect(consumedOurs).toEqual(['committed-1', 'committed-2']);
+      expect(ourDecodes).toBeGreaterThan(0);
     } finally {
       await closeAll(
         () => consumer.disconnect(),
+        () => flowLike.disconnect(),
         () => reader.close(),
         () => cluster.disconnect(),
         () => p1.disconnect(),

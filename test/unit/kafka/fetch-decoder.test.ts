@@ -66,24 +66,13 @@ function response(records: Buffer, aborted: Array<[number, number]> = []): Buffe
   return Buffer.concat([e.buffer, records]);
 }
 
-function comparable(decoded: { responses: Array<{ topicName: string; partitions: Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }> }> }) {
+type Decoded = { responses: Array<{ topicName: string; partitions: Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }> }> };
+
+/** Every field of kafkajs's result, ours' `safeIntegerOffsets` marker left out (kafkajs's Batch reads it). */
+function comparable(decoded: Decoded) {
   return decoded.responses.map((t) => ({
     topicName: t.topicName,
-    partitions: t.partitions.map(({ messages, ...header }) => ({
-      ...header,
-      messages: messages.map((m) => {
-        const context = m.batchContext as Record<string, unknown>;
-        return {
-          offset: m.offset,
-          key: m.key,
-          value: m.value,
-          timestamp: m.timestamp,
-          headers: m.headers,
-          isControlRecord: m.isControlRecord,
-          batchContext: { firstOffset: context.firstOffset, lastOffsetDelta: context.lastOffsetDelta, producerId: context.producerId, inTransaction: context.inTransaction },
-        };
-      }),
-    })),
+    partitions: t.partitions.map(({ safeIntegerOffsets: _marker, ...partition }) => partition),
   }));
 }
 
@@ -91,7 +80,9 @@ async function expectAsKafkajs(raw: Buffer) {
   const ours = decodeFetchV11(raw);
   expect(ours).toBeDefined();
   const theirs = await kafkajsDecode(raw);
-  expect(comparable(ours as never)).toEqual(comparable(theirs));
+  // toStrictEqual: the same keys with the same values (no field missing or extra, undefined included).
+  expect(comparable(ours as never)).toStrictEqual(comparable(theirs));
+  for (const p of ours!.responses.flatMap((r) => r.partitions)) expect(p.safeIntegerOffsets).toBe(true);
   expect([ours!.clientSideThrottleTime, ours!.errorCode, ours!.sessionId]).toEqual([theirs.clientSideThrottleTime, theirs.errorCode, theirs.sessionId]);
   return ours!;
 }
@@ -132,5 +123,49 @@ describe('decodeFetchV11 decodes as kafkajs does', () => {
   it('hands a compressed batch back to kafkajs', async () => {
     const records = await batchBytes({ firstOffset: 0, compression: Compression.GZIP, records: [{ key: 'a', value: 'gzipped' }] });
     expect(decodeFetchV11(response(records))).toBeUndefined();
+  });
+});
+
+describe("kafkajs's Batch over our decoded partitions (safeIntegerOffsets)", () => {
+  const KafkajsBatch = kafkajs('./src/consumer/batch');
+
+  /** What a consumer's eachBatch sees of a Batch, and what kafkajs's runner reads off it. */
+  function view(b: Record<string, unknown> & Record<'firstOffset' | 'lastOffset' | 'offsetLag' | 'offsetLagLow' | 'isEmpty' | 'isEmptyIncludingFiltered' | 'isEmptyControlRecord' | 'isEmptyDueToLogCompactedMessages', () => unknown>) {
+    return {
+      messages: b.messages,
+      messagesWithinOffset: b.messagesWithinOffset,
+      firstOffset: b.firstOffset(),
+      lastOffset: b.lastOffset(),
+      offsetLag: b.offsetLag(),
+      offsetLagLow: b.offsetLagLow(),
+      isEmpty: b.isEmpty(),
+      isEmptyIncludingFiltered: b.isEmptyIncludingFiltered(),
+      isEmptyControlRecord: b.isEmptyControlRecord(),
+      isEmptyDueToLogCompactedMessages: b.isEmptyDueToLogCompactedMessages(),
+    };
+  }
+
+  it('keeps the same records as with kafkajs decoding, whatever the fetched offset', async () => {
+    const raw = response(
+      Buffer.concat([
+        await batchBytes({ firstOffset: 100, records: Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: `v${i}` })) }),
+        await batchBytes({ firstOffset: 110, transactional: true, records: [{ key: 'aborted', value: 'x' }, { key: 'aborted', value: 'y' }] }),
+        await batchBytes({ firstOffset: 112, transactional: true, control: true, records: [{ key: '\u0000\u0000\u0000\u0000', value: '\u0000\u0000\u0000\u0000\u0000\u0000' }] }),
+        await batchBytes({ firstOffset: 113, records: [{ key: 'after', value: 'z' }] }),
+      ]),
+      [[4711, 110]],
+    );
+    const ours = decodeFetchV11(raw)!.responses[0]!.partitions[0]!;
+    const theirs = (await kafkajsDecode(raw)).responses[0].partitions[0];
+    let compared = 0;
+    for (const fetched of ['0', '100', '105', '109', '110', '111', '112', '113', '114', '999', '9007199254740993', '18446744073709551615']) {
+      const fast = view(new KafkajsBatch('t', fetched, ours));
+      expect(fast).toStrictEqual(view(new KafkajsBatch('t', fetched, theirs)));
+      expect(fast).toStrictEqual(view(new KafkajsBatch('t', fetched, { ...ours, safeIntegerOffsets: false })));
+      compared += (fast.messages as unknown[]).length;
+    }
+    // The aborted records and the control record are dropped; fetched 0 keeps 11 (10 + 'after').
+    expect(view(new KafkajsBatch('t', '0', ours)).messages).toHaveLength(11);
+    expect(compared).toBe(11 + 11 + 6 + 2 + 1 + 1 + 1 + 1);
   });
 });

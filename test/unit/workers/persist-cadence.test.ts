@@ -137,4 +137,45 @@ describe('PersistCadence', () => {
     c.stop();
     off.c.stop();
   });
+
+  test("idle flush: the quiet time counts from the last record's timestamp when that is earlier, at most once per idleAfterMs", async () => {
+    const { c, runs } = cadence({ everyMs: 60_000, idleAfterMs: 250 });
+    c.start();
+    const stamp = (agoMs: number) => String(Date.now() - agoMs);
+    // A backlog read up to a log end quiet for a second already: flushed at once.
+    c.folded('100', '100', stamp(1_000));
+    await jest.advanceTimersByTimeAsync(1);
+    expect(runs).toEqual([{ reason: 'idle', at: 0 }]);
+    // Another quiet log end 100 ms later: not before idleAfterMs past the previous idle flush.
+    await jest.advanceTimersByTimeAsync(99);
+    c.folded('110', '110', stamp(5_000));
+    await jest.advanceTimersByTimeAsync(149);
+    expect(runs).toHaveLength(1);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(runs.at(-1)).toEqual({ reason: 'idle', at: 250 });
+    // A record appended 100 ms ago: 150 ms more; each batch still restarts the wait.
+    await jest.advanceTimersByTimeAsync(1_000);
+    c.folded('120', '120', stamp(100));
+    await jest.advanceTimersByTimeAsync(149);
+    expect(runs).toHaveLength(2);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(runs.at(-1)).toEqual({ reason: 'idle', at: 1_400 });
+    // Fresh, stamped in the future, or not a number: the whole idleAfterMs, as without a timestamp.
+    for (const ts of [() => stamp(0), () => stamp(-10_000), () => 'not a timestamp']) {
+      await jest.advanceTimersByTimeAsync(1_000);
+      const before = runs.length;
+      const at = Date.now() - 1_000_000;
+      c.folded('130', '130', ts());
+      await jest.advanceTimersByTimeAsync(249);
+      expect(runs).toHaveLength(before);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(runs.at(-1)).toEqual({ reason: 'idle', at: at + 250 });
+    }
+    // Behind the log end an old record changes nothing: no idle flush.
+    const count = runs.length;
+    c.folded('150', '200', stamp(10_000));
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs).toHaveLength(count);
+    c.stop();
+  });
 });
