@@ -13,7 +13,12 @@
 import { murmur2 } from './murmur2';
 import type { OutputRecord } from './persistence-types';
 
-/** The header every emitted record carries (see flow/emit.ts). */
+/**
+ * The header every emitted record carries: `<topic>/<partition>/<offset>/<index>` of the input
+ * record whose fold emitted it (index: its emits in order, from 0). With transactional Kafka
+ * persistence an output lands exactly once; with caching mode and Cassandra it lands at least
+ * once, and this header is what a consumer dedupes on.
+ */
 export const OUTPUT_SOURCE_HEADER = 'kafka-flow-source';
 const SOURCE_HEADER_BYTES = Buffer.byteLength(OUTPUT_SOURCE_HEADER);
 

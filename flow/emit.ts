@@ -15,13 +15,6 @@ export interface OutputEncoder {
   encodeText?(value: unknown): string;
 }
 
-/*
- * OUTPUT_SOURCE_HEADER, the header every emitted record carries: `<topic>/<partition>/<offset>/<index>`
- * of the input record whose fold emitted it (index: its emits in order, from 0). With transactional
- * Kafka persistence an output lands exactly once; with caching mode and Cassandra it lands at least
- * once, and this header is what a consumer dedupes on.
- */
-
 /** What the engine needs to turn emits into output records. */
 export interface OutputOptions {
   /** The topics the fold may emit to (the flow's `outputTopics`). */
