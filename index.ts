@@ -42,7 +42,7 @@ export {
   UNLOAD_ORPHANED_DEFAULTS,
   type UnloadOrphanedOptions,
 } from './flow/timers';
-export { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './core/fence-errors';
+export { CommitLandedLateError, ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from './core/fence-errors';
 export type { JournalStore } from './persistence/journal-store';
 export type { KeyStore } from './persistence/key-store';
 export {

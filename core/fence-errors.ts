@@ -95,3 +95,33 @@ export class ProducerEpochLostError extends KafkaFlowError {
     this.partition = partition;
   }
 }
+
+/**
+ * A transaction whose commit got no answer, and whose outcome could not be learned at once, turned
+ * out committed when a later write settled it. Its outputs (emitted records, dead letters) had gone
+ * back to their keys meanwhile, to be written again: going on would produce them twice. Nothing of
+ * the later write was sent; the partition stops — whatever `ignorePersistErrors` says — and recovers
+ * from what landed: the records past the committed offset are folded again and their outputs
+ * produced once.
+ */
+export class CommitLandedLateError extends KafkaFlowError {
+  readonly topic: string;
+  readonly partition: number;
+  /** The input offset the late transaction committed. */
+  readonly offset: number;
+  /** How many outputs it carried. */
+  readonly outputs: number;
+  constructor(topic: string, partition: number, offset: number, outputs: number) {
+    super(
+      'COMMIT_LANDED_LATE',
+      `a snapshot transaction of topic "${topic}" partition ${partition} (offset ${offset}) whose commit got no ` +
+        `answer turned out committed only when the next write settled it; its ${outputs} output(s) had gone ` +
+        'back to their keys, so going on would produce them twice. The partition stops and recovers from ' +
+        'what landed (its outputs are produced once).',
+    );
+    this.topic = topic;
+    this.partition = partition;
+    this.offset = offset;
+    this.outputs = outputs;
+  }
+}

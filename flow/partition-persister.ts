@@ -77,8 +77,10 @@ export class PartitionPersister<S, V> {
 
   /**
    * The error policy. A fence stops the partition (thrown for a periodic persist, reported for a
-   * revoke or shutdown). A failed write or offset commit throws under the strict policy (a
-   * periodic persist without ignorePersistErrors) and stops the partition; otherwise it is logged
+   * revoke or shutdown), and so does a commit that landed late (CommitLandedLateError, whatever
+   * ignorePersistErrors says: the partition recovers from what landed). A failed write or offset
+   * commit throws under the strict policy (a periodic persist without ignorePersistErrors) and
+   * stops the partition; otherwise it is logged
    * and the keys keep holding their offsets, to be written next time.
    */
   private applyErrorPolicy(t: PersistTally, reason: PersistReason, strict: boolean): PersistResult | undefined {
@@ -88,6 +90,15 @@ export class PartitionPersister<S, V> {
       if (timed(reason)) throw t.error;
       this.s.log.warn({ topic: this.s.topic, partition: this.s.partition, err: t.error }, 'persist fenced: partition stopped');
       return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
+    }
+    if (t.mustRecover) {
+      // Not a fence (the partition is still ours) and not a failure to retry in place: what
+      // landed is known only to the store now, so the partition recovers from it.
+      this.fail(t.error);
+      this.s.metrics.persists(reason, 'failed').inc();
+      if (timed(reason)) throw t.error;
+      this.s.log.warn({ topic: this.s.topic, partition: this.s.partition, err: t.error }, 'persist stopped the partition: it recovers from what landed');
+      return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: false };
     }
     if (t.failed > 0) {
       const cause = t.error ?? new SnapshotWriteConflictError(this.s.topic, this.s.partition, t.conflicts);

@@ -1,5 +1,5 @@
 import { EmittedOutputs, outputCount } from '../core/emitted-outputs';
-import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
+import { CommitLandedLateError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import { CommitBound } from './commit-bound';
 import type { PersistPlan, Planned } from './persist-plan';
 import type { PersistScope } from './persist-types';
@@ -14,6 +14,8 @@ export interface PersistTally {
   failed: number;
   evicted: number;
   fenced: boolean;
+  /** A write's outcome came too late to go on (CommitLandedLateError): the partition must recover. */
+  mustRecover: boolean;
   error: unknown;
   conflicts: string[];
   committedNow: number | undefined;
@@ -27,7 +29,7 @@ export interface PersistTally {
 export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPlan<S, V>, now: number, capturedNext: number, strict: boolean): Promise<PersistTally> {
   const { planned } = plan;
   const { keys, metrics: m } = s;
-  const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, outputs: 0, failed: 0, evicted: plan.evicted, fenced: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
+  const t: PersistTally = { written: 0, deletes: 0, deadLetters: 0, outputs: 0, failed: 0, evicted: plan.evicted, fenced: false, mustRecover: false, error: undefined, conflicts: [], committedNow: undefined, commitError: undefined };
   const bound = new CommitBound(
     planned.map((p) => p.oldHold),
     plan.othersMin,
@@ -52,6 +54,7 @@ export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPla
     } catch (err) {
       t.error = err;
       if (err instanceof SnapshotWriteFencedError) t.fenced = true;
+      else if (err instanceof CommitLandedLateError) t.mustRecover = true;
     }
     for (const p of chunk) keys.writing.delete(p.kf);
     // Counted per chunk (a metric update costs more than the rest of a key's bookkeeping, and a
@@ -124,7 +127,7 @@ export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPla
       m.commits('ok').inc();
       m.commitDuration.observe((performance.now() - t0) / 1000);
     }
-    if (t.fenced || (strict && t.failed > 0)) break;
+    if (t.fenced || t.mustRecover || (strict && t.failed > 0)) break;
   }
   // Writes never attempted (the loop stopped early) go back to their keys untouched.
   for (let i = attempted; i < planned.length; i++) notLanded(s, planned[i]!);

@@ -5,10 +5,13 @@
  * offset — the batch's, or the last committed one, seeded with the offset at assignment — so every
  * write, the very first included, is gated by the broker's generation check (KIP-447). A fence
  * stops the partition. A commit without an answer is not a rejection: the producer is rebuilt (its
- * initialization settles the transaction) and the outcome is learned before going on.
+ * initialization settles the transaction) and the outcome is learned before going on; when it
+ * cannot be learned at once, before the next write — and if that finds it landed with outputs that
+ * had gone back to their keys, the partition stops (CommitLandedLateError) rather than produce them
+ * twice.
  */
-import { SnapshotWriteFencedError } from '../../core/fence-errors';
-import type { PendingOutput } from '../../core/emitted-outputs';
+import { CommitLandedLateError, SnapshotWriteFencedError } from '../../core/fence-errors';
+import { outputCount, type PendingOutput } from '../../core/emitted-outputs';
 import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
@@ -66,6 +69,8 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
   /** How long the last fence (producer initialization) took. */
   fenceMs = 0;
   private unsettled: Unsettled | undefined;
+  /** Set when an unanswered commit turned out landed too late to go on: every later write fails with it. */
+  private landedLate: CommitLandedLateError | undefined;
 
   constructor(
     c: WriterContext<S>,
@@ -97,7 +102,18 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
 
   async write(batch: WriteBatch<S, V>): Promise<WriteBatchResult> {
     if (this.fence) throw this.fence;
-    if (this.unsettled) await this.settle();
+    if (this.landedLate) throw this.landedLate;
+    if (this.unsettled) {
+      // An earlier commit's outcome, learned only now. Its keys went back to the engine as not
+      // landed, their outputs with them: if it did land, this batch may carry them again.
+      const { offset, prepared } = this.unsettled;
+      const outputs = outputCount(prepared.outputs);
+      if ((await this.settle()) === 'committed' && outputs > 0) {
+        this.landedLate = new CommitLandedLateError(this.c.input.topic, this.c.input.partition, offset, outputs);
+        this.c.log.warn({ ...this.where(), offset, outputs }, 'the unanswered transaction landed after its outputs went back to their keys: the partition stops and recovers');
+        throw this.landedLate;
+      }
+    }
     const { input } = this.c;
     const generation = this.liveGeneration();
     const offset = Math.max(this.offsetToCommit, batch.commitOffset ?? 0);

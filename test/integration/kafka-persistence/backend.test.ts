@@ -1,6 +1,7 @@
 // The backend's other duties on the real broker: the snapshot topic created right (or refused at
 // start when it does not fit), a rolling deploy between caching and transactional mode with no
-// migration, an unanswered commit whose outcome is learned before going on, inspect without a
+// migration, an unanswered commit whose outcome is learned before going on (and one learned only at
+// the next write, which stops the partition rather than produce its outputs twice), inspect without a
 // group, and dead letters inside the snapshot transaction.
 import { Registry } from 'prom-client';
 import { ManualClock } from '../../../flow/clock';
@@ -162,6 +163,61 @@ describe('the Kafka snapshot backend on the real broker', () => {
     } finally {
       await offsets.close();
     }
+  });
+
+  it('an unanswered commit that landed, learned only at the next write: that write stops the partition instead of producing its dead letter twice', async () => {
+    const m = await joined();
+    const snapshotTopic = unique('snapshots');
+    const deadLetterTopic = unique('dead-letters');
+    topics.push(deadLetterTopic);
+    // Producer 1: the broker commits, the answer comes 2 s late; producer 2 (the rebuild that
+    // would learn the outcome) cannot connect; producer 3 and later are fine.
+    const kafka = Object.create(client.kafka) as KafkaClient['kafka'];
+    let created = 0;
+    kafka.producer = (config) => {
+      const producer = client.kafka.producer(config);
+      if (!config?.transactionalId) return producer;
+      created++;
+      if (created === 1) {
+        const begin = producer.transaction.bind(producer);
+        producer.transaction = async () => {
+          const transaction = await begin();
+          const commit = transaction.commit.bind(transaction);
+          transaction.commit = () => commit().then(() => sleep(2_000));
+          return transaction;
+        };
+      } else if (created === 2) {
+        producer.connect = async () => {
+          throw new Error('connect ECONNREFUSED (simulated)');
+        };
+      }
+      return producer;
+    };
+    const prefix = unique('app');
+    const b = backend({ snapshotTopic, client: { ...client, kafka }, transactional: true, transactionalIdPrefix: prefix, commitTimeoutMs: 300, deadLetterTopic });
+    const p = await b.forPartition({ topic: input, partition: 1, generation: () => m.membership.current() });
+    const letter = { topic: deadLetterTopic, key: Buffer.from('k'), value: Buffer.from('{bad'), headers: { [DEAD_LETTER_HEADERS.offset]: '7', [DEAD_LETTER_HEADERS.reason]: 'decode' } };
+    await expect(p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 }, outputs: [letter] }], commitOffset: 8 })).rejects.toThrow(/ECONNREFUSED/);
+    // The engine hands the key back with its letter; the next write learns the first one landed.
+    const error = await p.write({ writes: [{ key: 'k', snapshot: { state: 'v2', offset: 9 }, outputs: [letter] }], commitOffset: 10 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 8, outputs: 1 });
+    expect(created).toBe(3);
+
+    const reader = new PartitionReader(client);
+    const got: ReadRecord[] = [];
+    try {
+      await reader.read({ topic: deadLetterTopic, partition: 1, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });
+    } finally {
+      await reader.close();
+    }
+    expect(got.map((r) => String(r.key))).toEqual(['k']); // once
+    // Recovering from what landed: the first write's state and offset.
+    const again = backend({ snapshotTopic, transactional: true, transactionalIdPrefix: prefix, deadLetterTopic });
+    const q = await again.forPartition({ topic: input, partition: 1, generation: () => m.membership.current() });
+    const recovered = new Map<string, unknown>();
+    for await (const k of q.recover()) recovered.set(k.key, k.snapshot && decodedSnapshot(k.snapshot));
+    expect(recovered).toEqual(new Map([['k', { state: 'v1', offset: 7 }]]));
+    expect(q.committedOffset).toBe(8);
   });
 
   it('inspects every input topic\'s snapshots without a group; a multi-topic flow gets a snapshot topic per input topic', async () => {

@@ -13,7 +13,10 @@ import { timerPolicy } from '../../../flow/timers';
 import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
 import type { ReadOptions } from '../../../kafka/partition-reader';
 import type { CommitRequest, CommitResult } from '../../../kafka/transactional-writer';
-import { SnapshotWriteFencedError } from '../../../core/fence-errors';
+import { CommitLandedLateError, SnapshotWriteFencedError } from '../../../core/fence-errors';
+import { EmittedOutputs, type PendingOutput } from '../../../core/emitted-outputs';
+import { jsonCodec } from '../../../core/codec/json';
+import type { OutputTopics } from '../../../persistence/kafka/dead-letter';
 import { MissingGenerationError } from '../../../persistence/kafka/errors';
 import { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
 import type { OutcomeProbe, SnapshotTransactions, WriteGeneration } from '../../../persistence/kafka/transactional-snapshot-writer';
@@ -59,7 +62,12 @@ const emptyReader: SnapshotLogReader = {
   read: async (o: ReadOptions) => ({ bound: o.toOffset ?? '0', records: 0, fetches: 0 }),
 };
 
-function transactional(o: { generation?: () => WriteGeneration | undefined; cap?: number; seed?: number; probe?: Partial<OutcomeProbe> } = {}) {
+/** Output topics that turn each pending output into one message (the real ones need a broker). */
+const fakeOutputTopics = {
+  messages: async (outputs: readonly PendingOutput[]) => outputs.map((o) => ({ topic: 'alerts', partition: 0, key: Buffer.from(o instanceof EmittedOutputs ? 'run' : 'letter'), value: null })),
+} as unknown as OutputTopics;
+
+function transactional(o: { generation?: () => WriteGeneration | undefined; cap?: number; seed?: number; probe?: Partial<OutcomeProbe>; outputs?: boolean } = {}) {
   const tx = new FakeTransactions();
   const registry = new Registry();
   let gen: WriteGeneration | undefined = { generationId: 7, memberId: 'member-a' };
@@ -77,19 +85,24 @@ function transactional(o: { generation?: () => WriteGeneration | undefined; cap?
     generation: o.generation ?? (() => gen),
     assignedOffset: o.seed ?? 0,
     probe: { recordCommitted: async () => true, committedOffset: async () => undefined, ...o.probe },
+    ...(o.outputs ? { outputs: fakeOutputTopics } : {}),
     metrics: KafkaPersistenceMetrics.of(registry),
     onFence: (e) => fences.push(e),
   });
   return { tx, persistence, registry, fences, setGeneration: (g: WriteGeneration | undefined) => { gen = g; } };
 }
 
-function engine(persistence: KafkaPartitionPersistence<number, string>, assignedAt = '0', ignorePersistErrors = false) {
+function engine(persistence: KafkaPartitionPersistence<number, string>, assignedAt = '0', ignorePersistErrors = false, emitting = false) {
   return new PartitionFlow<number, string>({
     flow: 'f',
     topic: INPUT.topic,
     partition: INPUT.partition,
     assignedAt,
-    fold: (s) => (s ?? 0) + 1,
+    fold: (s, r, ctx) => {
+      if (emitting) ctx.emit({ topic: 'alerts', key: r.key, value: r.offset });
+      return (s ?? 0) + 1;
+    },
+    ...(emitting ? { outputs: { topics: new Set(['alerts']), encoder: jsonCodec<unknown>() } } : {}),
     codec: { encode: (s) => Buffer.from(s), decode: (b) => b.toString() },
     persistence,
     mode: 'snapshots',
@@ -261,6 +274,61 @@ describe('transactional mode', () => {
     expect(tx.inits).toBe(2); // once at the timeout, once more before the next write went on
     expect(tx.commits.map((c) => c.offsets[0]!.offset)).toEqual(['13']);
     expect(persistence.stats.commitTimeouts).toBe(1);
+  });
+
+  it('an unanswered commit with outputs, learned committed only at the next write: that write sends nothing and the partition must recover', async () => {
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => true } });
+    const letter = { topic: 'dead', key: Buffer.from('k'), value: Buffer.from('x'), headers: {} };
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
+    });
+    tx.initFails = new Error('broker unreachable');
+    await expect(persistence.write({ writes: [{ key: 'k', snapshot: { state: 1, offset: 4 }, outputs: [letter] }], commitOffset: 5 })).rejects.toThrow('broker unreachable');
+    tx.initFails = undefined;
+    // The engine handed the key back, its dead letter with it: written again, it would land twice.
+    const error = await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommitLandedLateError);
+    expect(error).toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 5, outputs: 1 });
+    await expect(persistence.write({ writes: [], commitOffset: 7 })).rejects.toBe(error); // and every later write
+    expect(tx.commits).toEqual([]); // nothing of the later writes went out
+    expect(persistence.committedOffset).toBe(5); // what landed is known
+    expect(decoded(await persistence.read('k'))).toEqual({ key: 'k', snapshot: { state: 1, offset: 4 } });
+  });
+
+  it('an unanswered commit with outputs, learned aborted at the next write: that write goes on and carries them once', async () => {
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => false } });
+    const letter = { topic: 'dead', key: Buffer.from('k'), value: Buffer.from('x'), headers: {} };
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
+    });
+    tx.initFails = new Error('broker unreachable');
+    await expect(persistence.write({ writes: [{ key: 'k', snapshot: { state: 1, offset: 4 }, outputs: [letter] }], commitOffset: 5 })).rejects.toThrow('broker unreachable');
+    tx.initFails = undefined;
+    expect(await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 })).toEqual({ statuses: ['applied'], committed: true });
+    expect(tx.commits.map((c) => c.messages.filter((m) => m.topic === 'alerts').length)).toEqual([1]);
+  });
+
+  it('with ignorePersistErrors, a commit that landed late stops the partition anyway: its emitted outputs are not produced twice', async () => {
+    let landed = false;
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => landed } });
+    const flow = engine(persistence, '0', true, true);
+    await flow.recover();
+    await flow.handleBatch(oneEach(2));
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '0', count: 2 }] });
+    });
+    tx.initFails = new Error('broker unreachable');
+    flow.triggerTimers(0);
+    // ignorePersistErrors: the failure is logged, the keys keep their outputs for the next persist
+    expect(await flow.persist(0, 'periodic')).toMatchObject({ written: 0, failed: 2, fenced: false });
+    expect(flow.pendingOutputs).toBe(2);
+    tx.initFails = undefined;
+    landed = true; // the broker had committed it after all
+    await flow.handleBatch(oneEach(1, 2));
+    flow.triggerTimers(0);
+    await expect(flow.persist(0, 'periodic')).rejects.toBeInstanceOf(CommitLandedLateError);
+    expect(tx.commits.flatMap((c) => c.messages.filter((m) => m.topic === 'alerts'))).toEqual([]);
+    expect(flow.committedOffset).toBe('0');
   });
 
   it('a fence while rebuilding after a timeout stops the partition', async () => {
