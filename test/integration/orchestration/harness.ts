@@ -41,7 +41,7 @@ export interface Worker {
  * state against a reference fold of the input topic.
  */
 export class FlowCluster {
-  readonly names: Required<OffsetHashNames>;
+  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout'>> & Pick<OffsetHashNames, 'cassandraLayout'>;
   readonly definition: ReturnType<typeof offsetHashFlow>;
   private readonly client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('harness'), logLevel: 'nothing' });
   // Idempotent: a send retried on a loaded machine (its answer late) must not write the input twice —
@@ -53,10 +53,26 @@ export class FlowCluster {
 
   constructor(
     readonly partitions: number,
-    opts: { persistEveryMs?: number; sessionTimeoutMs?: number; keys?: number; env?: NodeJS.ProcessEnv; backend?: OffsetHashNames['backend'] } = {},
+    opts: {
+      persistEveryMs?: number;
+      sessionTimeoutMs?: number;
+      keys?: number;
+      env?: NodeJS.ProcessEnv;
+      backend?: OffsetHashNames['backend'];
+      cassandraLayout?: OffsetHashNames['cassandraLayout'];
+    } = {},
   ) {
     const id = unique('e2e');
-    this.names = { name: id, group: id, topic: id, backend: opts.backend ?? 'kafka', persistEveryMs: opts.persistEveryMs ?? 1000, sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000, poisonEvery: 0 };
+    this.names = {
+      name: id,
+      group: id,
+      topic: id,
+      backend: opts.backend ?? 'kafka',
+      persistEveryMs: opts.persistEveryMs ?? 1000,
+      sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000,
+      poisonEvery: 0,
+      ...(opts.cassandraLayout ? { cassandraLayout: opts.cassandraLayout } : {}),
+    };
     this.definition = offsetHashFlow(this.names);
     this.keys = opts.keys ?? 50;
     this.env = opts.env ?? {};
@@ -101,6 +117,7 @@ export class FlowCluster {
         TEST_FLOW_BACKEND: this.names.backend,
         TEST_PERSIST_EVERY_MS: String(this.names.persistEveryMs),
         TEST_SESSION_TIMEOUT_MS: String(this.names.sessionTimeoutMs),
+        ...(this.names.cassandraLayout ? { TEST_CASSANDRA_LAYOUT: this.names.cassandraLayout } : {}),
         LOG_LEVEL: 'info',
         ...this.env,
         ...env,
