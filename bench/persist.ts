@@ -13,10 +13,13 @@
 //
 // Experiment A — 500 keys with small snapshots, written one at a time (each write awaited before
 // the next, so nothing batches): one transaction each. kafka-flow: ≈ 1.8 ms per transaction. For
-// reference, the same writes on the plain producer one at a time, and all 500 in one flush.
+// reference, the same writes on the plain producer one at a time, and all 500 in one flush; and the
+// anchor: the Java client (kafka-clients, the broker's version) writing the same transactions one at
+// a time on the same broker (expA_java_ms_per_txn, expA_vs_java = ours ÷ Java's).
 //
 // `npm run bench:persist [-- --quick]` (quick: 400 keys, 100 sequential writes, 1 run).
 import { Registry } from 'prom-client';
+import { type JavaTransactionsResult, runJavaTransactions, STREAMS_VERSION } from './lib/anchors';
 import { sized } from './lib/args';
 import { startProgress } from './lib/progress';
 import { writeResults } from './lib/results';
@@ -192,7 +195,7 @@ async function main(): Promise<void> {
     );
 
     process.stdout.write(`Experiment A: ${SEQUENTIAL} keys, small snapshots\n`);
-    const a = { plain: [] as number[], sequential: [] as number[], together: [] as number[], transactions: 0 };
+    const a = { plain: [] as number[], sequential: [] as number[], together: [] as number[], java: [] as JavaTransactionsResult[], javaDefault: [] as JavaTransactionsResult[], transactions: 0 };
     for (let i = 0; i < RUNS; i++) {
       const plain = await fresh(s, { transactional: false });
       try {
@@ -208,6 +211,13 @@ async function main(): Promise<void> {
       } finally {
         await tx.backend.close();
       }
+      // The anchor: the Java client's transactions of the same shape on the same broker, with a
+      // 1 ms retry backoff (its floor here) and, in the first run, its default (100 ms).
+      const javaTopic = `${s.input}-java-${i}`;
+      s.topics.push(javaTopic);
+      await s.admin.ensureTopics([{ topic: javaTopic, partitions: 1 }]);
+      a.java.push(runJavaTransactions({ topic: javaTopic, group: `${s.groupId}-java`, transactions: SEQUENTIAL, retryBackoffMs: 1 }));
+      if (i === 0) a.javaDefault.push(runJavaTransactions({ topic: javaTopic, group: `${s.groupId}-java`, transactions: Math.max(20, SEQUENTIAL / 5), retryBackoffMs: 'default' }));
       const together = await fresh(s, { transactional: true, cap: 256 });
       try {
         const flow = createPartitionFlow(definition, { topic: s.input, partition: 0, assignedAt: '0', persistence: together.persistence, metrics: FlowMetrics.of(new Registry()) });
@@ -220,10 +230,15 @@ async function main(): Promise<void> {
     }
     if (a.transactions !== SEQUENTIAL) throw new Error(`${a.transactions} transactions for ${SEQUENTIAL} sequential writes`);
     const msPerTxn = Math.min(...a.sequential) / SEQUENTIAL;
+    const javaMsPerTxn = Math.min(...a.java.map((j) => j.ms)) / SEQUENTIAL;
+    const javaDefault = a.javaDefault[0]!;
+    const javaDefaultMsPerTxn = javaDefault.ms / Math.max(20, SEQUENTIAL / 5);
     printTable(`Experiment A — ${SEQUENTIAL} keys, small snapshots (min of ${RUNS})`, [
       { mode: 'caching mode (plain producer), one at a time', ms: Math.min(...a.plain), 'kafka-flow ms': SEQUENTIAL === 500 ? 197 : '' },
       { mode: `transactions, one at a time (${a.transactions} txns)`, ms: Math.min(...a.sequential), 'ms per txn': msPerTxn, 'kafka-flow ms': SEQUENTIAL === 500 ? 879 : '' },
       { mode: 'transactions, all at once (one flush)', ms: Math.min(...a.together), 'kafka-flow ms': SEQUENTIAL === 500 ? 13 : '' },
+      { mode: `Java client ${STREAMS_VERSION}, one at a time, retry.backoff.ms 1`, ms: Math.min(...a.java.map((j) => j.ms)), 'ms per txn': javaMsPerTxn, 'kafka-flow ms': '' },
+      { mode: `Java client ${STREAMS_VERSION}, one at a time, default retry.backoff.ms (100)`, ms: javaDefault.ms, 'ms per txn': javaDefaultMsPerTxn, 'kafka-flow ms': '' },
     ]);
 
     const figures = {
@@ -236,6 +251,9 @@ async function main(): Promise<void> {
       expB_cap16_ms: round(best('cap16')),
       expB_cap1_ms: round(best('cap1')),
       expA_ms_per_txn: round(msPerTxn),
+      expA_java_ms_per_txn: round(javaMsPerTxn),
+      expA_vs_java: round(ratio(msPerTxn, javaMsPerTxn)),
+      expA_java_default_backoff_ms_per_txn: round(javaDefaultMsPerTxn),
       expA_plain_one_at_a_time_ms: round(Math.min(...a.plain)),
       expA_tx_all_at_once_ms: round(Math.min(...a.together)),
     };
@@ -243,7 +261,14 @@ async function main(): Promise<void> {
       versions: { kafka: '4.3.1' },
       notes: {
         experimentB: { keys: BURST, snapshotBytes: PAYLOAD.length, runs: RUNS, statistic: 'min', compression: 'off', transactions: Object.fromEntries([...samples].map(([k, v]) => [k, v.transactions])) },
-        experimentA: { keys: SEQUENTIAL, runs: RUNS, statistic: 'min' },
+        experimentA: {
+          keys: SEQUENTIAL,
+          runs: RUNS,
+          statistic: 'min',
+          java: `kafka-clients ${STREAMS_VERSION} (bench/anchors/kafka-streams, kft.bench.TxnLatency): the same transactions (a 100-byte record and an offset commit each) on the same broker, interleaved with ours; retry.backoff.ms 1, and once with its default (100 ms, ${Math.max(20, SEQUENTIAL / 5)} transactions)`,
+          java_runs: a.java,
+          java_default_backoff: javaDefault,
+        },
         kafkaFlow: { expB_cap256_vs_plain: 1.06, expB_cap16_vs_plain: 1.82, expB_cap1_vs_plain: 14.2, expA_ms_per_txn: 1.76 },
         broker: 'one local KRaft broker, replication factor 1 (a floor: no network latency)',
       },

@@ -176,3 +176,31 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
     rmSync(stateDir, { recursive: true, force: true });
   }
 }
+
+/** What the Java client's small transactions took (bench:persist experiment A's anchor). */
+export interface JavaTransactionsResult {
+  ms: number;
+  median_ms: number;
+  p90_ms: number;
+}
+
+/**
+ * The Java client (kafka-clients of the anchor's Kafka version) writing `transactions` small
+ * transactions one at a time on `topic` partition 0 — a record and an offset commit for `group`
+ * each, like one snapshot write — on the same broker, in this process run.
+ * `retryBackoffMs`: the producer's retry.backoff.ms (and its max), or 'default' (100 ms).
+ */
+export function runJavaTransactions(options: { topic: string; group: string; transactions: number; retryBackoffMs: number | 'default'; brokers?: string[] }): JavaTransactionsResult {
+  ensureStreamsJar();
+  const brokers = options.brokers ?? brokersFromEnv();
+  const run = spawnSync(
+    findJava17(),
+    ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', STREAMS_JAR, 'kft.bench.TxnLatency', brokers.join(','), options.topic, options.group, String(options.transactions), String(options.retryBackoffMs)],
+    { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, timeout: 600_000 },
+  );
+  const line = (run.stdout ?? '').split('\n').find((l) => l.startsWith('{'));
+  if (run.error || run.status !== 0 || !line) {
+    throw new Error(`the Java transactions anchor failed (${run.error?.message ?? `exit ${run.status}`}):\n${(run.stderr ?? '').trim().split('\n').slice(-20).join('\n')}`);
+  }
+  return JSON.parse(line) as JavaTransactionsResult;
+}
