@@ -168,6 +168,9 @@ async function main(): Promise<number> {
     if (cpus.length === c.results.length) cpu[c.key] = median(cpus);
     if (steady[c.key] !== undefined) figures[`${c.key}_steady_records_per_s`] = Math.round(perSecond(RECORDS, steady[c.key]!));
     if (cpu[c.key] !== undefined) figures[`${c.key}_cpu_us_per_record`] = Number(cpu[c.key]!.toFixed(2));
+    // The broker's CPU over the whole run (fetches served, transactions, outputs appended), per input record.
+    const brokerCpus = c.results.flatMap((r) => (typeof r.details?.broker_cpu_ms === 'number' ? [(r.details.broker_cpu_ms * 1000) / r.records] : []));
+    if (brokerCpus.length === c.results.length) figures[`${c.key}_broker_cpu_us_per_record`] = Number(median(brokerCpus).toFixed(2));
     notes[c.key] = {
       label: c.label,
       outputs_per_run: c.every === undefined ? 0 : expectedOutputs(c.every),

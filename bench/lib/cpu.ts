@@ -1,6 +1,7 @@
 // CPU time, for figures that survive a shared machine: on a box where neighbours' load swings
 // wall-clock rates by 2×, the CPU a contestant spends per record barely moves.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on every Linux we know). */
 const TICKS_PER_S = 100;
@@ -33,4 +34,17 @@ export function ownCpuMs(): number {
 export function cpuUsPerRecord(fromMs: number | undefined, toMs: number | undefined, records: number): number | undefined {
   if (fromMs === undefined || toMs === undefined || records <= 0) return undefined;
   return Number((((toMs - fromMs) * 1000) / records).toFixed(2));
+}
+
+/**
+ * The local Kafka broker's pid, when `npm run infra:up` of this checkout started it (its pid file)
+ * and it still runs; undefined otherwise (e.g. a broker started elsewhere).
+ */
+export function localBrokerPid(packageRoot: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path.join(packageRoot, '.cache', 'data', 'run', 'kafka.pid'), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka') ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
