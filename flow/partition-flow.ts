@@ -238,6 +238,7 @@ export class PartitionFlow<S, V> {
     if (messages.length === 0) return;
     const { topic, partition, o } = this;
     const { codec, filter, remapKey } = o;
+    const fromBytes = codec.decodeFrom !== undefined;
     const policy = o.onDecodeFailure ?? 'fail';
     this.rel = this.clock.now() - this.epoch;
     this.runs.beginBatch();
@@ -249,18 +250,31 @@ export class PartitionFlow<S, V> {
         const m = messages[i]!;
         const offset = parseOffset(m.offset);
         lastOffset = offset;
-        const rawKey = m.key;
-        if (rawKey === null || rawKey === undefined) {
-          keyless++;
-          continue;
+        // Our fetch decoder's records say where their key and value are in the response: read
+        // from there, without a Buffer view each (the same text, the same value or error).
+        const src = m.bytes;
+        let key: string;
+        if (src === undefined) {
+          const rawKey = m.key;
+          if (rawKey === null || rawKey === undefined) {
+            keyless++;
+            continue;
+          }
+          key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
+        } else {
+          const keyEnd = m.keyEnd!;
+          if (keyEnd < 0) {
+            keyless++;
+            continue;
+          }
+          key = src.toString(undefined, m.keyStart!, keyEnd);
         }
-        let key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
         let value: V;
-        if (m.value === null || m.value === undefined) {
+        if (src === undefined ? m.value === null || m.value === undefined : m.valueEnd! < 0) {
           value = null as V;
         } else {
           try {
-            value = codec.decode(m.value);
+            value = src !== undefined && fromBytes ? codec.decodeFrom!(src, m.valueStart!, m.valueEnd!) : codec.decode(m.value!);
           } catch (cause) {
             const error = new DecodeError({ topic, partition, key, offset: m.offset }, cause);
             this.m.decodeFailures(policy).inc();

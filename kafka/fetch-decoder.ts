@@ -8,10 +8,14 @@
  * else (a compressed batch, a message set before magic 2, a batch whose offsets would pass 2^53)
  * makes it answer undefined: the caller then decodes the response with kafkajs as before.
  *
- * Records keep kafkajs's shape field for field (magicByte, attributes, timestamp, offset, key,
- * value, headers, isControlRecord and the batch's context, one object per batch, which its patched
- * aborted-transaction filter reads); the one difference a reader could tell is that records without
- * headers share one frozen empty object. Each partition carries `safeIntegerOffsets` (kafkajs's
+ * Records keep kafkajs's fields (magicByte, attributes, timestamp, offset, key, value, headers,
+ * isControlRecord and the batch's context, one object per batch, which its patched
+ * aborted-transaction filter reads), as FetchedRecords: `key` and `value` are getters that make
+ * their Buffer views of the response on first read (the same bytes kafkajs's views hold), and the
+ * record also says where they are in the response (`bytes`, `keyStart` … `valueEnd`), so the
+ * engine reads keys as text and decodes values straight from the response without a view per
+ * record (flow/partition-flow.ts). Records without headers share one frozen empty object.
+ * `toJSON` gives kafkajs's plain record. Each partition carries `safeIntegerOffsets` (kafkajs's
  * Batch then compares the offsets as numbers instead of through a `Long` per record).
  */
 import type { FetchPartitionData, RawMessage } from './internals';
@@ -58,6 +62,76 @@ const CONTROL_MASK = 0x20;
 const MAX_BASE = Number.MAX_SAFE_INTEGER - 2 ** 31;
 
 class Unsupported extends Error {}
+
+/**
+ * One record as kafkajs gives it, its key and value read from the fetch response on demand:
+ * `key`/`value` are views of `bytes` [keyStart, keyEnd) and [valueStart, valueEnd) made on first
+ * read and kept (an end of -1: null). Every other field is kafkajs's, as an own property.
+ */
+export class FetchedRecord implements RawMessage {
+  magicByte: 2;
+  attributes: number;
+  timestamp: string;
+  offset: string;
+  headers: RawMessage['headers'];
+  isControlRecord: boolean;
+  batchContext: BatchContext;
+  /** The fetch response the key and value are in. */
+  readonly bytes: Buffer;
+  readonly keyStart: number;
+  /** -1: a null key. */
+  readonly keyEnd: number;
+  readonly valueStart: number;
+  /** -1: a null value. */
+  readonly valueEnd: number;
+  private keyView: Buffer | null | undefined;
+  private valueView: Buffer | null | undefined;
+
+  constructor(
+    attributes: number,
+    timestamp: string,
+    offset: string,
+    headers: RawMessage['headers'],
+    isControlRecord: boolean,
+    batchContext: BatchContext,
+    bytes: Buffer,
+    keyStart: number,
+    keyEnd: number,
+    valueStart: number,
+    valueEnd: number,
+  ) {
+    this.magicByte = 2;
+    this.attributes = attributes;
+    this.timestamp = timestamp;
+    this.offset = offset;
+    this.headers = headers;
+    this.isControlRecord = isControlRecord;
+    this.batchContext = batchContext;
+    this.bytes = bytes;
+    this.keyStart = keyStart;
+    this.keyEnd = keyEnd;
+    this.valueStart = valueStart;
+    this.valueEnd = valueEnd;
+    this.keyView = undefined;
+    this.valueView = undefined;
+  }
+
+  get key(): Buffer | null {
+    if (this.keyView === undefined) this.keyView = this.keyEnd < 0 ? null : this.bytes.subarray(this.keyStart, this.keyEnd);
+    return this.keyView;
+  }
+
+  get value(): Buffer | null {
+    if (this.valueView === undefined) this.valueView = this.valueEnd < 0 ? null : this.bytes.subarray(this.valueStart, this.valueEnd);
+    return this.valueView;
+  }
+
+  /** kafkajs's plain record (its fields in its order), e.g. for a log line. */
+  toJSON(): RawMessage & { magicByte: 2; attributes: number; batchContext: BatchContext } {
+    const { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord, batchContext } = this;
+    return { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord, batchContext };
+  }
+}
 
 /**
  * kafkajs's opt-in `fetchResponseDecoder` (the patch; the flow's group consumer and the recovery
@@ -133,9 +207,9 @@ function decode(buf: Buffer): DecodedFetch {
 }
 
 /** The records of the record batches in [start, end); a partial batch at the end is left out (maxBytes cuts it). */
-function records(buf: Buffer, start: number, end: number): RawMessage[] {
+function records(buf: Buffer, start: number, end: number): FetchedRecord[] {
   if (end - start > MAGIC_OFFSET && buf.readInt8(start + MAGIC_OFFSET) !== 2) throw new Unsupported('message set before magic 2');
-  const out: RawMessage[] = [];
+  const out: FetchedRecord[] = [];
   let at = start;
   // kafkajs tries a batch once 49 bytes are left; one that does not fit is partial either way.
   while (end - at >= BATCH_HEADER) {
@@ -182,24 +256,31 @@ function records(buf: Buffer, start: number, end: number): RawMessage[] {
       r.at += 1;
       const timestampDelta = r.varlong();
       const offsetDelta = r.varint();
-      const key = r.bytes();
-      const value = r.bytes();
+      const keyLength = r.varint();
+      const keyStart = r.at;
+      if (keyLength > 0) r.at += keyLength;
+      const valueLength = r.varint();
+      const valueStart = r.at;
+      if (valueLength > 0) r.at += valueLength;
       const headerCount = r.varint();
       const headers: RawMessage['headers'] = headerCount > 0 ? r.headers(headerCount) : NO_HEADERS;
       if (r.at !== recordEnd) throw new Unsupported('a record whose fields do not end where its length says');
-      out.push({
-        magicByte: 2,
-        attributes: recordAttributes,
-        timestamp:
+      out.push(
+        new FetchedRecord(
+          recordAttributes,
           appendTime ??
-          (exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString()),
-        offset: String(baseOffset + offsetDelta),
-        key,
-        value,
-        headers,
-        isControlRecord,
-        batchContext: context,
-      });
+            (exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString()),
+          String(baseOffset + offsetDelta),
+          headers,
+          isControlRecord,
+          context,
+          buf,
+          keyStart,
+          keyLength < 0 ? -1 : keyStart + keyLength,
+          valueStart,
+          valueLength < 0 ? -1 : valueStart + valueLength,
+        ),
+      );
     }
     at = batchEnd;
   }
