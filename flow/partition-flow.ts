@@ -3,6 +3,7 @@ import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../cor
 import { type Clock, systemClock } from './clock';
 import type { Codec } from '../core/codec/codec';
 import { DecodeError } from '../core/codec/errors';
+import { utf8Text } from '../core/codec/utf8';
 import { EmitBuffer, type OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, PartitionStateError } from './errors';
@@ -267,7 +268,7 @@ export class PartitionFlow<S, V> {
             keyless++;
             continue;
           }
-          key = src.toString(undefined, m.keyStart!, keyEnd);
+          key = utf8Text(src, m.keyStart!, keyEnd);
         }
         let value: V;
         if (src === undefined ? m.value === null || m.value === undefined : m.valueEnd! < 0) {

@@ -1,4 +1,5 @@
 import type { Codec } from './codec';
+import { utf8Text } from './utf8';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -24,22 +25,14 @@ export function jsonCodec<T>(): Codec<T> {
     encodeText: jsonText,
     decode,
     decodeFrom(bytes: Buffer, start: number, end: number): T {
-      const text = lenientText(bytes, start, end);
-      // Valid UTF-8 without a BOM decodes to the same text leniently as strictly; anything else
-      // (or a text that really holds U+FFFD) takes the strict path, with its error.
+      const text = utf8Text(bytes, start, end);
+      // Node's UTF-8 decoding replaces what is not UTF-8 with U+FFFD and keeps a BOM: valid UTF-8
+      // without a BOM decodes to the same text as with the strict decoder. Anything else (or a
+      // text that really holds U+FFFD) takes the strict path, with its error.
       if (text.indexOf('\uFFFD') !== -1 || text.charCodeAt(0) === 0xfeff) return decode(bytes.subarray(start, end));
       return parse<T>(text);
     },
   };
-}
-
-/**
- * Node's UTF-8 decoding of bytes[start, end), without a view (`toString` with no encoding goes
- * straight to it): the WHATWG decoder with replacement — every ill-formed sequence becomes U+FFFD,
- * a BOM is kept — where TextDecoder with `fatal` throws (and drops a leading BOM).
- */
-function lenientText(bytes: Buffer, start: number, end: number): string {
-  return bytes.toString(undefined, start, end);
 }
 
 function parse<T>(text: string): T {
