@@ -249,12 +249,26 @@ function records(buf: Buffer, start: number, end: number): FetchedRecord[] {
     const exactTimestamps = Number.isSafeInteger(first) && Math.abs(first) < 2 ** 52;
     const count = buf.readInt32BE(at + 57);
     const r = new Reader(buf, at + BATCH_HEADER);
+    // Records produced together mostly share their timestamp: one string for a run of equal deltas.
+    let lastDelta = Number.NaN;
+    let lastTimestamp = '';
     for (let i = 0; i < count; i++) {
       const recordLength = r.varint();
       const recordEnd = r.at + recordLength;
       const recordAttributes = (buf[r.at]! << 24) >> 24; // an int8, unused (as in kafkajs) but part of its record
       r.at += 1;
       const timestampDelta = r.varlong();
+      let timestamp: string;
+      if (appendTime !== undefined) {
+        timestamp = appendTime;
+      } else if (timestampDelta === lastDelta) {
+        timestamp = lastTimestamp;
+      } else {
+        timestamp =
+          exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString();
+        lastDelta = timestampDelta;
+        lastTimestamp = timestamp;
+      }
       const offsetDelta = r.varint();
       const keyLength = r.varint();
       const keyStart = r.at;
@@ -268,8 +282,7 @@ function records(buf: Buffer, start: number, end: number): FetchedRecord[] {
       out.push(
         new FetchedRecord(
           recordAttributes,
-          appendTime ??
-            (exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString()),
+          timestamp,
           String(baseOffset + offsetDelta),
           headers,
           isControlRecord,

@@ -128,9 +128,11 @@ describe('decodeFetchV11 decodes as kafkajs does', () => {
       await batchBytes({ firstOffset: 5, transactional: true, records: [{ key: 'in-tx', value: 'aborted' }] }),
       await batchBytes({ firstOffset: 6, transactional: true, control: true, records: [{ key: '\u0000\u0000\u0000\u0000', value: '\u0000\u0000\u0000\u0000\u0000\u0000' }] }),
       await batchBytes({ firstOffset: 12_345_678_901, logAppendTime: true, records: Array.from({ length: 200 }, (_, i) => ({ key: `k${i}`, value: 'x'.repeat(i * 3) })) }),
+      // Runs of equal timestamps (ours shares one string per run), then another run of the first.
+      await batchBytes({ firstOffset: 12_345_679_101, records: [4, 4, 4, 9, 9, 4, 0, 0, -1].map((timestampDelta, i) => ({ key: `t${i}`, value: 'v', timestampDelta })) }),
     ]);
     const decoded = await expectAsKafkajs(response(records, [[4711, 5]]));
-    expect(decoded.responses[0]!.partitions[0]!.messages).toHaveLength(207);
+    expect(decoded.responses[0]!.partitions[0]!.messages).toHaveLength(216);
   });
 
   it('leaves out a batch cut by maxBytes, as kafkajs does', async () => {
