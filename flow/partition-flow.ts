@@ -249,11 +249,12 @@ export class PartitionFlow<S, V> {
     try {
       for (let i = 0; i < messages.length; i++) {
         const m = messages[i]!;
-        const offset = parseOffset(m.offset);
-        lastOffset = offset;
         // Our fetch decoder's records say where their key and value are in the response: read
-        // from there, without a Buffer view each (the same text, the same value or error).
+        // from there, without a Buffer view each (the same text, the same value or error), and
+        // give their offset as a number.
         const src = m.bytes;
+        const offset = src === undefined ? parseOffset(m.offset) : m.offsetNumber!;
+        lastOffset = offset;
         let key: string;
         if (src === undefined) {
           const rawKey = m.key;

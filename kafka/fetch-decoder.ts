@@ -10,11 +10,13 @@
  *
  * Records keep kafkajs's fields (magicByte, attributes, timestamp, offset, key, value, headers,
  * isControlRecord and the batch's context, one object per batch, which its patched
- * aborted-transaction filter reads), as FetchedRecords: `key` and `value` are getters that make
- * their Buffer views of the response on first read (the same bytes kafkajs's views hold), and the
- * record also says where they are in the response (`bytes`, `keyStart` … `valueEnd`), so the
- * engine reads keys as text and decodes values straight from the response without a view per
- * record (flow/partition-flow.ts). Records without headers share one frozen empty object.
+ * aborted-transaction filter reads), as FetchedRecords: `key`, `value` and `offset` are getters
+ * (a view of the response, the offset's decimal string: equal to kafkajs's), and the record also
+ * says where the key and value are in the response (`bytes`, `keyStart` … `valueEnd`) and its
+ * offset as a number, so the engine reads keys as text and decodes values straight from the
+ * response, without a view or an offset parse per record (flow/partition-flow.ts). Records
+ * without headers share one frozen empty object; a run of records with the same timestamp shares
+ * its string.
  * `toJSON` gives kafkajs's plain record. Each partition carries `safeIntegerOffsets` (kafkajs's
  * Batch then compares the offsets as numbers instead of through a `Long` per record).
  */
@@ -64,15 +66,19 @@ const MAX_BASE = Number.MAX_SAFE_INTEGER - 2 ** 31;
 class Unsupported extends Error {}
 
 /**
- * One record as kafkajs gives it, its key and value read from the fetch response on demand:
- * `key`/`value` are views of `bytes` [keyStart, keyEnd) and [valueStart, valueEnd) made on first
- * read and kept (an end of -1: null). Every other field is kafkajs's, as an own property.
+ * One record as kafkajs gives it, with its key, value and offset string made when read: `key` and
+ * `value` are views of `bytes` [keyStart, keyEnd) and [valueStart, valueEnd) (an end of -1: null),
+ * `offset` the decimal string of `offsetNumber` — a new view or string at each read, equal to
+ * kafkajs's. A fetch's records live until its last batch is folded: made when read, the views and
+ * the offset string die young instead (the engine reads the key's text and the value from `bytes`
+ * and needs no views, flow/partition-flow.ts). Every other field is kafkajs's, as an own property
+ * (`magicByte`, always 2, on the prototype).
  */
 export class FetchedRecord implements RawMessage {
-  magicByte: 2;
   attributes: number;
   timestamp: string;
-  offset: string;
+  /** The offset, a safe integer ≥ 0. */
+  readonly offsetNumber: number;
   headers: RawMessage['headers'];
   isControlRecord: boolean;
   batchContext: BatchContext;
@@ -84,13 +90,11 @@ export class FetchedRecord implements RawMessage {
   readonly valueStart: number;
   /** -1: a null value. */
   readonly valueEnd: number;
-  private keyView: Buffer | null | undefined;
-  private valueView: Buffer | null | undefined;
 
   constructor(
     attributes: number,
     timestamp: string,
-    offset: string,
+    offsetNumber: number,
     headers: RawMessage['headers'],
     isControlRecord: boolean,
     batchContext: BatchContext,
@@ -100,10 +104,9 @@ export class FetchedRecord implements RawMessage {
     valueStart: number,
     valueEnd: number,
   ) {
-    this.magicByte = 2;
     this.attributes = attributes;
     this.timestamp = timestamp;
-    this.offset = offset;
+    this.offsetNumber = offsetNumber;
     this.headers = headers;
     this.isControlRecord = isControlRecord;
     this.batchContext = batchContext;
@@ -112,18 +115,22 @@ export class FetchedRecord implements RawMessage {
     this.keyEnd = keyEnd;
     this.valueStart = valueStart;
     this.valueEnd = valueEnd;
-    this.keyView = undefined;
-    this.valueView = undefined;
+  }
+
+  get magicByte(): 2 {
+    return 2;
+  }
+
+  get offset(): string {
+    return String(this.offsetNumber);
   }
 
   get key(): Buffer | null {
-    if (this.keyView === undefined) this.keyView = this.keyEnd < 0 ? null : this.bytes.subarray(this.keyStart, this.keyEnd);
-    return this.keyView;
+    return this.keyEnd < 0 ? null : this.bytes.subarray(this.keyStart, this.keyEnd);
   }
 
   get value(): Buffer | null {
-    if (this.valueView === undefined) this.valueView = this.valueEnd < 0 ? null : this.bytes.subarray(this.valueStart, this.valueEnd);
-    return this.valueView;
+    return this.valueEnd < 0 ? null : this.bytes.subarray(this.valueStart, this.valueEnd);
   }
 
   /** kafkajs's plain record (its fields in its order), e.g. for a log line. */
@@ -279,11 +286,13 @@ function records(buf: Buffer, start: number, end: number): FetchedRecord[] {
       const headerCount = r.varint();
       const headers: RawMessage['headers'] = headerCount > 0 ? r.headers(headerCount) : NO_HEADERS;
       if (r.at !== recordEnd) throw new Unsupported('a record whose fields do not end where its length says');
+      // kafkajs gives the negative offset; the engine refuses it (flow/offsets.ts).
+      if (baseOffset + offsetDelta < 0) throw new Unsupported('a record before offset 0');
       out.push(
         new FetchedRecord(
           recordAttributes,
           timestamp,
-          String(baseOffset + offsetDelta),
+          baseOffset + offsetDelta,
           headers,
           isControlRecord,
           context,

@@ -60,7 +60,7 @@ function both(from: number): { plain: InputMessage[]; fetched: FetchedRecord[] }
   const plain = specs.map((s, i) => ({ offset: String(from + i), key: s.key, value: s.value, timestamp: String(1000 + i), headers: s.headers ?? {} }));
   const fetched = specs.map((s, i) => {
     const p = places[i]!;
-    return new FetchedRecord(0, String(1000 + i), String(from + i), s.headers ?? {}, false, context, response, p.keyStart, p.keyEnd, p.valueStart, p.valueEnd);
+    return new FetchedRecord(0, String(1000 + i), from + i, s.headers ?? {}, false, context, response, p.keyStart, p.keyEnd, p.valueStart, p.valueEnd);
   });
   return { plain, fetched };
 }
