@@ -67,11 +67,11 @@ class Unsupported extends Error {}
 
 /**
  * One record as kafkajs gives it, with its key, value and offset string made when read: `key` and
- * `value` are views of `bytes` [keyStart, keyEnd) and [valueStart, valueEnd) (an end of -1: null),
- * `offset` the decimal string of `offsetNumber` — a new view or string at each read, equal to
- * kafkajs's. A fetch's records live until its last batch is folded: made when read, the views and
- * the offset string die young instead (the engine reads the key's text and the value from `bytes`
- * and needs no views, flow/partition-flow.ts). Every other field is kafkajs's, as an own property
+ * `value` are views of `bytes` [keyStart, keyEnd) and [valueStart, valueEnd) (an end of -1: null)
+ * made at the first read and kept, `offset` the decimal string of `offsetNumber`, a new one at
+ * each read — equal to kafkajs's. A fetch's records live until its last batch is folded: the flow's
+ * engine reads the key's text and the value from `bytes` and takes `offsetNumber` (no views; the
+ * offset string it reads dies young), flow/partition-flow.ts. Every other field is kafkajs's, as an own property
  * (`magicByte`, always 2, on the prototype).
  */
 export class FetchedRecord implements RawMessage {
@@ -90,6 +90,9 @@ export class FetchedRecord implements RawMessage {
   readonly valueStart: number;
   /** -1: a null value. */
   readonly valueEnd: number;
+  /** The views once made: a reader of the recovery read takes each several times (null check, length, copy). */
+  private keyView: Buffer | null | undefined;
+  private valueView: Buffer | null | undefined;
 
   constructor(
     attributes: number,
@@ -115,6 +118,8 @@ export class FetchedRecord implements RawMessage {
     this.keyEnd = keyEnd;
     this.valueStart = valueStart;
     this.valueEnd = valueEnd;
+    this.keyView = undefined;
+    this.valueView = undefined;
   }
 
   get magicByte(): 2 {
@@ -126,11 +131,13 @@ export class FetchedRecord implements RawMessage {
   }
 
   get key(): Buffer | null {
-    return this.keyEnd < 0 ? null : this.bytes.subarray(this.keyStart, this.keyEnd);
+    if (this.keyView === undefined) this.keyView = this.keyEnd < 0 ? null : this.bytes.subarray(this.keyStart, this.keyEnd);
+    return this.keyView;
   }
 
   get value(): Buffer | null {
-    return this.valueEnd < 0 ? null : this.bytes.subarray(this.valueStart, this.valueEnd);
+    if (this.valueView === undefined) this.valueView = this.valueEnd < 0 ? null : this.bytes.subarray(this.valueStart, this.valueEnd);
+    return this.valueView;
   }
 
   /** kafkajs's plain record (its fields in its order), e.g. for a log line. */
