@@ -3,6 +3,7 @@ import { type PersistenceMode, persistsJournal, persistsSnapshots } from '../cor
 import { type Clock, systemClock } from './clock';
 import type { Codec } from '../core/codec/codec';
 import { DecodeError } from '../core/codec/errors';
+import { utf8Text } from '../core/codec/utf8';
 import { EmitBuffer, type OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, PartitionStateError } from './errors';
@@ -238,6 +239,7 @@ export class PartitionFlow<S, V> {
     if (messages.length === 0) return;
     const { topic, partition, o } = this;
     const { codec, filter, remapKey } = o;
+    const fromBytes = codec.decodeFrom !== undefined;
     const policy = o.onDecodeFailure ?? 'fail';
     this.rel = this.clock.now() - this.epoch;
     this.runs.beginBatch();
@@ -247,20 +249,34 @@ export class PartitionFlow<S, V> {
     try {
       for (let i = 0; i < messages.length; i++) {
         const m = messages[i]!;
-        const offset = parseOffset(m.offset);
+        // Our fetch decoder's records say where their key and value are in the response: read
+        // from there, without a Buffer view each (the same text, the same value or error), and
+        // give their offset as a number.
+        const src = m.bytes;
+        const offset = src === undefined ? parseOffset(m.offset) : m.offsetNumber!;
         lastOffset = offset;
-        const rawKey = m.key;
-        if (rawKey === null || rawKey === undefined) {
-          keyless++;
-          continue;
+        let key: string;
+        if (src === undefined) {
+          const rawKey = m.key;
+          if (rawKey === null || rawKey === undefined) {
+            keyless++;
+            continue;
+          }
+          key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
+        } else {
+          const keyEnd = m.keyEnd!;
+          if (keyEnd < 0) {
+            keyless++;
+            continue;
+          }
+          key = utf8Text(src, m.keyStart!, keyEnd);
         }
-        let key = typeof rawKey === 'string' ? rawKey : rawKey.toString('utf8');
         let value: V;
-        if (m.value === null || m.value === undefined) {
+        if (src === undefined ? m.value === null || m.value === undefined : m.valueEnd! < 0) {
           value = null as V;
         } else {
           try {
-            value = codec.decode(m.value);
+            value = src !== undefined && fromBytes ? codec.decodeFrom!(src, m.valueStart!, m.valueEnd!) : codec.decode(m.value!);
           } catch (cause) {
             const error = new DecodeError({ topic, partition, key, offset: m.offset }, cause);
             this.m.decodeFailures(policy).inc();

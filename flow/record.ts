@@ -19,4 +19,17 @@ export interface InputMessage {
   readonly value: Buffer | null;
   readonly timestamp: string;
   readonly headers?: RecordHeaders;
+  /**
+   * Set by the flow's fetch decoder (kafka/fetch-decoder.ts, FetchedRecord): the fetch response
+   * `key` and `value` are views of, and where ([keyStart, keyEnd), [valueStart, valueEnd); an end
+   * of -1 is null). The engine then reads the key's text and decodes the value straight from it
+   * (the codec's `decodeFrom`), without a Buffer view per record, and takes `offsetNumber` as it is.
+   */
+  readonly bytes?: Buffer;
+  /** Set with `bytes`: the offset as a number (a safe integer ≥ 0). */
+  readonly offsetNumber?: number;
+  readonly keyStart?: number;
+  readonly keyEnd?: number;
+  readonly valueStart?: number;
+  readonly valueEnd?: number;
 }

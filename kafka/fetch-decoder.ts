@@ -8,10 +8,16 @@
  * else (a compressed batch, a message set before magic 2, a batch whose offsets would pass 2^53)
  * makes it answer undefined: the caller then decodes the response with kafkajs as before.
  *
- * Records keep kafkajs's shape field for field (magicByte, attributes, timestamp, offset, key,
- * value, headers, isControlRecord and the batch's context, one object per batch, which its patched
- * aborted-transaction filter reads); the one difference a reader could tell is that records without
- * headers share one frozen empty object. Each partition carries `safeIntegerOffsets` (kafkajs's
+ * Records keep kafkajs's fields (magicByte, attributes, timestamp, offset, key, value, headers,
+ * isControlRecord and the batch's context, one object per batch, which its patched
+ * aborted-transaction filter reads), as FetchedRecords: `key`, `value` and `offset` are getters
+ * (a view of the response, the offset's decimal string: equal to kafkajs's), and the record also
+ * says where the key and value are in the response (`bytes`, `keyStart` … `valueEnd`) and its
+ * offset as a number, so the engine reads keys as text and decodes values straight from the
+ * response, without a view or an offset parse per record (flow/partition-flow.ts). Records
+ * without headers share one frozen empty object; a run of records with the same timestamp shares
+ * its string.
+ * `toJSON` gives kafkajs's plain record. Each partition carries `safeIntegerOffsets` (kafkajs's
  * Batch then compares the offsets as numbers instead of through a `Long` per record).
  */
 import type { FetchPartitionData, RawMessage } from './internals';
@@ -58,6 +64,88 @@ const CONTROL_MASK = 0x20;
 const MAX_BASE = Number.MAX_SAFE_INTEGER - 2 ** 31;
 
 class Unsupported extends Error {}
+
+/**
+ * One record as kafkajs gives it, with its key, value and offset string made when read: `key` and
+ * `value` are views of `bytes` [keyStart, keyEnd) and [valueStart, valueEnd) (an end of -1: null)
+ * made at the first read and kept, `offset` the decimal string of `offsetNumber`, a new one at
+ * each read — equal to kafkajs's. A fetch's records live until its last batch is folded: the flow's
+ * engine reads the key's text and the value from `bytes` and takes `offsetNumber` (no views; the
+ * offset string it reads dies young), flow/partition-flow.ts. Every other field is kafkajs's, as an own property
+ * (`magicByte`, always 2, on the prototype).
+ */
+export class FetchedRecord implements RawMessage {
+  attributes: number;
+  timestamp: string;
+  /** The offset, a safe integer ≥ 0. */
+  readonly offsetNumber: number;
+  headers: RawMessage['headers'];
+  isControlRecord: boolean;
+  batchContext: BatchContext;
+  /** The fetch response the key and value are in. */
+  readonly bytes: Buffer;
+  readonly keyStart: number;
+  /** -1: a null key. */
+  readonly keyEnd: number;
+  readonly valueStart: number;
+  /** -1: a null value. */
+  readonly valueEnd: number;
+  /** The views once made: a reader of the recovery read takes each several times (null check, length, copy). */
+  private keyView: Buffer | null | undefined;
+  private valueView: Buffer | null | undefined;
+
+  constructor(
+    attributes: number,
+    timestamp: string,
+    offsetNumber: number,
+    headers: RawMessage['headers'],
+    isControlRecord: boolean,
+    batchContext: BatchContext,
+    bytes: Buffer,
+    keyStart: number,
+    keyEnd: number,
+    valueStart: number,
+    valueEnd: number,
+  ) {
+    this.attributes = attributes;
+    this.timestamp = timestamp;
+    this.offsetNumber = offsetNumber;
+    this.headers = headers;
+    this.isControlRecord = isControlRecord;
+    this.batchContext = batchContext;
+    this.bytes = bytes;
+    this.keyStart = keyStart;
+    this.keyEnd = keyEnd;
+    this.valueStart = valueStart;
+    this.valueEnd = valueEnd;
+    this.keyView = undefined;
+    this.valueView = undefined;
+  }
+
+  get magicByte(): 2 {
+    return 2;
+  }
+
+  get offset(): string {
+    return String(this.offsetNumber);
+  }
+
+  get key(): Buffer | null {
+    if (this.keyView === undefined) this.keyView = this.keyEnd < 0 ? null : this.bytes.subarray(this.keyStart, this.keyEnd);
+    return this.keyView;
+  }
+
+  get value(): Buffer | null {
+    if (this.valueView === undefined) this.valueView = this.valueEnd < 0 ? null : this.bytes.subarray(this.valueStart, this.valueEnd);
+    return this.valueView;
+  }
+
+  /** kafkajs's plain record (its fields in its order), e.g. for a log line. */
+  toJSON(): RawMessage & { magicByte: 2; attributes: number; batchContext: BatchContext } {
+    const { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord, batchContext } = this;
+    return { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord, batchContext };
+  }
+}
 
 /**
  * kafkajs's opt-in `fetchResponseDecoder` (the patch; the flow's group consumer and the recovery
@@ -133,9 +221,9 @@ function decode(buf: Buffer): DecodedFetch {
 }
 
 /** The records of the record batches in [start, end); a partial batch at the end is left out (maxBytes cuts it). */
-function records(buf: Buffer, start: number, end: number): RawMessage[] {
+function records(buf: Buffer, start: number, end: number): FetchedRecord[] {
   if (end - start > MAGIC_OFFSET && buf.readInt8(start + MAGIC_OFFSET) !== 2) throw new Unsupported('message set before magic 2');
-  const out: RawMessage[] = [];
+  const out: FetchedRecord[] = [];
   let at = start;
   // kafkajs tries a batch once 49 bytes are left; one that does not fit is partial either way.
   while (end - at >= BATCH_HEADER) {
@@ -175,31 +263,53 @@ function records(buf: Buffer, start: number, end: number): RawMessage[] {
     const exactTimestamps = Number.isSafeInteger(first) && Math.abs(first) < 2 ** 52;
     const count = buf.readInt32BE(at + 57);
     const r = new Reader(buf, at + BATCH_HEADER);
+    // Records produced together mostly share their timestamp: one string for a run of equal deltas.
+    let lastDelta = Number.NaN;
+    let lastTimestamp = '';
     for (let i = 0; i < count; i++) {
       const recordLength = r.varint();
       const recordEnd = r.at + recordLength;
       const recordAttributes = (buf[r.at]! << 24) >> 24; // an int8, unused (as in kafkajs) but part of its record
       r.at += 1;
       const timestampDelta = r.varlong();
+      let timestamp: string;
+      if (appendTime !== undefined) {
+        timestamp = appendTime;
+      } else if (timestampDelta === lastDelta) {
+        timestamp = lastTimestamp;
+      } else {
+        timestamp =
+          exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString();
+        lastDelta = timestampDelta;
+        lastTimestamp = timestamp;
+      }
       const offsetDelta = r.varint();
-      const key = r.bytes();
-      const value = r.bytes();
+      const keyLength = r.varint();
+      const keyStart = r.at;
+      if (keyLength > 0) r.at += keyLength;
+      const valueLength = r.varint();
+      const valueStart = r.at;
+      if (valueLength > 0) r.at += valueLength;
       const headerCount = r.varint();
       const headers: RawMessage['headers'] = headerCount > 0 ? r.headers(headerCount) : NO_HEADERS;
       if (r.at !== recordEnd) throw new Unsupported('a record whose fields do not end where its length says');
-      out.push({
-        magicByte: 2,
-        attributes: recordAttributes,
-        timestamp:
-          appendTime ??
-          (exactTimestamps && Number.isSafeInteger(timestampDelta) ? String(first + timestampDelta) : (firstTimestamp + BigInt(timestampDelta)).toString()),
-        offset: String(baseOffset + offsetDelta),
-        key,
-        value,
-        headers,
-        isControlRecord,
-        batchContext: context,
-      });
+      // kafkajs gives the negative offset; the engine refuses it (flow/offsets.ts).
+      if (baseOffset + offsetDelta < 0) throw new Unsupported('a record before offset 0');
+      out.push(
+        new FetchedRecord(
+          recordAttributes,
+          timestamp,
+          baseOffset + offsetDelta,
+          headers,
+          isControlRecord,
+          context,
+          buf,
+          keyStart,
+          keyLength < 0 ? -1 : keyStart + keyLength,
+          valueStart,
+          valueLength < 0 ? -1 : valueStart + valueLength,
+        ),
+      );
     }
     at = batchEnd;
   }

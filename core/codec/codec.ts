@@ -5,4 +5,9 @@ export interface Codec<T> {
   encodeText?(value: T): string;
   /** Throws on undecodable bytes; callers wrap the failure in a DecodeError with its location. */
   decode(bytes: Buffer): T;
+  /**
+   * Optional: `decode(bytes.subarray(start, end))` — the same value or the same error — without
+   * the view (the engine decodes input values straight from a fetch response with it).
+   */
+  decodeFrom?(bytes: Buffer, start: number, end: number): T;
 }

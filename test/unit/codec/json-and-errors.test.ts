@@ -29,6 +29,46 @@ describe('jsonCodec', () => {
     expect(() => codec.decode(Buffer.from([0x22, 0xff, 0xfe, 0x22]))).toThrow(/not valid UTF-8/);
   });
 
+  it('decodeFrom(bytes, start, end) is decode(bytes.subarray(start, end)): the same value or the same error', () => {
+    const outcome = (f: () => unknown) => {
+      try {
+        return { value: f() };
+      } catch (err) {
+        return { error: (err as Error).message, cause: ((err as Error).cause as Error | undefined)?.message };
+      }
+    };
+    const texts: Array<number[] | string> = [
+      '{"n":1,"amount":42}',
+      '"héllo ✓ 😀"',
+      '"\uFFFD is the replacement character"',
+      '"�"', // a real U+FFFD: valid, decoded strictly too
+      '﻿{"bom":true}', // a BOM: TextDecoder drops it, JSON.parse then takes the rest
+      '{"bom":"﻿"}',
+      '',
+      '{"a":',
+      'null',
+      [0x22, 0xff, 0xfe, 0x22], // not UTF-8
+      [0x22, 0xc0, 0xaf, 0x22], // overlong
+      [0x22, 0xed, 0xa0, 0x80, 0x22], // a surrogate
+      [0x22, 0xf4, 0x90, 0x80, 0x80, 0x22], // past U+10FFFF
+      [0x22, 0xe2, 0x82, 0x22], // truncated
+      [0x22, 0xe2, 0x82], // truncated at the end
+      [0xef, 0xbb, 0xbf, 0x31], // a BOM, then 1
+      [0xef, 0xbb, 0xbf], // a BOM alone
+    ];
+    for (const text of texts) {
+      const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : Buffer.from(text);
+      // Embedded in a larger buffer, as a value in a fetch response is.
+      const response = Buffer.concat([Buffer.from('\xff{"before"'), bytes, Buffer.from([0xff, 0x7b])]);
+      const start = Buffer.byteLength('\xff{"before"');
+      const strict = outcome(() => codec.decode(bytes));
+      expect(outcome(() => codec.decodeFrom!(response, start, start + bytes.length))).toStrictEqual(strict);
+    }
+    expect(codec.decodeFrom!(Buffer.from('xx[1,2]yy'), 2, 7)).toStrictEqual([1, 2]);
+    expect(outcome(() => codec.decodeFrom!(Buffer.from([0x22, 0xff, 0x22]), 0, 3)).error).toMatch(/not valid UTF-8/);
+    expect(outcome(() => codec.decodeFrom!(Buffer.from('﻿1', 'utf8'), 0, 4))).toStrictEqual({ value: 1 });
+  });
+
   it('throws on values JSON cannot encode', () => {
     expect(() => codec.encode(undefined)).toThrow(TypeError);
     expect(() => codec.encode(() => 1)).toThrow(TypeError);

@@ -5,7 +5,7 @@
 // log-append time, a batch cut by maxBytes), and it must hand back to kafkajs (undefined) what it
 // does not decode: a compressed batch.
 import { createRequire } from 'node:module';
-import { decodeFetchV11 } from '../../../kafka/fetch-decoder';
+import { decodeFetchV11, FetchedRecord } from '../../../kafka/fetch-decoder';
 
 const kafkajs = createRequire(require.resolve('kafkajs'));
 const Encoder = kafkajs('./src/protocol/encoder');
@@ -68,12 +68,37 @@ function response(records: Buffer, aborted: Array<[number, number]> = []): Buffe
 
 type Decoded = { responses: Array<{ topicName: string; partitions: Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }> }> };
 
+/**
+ * A record as a reader sees it: kafkajs's fields read off it (ours' `key` and `value` are
+ * getters), in a plain object, so that toStrictEqual compares the values and not the classes.
+ */
+function plain(m: Record<string, unknown>) {
+  const { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord, batchContext } = m;
+  return { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord, batchContext };
+}
+
 /** Every field of kafkajs's result, ours' `safeIntegerOffsets` marker left out (kafkajs's Batch reads it). */
 function comparable(decoded: Decoded) {
   return decoded.responses.map((t) => ({
     topicName: t.topicName,
-    partitions: t.partitions.map(({ safeIntegerOffsets: _marker, ...partition }) => partition),
+    partitions: t.partitions.map(({ safeIntegerOffsets: _marker, messages, ...partition }) => ({ ...partition, messages: messages.map(plain) })),
   }));
+}
+
+/** Ours' records say where their key and value are in the response (the engine reads them from there). */
+function expectPlaces(decoded: Decoded) {
+  for (const m of decoded.responses.flatMap((t) => t.partitions.flatMap((p) => p.messages)) as unknown as FetchedRecord[]) {
+    expect(m).toBeInstanceOf(FetchedRecord);
+    expect(m.keyEnd < 0 ? null : m.bytes.subarray(m.keyStart, m.keyEnd)).toStrictEqual(m.key);
+    expect(m.valueEnd < 0 ? null : m.bytes.subarray(m.valueStart, m.valueEnd)).toStrictEqual(m.value);
+    expect(String(m.offsetNumber)).toBe(m.offset);
+    // The views are made once: the same Buffer at every read.
+    if (m.key !== null) expect(m.key).toBe(m.key);
+    if (m.value !== null) expect(m.value).toBe(m.value);
+    // kafkajs's other fields are own fields of ours too (magicByte, offset, key and value: getters).
+    for (const field of ['attributes', 'timestamp', 'headers', 'isControlRecord', 'batchContext']) expect(Object.hasOwn(m, field)).toBe(true);
+    expect(JSON.parse(JSON.stringify(m))).toStrictEqual(JSON.parse(JSON.stringify(plain(m as never))));
+  }
 }
 
 async function expectAsKafkajs(raw: Buffer) {
@@ -82,6 +107,7 @@ async function expectAsKafkajs(raw: Buffer) {
   const theirs = await kafkajsDecode(raw);
   // toStrictEqual: the same keys with the same values (no field missing or extra, undefined included).
   expect(comparable(ours as never)).toStrictEqual(comparable(theirs));
+  expectPlaces(ours as never);
   for (const p of ours!.responses.flatMap((r) => r.partitions)) expect(p.safeIntegerOffsets).toBe(true);
   expect([ours!.clientSideThrottleTime, ours!.errorCode, ours!.sessionId]).toEqual([theirs.clientSideThrottleTime, theirs.errorCode, theirs.sessionId]);
   return ours!;
@@ -103,9 +129,11 @@ describe('decodeFetchV11 decodes as kafkajs does', () => {
       await batchBytes({ firstOffset: 5, transactional: true, records: [{ key: 'in-tx', value: 'aborted' }] }),
       await batchBytes({ firstOffset: 6, transactional: true, control: true, records: [{ key: '\u0000\u0000\u0000\u0000', value: '\u0000\u0000\u0000\u0000\u0000\u0000' }] }),
       await batchBytes({ firstOffset: 12_345_678_901, logAppendTime: true, records: Array.from({ length: 200 }, (_, i) => ({ key: `k${i}`, value: 'x'.repeat(i * 3) })) }),
+      // Runs of equal timestamps (ours shares one string per run), then another run of the first.
+      await batchBytes({ firstOffset: 12_345_679_101, records: [4, 4, 4, 9, 9, 4, 0, 0, -1].map((timestampDelta, i) => ({ key: `t${i}`, value: 'v', timestampDelta })) }),
     ]);
     const decoded = await expectAsKafkajs(response(records, [[4711, 5]]));
-    expect(decoded.responses[0]!.partitions[0]!.messages).toHaveLength(207);
+    expect(decoded.responses[0]!.partitions[0]!.messages).toHaveLength(216);
   });
 
   it('leaves out a batch cut by maxBytes, as kafkajs does', async () => {
@@ -132,8 +160,8 @@ describe("kafkajs's Batch over our decoded partitions (safeIntegerOffsets)", () 
   /** What a consumer's eachBatch sees of a Batch, and what kafkajs's runner reads off it. */
   function view(b: Record<string, unknown> & Record<'firstOffset' | 'lastOffset' | 'offsetLag' | 'offsetLagLow' | 'isEmpty' | 'isEmptyIncludingFiltered' | 'isEmptyControlRecord' | 'isEmptyDueToLogCompactedMessages', () => unknown>) {
     return {
-      messages: b.messages,
-      messagesWithinOffset: b.messagesWithinOffset,
+      messages: (b.messages as Array<Record<string, unknown>>).map(plain),
+      messagesWithinOffset: (b.messagesWithinOffset as Array<Record<string, unknown>>).map(plain),
       firstOffset: b.firstOffset(),
       lastOffset: b.lastOffset(),
       offsetLag: b.offsetLag(),
