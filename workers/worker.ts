@@ -145,13 +145,14 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     await abandon(temporalConnected, workflowWorkerCreated);
     throw err;
   }
+  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir });
+  // The snapshot topic's check (≈ 150 ms) starts now, while the Temporal workers start: the
+  // partitions' recoveries (from the join on) wait for this same check instead of making their
+  // own; the first assignment repeats it if it failed here.
+  backend.prepare?.().catch((err) => log.debug({ err }, 'backend not prepared at start; the first assignment prepares it'));
   const { temporal, connection } = await temporalConnected;
   const taskQueue = processTaskQueue(definition.name);
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
-  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir });
-  // The snapshot topic's check (≈ 150 ms) runs while the Temporal workers start, not in the first
-  // partition's recovery; the first assignment repeats it if it failed here.
-  backend.prepare?.().catch((err) => log.debug({ err }, 'backend not prepared at start; the first assignment prepares it'));
   const runtime = new FlowRuntime({
     definition,
     consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
