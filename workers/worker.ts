@@ -1,4 +1,4 @@
-import { Runtime, Worker } from '@temporalio/worker';
+import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { describeCassandraSecurity, describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
@@ -150,7 +150,15 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   // partitions' recoveries (from the join on) wait for this same check instead of making their
   // own; the first assignment repeats it if it failed here.
   backend.prepare?.().catch((err) => log.debug({ err }, 'backend not prepared at start; the first assignment prepares it'));
-  const { temporal, connection } = await temporalConnected;
+  let temporal: TemporalConnections;
+  let connection: NativeConnection;
+  try {
+    ({ temporal, connection } = await temporalConnected);
+  } catch (err) {
+    await backend.close().catch(() => undefined);
+    await abandon(temporalConnected, workflowWorkerCreated);
+    throw err;
+  }
   const taskQueue = processTaskQueue(definition.name);
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
   const runtime = new FlowRuntime({
