@@ -2,6 +2,7 @@ import type { EachBatchPayload } from 'kafkajs';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
 import type { FoldLoopRequest, OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
 import { createPartitionFlow } from '../flow/create-partition-flow';
+import type { PartitionFlow } from '../flow/partition-flow';
 import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
 import type { FlowMetrics } from '../flow/metrics';
@@ -34,6 +35,30 @@ export interface FlowRuntimeOptions {
    * on a nondeterminism error, terminated by an operator) is started afresh and recovers it.
    */
   reassertAfterMs?: number;
+  /**
+   * Start recovering a newly assigned partition at the join, while its workflow is signalled and
+   * schedules the recovery (default true): the recover activity of that generation takes the
+   * recovery over (see recover). False: every recovery starts with its activity.
+   */
+  recoverAtJoin?: boolean;
+}
+
+/** A recovery's work before it installs its engine in the slot: fenced, committed offset read, state read. */
+interface Prepared {
+  persistence: PartitionPersistence<unknown, unknown>;
+  flow: PartitionFlow<unknown, unknown>;
+  assignedAt: string;
+  /** flow.recover()'s outcome: the keys read, or its failure. */
+  outcome: { keys: number } | { error: unknown };
+  phases: { persistence: number; committed: number; read: number };
+  startedAt: number;
+}
+
+/** A recovery started at the join, for the workflow's recover activity of that generation to take over. */
+interface EarlyRecovery {
+  generation: number;
+  memberId: string;
+  prepared: Promise<Prepared>;
 }
 
 /**
@@ -75,6 +100,8 @@ export class FlowRuntime implements PartitionHost {
   /** Activities of this process in flight (a graceful stop lets them end before the Temporal workers stop). */
   private activities = 0;
   private activitiesIdle: Array<() => void> = [];
+  /** Recoveries started at a join (recoverAtJoin), by slot, until their recover activity takes them or they are dropped. */
+  private readonly early = new Map<Slot, EarlyRecovery>();
 
   constructor(options: FlowRuntimeOptions) {
     this.o = options;
@@ -136,6 +163,7 @@ export class FlowRuntime implements PartitionHost {
     if (this.timers) clearInterval(this.timers);
     if (this.watchdog) clearInterval(this.watchdog);
     for (const slot of this.slots.all()) slot.cadence?.stop();
+    for (const slot of [...this.early.keys()]) this.dropEarly(slot);
     await this.consumer.stop();
     await this.whenActivitiesIdle(activitiesGraceMs);
     await this.consumer.close();
@@ -175,6 +203,7 @@ export class FlowRuntime implements PartitionHost {
     }
     for (const slot of this.slots.join(g)) {
       // revoked for good: its state and producer go
+      this.dropEarly(slot);
       slot.cadence?.stop();
       void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
     }
@@ -183,6 +212,50 @@ export class FlowRuntime implements PartitionHost {
       'partitions assigned',
     );
     void this.signalAssignments(g).catch((err) => this.log.error({ err }, 'could not signal the partition workflows'));
+    if (this.o.recoverAtJoin !== false) this.recoverAtJoin(g);
+  }
+
+  /**
+   * A partition new to this process (no engine here) starts recovering now — fenced, its committed
+   * offset and persisted state read — while its workflow is signalled, takes its workflow task and
+   * schedules the recovery: at a worker's start the workflow worker is still loading then, so the
+   * recovery is done by the time its activity comes, which takes it over (recover). The fence before
+   * any read and the generation are those of the join, the same as the activity's; nothing is
+   * folded before the workflow's fold loop starts. A partition whose engine is here (the next
+   * generation may keep it) waits for its activity, as does one fenced or failed here.
+   */
+  private recoverAtJoin(g: GroupGeneration): void {
+    if (this.stopping) return;
+    for (const [topic, partitions] of Object.entries(g.assignment)) {
+      for (const partition of partitions) {
+        const slot = this.slots.get(topic, partition);
+        if (!slot || slot.flow !== undefined || slot.state !== 'assigned') continue;
+        this.dropEarly(slot);
+        const prepared = this.prepareRecovery(slot, { generation: g.generationId, memberId: g.memberId });
+        prepared.catch((err) => this.log.debug({ err, topic, partition }, 'the recovery started at the join failed; its activity recovers afresh'));
+        this.early.set(slot, { generation: g.generationId, memberId: g.memberId, prepared });
+      }
+    }
+  }
+
+  /** Drops a recovery started at a join that no activity took over (its producer closed once it is done). */
+  private dropEarly(slot: Slot): void {
+    const early = this.early.get(slot);
+    if (!early) return;
+    this.early.delete(slot);
+    void early.prepared.then((p) => closeQuietly(p.persistence), () => undefined);
+  }
+
+  /** The recovery started at the join for this owner, taken over (once); a stale one is dropped. */
+  private takeEarly(slot: Slot, owner: { generation: number; memberId: string }): Promise<Prepared> | undefined {
+    const early = this.early.get(slot);
+    if (!early) return undefined;
+    if (early.generation !== owner.generation || early.memberId !== owner.memberId) {
+      this.dropEarly(slot);
+      return undefined;
+    }
+    this.early.delete(slot);
+    return early.prepared;
   }
 
   private async signalAssignments(g: GroupGeneration): Promise<void> {
@@ -357,63 +430,16 @@ export class FlowRuntime implements PartitionHost {
       return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: flow.committedOffset };
     }
     const seq = ++slot.recoverSeq;
-    // The group's committed offset is read while the backend fences (it was read after): a stable
-    // read (require_stable, see FlowConsumer.committedOffset) waits out a transaction still pending
-    // on it, and no earlier owner can move it after that, its commits carrying a generation the
-    // group has left. (The fence still comes before every read of the snapshots and every write.)
-    const committedRead = this.consumer.committedOffset(r.topic, r.partition);
-    let committedReadDone = false;
-    committedRead.then(
-      () => (committedReadDone = true),
-      () => (committedReadDone = true), // awaited below, unless the backend fails first
-    );
-    let settled: Promise<string | undefined> | undefined;
-    const afterFence = () => {
-      if (!settled) {
-        settled = committedRead;
-        if (!committedReadDone) {
-          // Still waiting, most likely on a transaction a dead owner left open that only the fence
-          // has just aborted: a read from now on answers at once, rather than after the read's backoff.
-          const again = this.consumer.committedOffset(r.topic, r.partition);
-          again.catch(() => undefined);
-          settled = Promise.race([committedRead, again]);
-        }
-      }
-      return settled;
-    };
-    const persistence = await this.o.backend.forPartition({
-      topic: r.topic,
-      partition: r.partition,
-      groupId: this.definition.groupId,
-      generation: r.owner.generation,
-      memberId: r.owner.memberId,
-      committer: {
-        commit: async (_tp, offset) => {
-          // kafkajs commits with the member's live generation, which the broker accepts even when
-          // the new generation gave this partition to someone else: check that we still hold it.
-          PartitionSlots.assertHolds(slot, this.consumer.current());
-          await this.consumer.commitOffsets([{ topic: r.topic, partition: r.partition, offset: String(offset) }]);
-        },
-      },
-      liveGeneration: () => ({ generationId: slot.flowGeneration ?? r.owner.generation, memberId: slot.memberId }),
-      // The Kafka backend seeds its transactions with it once fenced, instead of reading it again.
-      committedOffset: afterFence,
-    });
-    const persistenceMs = performance.now() - started;
-    const committed = await afterFence();
-    const committedMs = performance.now() - started - persistenceMs;
-    const assignedAt = committed ?? '0';
-    const flow = createPartitionFlow(this.definition, {
-      topic: r.topic,
-      partition: r.partition,
-      assignedAt,
-      persistence,
-      logger: this.log,
-      metrics: this.o.metrics,
-    });
+    // Started at the join for this very owner (recoverAtJoin): take it over — unless it failed,
+    // then recover afresh as the activity would have.
+    const early = this.takeEarly(slot, r.owner);
+    const fromJoin = early ? await early.catch(() => undefined) : undefined;
+    const prepared = fromJoin ?? (await this.prepareRecovery(slot, r.owner));
+    const { persistence, flow, assignedAt, phases } = prepared;
     let keys: number;
     try {
-      keys = await flow.recover();
+      if ('error' in prepared.outcome) throw prepared.outcome.error;
+      keys = prepared.outcome.keys;
       if (slot.recoverSeq !== seq) throw new StaleGenerationError(`${r.topic}-${r.partition}: a newer recovery started meanwhile`);
     } catch (err) {
       if (slot.recoverSeq !== seq) await closeQuietly(persistence); // superseded: its producer is not the partition's any more
@@ -436,9 +462,84 @@ export class FlowRuntime implements PartitionHost {
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);
     const ms = performance.now() - started;
-    const phases = { persistence: Math.round(persistenceMs), committed: Math.round(committedMs), read: Math.round(ms - persistenceMs - committedMs) };
-    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms), phases }, 'recovered');
+    // Started at the join: how long before this activity it started, and how long the activity waited for it.
+    const atJoin = fromJoin ? { startedBeforeMs: Math.round(started - fromJoin.startedAt), waitedMs: Math.round(ms) } : undefined;
+    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms), phases, ...(atJoin ? { atJoin } : {}) }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
+  }
+
+  /**
+   * A full recovery's work, before its engine is installed: fence the partition's persistence
+   * under `owner` (the backend fences before it reads anything), read the group's committed
+   * offset meanwhile, then the persisted state. A failure of the state read is returned (the
+   * caller decides, knowing whether it was superseded); one before that is thrown.
+   */
+  private async prepareRecovery(slot: Slot, owner: { generation: number; memberId: string }): Promise<Prepared> {
+    const startedAt = performance.now();
+    const { topic, partition } = slot;
+    // The group's committed offset is read while the backend fences (it was read after): a stable
+    // read (require_stable, see FlowConsumer.committedOffset) waits out a transaction still pending
+    // on it, and no earlier owner can move it after that, its commits carrying a generation the
+    // group has left. (The fence still comes before every read of the snapshots and every write.)
+    const committedRead = this.consumer.committedOffset(topic, partition);
+    let committedReadDone = false;
+    committedRead.then(
+      () => (committedReadDone = true),
+      () => (committedReadDone = true), // awaited below, unless the backend fails first
+    );
+    let settled: Promise<string | undefined> | undefined;
+    const afterFence = () => {
+      if (!settled) {
+        settled = committedRead;
+        if (!committedReadDone) {
+          // Still waiting, most likely on a transaction a dead owner left open that only the fence
+          // has just aborted: a read from now on answers at once, rather than after the read's backoff.
+          const again = this.consumer.committedOffset(topic, partition);
+          again.catch(() => undefined);
+          settled = Promise.race([committedRead, again]);
+        }
+      }
+      return settled;
+    };
+    const persistence = await this.o.backend.forPartition({
+      topic,
+      partition,
+      groupId: this.definition.groupId,
+      generation: owner.generation,
+      memberId: owner.memberId,
+      committer: {
+        commit: async (_tp, offset) => {
+          // kafkajs commits with the member's live generation, which the broker accepts even when
+          // the new generation gave this partition to someone else: check that we still hold it.
+          PartitionSlots.assertHolds(slot, this.consumer.current());
+          await this.consumer.commitOffsets([{ topic, partition, offset: String(offset) }]);
+        },
+      },
+      liveGeneration: () => ({ generationId: slot.flowGeneration ?? owner.generation, memberId: slot.memberId }),
+      // The Kafka backend seeds its transactions with it once fenced, instead of reading it again.
+      committedOffset: afterFence,
+    });
+    const persistenceMs = performance.now() - startedAt;
+    const committed = await afterFence();
+    const committedMs = performance.now() - startedAt - persistenceMs;
+    const assignedAt = committed ?? '0';
+    const flow = createPartitionFlow(this.definition, {
+      topic,
+      partition,
+      assignedAt,
+      persistence,
+      logger: this.log,
+      metrics: this.o.metrics,
+    });
+    let outcome: Prepared['outcome'];
+    try {
+      outcome = { keys: await flow.recover() };
+    } catch (error) {
+      outcome = { error };
+    }
+    const ms = performance.now() - startedAt;
+    const phases = { persistence: Math.round(persistenceMs), committed: Math.round(committedMs), read: Math.round(ms - persistenceMs - committedMs) };
+    return { persistence, flow, assignedAt, outcome, phases, startedAt };
   }
 
   recoveryDone(r: FoldLoopRequest): 'done' | 'waiting' | 'ended' {

@@ -1,10 +1,11 @@
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import { type PartitionStatus, statusQuery } from '../workflows/partition-workflow';
 import { searchAttributes } from '../workflows/search-attributes';
+import { DEFAULT_QUERY_TIMEOUT_MS } from './status-timeouts';
 import { connectTemporalClient } from './temporal-client';
 
-/** How long `status` waits for the partition workflows' status queries (all run at once). */
-export const DEFAULT_QUERY_TIMEOUT_MS = 2_000;
+/** How long `status` waits for the partition workflows' status queries (all run at once): status-timeouts.ts. */
+export { DEFAULT_QUERY_TIMEOUT_MS };
 /** How long the workflow listing may take. */
 const LIST_TIMEOUT_MS = 5_000;
 

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadFlowModule } from './flow-module';
-import { type InspectFilter, inspectFlow } from './inspect';
+import type { InspectFilter } from './inspect';
+import type * as Inspect from './inspect';
 
 const partitionNumber = (v: string): number => {
   const n = Number(v);
@@ -19,6 +20,8 @@ export function inspectCommand(): Command {
     .action(async (modulePath: string, opts: InspectFilter) => {
       const flow = loadFlowModule(modulePath);
       let n = 0;
+      // Loaded when `inspect` runs, not with the CLI (the persistence backends' readers).
+      const { inspectFlow } = require('./inspect') as typeof Inspect;
       for await (const k of inspectFlow(flow, opts)) {
         process.stdout.write(`${JSON.stringify(k)}\n`);
         n++;

@@ -40,18 +40,24 @@ export function workerCommand(): Command {
       process.once('SIGINT', onSignal);
       const early = releaseEarlySignal();
       if (early) onSignal(early);
+      const commandAt = Math.round(performance.now());
       const flow = loadFlowModule(modulePath);
+      const flowLoadedAt = Math.round(performance.now());
       const env = readWorkerEnv(opts.metricsHost !== undefined ? { ...process.env, KFT_METRICS_HOST: opts.metricsHost } : process.env);
       if (env.exitWithParent) watchParent(flow.name, env.logLevel);
       const metricsPort = opts.metricsPort ?? env.metricsPort;
       // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
       // the other commands (status, inspect, infra) do not need.
-      const { runWorker } = require('./worker') as typeof import('./worker');
+      const { runWorker, StartupMarks } = require('./worker') as typeof import('./worker');
+      const startup = new StartupMarks();
+      startup.mark('command', commandAt);
+      startup.mark('flowLoaded', flowLoadedAt);
+      startup.mark('workerLoaded');
       // Loading is synchronous: a signal that came meanwhile is dispatched at the next turn of
       // the event loop (to the handlers above), so take one before deciding to start.
       await new Promise((resolve) => setImmediate(resolve));
       if (signalled) return stoppedBeforeStart(flow.name, env.logLevel, signalled);
-      const worker = await runWorker(flow, { metricsPort, env });
+      const worker = await runWorker(flow, { metricsPort, env, startup });
       await new Promise<void>((resolve, reject) => {
         onStarted = () => worker.stop().then(resolve, reject);
         if (signalled) onStarted(signalled);

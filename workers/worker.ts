@@ -1,4 +1,4 @@
-import { Runtime, Worker } from '@temporalio/worker';
+import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { describeCassandraSecurity, describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
@@ -19,7 +19,7 @@ import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDon
 import { createLogger, temporalCoreLogging, temporalLogger } from './logger';
 import { freePort, startMetricsServer } from './metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
-import { connectTemporal } from './temporal-connection';
+import { connectTemporal, type TemporalConnections } from './temporal-connection';
 import { loadWorkflowBundle } from './workflow-bundle';
 import { workflowBundleBuilder } from './workflow-bundle-build';
 
@@ -30,6 +30,19 @@ export interface WorkerOptions {
   metricsHost?: string;
   /** The environment, parsed (config/env `readWorkerEnv`). */
   env: WorkerEnv;
+  /** The start-up's steps so far (the CLI marks its own loading); the `worker started` line shows them. */
+  startup?: StartupMarks;
+}
+
+/** When each step of a worker's start-up was done, in ms since the process started (performance.now()). */
+export class StartupMarks {
+  private readonly marks: Record<string, number> = {};
+
+  /** Marks `step` done now, or at `at` (the first time only); returns all marks so far. */
+  mark(step: string, at = Math.round(performance.now())): Record<string, number> {
+    this.marks[step] ??= at;
+    return { ...this.marks };
+  }
 }
 
 export interface RunningWorker {
@@ -52,6 +65,8 @@ const REVOKES_HANDLED_TIMEOUT_MS = 10_000;
  */
 export async function runWorker(definition: FlowDefinition<unknown, unknown>, options: WorkerOptions): Promise<RunningWorker> {
   const { env } = options;
+  const startup = options.startup ?? new StartupMarks();
+  startup.mark('runWorker');
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
   // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
@@ -84,17 +99,68 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
 
-  await assertKafkaReachable(env.kafkaBrokers);
-  await checkKafkaLogin(brokers, env.security.kafka);
-  if (definition.persistence.backend === 'cassandra') await checkCassandraAtStart(definition, env, log);
-  const temporal = await connectTemporal(env, env.security.temporal);
-  const taskQueue = processTaskQueue(definition.name);
-  const connection = await temporal.connect();
-  const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
+  // Start-up is mostly waiting — on the brokers, on Temporal, and on the workflow worker's thread,
+  // which loads the SDK and evaluates the workflow bundle (≈ 1 s of CPU, on the other core) — so
+  // the independent steps overlap: the Kafka checks with the Temporal connections; the workflow
+  // worker is created as soon as its connection is open; the activity worker and the group join
+  // (which starts the partitions' recoveries, see FlowRuntime) while its thread starts. Errors keep
+  // their precedence: an unreachable Kafka is reported before an unreachable Temporal.
+  const kafkaChecked = (async () => {
+    await assertKafkaReachable(env.kafkaBrokers);
+    await checkKafkaLogin(brokers, env.security.kafka);
+    if (definition.persistence.backend === 'cassandra') await checkCassandraAtStart(definition, env, log);
+    startup.mark('kafkaChecked');
+  })();
+  const temporalConnected = (async () => {
+    const temporal = await connectTemporal(env, env.security.temporal);
+    try {
+      const connection = await temporal.connect();
+      startup.mark('temporalConnected');
+      return { temporal, connection };
+    } catch (err) {
+      await temporal.close().catch(() => undefined);
+      throw err;
+    }
+  })();
+  const workflowWorkerCreated = temporalConnected.then(async ({ temporal, connection }) => {
+    const worker = await Worker.create({
+      connection,
+      namespace: temporal.namespace,
+      taskQueue: WORKFLOW_TASK_QUEUE,
+      workflowBundle: { code: (await workflowBundle).code },
+      // A workflow cached on a worker that died is handed to another after this long (default 10 s).
+      stickyQueueScheduleToStartTimeout: '2 seconds',
+      // A partition workflow that cannot replay its own history fails (instead of retrying its task
+      // forever, the partition stuck): the owner's runtime then starts a fresh run (reassertAfterMs),
+      // which recovers the partition from its persisted state. See README, Self-healing.
+      workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
+    });
+    startup.mark('workflowWorkerCreated');
+    return worker;
+  });
+  for (const p of [kafkaChecked, temporalConnected, workflowWorkerCreated]) p.catch(() => undefined); // awaited below
+  try {
+    await kafkaChecked;
+  } catch (err) {
+    await abandon(temporalConnected, workflowWorkerCreated);
+    throw err;
+  }
   const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir });
-  // The snapshot topic's check (≈ 150 ms) runs while the Temporal workers start, not in the first
-  // partition's recovery; the first assignment repeats it if it failed here.
+  // The snapshot topic's check (≈ 150 ms) starts now, while the Temporal workers start: the
+  // partitions' recoveries (from the join on) wait for this same check instead of making their
+  // own; the first assignment repeats it if it failed here.
   backend.prepare?.().catch((err) => log.debug({ err }, 'backend not prepared at start; the first assignment prepares it'));
+  let temporal: TemporalConnections;
+  let connection: NativeConnection;
+  try {
+    ({ temporal, connection } = await temporalConnected);
+  } catch (err) {
+    await backend.close().catch(() => undefined);
+    await abandon(temporalConnected, workflowWorkerCreated);
+    throw err;
+  }
+  const taskQueue = processTaskQueue(definition.name);
+  const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
   const runtime = new FlowRuntime({
     definition,
     consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
@@ -106,36 +172,43 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     maxHistoryEvents: env.maxHistoryEvents,
     reassertAfterMs: env.reassertAfterMs,
   });
-  const workflowWorker = await Worker.create({
-    connection,
-    namespace: temporal.namespace,
-    taskQueue: WORKFLOW_TASK_QUEUE,
-    workflowBundle: { code: (await workflowBundle).code },
-    // A workflow cached on a worker that died is handed to another after this long (default 10 s).
-    stickyQueueScheduleToStartTimeout: '2 seconds',
-    // A partition workflow that cannot replay its own history fails (instead of retrying its task
-    // forever, the partition stuck): the owner's runtime then starts a fresh run (reassertAfterMs),
-    // which recovers the partition from its persisted state. See README, Self-healing.
-    workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
-  });
-  const activityWorker = await Worker.create({
+  const activityWorkerCreated = Worker.create({
     connection,
     namespace: temporal.namespace,
     taskQueue,
     activities: createFlowActivities(new Map([[definition.name, runtime]])),
+  }).then((w) => {
+    startup.mark('activityWorkerCreated');
+    return w;
   });
-  const done = Promise.all([workflowWorker.run(), activityWorker.run()]).then(() => undefined);
-  done.catch((err) => log.error({ err }, 'a Temporal worker stopped with an error'));
+  activityWorkerCreated.catch(() => undefined);
+  // Each Temporal worker polls as soon as it exists.
+  const running = [workflowWorkerCreated, activityWorkerCreated].map((created) => created.then((w) => w.run()));
+  const done = Promise.all(running).then(() => undefined);
+  done.catch(() => undefined); // logged below once started; a failed start reports it itself
+  const consumerStarted = runtime.start().then(
+    () => startup.mark('joined'),
+    (err) => {
+      // The brokers took the connection but kept dropping it (a restart, a network fault) until
+      // kafkajs gave up: one line naming KAFKA_BROKERS, exit 1, the process manager restarts it.
+      const auth = kafkaAuthFailure(brokers, env.security.kafka, err);
+      if (auth) throw auth;
+      if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(brokers, err);
+      throw err;
+    },
+  );
+  consumerStarted.catch(() => undefined);
+  let workflowWorker: Worker;
+  let activityWorker: Worker;
   try {
-    await runtime.start();
+    [workflowWorker, activityWorker] = await Promise.all([workflowWorkerCreated, activityWorkerCreated, consumerStarted]);
   } catch (err) {
-    // The brokers took the connection but kept dropping it (a restart, a network fault) until
-    // kafkajs gave up: one line naming KAFKA_BROKERS, exit 1, the process manager restarts it.
-    const auth = kafkaAuthFailure(brokers, env.security.kafka, err);
-    if (auth) throw auth;
-    if (isKafkaConnectionFailure(err)) throw new KafkaUnreachableError(brokers, err);
+    // Leave the group (if joined) and stop what was created before the process exits on the error.
+    await runtime.stop(0).catch(() => undefined);
+    await abandon(temporalConnected, workflowWorkerCreated, activityWorkerCreated);
     throw err;
   }
+  done.catch((err) => log.error({ err }, 'a Temporal worker stopped with an error'));
   const server =
     options.metricsPort !== undefined
       ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined, options.metricsHost ?? env.metricsHost)
@@ -149,6 +222,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       temporal: temporal.address,
       temporalSecurity: describeTemporalSecurity(env.security.temporal),
       ...(definition.persistence.backend === 'cassandra' ? { cassandraSecurity: describeCassandraSecurity(env.security.cassandra) } : {}),
+      // ms since the process started at which each step of the start-up was done
+      startup: startup.mark('started'),
     },
     'worker started',
   );
@@ -198,6 +273,28 @@ async function checkCassandraAtStart(definition: FlowDefinition<unknown, unknown
   if (!outcome.ok) {
     log.warn({ contactPoints, why: outcome.why }, 'Cassandra does not answer yet (or closed a plaintext connection: CASSANDRA_TLS?): the partitions connect when they are assigned, and retry');
   }
+}
+
+/**
+ * A start that failed part way: stops the Temporal workers that were created (they poll as soon
+ * as they are) and closes the connections, so the process exits on its error and nothing else.
+ */
+async function abandon(
+  temporalConnected: Promise<{ temporal: TemporalConnections }>,
+  ...workersCreated: Array<Promise<Worker>>
+): Promise<void> {
+  const settled = await Promise.allSettled(workersCreated);
+  for (const s of settled) {
+    if (s.status === 'fulfilled' && s.value.getState() === 'RUNNING') {
+      try {
+        s.value.shutdown();
+      } catch {
+        // already stopping
+      }
+    }
+  }
+  const temporal = await temporalConnected.then((t) => t.temporal, () => undefined);
+  await temporal?.close().catch(() => undefined);
 }
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */

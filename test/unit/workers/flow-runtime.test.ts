@@ -101,7 +101,22 @@ function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unkno
   };
 }
 
-function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>, reassertAfterMs?: number) {
+/** The memory backend, recording each partition's persistence built (the fence, in the Kafka backend) and closed, in order. */
+function recordingBackend(flow = definition) {
+  const inner = memoryBackend(flow);
+  const events: string[] = [];
+  const backend: PersistenceBackend<unknown, unknown> = {
+    forPartition: async (o) => {
+      events.push(`fence ${o.topic}-${o.partition} g${o.generation}`);
+      const p = await inner.forPartition(o);
+      return Object.assign(Object.create(p), { close: async () => void events.push(`close ${o.topic}-${o.partition} g${o.generation}`) });
+    },
+    close: () => inner.close(),
+  };
+  return { backend, events };
+}
+
+function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>, reassertAfterMs?: number, recoverAtJoin?: boolean) {
   const consumer = new FakeFlowConsumer();
   const signals = new RecordingSignals();
   const metrics = FlowMetrics.of();
@@ -115,6 +130,7 @@ function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>
     logger: silentLogger,
     maxHistoryEvents: 500,
     reassertAfterMs,
+    recoverAtJoin,
   });
   return { consumer, signals, runtime, metrics };
 }
@@ -151,6 +167,76 @@ describe('FlowRuntime (fake consumer and signals)', () => {
       [0, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
       [1, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
     ]);
+  });
+
+  test('a partition new here starts recovering at the join (fenced, committed offset and state read); the recover activity of that owner takes it over', async () => {
+    const { backend, events } = recordingBackend();
+    await rt.runtime.stop(10);
+    rt = setup(definition, backend);
+    await rt.runtime.start();
+    rt.consumer.committed.set('t-0', '5');
+    let release = () => {};
+    rt.consumer.committedReadGate = new Promise<void>((r) => (release = r));
+    rt.consumer.join(1, { t: [0, 1] });
+    await settle();
+    // Fenced at the join, before any activity; nothing installed or folded yet.
+    expect(events).toEqual(['fence t-0 g1', 'fence t-1 g1']);
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    expect(() => rt.runtime.startFolding(req(owner))).toThrow(/was not recovered/);
+    const recovering = rt.runtime.recover({ ...req(owner), recovery: 'run/1' });
+    await settle();
+    expect(rt.runtime.recoveryDone({ ...req(owner), afterRecovery: 'run/1' })).toBe('waiting');
+    release();
+    await expect(recovering).resolves.toMatchObject({ fromMemory: false, committedOffset: '5' });
+    expect(rt.runtime.recoveryDone({ ...req(owner), afterRecovery: 'run/1' })).toBe('done');
+    expect(events).toEqual(['fence t-0 g1', 'fence t-1 g1']); // taken over, not recovered again
+    expect(rt.consumer.seeks).toEqual([{ topic: 't', partition: 0, offset: '5' }]);
+    expect(rt.consumer.paused.has('t-0')).toBe(true); // until its fold loop starts
+    rt.runtime.startFolding(req(owner));
+    expect(await rt.consumer.deliver('t', 0, [{ offset: 5, key: 'a', value: { n: 1 } }])).toMatchObject({ resolved: '5' });
+
+    // The activity's retry (a second recover of the same owner) recovers afresh: taken over once only.
+    await rt.runtime.recover(req(owner, 1));
+    await rt.runtime.recover(req(owner, 1));
+    expect(events).toEqual(['fence t-0 g1', 'fence t-1 g1', 'fence t-1 g1']);
+  });
+
+  test('a recovery started at a join and not taken over is dropped (its persistence closed) at the next join, and not started where the engine is kept', async () => {
+    const { backend, events } = recordingBackend();
+    await rt.runtime.stop(10);
+    rt = setup(definition, backend);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0, 1] });
+    await settle();
+    // Generation 2 before any activity of generation 1: t-0 again (a new recovery), t-1 gone.
+    rt.consumer.join(2, { t: [0] });
+    await settle();
+    await settle();
+    expect(events.slice(0, 2)).toEqual(['fence t-0 g1', 'fence t-1 g1']);
+    expect(events.slice(2).sort()).toEqual(['close t-0 g1', 'close t-1 g1', 'fence t-0 g2']);
+    // An activity of generation 1 is refused; generation 2's takes its own.
+    await expect(rt.runtime.recover(req({ generation: 1, memberId: 'member-1', taskQueue: 'tq-1' }))).rejects.toThrow(StaleGenerationError);
+    const g2 = { generation: 2, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(g2));
+    expect(events.filter((e) => e.startsWith('fence'))).toHaveLength(3);
+    // Generation 3 keeps generation 2's engine in memory: no recovery at the join.
+    rt.runtime.startFolding(req(g2));
+    rt.consumer.join(3, { t: [0] });
+    await settle();
+    expect(events.filter((e) => e.startsWith('fence'))).toHaveLength(3);
+    await expect(rt.runtime.recover({ ...req({ ...g2, generation: 3 }), keepFromGeneration: 2 })).resolves.toMatchObject({ fromMemory: true });
+  });
+
+  test('recoverAtJoin false: the recovery starts with its activity', async () => {
+    const { backend, events } = recordingBackend();
+    await rt.runtime.stop(10);
+    rt = setup(definition, backend, undefined, false);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    await settle();
+    expect(events).toEqual([]);
+    await rt.runtime.recover(req({ generation: 1, memberId: 'member-1', taskQueue: 'tq-1' }));
+    expect(events).toEqual(['fence t-0 g1']);
   });
 
   test('activities of another generation, member or partition are refused', async () => {
