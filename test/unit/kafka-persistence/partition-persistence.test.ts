@@ -276,8 +276,8 @@ describe('transactional mode', () => {
     expect(persistence.stats.commitTimeouts).toBe(1);
   });
 
-  it('an unanswered commit with outputs, learned committed only at the next write: that write sends nothing and the partition must recover', async () => {
-    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => true } });
+  /** A write with a dead letter whose commit goes unanswered, and whose outcome cannot be learned at once (the rebuilt producer cannot connect). */
+  async function unansweredThenUnreachable(tx: FakeTransactions, persistence: KafkaPartitionPersistence<number, string>) {
     const letter = { topic: 'dead', key: Buffer.from('k'), value: Buffer.from('x'), headers: {} };
     tx.next.push(async () => {
       throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
@@ -285,6 +285,12 @@ describe('transactional mode', () => {
     tx.initFails = new Error('broker unreachable');
     await expect(persistence.write({ writes: [{ key: 'k', snapshot: { state: 1, offset: 4 }, outputs: [letter] }], commitOffset: 5 })).rejects.toThrow('broker unreachable');
     tx.initFails = undefined;
+    return letter;
+  }
+
+  it('an unanswered commit with outputs, learned committed only at the next write: that write sends nothing and the partition must recover', async () => {
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => true } });
+    const letter = await unansweredThenUnreachable(tx, persistence);
     // The engine handed the key back, its dead letter with it: written again, it would land twice.
     const error = await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CommitLandedLateError);
@@ -297,13 +303,7 @@ describe('transactional mode', () => {
 
   it('an unanswered commit with outputs, learned aborted at the next write: that write goes on and carries them once', async () => {
     const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => false } });
-    const letter = { topic: 'dead', key: Buffer.from('k'), value: Buffer.from('x'), headers: {} };
-    tx.next.push(async () => {
-      throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
-    });
-    tx.initFails = new Error('broker unreachable');
-    await expect(persistence.write({ writes: [{ key: 'k', snapshot: { state: 1, offset: 4 }, outputs: [letter] }], commitOffset: 5 })).rejects.toThrow('broker unreachable');
-    tx.initFails = undefined;
+    const letter = await unansweredThenUnreachable(tx, persistence);
     expect(await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 })).toEqual({ statuses: ['applied'], committed: true });
     expect(tx.commits.map((c) => c.messages.filter((m) => m.topic === 'alerts').length)).toEqual([1]);
   });
