@@ -129,8 +129,9 @@ function typed(err: unknown): unknown {
   }
   if (err instanceof StaleGenerationError) return ApplicationFailure.create({ message: err.message, type: FailureTypes.staleGeneration, nonRetryable: true });
   if (err instanceof KafkaFlowError) {
-    // The partition stopped for a reason of ours (a fold or decode failure, a failed persist):
-    // retrying the activity would not help; the workflow records it and waits for reassignment.
+    // The partition stopped for a reason of ours (a fold or decode failure, a failed persist, a
+    // commit that landed late): retrying the activity would not help; the workflow records it and
+    // recovers the partition again on the same owner after a backoff (self-healing, 'retrying').
     return ApplicationFailure.create({ message: `${err.name}: ${err.message}`, type: FailureTypes.persistFailed, nonRetryable: true, cause: err });
   }
   return err;
