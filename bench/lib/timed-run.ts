@@ -1,6 +1,8 @@
 import os from 'node:os';
 import { localBrokerPid, machineBusyMs, processCpuMs } from './cpu';
-import type { ContestantResult } from './raw';
+import type { KafkaMessage } from 'kafkajs';
+import { type ContestantResult, foldTotals } from './raw';
+import { recordKey, recordValue, type Totals } from './records';
 import { PACKAGE_ROOT } from './results';
 
 /** A contestant (or configuration) of a side-by-side benchmark: its runs' results, or why it stopped. */
@@ -43,7 +45,31 @@ const QUIET_BROKER_SHARE = 0.1;
 const QUIET_MACHINE_CORES = 1;
 const QUIET_WINDOW_MS = 500;
 
+/**
+ * The machine's speed right now: CPU µs per record of raw's fold (key to string, JSON.parse, a new
+ * state in a Map: `foldTotals`) over 50,000 records in memory, in this process, best of 5. On a
+ * virtual machine whose host is shared, the same code's CPU per record moves by tens of per cent
+ * within minutes while the guest looks idle (another guest on the same physical core): a run's
+ * figure is comparable with another's only if this is alike.
+ */
+export function calibrate(): number {
+  const n = 50_000;
+  calibration ??= Array.from({ length: n }, (_, i) => ({ key: Buffer.from(recordKey(i, 10_000)), value: Buffer.from(recordValue(i)) }) as KafkaMessage);
+  let best = Number.POSITIVE_INFINITY;
+  for (let pass = 0; pass < 5; pass++) {
+    const states = new Map<string, Totals>();
+    const t0 = process.cpuUsage();
+    for (const message of calibration) foldTotals(states, message);
+    const t = process.cpuUsage(t0);
+    best = Math.min(best, (t.user + t.system) / n);
+  }
+  return Number(best.toFixed(3));
+}
+let calibration: KafkaMessage[] | undefined;
+
 export interface Quiet {
+  /** `calibrate()` once quiet: raw's fold in memory, CPU µs per record. */
+  speed_us?: number;
   /** How long it waited (the minimum pause included). */
   waited_ms: number;
   /** The last window's figures: the local broker's share of one core, the machine's busy cores (every process). */
@@ -79,7 +105,7 @@ export async function waitForQuiet(minMs: number, maxMs: number): Promise<Quiet>
     const waited = Date.now() - started;
     if (quiet || waited >= maxMs) {
       const r2 = (v: number | undefined) => (v === undefined ? undefined : Number(v.toFixed(2)));
-      return { waited_ms: waited, broker_cores: r2(brokerCores), machine_cores: r2(machineCores), quiet };
+      return { waited_ms: waited, broker_cores: r2(brokerCores), machine_cores: r2(machineCores), quiet, speed_us: calibrate() };
     }
   }
 }
