@@ -20,18 +20,25 @@ import { deleteTopics, produceRecords, uniqueName } from './lib/records';
 import { writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
-import { timedRun } from './lib/timed-run';
+import { timedRun, waitForQuiet } from './lib/timed-run';
 
 const PARTITIONS = 6;
 const RECORDS = sized(1_000_000, 100_000);
 const KEYS = sized(10_000, 1_000);
-/** A pause between contestants, so one's cleanup (group leave, topic deletion) is not in the next one's figure. */
+/**
+ * Before every run: a pause, so the previous contestant's clean-up (group leave, topic deletion) is
+ * not in the next one's figure, then until the broker and the machine are quiet (waitForQuiet), at
+ * most SETTLE_MAX_MS in all.
+ */
 const SETTLE_MS = 2_000;
+const SETTLE_MAX_MS = 20_000;
 
-/** Runs per contestant (interleaved: raw, streams, ours, raw, …); figures are the medians. BENCH_RUNS overrides. */
+/**
+ * Runs per contestant, interleaved and rotated: run 1 raw, streams, ours; run 2 streams, ours, raw;
+ * run 3 ours, raw, streams (so with 3 runs each contestant follows each other one, and starts a
+ * round, once); figures are the medians. BENCH_RUNS overrides.
+ */
 const RUNS = Number(process.env.BENCH_RUNS ?? sized(3, 1));
-
-const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 
 interface Contestant {
   key: 'raw' | 'streams' | 'ours';
@@ -74,11 +81,14 @@ async function main(): Promise<number> {
     const produced = await produceRecords({ topic, partitions: PARTITIONS, records: RECORDS, keys: KEYS });
     notes.produce_records_per_s = Math.round(perSecond(RECORDS, produced.ms));
     for (let run = 1; run <= RUNS; run++) {
-      for (const c of contestants) {
+      const shift = (run - 1) % contestants.length;
+      const order = [...contestants.slice(shift), ...contestants.slice(0, shift)];
+      for (const [position, c] of order.entries()) {
         if (c.error) continue;
+        const quiet = await waitForQuiet(SETTLE_MS, SETTLE_MAX_MS);
         if (RUNS > 1) process.stdout.write(`run ${run}/${RUNS}: ${c.label}\n`);
-        await timedRun(c, c.run);
-        await settle();
+        if (!quiet.quiet) process.stdout.write(`  (not quiet after ${quiet.waited_ms} ms: broker ${quiet.broker_cores} cores, machine ${quiet.machine_cores} cores busy)\n`);
+        await timedRun(c, c.run, { run, position: position + 1, settle: quiet });
       }
     }
   } finally {

@@ -14,7 +14,7 @@ import { connectTemporal } from '../../workers/temporal-connection';
 import { stopChild } from './anchors';
 import { type CommitSample, commitLags, percentile, type PositionLog } from './commit-lag';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
-import { cpuUsPerRecord, processCpuMs } from './cpu';
+import { cpuUsPerRecord, machineBusyMs, processCpuMs, processMemoryMb, threadCpuDelta, threadCpuMs } from './cpu';
 import type { ContestantResult } from './raw';
 import { deleteGroups, deleteTopics, topicsWithPrefix, uniqueName } from './records';
 import { PACKAGE_ROOT } from './results';
@@ -61,6 +61,9 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
   // partition, none per record or persist) and the bench flow's markers on stdout.
   const at: { started?: bigint; firstFold?: bigint; allFolded?: bigint; recovered: bigint[] } = { recovered: [] };
   const cpu: { firstFold?: number; allFolded?: number; reached?: number } = {};
+  // Where the steady window's CPU went: per thread name of the worker, and the whole machine's.
+  const threads: { firstFold?: Record<string, number>; reached?: Record<string, number> } = {};
+  const machine: { firstFold?: number; reached?: number } = {};
   // The folded position (the bench flow's BENCH POS lines) and the committed offsets, for the commit lag.
   const positions = new Map<number, Array<readonly [number, number]>>();
   const samples: CommitSample[] = [];
@@ -68,7 +71,9 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
 
   const start = process.hrtime.bigint();
   try {
-    const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [];
+    // BENCH_WORKER_NODE_ARGS: more node options for the worker (experiments, e.g. V8 heap flags).
+    const extraArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const nodeArgs = [...extraArgs, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
     child = spawn(process.execPath, [...nodeArgs, path.join(PACKAGE_ROOT, 'bin', 'kafka-flow-temporal.js'), 'worker', options.flowModule ?? FLOW_MODULE], {
       cwd: PACKAGE_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -105,6 +110,8 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
         at.firstFold = now;
         wall.firstFold = Date.now();
         cpu.firstFold = processCpuMs(proc.pid);
+        threads.firstFold = threadCpuMs(proc.pid);
+        machine.firstFold = machineBusyMs();
       } else if (line === 'BENCH ALL_FOLDED' && at.allFolded === undefined) {
         at.allFolded = now;
         wall.allFolded = Date.now();
@@ -130,6 +137,9 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
       onSample: (atMs, committed) => samples.push({ atMs, committed }),
     });
     cpu.reached = processCpuMs(proc.pid);
+    threads.reached = threadCpuMs(proc.pid);
+    machine.reached = machineBusyMs();
+    const memory = processMemoryMb(proc.pid);
     const checked = options.check ? await options.check(flow, topic) : undefined;
     const lastRecovered = at.recovered.length > 0 ? at.recovered[at.recovered.length - 1] : undefined;
     // Under full load: from the first record folded to the last.
@@ -164,6 +174,11 @@ export async function runOurs(topic: string, options: OursOptions = {}): Promise
         commit_lag_max_ms: percentile(lags, 100),
         commit_lag_samples: lags.length,
         fold_only_cpu_us_per_record: cpuUsPerRecord(cpu.firstFold, cpu.allFolded, records),
+        rss_mb: memory?.rss,
+        rss_peak_mb: memory?.peak,
+        steady_cpu_ms_by_thread: threadCpuDelta(threads.firstFold, threads.reached),
+        // Every process's CPU in the steady window (the worker's, the broker's, the driver's, neighbours').
+        steady_machine_busy_ms: machine.firstFold === undefined || machine.reached === undefined ? undefined : Math.round(machine.reached - machine.firstFold),
         ...checked,
       },
     };

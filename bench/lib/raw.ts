@@ -5,7 +5,7 @@
 // partition's end once everything is consumed. Timed like every contestant: from creating the
 // consumer until the group's committed offsets reach the end offsets.
 import type { KafkaMessage } from 'kafkajs';
-import { ownCpuMs } from './cpu';
+import { machineBusyMs, ownCpuMs } from './cpu';
 import { startProgress } from './progress';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';
 import { benchKafka, type BenchRecordValue, deleteGroups, type Totals, uniqueName } from './records';
@@ -36,11 +36,19 @@ export interface ContestantResult {
 export class FirstBatch {
   private at: bigint | undefined;
   private cpuMs: number | undefined;
+  private machineMs: number | undefined;
 
   mark(): void {
     if (this.at !== undefined) return;
     this.at = process.hrtime.bigint();
     this.cpuMs = ownCpuMs();
+    this.machineMs = machineBusyMs();
+  }
+
+  /** Every process's CPU since the first batch (this one's, the broker's, neighbours'), ms. */
+  machineBusySinceMs(): number | undefined {
+    const now = machineBusyMs();
+    return this.machineMs === undefined || now === undefined ? undefined : Math.round(now - this.machineMs);
   }
 
   /** The steady window up to `reachedAt`, and when the first batch came after `start`. */
@@ -132,6 +140,7 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
     progress.stop();
     const { reachedAt } = await reached;
     const { steady, firstBatchAfterMs } = firstBatch.window(start, reachedAt, records);
+    const machineBusy = firstBatch.machineBusySinceMs();
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,
@@ -142,6 +151,7 @@ export async function rawKafkajsConsume(options: RawOptions): Promise<Contestant
         consume_ms: Math.round(Number(consumedAt - start) / 1e6),
         keys: states.size,
         amount_sum: [...states.values()].reduce((sum, t) => sum + t.total, 0),
+        steady_machine_busy_ms: machineBusy,
       },
     };
   } finally {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isQuick, positionalArgs, sized } from '../../../bench/lib/args';
 import { commitLags, percentile } from '../../../bench/lib/commit-lag';
+import { machineBusyMs, processMemoryMb, threadCpuDelta, threadCpuMs } from '../../../bench/lib/cpu';
 import { discoverBenchmarks, readAllResults, writeResults } from '../../../bench/lib/results';
 import { formatCell, formatTable } from '../../../bench/lib/table';
 import { measure, median, perSecond, ratio } from '../../../bench/lib/timing';
@@ -156,5 +157,31 @@ describe('commitLags', () => {
     expect(percentile([250, 250, 200], 99)).toBe(250);
     expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 50)).toBe(5);
     expect(percentile([], 99)).toBeUndefined();
+  });
+});
+
+describe('cpu readings (Linux /proc)', () => {
+  const linux = process.platform === 'linux' ? it : it.skip;
+
+  linux('threadCpuMs names the main thread and sums the rest by name; threadCpuDelta keeps what grew', () => {
+    const before = threadCpuMs(process.pid)!;
+    expect(before).toHaveProperty('main');
+    let x = 0;
+    const until = Date.now() + 30;
+    while (Date.now() < until) x++;
+    const after = threadCpuMs(process.pid)!;
+    expect(x).toBeGreaterThan(0);
+    expect(threadCpuDelta({ main: 10, a: 5 }, { main: 30, a: 5, b: 2 })).toEqual({ main: 20, b: 2 });
+    expect(threadCpuDelta(undefined, after)).toBeUndefined();
+    expect(after.main).toBeGreaterThanOrEqual(before.main!);
+  });
+
+  linux('machineBusyMs and processMemoryMb read /proc; a missing process gives undefined', () => {
+    expect(machineBusyMs()).toBeGreaterThan(0);
+    const memory = processMemoryMb(process.pid)!;
+    expect(memory.rss).toBeGreaterThan(0);
+    expect(memory.peak).toBeGreaterThanOrEqual(memory.rss);
+    expect(processMemoryMb(2 ** 30)).toBeUndefined();
+    expect(threadCpuMs(2 ** 30)).toBeUndefined();
   });
 });
