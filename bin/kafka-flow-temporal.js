@@ -22,6 +22,7 @@
 // kafkajs warns at every producer about a partitioner change from 2019; we use its default on purpose.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 require('./ts-loader.js');
+require('./compile-cache.js'); // after the loader: it keeps Node's compile for `.ts` files
 require('../cli.ts')
   .main(process.argv)
   .catch((err) => {

@@ -47,8 +47,12 @@ function compile(filename) {
   return code;
 }
 
+// Node's own module compile, taken before bin/compile-cache.js replaces it: only Node's registers a
+// file's inline source map, so `.ts` files bypass the code cache and keep their TypeScript lines.
+const nodeCompile = Module.prototype._compile;
+
 if (!Module._extensions['.ts']) {
-  Module._extensions['.ts'] = (module, filename) => module._compile(compile(filename), filename);
+  Module._extensions['.ts'] = (module, filename) => nodeCompile.call(module, compile(filename), filename);
   // Stack traces show the TypeScript file and line (each compiled file carries its source map).
   process.setSourceMapsEnabled(true);
 }

@@ -85,3 +85,33 @@ test('the CLI starts with the loader (help lists the commands)', () => {
   const out = execFileSync(process.execPath, [path.join(root, 'bin/kafka-flow-temporal.js'), '--help'], { env: { ...process.env, TMPDIR: dir }, encoding: 'utf8' });
   for (const command of ['worker', 'status', 'inspect', 'infra']) expect(out).toContain(command);
 });
+
+describe("with V8's code cache (bin/compile-cache.js, as the CLI starts)", () => {
+  const compileCache = path.join(root, 'bin/compile-cache.js');
+  // run() requires the loader first, then the cache, as bin/kafka-flow-temporal.js does; `.ts` files
+  // bypass the cache (only Node's own compile registers their source maps).
+  const runCached = (script: string) => run(`require(${JSON.stringify(compileCache)});\n${script}`);
+
+  test('an edited .ts file runs its new code, and traces still point at the TypeScript line', () => {
+    const file = path.join(dir, 'cached.ts');
+    fs.writeFileSync(file, 'const n: number = 1;\nexport function value(): number {\n  if (n > 5) throw new Error("big");\n  return n;\n}\n');
+    const load = `const m = require(${JSON.stringify(file)}); try { console.log(m.value()) } catch (e) { console.log(e.stack) }`;
+    expect(runCached(load).stdout.trim()).toBe('1');
+    expect(runCached(load).stdout.trim()).toBe('1');
+    expect(fs.readdirSync(dir).some((name) => name.startsWith('v8-compile-cache'))).toBe(true);
+    const { atime, mtime } = fs.statSync(file);
+    fs.writeFileSync(file, 'const n: number = 9;\nexport function value(): number {\n  if (n > 5) throw new Error("big");\n  return n;\n}\n');
+    fs.utimesSync(file, atime, mtime);
+    expect(runCached(load).stdout).toContain(`${file}:3:`);
+  });
+
+  test('DISABLE_V8_COMPILE_CACHE=1 turns it off', () => {
+    const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(compileCache)}); console.log('ok')`], {
+      cwd: root,
+      env: { ...process.env, TMPDIR: dir, DISABLE_V8_COMPILE_CACHE: '1' },
+      encoding: 'utf8',
+    });
+    expect(r.stdout.trim()).toBe('ok');
+    expect(fs.readdirSync(dir).some((name) => name.startsWith('v8-compile-cache'))).toBe(false);
+  });
+});
