@@ -108,6 +108,8 @@ const folds: EmitRecord[][] = [
   Array.from({ length: 12 }, (_, i) => ({ topic: 'alerts', key: `k${i % 3}`, value: { i } })), // indexes past 9
   [{ topic: 'alerts', key: 'k', value: 'x'.repeat(70) }], // a short text whose UTF-8 bytes need a two-byte length
   [{ topic: 'alerts', key: 'k', value: 'ü'.repeat(63) }],
+  [{ topic: 'alerts', key: 'a'.repeat(62) + 'é', value: `${'a'.repeat(62)}é` }], // ASCII written in JS until the last character
+  [{ topic: 'alerts', key: 'K'.repeat(130), value: 'y'.repeat(100) }], // past the lengths written in JS
 ];
 
 describe('murmur2 over bytes', () => {
