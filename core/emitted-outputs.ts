@@ -29,6 +29,8 @@ const SOURCE_HEADER_NAME = Uint8Array.from([SOURCE_HEADER_BYTES << 1, ...Buffer.
  * bytes of an output's key, value, source header and record.
  */
 const SHORT = 128;
+/** Bytes below which a run grows by 4 (by 2 above). */
+const GROW_FAST_BELOW = 16_384;
 
 /** `meta[3i + 2] >>> 16`: how output i is partitioned. */
 export const Route = {
@@ -331,15 +333,21 @@ export class EmittedOutputs {
 
   private ensure(more: number, outputs = 1): void {
     const need = this.used + more;
-    if (need > this.bytes.length) {
-      const grown = Buffer.allocUnsafe(Math.max(need, this.bytes.length * 2));
+    const length = this.bytes.length;
+    if (need > length) {
+      // A key's run grows from 256 bytes to its second's worth of outputs (a few KB with an output
+      // per record): by 4 while small, so it is copied twice on the way rather than four times.
+      const grown = Buffer.allocUnsafe(Math.max(need, length < GROW_FAST_BELOW ? length * 4 : length * 2));
       this.bytes.copy(grown, 0, 0, this.used);
       this.bytes = grown;
     }
     const metaNeed = 3 * (this.count + outputs);
-    if (metaNeed > this.meta.length) {
-      const grown = new Int32Array(Math.max(metaNeed, this.meta.length * 2));
-      grown.set(this.meta.subarray(0, 3 * this.count));
+    const metaLength = this.meta.length;
+    if (metaNeed > metaLength) {
+      const grown = new Int32Array(Math.max(metaNeed, metaLength < GROW_FAST_BELOW / 8 ? metaLength * 4 : metaLength * 2));
+      const meta = this.meta;
+      const n = 3 * this.count;
+      for (let i = 0; i < n; i++) grown[i] = meta[i]!;
       this.meta = grown;
     }
   }
