@@ -265,9 +265,14 @@ export class EmittedOutputs {
     return topics.length - 1;
   }
 
-  /** A copy sized to hold these outputs and a few more. */
+  /**
+   * A copy (a key's new run): a run whose outputs landed (`releaseOutputs`) if one is spare, grown
+   * already; else one sized to hold these outputs and a few more.
+   */
   copy(): EmittedOutputs {
-    const c = new EmittedOutputs(Math.max(256, this.used * 2), Math.max(8, this.count * 2));
+    let c = spare.pop();
+    if (c !== undefined) spareBytes -= c.bytes.length;
+    else c = new EmittedOutputs(Math.max(256, this.used * 2), Math.max(8, this.count * 2));
     c.appendFrom(this);
     return c;
   }
@@ -350,6 +355,35 @@ export class EmittedOutputs {
       for (let i = 0; i < n; i++) grown[i] = meta[i]!;
       this.meta = grown;
     }
+  }
+}
+
+/**
+ * Runs whose outputs landed, emptied, for keys' next runs. With an output per record every key
+ * starts a run after each of its writes (about a second's outputs: a few KB, grown from 256
+ * bytes), and making and growing them — a Buffer, its meta, the copies — cost more per output
+ * than writing the output's bytes. At most SPARE_MAX_BYTES of them (a process's, all partitions).
+ */
+const spare: EmittedOutputs[] = [];
+let spareBytes = 0;
+const SPARE_MAX_BYTES = 16 * 1024 * 1024;
+/** A run larger than this is left to the garbage collector. */
+const SPARE_MAX_RUN = 64 * 1024;
+
+/**
+ * The outputs of a write that landed: their runs may be reused for later emits. Only for outputs
+ * nothing refers to any more — taken off their key, produced, their write done (a write that did
+ * not land gives them back to their key instead).
+ */
+export function releaseOutputs(items: readonly PendingOutput[] | undefined): void {
+  if (items === undefined) return;
+  for (const o of items) {
+    if (!(o instanceof EmittedOutputs)) continue;
+    const size = o.bytes.length;
+    if (size > SPARE_MAX_RUN || spareBytes + size > SPARE_MAX_BYTES) continue;
+    o.reset();
+    spareBytes += size;
+    spare.push(o);
   }
 }
 

@@ -5,7 +5,7 @@
 // which is what every output was before, and what kafkajs 2.2.4's own encoders write.
 import { createRequire } from 'node:module';
 import { jsonCodec } from '../../../core/codec/json';
-import { appendOutputs, EmittedOutputs, outputCount, outputRecords, type PendingOutput } from '../../../core/emitted-outputs';
+import { appendOutputs, EmittedOutputs, outputCount, outputRecords, type PendingOutput, releaseOutputs } from '../../../core/emitted-outputs';
 import { murmur2 } from '../../../core/murmur2';
 import type { OutputRecord } from '../../../core/persistence-types';
 import { EmitBuffer, OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
@@ -140,6 +140,17 @@ describe('EmittedOutputs', () => {
     expect(decoded).toEqual(expected); // toEqual: an absent partition is an undefined one
     // The emit's own header of the source's name is replaced in its place.
     expect(Object.keys(decoded[5]!.headers!)).toEqual([OUTPUT_SOURCE_HEADER, 'after']);
+  });
+
+  test('a run whose outputs landed (releaseOutputs) holds a later key run: only its new outputs, counted from 0', () => {
+    const landed = emitAll(folds);
+    const run = landed[0] as EmittedOutputs;
+    releaseOutputs(landed);
+    expect(run.count).toBe(0);
+    const next = emitAll([[{ topic: 'audit', key: 'z', value: { n: 9 } }]], 40);
+    expect(next[0]).toBe(run); // reused, not a new run
+    expect(run.topicCounts).toEqual([0, 1]);
+    expect(outputRecords(next)).toEqual(asRecords([{ topic: 'audit', key: 'z', value: { n: 9 } }], 40));
   });
 
   test('an emit the bytes cannot hold (a Buffer header value) stays a record, and so do the later emits of its fold', () => {
