@@ -204,6 +204,19 @@ describe('the produce request written from emitted bytes', () => {
     expect((await produceBytes(original, fromBytes.map(plainMessage))).equals(expected)).toBe(true);
   });
 
+  test("from a transaction's message pool: the same objects again, pointing at the next outputs", async () => {
+    const topics = new OutputTopics(new FakeAdmin() as unknown as KafkaAdmin);
+    const from = { topic: 'in', partition: 2 };
+    const pool = { messages: [] };
+    const first = await topics.messages(emitAll(folds), from, pool);
+    const next = emitAll(folds.slice(0, 2), 50);
+    const again = await topics.messages(next, from, pool);
+    const fresh = await topics.messages(next, from);
+    expect(again).toEqual(fresh);
+    again.forEach((m, i) => expect(m).toBe(first[i]));
+    expect((await produceBytes(ours, again as unknown as Message[])).equals(await produceBytes(ours, fresh as unknown as Message[]))).toBe(true);
+  });
+
   test('mixed with records of other shapes in one batch, and with a timestamped record beside it', async () => {
     const topics = new OutputTopics(new FakeAdmin() as unknown as KafkaAdmin);
     const from = { topic: 'in', partition: 2 };
