@@ -213,7 +213,7 @@ describe('the produce request written from emitted bytes', () => {
     const again = await topics.messages(next, from, pool);
     const fresh = await topics.messages(next, from);
     expect(again).toEqual(fresh);
-    again.forEach((m, i) => expect(m).toBe(first[i]));
+    for (let i = 0; i < again.length; i++) expect(again[i]).toBe(first[i]);
     expect((await produceBytes(ours, again as unknown as Message[])).equals(await produceBytes(ours, fresh as unknown as Message[]))).toBe(true);
   });
 
