@@ -23,6 +23,7 @@
 import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
 import { createKafkaClient, PartitionReader } from '../kafka';
 import { brokersFromEnv } from '../config/env';
+import { createServer, type AddressInfo } from 'node:net';
 import { isQuick, sized } from './lib/args';
 import { runOurs } from './lib/ours';
 import { rawKafkajsTransform } from './lib/raw-transform';
@@ -32,6 +33,8 @@ import { writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
 import { timedRun } from './lib/timed-run';
+import { localBrokerPid, processCpuMs } from './lib/cpu';
+import { PACKAGE_ROOT } from './lib/results';
 
 const PARTITIONS = 6;
 // 1,000,000 records, as bench:throughput (200,000 until 2026-12-02: the run without outputs then
@@ -52,6 +55,105 @@ interface Config {
   raw?: boolean;
   results: ContestantResult[];
   error?: string;
+}
+
+/**
+ * The local broker's CPU sampled every 50 ms (its /proc ticks: 10 ms resolution) while a run goes
+ * on, so its CPU over the run's steady window can be read afterwards — without the worker's
+ * start-up and without the read-back of the outputs (which timedRun's whole-run figure includes
+ * for our worker, not for kafkajs's loop).
+ */
+class BrokerCpuSampler {
+  private readonly pid = localBrokerPid(PACKAGE_ROOT);
+  private readonly samples: Array<readonly [number, number]> = [];
+  private timer: NodeJS.Timeout | undefined;
+  readonly startedAt = performance.now();
+
+  constructor() {
+    if (this.pid === undefined) return;
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 50);
+  }
+
+  private sample(): void {
+    const cpu = processCpuMs(this.pid);
+    if (cpu !== undefined) this.samples.push([performance.now(), cpu]);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.sample();
+  }
+
+  /** The broker's CPU ms between two moments (performance.now()), interpolated between samples. */
+  between(from: number, to: number): number | undefined {
+    const a = this.at(from);
+    const b = this.at(to);
+    return a === undefined || b === undefined ? undefined : b - a;
+  }
+
+  private at(t: number): number | undefined {
+    const s = this.samples;
+    if (s.length < 2 || t < s[0]![0] || t > s[s.length - 1]![0]) return undefined;
+    let i = 1;
+    while (s[i]![0] < t) i++;
+    const [t0, c0] = s[i - 1]!;
+    const [t1, c1] = s[i]!;
+    return t1 === t0 ? c1 : c0 + ((c1 - c0) * (t - t0)) / (t1 - t0);
+  }
+}
+
+/**
+ * Runs `run` with the broker's CPU sampled, and adds to the result the broker's CPU over its steady
+ * window (`broker_steady_cpu_ms`): the window ends `ms` after the run started (its finishing line)
+ * and lasts `steady.ms`.
+ */
+async function withBrokerCpu(run: () => Promise<ContestantResult>): Promise<ContestantResult> {
+  const sampler = new BrokerCpuSampler();
+  try {
+    const result = await run();
+    sampler.stop();
+    if (result.steady) {
+      const end = sampler.startedAt + result.ms;
+      const cpu = sampler.between(end - result.steady.ms, end);
+      if (cpu !== undefined) result.details = { ...result.details, broker_steady_cpu_ms: Math.round(cpu) };
+    }
+    return result;
+  } finally {
+    sampler.stop();
+  }
+}
+
+/** A free local TCP port (for the worker's /metrics). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * What the worker did by its finishing line, from its /metrics: snapshot transactions committed,
+ * snapshot records landed, persists by reason — how often the keys were written, which is what
+ * costs the broker most (a transaction's coordinator requests and markers, not its records).
+ */
+async function workerWrites(port: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (name: string, filter?: RegExp) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) && (!filter || filter.test(l)))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  const out: Record<string, number> = {
+    transactions: sum('kafka_flow_snapshot_transactions_total', /outcome="committed"/),
+    snapshot_records: sum('kafka_flow_snapshot_records_total'),
+  };
+  for (const reason of ['periodic', 'outputs', 'idle']) out[`persists_${reason}`] = sum('kafka_flow_persists_total', new RegExp(`reason="${reason}"`));
+  return out;
 }
 
 /** How many of the records 0..RECORDS-1 emit when every `every`-th does. */
@@ -130,7 +232,7 @@ async function main(): Promise<number> {
         if (c.raw) {
           const outputTopic = every === undefined ? undefined : uniqueName('bench-raw-outputs');
           try {
-            await timedRun(c, () => rawKafkajsTransform({ topic, outputTopic, outputPartitions: PARTITIONS, label: c.label }));
+            await timedRun(c, () => withBrokerCpu(() => rawKafkajsTransform({ topic, outputTopic, outputPartitions: PARTITIONS, label: c.label })));
             if (outputTopic && c.results.length > 0) c.results[c.results.length - 1]!.details!.check = await checkOutputs(outputTopic, 1, false);
           } finally {
             if (outputTopic) await deleteTopics([outputTopic]);
@@ -138,13 +240,21 @@ async function main(): Promise<number> {
           await settle();
           continue;
         }
+        const metricsPort = await freePort();
         await timedRun(c, () =>
-          runOurs(topic, {
+          withBrokerCpu(() => runOurs(topic, {
               backend: 'kafka',
               label: `ours (${c.label})`,
-              env: (flow) => (every === undefined ? {} : { BENCH_OUTPUT_TOPIC: `${flow}-outputs`, BENCH_OUTPUT_EVERY: String(every) }),
-              check: every === undefined ? undefined : (flow) => checkOutputs(`${flow}-outputs`, every),
-            }),
+              env: (flow) => ({
+                KFT_METRICS_PORT: String(metricsPort),
+                ...(every === undefined ? {} : { BENCH_OUTPUT_TOPIC: `${flow}-outputs`, BENCH_OUTPUT_EVERY: String(every) }),
+              }),
+              check: async (flow) => {
+                // Read first: at the finishing line, before the read-back.
+                const writes = await workerWrites(metricsPort).catch((err: Error) => ({ metrics_error: err.message }));
+                return { ...writes, ...(every === undefined ? {} : await checkOutputs(`${flow}-outputs`, every)) };
+              },
+            })),
         );
         await settle();
       }
@@ -168,9 +278,13 @@ async function main(): Promise<number> {
     if (cpus.length === c.results.length) cpu[c.key] = median(cpus);
     if (steady[c.key] !== undefined) figures[`${c.key}_steady_records_per_s`] = Math.round(perSecond(RECORDS, steady[c.key]!));
     if (cpu[c.key] !== undefined) figures[`${c.key}_cpu_us_per_record`] = Number(cpu[c.key]!.toFixed(2));
-    // The broker's CPU over the whole run (fetches served, transactions, outputs appended), per input record.
+    // The broker's CPU over the whole run (fetches served, transactions, outputs appended; for our
+    // worker also its start-up and the read-back of the outputs), per input record.
     const brokerCpus = c.results.flatMap((r) => (typeof r.details?.broker_cpu_ms === 'number' ? [(r.details.broker_cpu_ms * 1000) / r.records] : []));
     if (brokerCpus.length === c.results.length) figures[`${c.key}_broker_cpu_us_per_record`] = Number(median(brokerCpus).toFixed(2));
+    // The same over the steady window only (the worker's start-up and the read-back left out).
+    const brokerSteady = c.results.flatMap((r) => (typeof r.details?.broker_steady_cpu_ms === 'number' ? [(r.details.broker_steady_cpu_ms * 1000) / r.records] : []));
+    if (brokerSteady.length === c.results.length) figures[`${c.key}_broker_steady_cpu_us_per_record`] = Number(median(brokerSteady).toFixed(2));
     notes[c.key] = {
       label: c.label,
       outputs_per_run: c.every === undefined ? 0 : expectedOutputs(c.every),
@@ -183,6 +297,7 @@ async function main(): Promise<number> {
       steady_records_per_s: figures[`${c.key}_steady_records_per_s`] ?? '-',
       e2e_ms: Math.round(e2e[c.key]!),
       cpu_us_per_record: cpu[c.key] === undefined ? '-' : Number(cpu[c.key]!.toFixed(2)),
+      broker_steady_cpu_us: figures[`${c.key}_broker_steady_cpu_us_per_record`] ?? '-',
       runs: c.results.length,
     });
   }

@@ -21,6 +21,16 @@ import type { OutputRecord } from './persistence-types';
  */
 export const OUTPUT_SOURCE_HEADER = 'kafka-flow-source';
 const SOURCE_HEADER_BYTES = Buffer.byteLength(OUTPUT_SOURCE_HEADER);
+/** The source header's name as written: its varint length, then its bytes (ASCII). */
+const SOURCE_HEADER_NAME = Uint8Array.from([SOURCE_HEADER_BYTES << 1, ...Buffer.from(OUTPUT_SOURCE_HEADER, 'latin1')]);
+/**
+ * Strings and copies up to this long are written byte by byte in JS: a call into Node's native
+ * writers (`latin1Write`, `utf8Write`, `Buffer#copy`) costs more than the loop for the ≈ 10–100
+ * bytes of an output's key, value, source header and record.
+ */
+const SHORT = 128;
+/** Bytes below which a run grows by 4 (by 2 above). */
+const GROW_FAST_BELOW = 16_384;
 
 /** `meta[3i + 2] >>> 16`: how output i is partitioned. */
 export const Route = {
@@ -106,7 +116,23 @@ export class EmittedOutputs {
    * nor Buffer, a partition not an int32 ≥ 0): the caller keeps such an output as a record.
    */
   add(o: EncodedEmit, prefix: string, offset: string, index: number): boolean {
-    const headers = o.headers;
+    return this.addEmit(o.topic, o.key, o.value, o.headers, o.partition, prefix, offset, index);
+  }
+
+  /**
+   * `add` with the emit's fields as arguments: what `ctx.emit` calls, so that an emit makes no
+   * object of its own (one per output, with an output per input record).
+   */
+  addEmit(
+    topic: string,
+    key: string | Buffer | null | undefined,
+    value: string | Buffer | null,
+    headers: Readonly<Record<string, string | Buffer>> | undefined,
+    partition: number | undefined,
+    prefix: string,
+    offset: string,
+    index: number,
+  ): boolean {
     let headersSize = 0;
     let headerCount = 1;
     let sourceIsOwn = false;
@@ -124,14 +150,11 @@ export class EmittedOutputs {
         headersSize += 10 + Buffer.byteLength(name) + Buffer.byteLength(v);
       }
     }
-    const partition = o.partition;
     if (partition !== undefined && !(Number.isInteger(partition) && partition >= 0 && partition <= 0x7fffffff)) return false;
-    if (this.topics.length > TOPIC_MASK && !this.topics.includes(o.topic)) return false;
-    const topicIndex = this.topicIndex(o.topic);
+    if (this.topics.length > TOPIC_MASK && !this.topics.includes(topic)) return false;
+    const topicIndex = this.topicIndex(topic);
 
-    const key = o.key;
-    const value = o.value;
-    const keyBytes = key === null || key === undefined ? 0 : typeof key === 'string' ? Buffer.byteLength(key) : key.length;
+    const keyBytes = key === null || key === undefined ? 0 : typeof key === 'string' ? textBytes(key) : key.length;
     const valueBytes = value === null ? -1 : typeof value === 'string' ? (value.length < SMALL_TEXT ? -2 : Buffer.byteLength(value)) : value.length;
     const sourceBytes = prefix.length + offset.length + 1 + digits(index);
     const most =
@@ -148,7 +171,7 @@ export class EmittedOutputs {
     else if (valueBytes === -2) {
       // A short text: its UTF-8 bytes written after a one-byte length (< 64 bytes), moved on if longer.
       const text = value as string;
-      const n = writers(buf).utf8Write(text, at + 1);
+      const n = writeAscii(buf, at + 1, text) ?? writers(buf).utf8Write(text, at + 1);
       if (n < 64) {
         buf[at] = n << 1;
         at += 1 + n;
@@ -203,8 +226,13 @@ export class EmittedOutputs {
   appendFrom(other: EmittedOutputs): void {
     if (other.count === 0) return;
     this.ensure(other.used, other.count);
-    other.bytes.copy(this.bytes, this.used, 0, other.used);
     const base = this.used;
+    const n = other.used;
+    if (n <= SHORT) {
+      const to = this.bytes;
+      const from = other.bytes;
+      for (let i = 0; i < n; i++) to[base + i] = from[i]!;
+    } else other.bytes.copy(this.bytes, base, 0, n);
     const m = this.meta;
     const om = other.meta;
     // One fold's emits, usually one output to the topic of the last: its index looked up once per change of topic.
@@ -237,9 +265,14 @@ export class EmittedOutputs {
     return topics.length - 1;
   }
 
-  /** A copy sized to hold these outputs and a few more. */
+  /**
+   * A copy (a key's new run): a run whose outputs landed (`releaseOutputs`) if one is spare, grown
+   * already; else one sized to hold these outputs and a few more.
+   */
   copy(): EmittedOutputs {
-    const c = new EmittedOutputs(Math.max(256, this.used * 2), Math.max(8, this.count * 2));
+    let c = spare.pop();
+    if (c !== undefined) spareBytes -= c.bytes.length;
+    else c = new EmittedOutputs(Math.max(256, this.used * 2), Math.max(8, this.count * 2));
     c.appendFrom(this);
     return c;
   }
@@ -291,11 +324,12 @@ export class EmittedOutputs {
 
   private writeSource(at: number, prefix: string, offset: string, sourceBytes: number, index: number): number {
     const buf = this.bytes;
-    at = writeVarInt(buf, at, SOURCE_HEADER_BYTES);
-    at += writers(buf).latin1Write(OUTPUT_SOURCE_HEADER, at);
+    const name = SOURCE_HEADER_NAME;
+    for (let i = 0; i < name.length; i++) buf[at++] = name[i]!;
     at = writeVarInt(buf, at, sourceBytes);
-    at += writers(buf).latin1Write(prefix, at);
-    at += writers(buf).latin1Write(offset, at);
+    // The prefix (a topic name: ASCII, as Kafka allows) and the offset's digits.
+    for (let i = 0; i < prefix.length; i++) buf[at++] = prefix.charCodeAt(i);
+    for (let i = 0; i < offset.length; i++) buf[at++] = offset.charCodeAt(i);
     buf[at++] = 0x2f; // '/'
     if (index < 10) buf[at++] = 0x30 + index;
     else at += writers(buf).latin1Write(String(index), at);
@@ -304,17 +338,52 @@ export class EmittedOutputs {
 
   private ensure(more: number, outputs = 1): void {
     const need = this.used + more;
-    if (need > this.bytes.length) {
-      const grown = Buffer.allocUnsafe(Math.max(need, this.bytes.length * 2));
+    const length = this.bytes.length;
+    if (need > length) {
+      // A key's run grows from 256 bytes to its second's worth of outputs (a few KB with an output
+      // per record): by 4 while small, so it is copied twice on the way rather than four times.
+      const grown = Buffer.allocUnsafe(Math.max(need, length < GROW_FAST_BELOW ? length * 4 : length * 2));
       this.bytes.copy(grown, 0, 0, this.used);
       this.bytes = grown;
     }
     const metaNeed = 3 * (this.count + outputs);
-    if (metaNeed > this.meta.length) {
-      const grown = new Int32Array(Math.max(metaNeed, this.meta.length * 2));
-      grown.set(this.meta.subarray(0, 3 * this.count));
+    const metaLength = this.meta.length;
+    if (metaNeed > metaLength) {
+      const grown = new Int32Array(Math.max(metaNeed, metaLength < GROW_FAST_BELOW / 8 ? metaLength * 4 : metaLength * 2));
+      const meta = this.meta;
+      const n = 3 * this.count;
+      for (let i = 0; i < n; i++) grown[i] = meta[i]!;
       this.meta = grown;
     }
+  }
+}
+
+/**
+ * Runs whose outputs landed, emptied, for keys' next runs. With an output per record every key
+ * starts a run after each of its writes (about a second's outputs: a few KB, grown from 256
+ * bytes), and making and growing them — a Buffer, its meta, the copies — cost more per output
+ * than writing the output's bytes. At most SPARE_MAX_BYTES of them (a process's, all partitions).
+ */
+const spare: EmittedOutputs[] = [];
+let spareBytes = 0;
+const SPARE_MAX_BYTES = 16 * 1024 * 1024;
+/** A run larger than this is left to the garbage collector. */
+const SPARE_MAX_RUN = 64 * 1024;
+
+/**
+ * The outputs of a write that landed: their runs may be reused for later emits. Only for outputs
+ * nothing refers to any more — taken off their key, produced, their write done (a write that did
+ * not land gives them back to their key instead).
+ */
+export function releaseOutputs(items: readonly PendingOutput[] | undefined): void {
+  if (items === undefined) return;
+  for (const o of items) {
+    if (!(o instanceof EmittedOutputs)) continue;
+    const size = o.bytes.length;
+    if (size > SPARE_MAX_RUN || spareBytes + size > SPARE_MAX_BYTES) continue;
+    o.reset();
+    spareBytes += size;
+    spare.push(o);
   }
 }
 
@@ -395,7 +464,34 @@ function readLength(buf: Buffer, r: { at: number }): number {
 
 function writeBytes(buf: Buffer, at: number, v: string | Buffer, n: number): number {
   if (typeof v !== 'string') v.copy(buf, at);
-  else if (n === v.length) writers(buf).latin1Write(v, at, n);
+  else if (n === v.length) {
+    // All ASCII (one UTF-8 byte per UTF-16 unit).
+    if (n <= SHORT) for (let i = 0; i < n; i++) buf[at + i] = v.charCodeAt(i);
+    else writers(buf).latin1Write(v, at, n);
+  }
   else writers(buf).utf8Write(v, at, n);
   return at + n;
+}
+
+/** A text's UTF-8 byte length: counted in JS for a short ASCII text, else by Node. */
+function textBytes(text: string): number {
+  const n = text.length;
+  if (n > SHORT) return Buffer.byteLength(text);
+  for (let i = 0; i < n; i++) if (text.charCodeAt(i) >= 0x80) return Buffer.byteLength(text);
+  return n;
+}
+
+/**
+ * Writes a short all-ASCII text at `at` (its UTF-8 bytes are its char codes); returns its length,
+ * or undefined (what was written is to be overwritten) when it is long or not all ASCII.
+ */
+function writeAscii(buf: Buffer, at: number, text: string): number | undefined {
+  const n = text.length;
+  if (n > SHORT) return undefined;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) return undefined;
+    buf[at + i] = c;
+  }
+  return n;
 }

@@ -106,7 +106,7 @@ export class EmitBuffer implements FoldContext {
     const encoder = o.encoder;
     const value = raw === null || raw === undefined ? null : encoder.encodeText ? encoder.encodeText(raw) : encoder.encode(raw);
     this.scratch ??= new EmittedOutputs(1024, 8);
-    if (this.plain === undefined && this.scratch.add({ topic: output.topic, key: output.key, value, headers: output.headers, partition: output.partition }, this.prefix, record.offset, index)) {
+    if (this.plain === undefined && this.scratch.addEmit(output.topic, output.key, value, output.headers, output.partition, this.prefix, record.offset, index)) {
       this.emitted++;
       return;
     }

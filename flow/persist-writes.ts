@@ -1,4 +1,4 @@
-import { EmittedOutputs, outputCount } from '../core/emitted-outputs';
+import { EmittedOutputs, outputCount, releaseOutputs } from '../core/emitted-outputs';
 import { CommitLandedLateError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import { CommitBound } from './commit-bound';
 import type { PersistPlan, Planned } from './persist-plan';
@@ -82,6 +82,8 @@ export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPla
             const label = out.kind === 'emitted' ? out.topic : `\u0000${String(out.headers?.['kafka-flow-dead-letter-reason'] ?? 'unknown')}`;
             countLanded(landedOutputs, label, 1);
           }
+          // Landed: their runs can hold later emits (of any key).
+          releaseOutputs(p.outputs);
         }
         applied++;
         if (landed(s, p, now, capturedNext)) t.evicted++;

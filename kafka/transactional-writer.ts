@@ -14,7 +14,7 @@ import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
 import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
-import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
+import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES, recordBytes } from './request-size';
 
 export interface SnapshotMessage {
   topic: string;
@@ -204,10 +204,10 @@ export class TransactionalWriter {
         offsets.length > 0 ? tx.addOffsets({ consumerGroupId: this.options.groupId }) : Promise.resolve(),
       ]);
       const records = (async () => {
-        for (const chunk of chunkByBytes(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
+        for (const chunk of requestChunks(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
           // The messages as they are (kafkajs reads partition, key, value and headers, ignores
           // `topic` and changes nothing): no copy per record.
-          const metadata = await tx.sendBatch({ topicMessages: byTopic(chunk) });
+          const metadata = await tx.sendBatch({ topicMessages: topicRuns(chunk) });
           recordSent(sent, chunk, metadata);
         }
       })();
@@ -299,6 +299,36 @@ export class TransactionalWriter {
       // Best effort: the producer is abandoned either way.
     }
   }
+}
+
+/**
+ * The messages in requests of at most `maxBytes` (chunkByBytes); most transactions fit in one, and
+ * are then sent as they are, without an array built a message at a time.
+ */
+function requestChunks(messages: SnapshotMessage[], maxBytes: number): SnapshotMessage[][] {
+  let size = 0;
+  for (let i = 0; i < messages.length; i++) {
+    size += recordBytes(messages[i]!);
+    if (size > maxBytes) return chunkByBytes(messages, maxBytes);
+  }
+  return messages.length > 0 ? [messages] : [];
+}
+
+/**
+ * The messages by topic (byTopic), taking each topic's messages as one slice when they come as one
+ * run — a transaction's snapshots, then its outputs — rather than a push per message.
+ */
+function topicRuns(messages: SnapshotMessage[]): Array<{ topic: string; messages: SnapshotMessage[] }> {
+  const runs: Array<{ topic: string; messages: SnapshotMessage[] }> = [];
+  let from = 0;
+  for (let i = 1; i <= messages.length; i++) {
+    if (i < messages.length && messages[i]!.topic === messages[from]!.topic) continue;
+    const topic = messages[from]!.topic;
+    for (const r of runs) if (r.topic === topic) return byTopic(messages); // a topic in two runs: grouped in order
+    runs.push({ topic, messages: from === 0 && i === messages.length ? messages : messages.slice(from, i) });
+    from = i;
+  }
+  return runs;
 }
 
 /** Keeps, per partition, the offset of the first record sent and how many were sent. */

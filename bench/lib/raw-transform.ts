@@ -13,6 +13,12 @@ import { benchKafka, deleteGroups, type Totals, uniqueName } from './records';
 
 /** Outputs per send: ≈ 80 bytes each, well under the broker's 1 MiB per record batch. */
 const SEND_CHUNK = 5_000;
+/**
+ * BENCH_RAW_SOURCE_HEADER=1: each output also carries a `kafka-flow-source` header shaped as our
+ * worker writes it (`<topic>/<partition>/<offset>/0`), so the two produce the same bytes — what
+ * the header costs the client and the broker.
+ */
+const SOURCE_HEADER = process.env.BENCH_RAW_SOURCE_HEADER === '1';
 
 export interface RawTransformOptions {
   topic: string;
@@ -60,10 +66,13 @@ export async function rawKafkajsTransform(options: RawTransformOptions): Promise
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         firstBatch.mark();
-        const messages: Array<{ key: string; value: string }> = [];
+        const messages: Array<{ key: string; value: string; headers?: Record<string, string> }> = [];
+        const prefix = `${batch.topic}/${batch.partition}/`;
         for (const message of batch.messages) {
           const { key, value, next } = foldTotals(states, message);
-          if (options.outputTopic) messages.push({ key, value: JSON.stringify({ key, n: value.n, count: next.count, total: next.total }) });
+          if (!options.outputTopic) continue;
+          const out = JSON.stringify({ key, n: value.n, count: next.count, total: next.total });
+          messages.push(SOURCE_HEADER ? { key, value: out, headers: { 'kafka-flow-source': `${prefix}${message.offset}/0` } } : { key, value: out });
         }
         const tx = await producer.transaction();
         try {

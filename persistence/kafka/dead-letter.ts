@@ -53,7 +53,7 @@ export class OutputTopics {
    * key's murmur2 hash with them), turned into messages that point at those bytes; and a record's
    * murmur2 partition is computed once for a run of its key's outputs.
    */
-  async messages(outputs: readonly PendingOutput[], from: TopicPartition): Promise<SnapshotMessage[]> {
+  async messages(outputs: readonly PendingOutput[], from: TopicPartition, pool?: MessagePool): Promise<SnapshotMessage[]> {
     const counts = new Map<string, number>();
     let total = 0;
     for (const o of outputs) {
@@ -70,7 +70,7 @@ export class OutputTopics {
     let last: { topic: string; key: string; partition: number } | undefined;
     for (const o of outputs) {
       if (o instanceof EmittedOutputs) {
-        n = emittedMessages(o, counts, from.partition, out, n);
+        n = emittedMessages(o, counts, from.partition, out, n, pool);
         continue;
       }
       const count = counts.get(o.topic)!;
@@ -91,9 +91,23 @@ export class OutputTopics {
   }
 }
 
+/**
+ * Message objects of emitted outputs, kept by one producer of transactions for its next ones (an
+ * object per output per transaction was a share of the garbage collection with an output per
+ * record). Its user must not build messages from it while an earlier transaction built from it
+ * is still in flight: kafkajs reads them until the transaction's records are sent.
+ */
+export interface MessagePool {
+  readonly messages: SnapshotMessage[];
+}
+
+/** At most this many message objects are kept by a pool (more in one transaction are made afresh). */
+const POOL_MAX = 32_768;
+
 /** A key's encoded outputs as messages pointing at their bytes, from `out[n]`; returns the next index. */
-function emittedMessages(o: EmittedOutputs, counts: ReadonlyMap<string, number>, inputPartition: number, out: SnapshotMessage[], n: number): number {
+function emittedMessages(o: EmittedOutputs, counts: ReadonlyMap<string, number>, inputPartition: number, out: SnapshotMessage[], n: number, pool: MessagePool | undefined): number {
   const bytes = o.bytes;
+  const kept = pool?.messages;
   let start = 0;
   for (let i = 0; i < o.count; i++) {
     const topic = o.topic(i);
@@ -102,7 +116,19 @@ function emittedMessages(o: EmittedOutputs, counts: ReadonlyMap<string, number>,
     const partition =
       route === Route.KeyHash ? partitionOfHash(o.routeValue(i), count) : route === Route.Partition ? o.routeValue(i) : inputPartition % count;
     const end = o.end(i);
-    out[n++] = { topic, partition, key: '', value: null, encoded: bytes, encodedStart: start, encodedEnd: end };
+    // The pool's n-th object serves the transaction's n-th message (of any kind: out[n] is ours).
+    let m = kept !== undefined && n < kept.length ? kept[n] : undefined;
+    if (m === undefined) {
+      m = { topic, partition, key: '', value: null, encoded: bytes, encodedStart: start, encodedEnd: end };
+      if (kept !== undefined && n === kept.length && n < POOL_MAX) kept.push(m);
+    } else {
+      m.topic = topic;
+      m.partition = partition;
+      m.encoded = bytes;
+      m.encodedStart = start;
+      m.encodedEnd = end;
+    }
+    out[n++] = m;
     start = end;
   }
   return n;

@@ -15,7 +15,7 @@ import { outputCount, type PendingOutput } from '../../core/emitted-outputs';
 import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
-import type { OutputTopics } from './dead-letter';
+import type { MessagePool, OutputTopics } from './dead-letter';
 import { MissingGenerationError } from './errors';
 import type { LocalStateManager } from './local-state-manager';
 import type { StoredSnapshot } from './recovery';
@@ -69,6 +69,9 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
   /** How long the last fence (producer initialization) took. */
   fenceMs = 0;
   private unsettled: Unsettled | undefined;
+  /** The emitted outputs' message objects, reused by each transaction (see MessagePool). */
+  private readonly pool: MessagePool = { messages: [] };
+  private poolInUse = false;
   /** Set when an unanswered commit turned out landed too late to go on: every later write fails with it. */
   private landedLate: CommitLandedLateError | undefined;
 
@@ -114,12 +117,25 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
         throw this.landedLate;
       }
     }
-    const { input } = this.c;
     const generation = this.liveGeneration();
     const offset = Math.max(this.offsetToCommit, batch.commitOffset ?? 0);
     const prepared = this.prepare(batch);
     const started = performance.now();
-    const outputs = prepared.outputs.length > 0 ? await this.outputMessages(prepared.outputs) : [];
+    // The message pool serves one transaction at a time (writes of a partition come one at a time;
+    // should one ever overlap another, it makes its own messages).
+    const pool = this.poolInUse ? undefined : this.pool;
+    if (pool) this.poolInUse = true;
+    try {
+      return await this.commitPrepared(batch, prepared, offset, generation, started, pool);
+    } finally {
+      // The transaction is over (committed, aborted or its producer discarded): nothing reads its messages.
+      if (pool) this.poolInUse = false;
+    }
+  }
+
+  private async commitPrepared(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, generation: WriteGeneration, started: number, pool: MessagePool | undefined): Promise<WriteBatchResult> {
+    const { input } = this.c;
+    const outputs = prepared.outputs.length > 0 ? await this.outputMessages(prepared.outputs, pool) : [];
     let result: CommitResult;
     try {
       result = await this.t.transactions.commit({
@@ -208,9 +224,9 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     return g;
   }
 
-  private outputMessages(outputs: readonly PendingOutput[]): Promise<SnapshotMessage[]> {
+  private outputMessages(outputs: readonly PendingOutput[], pool: MessagePool | undefined): Promise<SnapshotMessage[]> {
     if (!this.t.outputs) throw new TypeError('this partition has no output topics: it cannot produce dead letters');
-    return this.t.outputs.messages(outputs, this.c.input);
+    return this.t.outputs.messages(outputs, this.c.input, pool);
   }
 
   /**

@@ -5,7 +5,7 @@
 // which is what every output was before, and what kafkajs 2.2.4's own encoders write.
 import { createRequire } from 'node:module';
 import { jsonCodec } from '../../../core/codec/json';
-import { appendOutputs, EmittedOutputs, outputCount, outputRecords, type PendingOutput } from '../../../core/emitted-outputs';
+import { appendOutputs, EmittedOutputs, outputCount, outputRecords, type PendingOutput, releaseOutputs } from '../../../core/emitted-outputs';
 import { murmur2 } from '../../../core/murmur2';
 import type { OutputRecord } from '../../../core/persistence-types';
 import { EmitBuffer, OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
@@ -108,6 +108,8 @@ const folds: EmitRecord[][] = [
   Array.from({ length: 12 }, (_, i) => ({ topic: 'alerts', key: `k${i % 3}`, value: { i } })), // indexes past 9
   [{ topic: 'alerts', key: 'k', value: 'x'.repeat(70) }], // a short text whose UTF-8 bytes need a two-byte length
   [{ topic: 'alerts', key: 'k', value: 'ü'.repeat(63) }],
+  [{ topic: 'alerts', key: 'a'.repeat(62) + 'é', value: `${'a'.repeat(62)}é` }], // ASCII written in JS until the last character
+  [{ topic: 'alerts', key: 'K'.repeat(130), value: 'y'.repeat(100) }], // past the lengths written in JS
 ];
 
 describe('murmur2 over bytes', () => {
@@ -138,6 +140,17 @@ describe('EmittedOutputs', () => {
     expect(decoded).toEqual(expected); // toEqual: an absent partition is an undefined one
     // The emit's own header of the source's name is replaced in its place.
     expect(Object.keys(decoded[5]!.headers!)).toEqual([OUTPUT_SOURCE_HEADER, 'after']);
+  });
+
+  test('a run whose outputs landed (releaseOutputs) holds a later key run: only its new outputs, counted from 0', () => {
+    const landed = emitAll(folds);
+    const run = landed[0] as EmittedOutputs;
+    releaseOutputs(landed);
+    expect(run.count).toBe(0);
+    const next = emitAll([[{ topic: 'audit', key: 'z', value: { n: 9 } }]], 40);
+    expect(next[0]).toBe(run); // reused, not a new run
+    expect(run.topicCounts).toEqual([0, 1]);
+    expect(outputRecords(next)).toEqual(asRecords([{ topic: 'audit', key: 'z', value: { n: 9 } }], 40));
   });
 
   test('an emit the bytes cannot hold (a Buffer header value) stays a record, and so do the later emits of its fold', () => {
@@ -189,6 +202,19 @@ describe('the produce request written from emitted bytes', () => {
     expect((await produceBytes(original, fromRecords)).equals(expected)).toBe(true);
     // Decoded back (plainMessage: kafkajs's encoders' fallback), the same bytes again.
     expect((await produceBytes(original, fromBytes.map(plainMessage))).equals(expected)).toBe(true);
+  });
+
+  test("from a transaction's message pool: the same objects again, pointing at the next outputs", async () => {
+    const topics = new OutputTopics(new FakeAdmin() as unknown as KafkaAdmin);
+    const from = { topic: 'in', partition: 2 };
+    const pool = { messages: [] };
+    const first = await topics.messages(emitAll(folds), from, pool);
+    const next = emitAll(folds.slice(0, 2), 50);
+    const again = await topics.messages(next, from, pool);
+    const fresh = await topics.messages(next, from);
+    expect(again).toEqual(fresh);
+    for (let i = 0; i < again.length; i++) expect(again[i]).toBe(first[i]);
+    expect((await produceBytes(ours, again as unknown as Message[])).equals(await produceBytes(ours, fresh as unknown as Message[]))).toBe(true);
   });
 
   test('mixed with records of other shapes in one batch, and with a timestamped record beside it', async () => {
