@@ -23,7 +23,6 @@
 import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
 import { createKafkaClient, PartitionReader } from '../kafka';
 import { brokersFromEnv } from '../config/env';
-import { createServer, type AddressInfo } from 'node:net';
 import { isQuick, sized } from './lib/args';
 import { runOurs } from './lib/ours';
 import { rawKafkajsTransform } from './lib/raw-transform';
@@ -35,6 +34,7 @@ import { median, perSecond, ratio } from './lib/timing';
 import { timedRun } from './lib/timed-run';
 import { localBrokerPid, processCpuMs } from './lib/cpu';
 import { PACKAGE_ROOT } from './lib/results';
+import { freePort } from '../workers/metrics-server';
 
 const PARTITIONS = 6;
 // 1,000,000 records, as bench:throughput (200,000 until 2026-12-02: the run without outputs then
@@ -122,18 +122,6 @@ async function withBrokerCpu(run: () => Promise<ContestantResult>): Promise<Cont
   } finally {
     sampler.stop();
   }
-}
-
-/** A free local TCP port (for the worker's /metrics). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

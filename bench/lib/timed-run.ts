@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { localBrokerPid, machineBusyMs, processCpuMs } from './cpu';
 import type { KafkaMessage } from 'kafkajs';
-import type { ContestantResult } from './raw';
+import { type ContestantResult, foldTotals } from './raw';
 import { recordKey, recordValue, type Totals } from './records';
 import { PACKAGE_ROOT } from './results';
 
@@ -59,28 +59,13 @@ export function calibrate(): number {
   for (let pass = 0; pass < 5; pass++) {
     const states = new Map<string, Totals>();
     const t0 = process.cpuUsage();
-    for (const message of calibration) calibrationFold(states, message);
+    for (const message of calibration) foldTotals(states, message);
     const t = process.cpuUsage(t0);
     best = Math.min(best, (t.user + t.system) / n);
   }
   return Number(best.toFixed(3));
 }
 let calibration: KafkaMessage[] | undefined;
-
-/**
- * raw's fold (`foldTotals`), the same code as its own function, so that the calibration cannot
- * teach raw's call sites its in-memory messages' shape before raw meets kafkajs's. (Checked: it
- * was not why raw's CPU per record rose after the calibration came in — 3.2–3.7 µs with raw's
- * function, 3.3–3.6 with this one; every contestant moved alike, Kafka Streams 8.3 → 10–13 µs.)
- */
-function calibrationFold(states: Map<string, Totals>, message: KafkaMessage): Totals {
-  const key = message.key!.toString();
-  const value = JSON.parse(message.value!.toString()) as { amount?: number };
-  const state = states.get(key);
-  const next = { count: (state?.count ?? 0) + 1, total: (state?.total ?? 0) + (value.amount ?? 0) };
-  states.set(key, next);
-  return next;
-}
 
 export interface Quiet {
   /** `calibrate()` once quiet: raw's fold in memory, CPU µs per record. */
