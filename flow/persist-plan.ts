@@ -6,14 +6,26 @@ import type { FlowRecord } from './record';
 /**
  * One key write in flight, and what to do with the key when it lands. `put`: its state;
  * `delete`: its delete marker (the fold returned no state); `purge`: the marker goes, the
- * committed offset having passed it.
+ * committed offset having passed it (or passing it in the same transaction).
+ *
+ * What the write carries (state, offset, whether the key is new to the store) is taken when the
+ * persist is planned: the fold goes on while earlier chunks are in flight, and a key deleted or
+ * revived meanwhile must be written as it was at the planned position, never as it is when its
+ * chunk is sent. The state is the fold's own object (states are immutable, see Fold).
  */
 export interface Planned<S, V> {
   readonly kf: KeyFlow<S, V>;
   readonly oldHold: number;
   /** What a put holds once landed: the persist's captured position, or a folding key's first record not folded yet. */
   readonly holdAfter: number;
-  readonly kind: 'put' | 'delete' | 'purge';
+  /** A purge becomes a `delete` when its chunk cannot commit past the deletion (persist-writes.ts). */
+  kind: 'put' | 'delete' | 'purge';
+  /** The offset of the last record folded into the key when planned: the snapshot's, or the marker's. */
+  readonly offset: number;
+  /** A put's state when planned. */
+  readonly state: S | undefined;
+  /** Nothing was stored for the key when planned (the store adds it to its keys). */
+  readonly addKey: boolean;
   readonly events: FlowRecord<V>[] | undefined;
   readonly outputs: PendingOutput[] | undefined;
 }
@@ -65,7 +77,7 @@ export function planPersist<S, V>(s: PersistScope<S, V>, now: number, reason: Pe
       } else if (kf.stored && s.committed > kf.lastOffset) {
         // No replay can start at or below the marker any more: purge it.
         kf.beginWrite();
-        planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: 'purge', events: undefined, outputs: undefined });
+        planned.push(plannedWrite(kf, hold, capturedNext, 'purge', undefined, undefined));
       } else {
         // The marker stands for everything this key has seen: it holds nothing.
         kf.holding = undefined;
@@ -97,7 +109,7 @@ export function planPersist<S, V>(s: PersistScope<S, V>, now: number, reason: Pe
       continue;
     }
     kf.beginWrite();
-    planned.push({ kf, oldHold: hold, holdAfter, kind: 'put', events: takeEvents(kf), outputs: takeOutputs(kf) });
+    planned.push(plannedWrite(kf, hold, holdAfter, 'put', takeEvents(kf), takeOutputs(kf)));
   }
   planDeletes(s, deleted, planned, othersMin, capturedNext);
   return { planned, othersMin, evicted };
@@ -113,6 +125,9 @@ export function planPersist<S, V>(s: PersistScope<S, V>, now: number, reason: Pe
  * the purge and the commit to land together (`atomicCommit`, a Kafka transaction): elsewhere the
  * purge could land and the commit fail (or the process die in between), and a replay from the
  * old committed offset would fold the key again from nothing — so there the key gets its marker.
+ * The same holds for a persist of several transactions: a chunk's commit is capped by the holds of
+ * later chunks' writes, so writePlanned turns a purge into a marker when its own chunk's commit
+ * does not pass the deletion.
  */
 function planDeletes<S, V>(s: PersistScope<S, V>, deleted: readonly KeyFlow<S, V>[], planned: Planned<S, V>[], othersMin: number, capturedNext: number): void {
   if (deleted.length === 0) return;
@@ -142,7 +157,7 @@ function planDeletes<S, V>(s: PersistScope<S, V>, deleted: readonly KeyFlow<S, V
       // A direct purge is safe only if it cannot land without the commit that passes the deletion.
       const purge = !marked.has(kf) && s.persistence.atomicCommit === true;
       kf.beginWrite();
-      planned.push({ kf, oldHold: hold, holdAfter: capturedNext, kind: purge ? 'purge' : 'delete', events: takeEvents(kf), outputs: takeOutputs(kf) });
+      planned.push(plannedWrite(kf, hold, capturedNext, purge ? 'purge' : 'delete', takeEvents(kf), takeOutputs(kf)));
     } else {
       if (kf.events) kf.events = [];
       kf.holding = undefined;
@@ -150,6 +165,17 @@ function planDeletes<S, V>(s: PersistScope<S, V>, deleted: readonly KeyFlow<S, V
       s.keys.live.delete(kf.key);
     }
   }
+}
+
+function plannedWrite<S, V>(
+  kf: KeyFlow<S, V>,
+  oldHold: number,
+  holdAfter: number,
+  kind: Planned<S, V>['kind'],
+  events: FlowRecord<V>[] | undefined,
+  outputs: PendingOutput[] | undefined,
+): Planned<S, V> {
+  return { kf, oldHold, holdAfter, kind, offset: kf.lastOffset, state: kind === 'put' ? kf.state : undefined, addKey: !kf.stored, events, outputs };
 }
 
 function takeEvents<S, V>(kf: KeyFlow<S, V>): FlowRecord<V>[] | undefined {

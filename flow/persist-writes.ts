@@ -43,6 +43,11 @@ export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPla
     let putsHold = Number.POSITIVE_INFINITY;
     for (const p of chunk) if (p.kind === 'put' && p.holdAfter < putsHold) putsHold = p.holdAfter;
     const commitOffset = bound.forChunk(from + chunk.length, putsHold, s.committed);
+    // A purge leaves no marker: it may land only with a commit past the deletion (a replay from
+    // below it would fold the key again from nothing). Later chunks' holds can keep this chunk's
+    // commit below it; then the key gets its marker, purged once the committed offset passes it.
+    const passes = Math.max(commitOffset ?? Number.NEGATIVE_INFINITY, s.committed);
+    for (const p of chunk) if (p.kind === 'purge' && !(passes > p.offset)) p.kind = 'delete';
     for (const p of chunk) keys.writing.add(p.kf);
     let result: WriteBatchResult | undefined;
     const t0 = performance.now();
@@ -161,15 +166,16 @@ function countLanded(counts: Map<string, number>, label: string, n: number): voi
   if (n > 0) counts.set(label, (counts.get(label) ?? 0) + n);
 }
 
+/** The key write as planned (persist-plan.ts): never what the key has become since. */
 function toWrite<S, V>(s: PersistScope<S, V>, p: Planned<S, V>) {
-  const { kf } = p;
-  if (p.kind === 'purge') return { key: kf.key, purge: { offset: kf.lastOffset }, outputs: p.outputs };
-  if (p.kind === 'delete') return { key: kf.key, delete: { offset: kf.lastOffset }, events: p.events, addKey: !kf.stored, outputs: p.outputs };
+  const { key } = p.kf;
+  if (p.kind === 'purge') return { key, purge: { offset: p.offset }, outputs: p.outputs };
+  if (p.kind === 'delete') return { key, delete: { offset: p.offset }, events: p.events, addKey: p.addKey, outputs: p.outputs };
   return {
-    key: kf.key,
-    snapshot: s.snapshotting ? { state: kf.state as S, offset: kf.lastOffset } : undefined,
+    key,
+    snapshot: s.snapshotting ? { state: p.state as S, offset: p.offset } : undefined,
     events: p.events,
-    addKey: !kf.stored,
+    addKey: p.addKey,
     outputs: p.outputs,
   };
 }

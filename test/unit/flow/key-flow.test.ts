@@ -90,6 +90,36 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     expect(h.flow.liveKeys).toBe(0);
   });
 
+  test('with atomicCommit, a purge whose chunk cannot commit past the deletion gets a marker: a later chunk failing replays nothing from nothing', async () => {
+    // One write a chunk: d1's purge lands with a commit capped by d2's hold (below d1's
+    // deletion); d2's chunk then fails. Purged without a marker, d1 would be folded again from
+    // nothing by the next owner's replay from that commit.
+    const backend = new InMemoryBackend<string[], string>();
+    const inner = backend.forPartition(TP, 'snapshots', 1);
+    let writes = Number.NEGATIVE_INFINITY;
+    const persistence = Object.assign(Object.create(inner) as typeof inner, {
+      atomicCommit: true,
+      write: (batch: Parameters<typeof inner.write>[0]) => {
+        if (batch.writes.length > 0 && ++writes === 2) return Promise.reject(new Error('the second chunk failed'));
+        return inner.write(batch);
+      },
+    });
+    const fold = (s: string[] | undefined, r: { value: string; offset: string }) =>
+      r.value === 'pop' ? (s === undefined ? [`-${r.offset}`] : s.length === 1 ? undefined : s.slice(0, -1)) : [...(s ?? []), r.offset];
+    const h = await harness<string[]>({ fold, backend, persistence });
+    await h.flow.handleBatch([...records('d1', 0, ['x']), ...records('d2', 1, ['x'])]);
+    await h.flow.persist(h.clock.now(), 'shutdown');
+    expect(h.committed()).toBe(2);
+    writes = 0;
+    await h.flow.handleBatch([...records('d2', 2, ['x']), ...records('d1', 3, ['pop']), ...records('d2', 4, ['pop', 'pop'])]);
+    expect(await h.flow.persist(h.clock.now(), 'revoke')).toMatchObject({ written: 1, failed: 1 });
+    expect(h.backend.snapshots.markers(TP).get('d1')).toBe(3);
+    const next = await harness<string[]>({ fold, backend, assignedAt: h.committed() });
+    await next.flow.handleBatch([...records('d2', 2, ['x']), ...records('d1', 3, ['pop']), ...records('d2', 4, ['pop', 'pop'])].slice(h.committed()! - 2));
+    expect(next.flow.stateOf('d1')).toBeUndefined();
+    expect(next.flow.stateOf('d2')).toBeUndefined();
+  });
+
   test('without atomicCommit, a purge never lands without its commit: a replay after a failed commit keeps the deletion', async () => {
     // Writes land, then the offset commit fails (caching mode, Cassandra): the key must not be
     // folded again from nothing when the next owner replays from the old committed offset.

@@ -1,5 +1,5 @@
 // Property: whatever the interleaving of batches, timers, persist failures and restarts from the
-// persisted state, the flow ends in the state a plain fold over the input gives, and no record is
+// persisted state (batches folded while a persist's chunks are in flight among them), the flow ends in the state a plain fold over the input gives, and no record is
 // applied twice (each key's state lists the offsets folded into it since its last reset). The
 // fold deletes state-dependently ('pop' of the last entry deletes the key; 'pop' of nothing is a
 // state of its own), so a replay that restarts a deleted key from empty shows. Only the injected
@@ -40,14 +40,26 @@ const asyncFold: Fold<State, string> = (s, r, ctx) => Promise.resolve(syncFold(s
 /** 0: the write goes through; 1: it fails, nothing lands; 2: writes land, the offset commit fails. */
 type Fault = 0 | 1 | 2;
 
-function faulty(inner: PartitionPersistence<State, string>, faults: () => Fault): PartitionPersistence<State, string> {
+/**
+ * The in-memory store with injected faults. `atomic`: writes and commit land together or not at
+ * all (a Kafka transaction), so a failed commit is a failed write. `between` runs before each
+ * write that carries keys: a batch folded while the persist's chunks are in flight.
+ */
+function faulty(
+  inner: PartitionPersistence<State, string>,
+  faults: () => Fault,
+  atomic: boolean,
+  between: () => Promise<void>,
+): PartitionPersistence<State, string> {
   return {
     maxWritesPerBatch: inner.maxWritesPerBatch,
+    atomicCommit: atomic,
     recover: () => inner.recover(),
     read: (key) => inner.read(key),
     async write(batch) {
+      if (batch.writes.length > 0) await between();
       const fault = faults();
-      if (fault === 1) throw new Error('injected write failure');
+      if (fault === 1 || (fault === 2 && atomic)) throw new Error('injected write failure');
       if (fault === 2 && batch.commitOffset !== undefined) {
         if (batch.writes.length === 0) throw new Error('injected commit failure');
         const r = await inner.write({ writes: batch.writes });
@@ -75,6 +87,7 @@ const op = fc.oneof(
   fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 3 }) }),
   fc.record({ kind: fc.constant('restart' as const) }),
   fc.record({ kind: fc.constant('revoke' as const) }),
+  fc.record({ kind: fc.constant('fold-during-persist' as const), size: fc.integer({ min: 1, max: 8 }), reason: fc.constantFrom('periodic' as const, 'idle' as const, 'shutdown' as const) }),
 );
 
 const scenario = fc.record({
@@ -86,6 +99,7 @@ const scenario = fc.record({
   faults: fc.array(fc.constantFrom<Fault>(0, 0, 0, 1, 2), { minLength: 1, maxLength: 20 }),
   mode: fc.constantFrom<PersistenceMode>('snapshots', 'journal', 'journal+snapshots'),
   chunk: fc.constantFrom(1, 2, Number.POSITIVE_INFINITY),
+  atomic: fc.boolean(),
   async: fc.boolean(),
   onFoldFailure: fc.constantFrom<'skip' | 'dead-letter'>('skip', 'dead-letter'),
   timers: fc.record({
@@ -128,6 +142,15 @@ describe('PartitionFlow property: restarts and failures never change the result'
 
         let flow!: PartitionFlow<State, string>;
         let position = 0;
+        /** A batch to fold at the next write that carries keys (once). */
+        let armed: InputMessage[] | undefined;
+        const between = async () => {
+          const batch = armed;
+          armed = undefined;
+          if (batch === undefined) return;
+          await flow.handleBatch(batch);
+          position += batch.length;
+        };
         const start = async () => {
           const committed = backend.committer.committed(TP) ?? 0;
           flow = new PartitionFlow<State, string>({
@@ -137,7 +160,7 @@ describe('PartitionFlow property: restarts and failures never change the result'
             assignedAt: String(committed),
             fold: s.async ? asyncFold : syncFold,
             codec: textCodec,
-            persistence: faulty(backend.forPartition(TP, s.mode, s.chunk), nextFault),
+            persistence: faulty(backend.forPartition(TP, s.mode, s.chunk), nextFault, s.atomic, between),
             mode: s.mode,
             timers: timerPolicy(timers),
             onFoldFailure: s.onFoldFailure,
@@ -147,6 +170,7 @@ describe('PartitionFlow property: restarts and failures never change the result'
           });
           await flow.recover();
           position = committed;
+          armed = undefined;
         };
         const attempt = async (f: () => unknown) => {
           try {
@@ -172,6 +196,17 @@ describe('PartitionFlow property: restarts and failures never change the result'
               flow.triggerTimers();
               await flow.persist(clock.now(), 'periodic');
             });
+          } else if (o.kind === 'fold-during-persist') {
+            const batch = messages.slice(position, position + o.size);
+            if (batch.length === 0) continue;
+            armed = batch;
+            clock.advance(1);
+            await attempt(async () => {
+              flow.triggerTimers();
+              await flow.persist(clock.now(), o.reason);
+            });
+            // No write carried keys (nothing to persist): fold it now.
+            if (armed !== undefined) await attempt(between);
           } else if (o.kind === 'revoke') {
             await attempt(() => flow.persist(clock.now(), 'revoke'));
             await start();
