@@ -47,7 +47,7 @@ export interface KafkaSnapshotBackendOptions<S> {
   readonly snapshotTopic?: string;
   /** Default `<groupId>-<flowName>`; partition p's producer is `<prefix>-snapshot-<p>`. Unique per flow. */
   readonly transactionalIdPrefix?: string;
-  /** Default false (caching mode). */
+  /** Default true (fenced); false: the caching mode (plain producer, no fencing). */
   readonly transactional?: boolean;
   /** Group-commit cap; default 2,048. */
   readonly maxWritesPerTransaction?: number;
@@ -160,7 +160,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     this.inputTopic = options.inputTopic;
     this.snapshotTopic = options.snapshotTopic ?? defaultSnapshotTopic(options.groupId, options.flowName);
     this.transactionalIdPrefix = options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(options.groupId, options.flowName);
-    this.transactional = options.transactional ?? false;
+    this.transactional = options.transactional ?? true;
     this.maxWritesPerTransaction = max;
     this.recoveryStallTimeoutMs = options.recoveryStallTimeoutMs ?? DEFAULT_RECOVERY_STALL_TIMEOUT_MS;
     this.log = options.logger ?? silentLogger;

@@ -19,7 +19,10 @@ export interface KafkaPersistenceOptions {
   backend: 'kafka';
   /** Snapshots in a compacted topic; 'none' makes the flow transient. Default 'snapshots'. */
   mode?: 'snapshots' | 'none';
-  /** Snapshot writes and the input-offset commit in one transaction per partition (fencing). */
+  /**
+   * Snapshot writes and the input-offset commit in one transaction per partition, fenced against
+   * stale owners. Default true; false is the caching mode (plain producer, no fencing).
+   */
   transactional?: boolean;
   /** Group-commit cap: the most snapshot writes in one transaction. Default 2,048. */
   maxWritesPerTransaction?: number;
@@ -72,13 +75,13 @@ export const kafkaPersistenceSchema = z.looseObject({
 
 export function resolveKafkaPersistence(p: KafkaPersistenceOptions): ResolvedKafkaPersistence {
   const { backend, mode, transactional, maxWritesPerTransaction, recoveryStallTimeout, snapshotTopic, compressionThreshold, localState, ...rest } = p;
-  if (localState && !transactional) {
+  if (localState && transactional === false) {
     throw new ConfigError('persistence.localState needs transactional: true (its checkpoint relies on the snapshot partition having one fenced writer)');
   }
   return {
     backend,
     mode: mode ?? 'snapshots',
-    transactional: transactional ?? false,
+    transactional: transactional ?? true,
     maxWritesPerTransaction: maxWritesPerTransaction ?? DEFAULT_MAX_WRITES_PER_TRANSACTION,
     recoveryStallTimeoutMs: toMillis(recoveryStallTimeout ?? 180_000, 'persistence.recoveryStallTimeout'),
     snapshotTopic,

@@ -84,7 +84,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const m = await joined();
     const snapshotTopic = unique('snapshots');
     const committer = { commit: async (_tp: unknown, offset: number) => m.consumer.commitOffsets([{ topic: input, partition: 0, offset: String(offset) }]) };
-    const caching = backend({ snapshotTopic });
+    const caching = backend({ snapshotTopic, transactional: false });
     const c = await caching.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
     await c.write({ writes: [{ key: 'a', snapshot: { state: 'a1', offset: 1 } }, { key: 'b', snapshot: { state: 'b1', offset: 2 } }], commitOffset: 3 });
 
@@ -96,7 +96,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     expect(t.committedOffset).toBe(3); // seeded from the consumer's commit
     await t.write({ writes: [{ key: 'b', delete: { offset: 4 } }, { key: 'c', snapshot: { state: 'c1', offset: 5 } }], commitOffset: 6 });
 
-    const back = backend({ snapshotTopic });
+    const back = backend({ snapshotTopic, transactional: false });
     const again = await back.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
     const keys = new Map<string, unknown>();
     for await (const k of again.recover()) keys.set(k.key, k.snapshot ? decodedSnapshot(k.snapshot) : k.deleted);

@@ -41,4 +41,18 @@ describe('a kafka flow\'s snapshot backends', () => {
       defineFlow({ name: 'x', groupId: 'g', topics: ['t'], fold: () => 1, persistence: { backend: 'kafka', transactionalIdPrefix: '' } }),
     ).toThrow(/transactionalIdPrefix/);
   });
+
+  it('is transactional (fenced) unless the caching mode is asked for', async () => {
+    const flowOf = (persistence: { backend: 'kafka'; transactional?: boolean }) =>
+      kafkaFlowBackend(defineFlow({ name: 'totals', groupId: 'sales', topics: ['orders'], fold: (s: number | undefined) => (s ?? 0) + 1, persistence }), { brokers: ['127.0.0.1:1'] });
+    const plain = flowOf({ backend: 'kafka' });
+    const caching = flowOf({ backend: 'kafka', transactional: false });
+    expect(plain.forTopic('orders').transactional).toBe(true);
+    expect(caching.forTopic('orders').transactional).toBe(false);
+    await plain.close();
+    await caching.close();
+    expect(() =>
+      defineFlow({ name: 'x', groupId: 'g', topics: ['t'], fold: () => 1, persistence: { backend: 'kafka', transactional: false, localState: { dir: '/tmp/x' } } }),
+    ).toThrow(/localState needs transactional/);
+  });
 });
