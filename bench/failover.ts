@@ -18,16 +18,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { Partitioners } from 'kafkajs';
 import { sized } from './lib/args';
-import { deleteRunTopicsAndGroup, type FlowWorker, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flow-workers';
+import { caughtUp, committed, compareOffsetHash, deleteRunTopicsAndGroup, eventually, type FlowWorker, sleep, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flow-workers';
 import { startProgress } from './lib/progress';
 import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median } from './lib/timing';
-import { createKafkaClient, PartitionReader } from '../kafka';
 import { brokersFromEnv } from '../config/env';
-import { inspectFlow } from '../workers/inspect';
-import { type HashState, offsetHashFlow, step } from '../test/fixtures/offset-hash-flow';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offset-hash-flow.ts');
 const PARTITIONS = 6;
@@ -220,7 +217,7 @@ async function runTrial(): Promise<Trial> {
     await loop;
     await eventually('the survivor caught up', async () => caughtUp(admin, id), 120_000, [b]);
     const survivorExit = await b.stop();
-    const exact = await compare(names, brokers);
+    const exact = await compareOffsetHash(names, PARTITIONS, brokers);
     return {
       failover_ms: Math.round(failoverAt - killedAt),
       reassigned_ms: reassigned ? Math.round(reassigned.at - killedAt) : undefined,
@@ -245,75 +242,6 @@ async function runTrial(): Promise<Trial> {
     await deleteRunTopicsAndGroup(id, id, brokers);
   }
 }
-
-async function committed(admin: ReturnType<ReturnType<typeof benchKafka>['admin']>, topic: string): Promise<Map<number, bigint>> {
-  const [response] = await admin.fetchOffsets({ groupId: topic, topics: [topic] });
-  return new Map((response?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
-}
-
-async function caughtUp(admin: ReturnType<ReturnType<typeof benchKafka>['admin']>, topic: string): Promise<boolean> {
-  const now = await committed(admin, topic);
-  const ends = await admin.fetchTopicOffsets(topic);
-  return ends.every((e) => now.get(e.partition) === BigInt(e.high));
-}
-
-/** Persisted state against a plain fold of the input topic. */
-async function compare(names: Parameters<typeof offsetHashFlow>[0], brokers: string[]) {
-  const client = createKafkaClient({ brokers, clientId: 'bench-failover-reference', logLevel: 'error' });
-  const reader = new PartitionReader(client);
-  const reference = new Map<string, HashState>();
-  let records = 0;
-  try {
-    for (let p = 0; p < PARTITIONS; p++) {
-      await reader.read({
-        topic: names.topic,
-        partition: p,
-        fromOffset: '0',
-        onRecords: (batch) => {
-          for (const r of batch) {
-            const key = String(r.key);
-            reference.set(key, step(reference.get(key), r.offset));
-            records++;
-          }
-        },
-      });
-    }
-  } finally {
-    await reader.close();
-  }
-  const persisted = new Map<string, HashState>();
-  for await (const k of inspectFlow(offsetHashFlow(names) as never)) persisted.set(k.key, k.state as HashState);
-  let lost = 0;
-  let duplicated = 0;
-  let mismatched = 0;
-  for (const [key, want] of reference) {
-    const got = persisted.get(key);
-    const count = got?.count ?? 0;
-    if (count < want.count) lost += want.count - count;
-    if (count > want.count) duplicated += count - want.count;
-    if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
-  }
-  for (const [key, got] of persisted) {
-    if (!reference.has(key)) {
-      duplicated += got.count;
-      mismatched++;
-    }
-  }
-  return { records_in_topic: records, keys: reference.size, records_lost: lost, records_duplicated: duplicated, keys_mismatched: mismatched };
-}
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, watch: FlowWorker[]): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    for (const w of watch) if (w.process.exitCode !== null) throw new Error(`worker ${w.name} exited (${w.process.exitCode}) waiting for ${what}`);
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined && v !== false) return v as T;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(250);
-  }
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 main().then(
   () => process.exit(process.exitCode ?? 0),

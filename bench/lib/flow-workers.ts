@@ -9,6 +9,9 @@ import { createInterface } from 'node:readline';
 import type { Client } from '@temporalio/client';
 import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../../workflows/partition-workflow';
 import { connectTemporal, type TemporalConnections } from '../../workers/temporal-connection';
+import { createKafkaClient, PartitionReader } from '../../kafka';
+import { inspectFlow } from '../../workers/inspect';
+import { type HashState, offsetHashFlow, step } from '../../test/fixtures/offset-hash-flow';
 import { stopChild } from './anchors';
 import { benchKafka, deleteGroups, deleteTopics, topicsWithPrefix } from './records';
 import { PACKAGE_ROOT } from './results';
@@ -156,3 +159,81 @@ export async function deleteRunTopicsAndGroup(prefix: string, groupId: string, b
   await deleteTopics(await topicsWithPrefix(prefix, brokers).catch(() => []), brokers);
   await deleteGroups([groupId], brokers);
 }
+
+type BenchAdmin = ReturnType<ReturnType<typeof benchKafka>['admin']>;
+
+/** The committed offset of each partition of `topic` for the group named like the topic. */
+export async function committed(admin: BenchAdmin, topic: string): Promise<Map<number, bigint>> {
+  const [response] = await admin.fetchOffsets({ groupId: topic, topics: [topic] });
+  return new Map((response?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
+}
+
+/** Every partition's committed offset is at its log end. */
+export async function caughtUp(admin: BenchAdmin, topic: string): Promise<boolean> {
+  const now = await committed(admin, topic);
+  const ends = await admin.fetchTopicOffsets(topic);
+  return ends.every((e) => now.get(e.partition) === BigInt(e.high));
+}
+
+/**
+ * The offset-hash flow's persisted state (inspect) against a plain fold of its input topic: per
+ * key, count short of the reference = lost, count beyond it = duplicated, a hash that differs =
+ * mismatched. All must be 0.
+ */
+export async function compareOffsetHash(names: Parameters<typeof offsetHashFlow>[0], partitions: number, brokers: string[]) {
+  const client = createKafkaClient({ brokers, clientId: 'bench-reference', logLevel: 'error' });
+  const reader = new PartitionReader(client);
+  const reference = new Map<string, HashState>();
+  let records = 0;
+  try {
+    for (let p = 0; p < partitions; p++) {
+      await reader.read({
+        topic: names.topic,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (batch) => {
+          for (const r of batch) {
+            const key = String(r.key);
+            reference.set(key, step(reference.get(key), r.offset));
+            records++;
+          }
+        },
+      });
+    }
+  } finally {
+    await reader.close();
+  }
+  const persisted = new Map<string, HashState>();
+  for await (const k of inspectFlow(offsetHashFlow(names) as never)) persisted.set(k.key, k.state as HashState);
+  let lost = 0;
+  let duplicated = 0;
+  let mismatched = 0;
+  for (const [key, want] of reference) {
+    const got = persisted.get(key);
+    const count = got?.count ?? 0;
+    if (count < want.count) lost += want.count - count;
+    if (count > want.count) duplicated += count - want.count;
+    if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
+  }
+  for (const [key, got] of persisted) {
+    if (!reference.has(key)) {
+      duplicated += got.count;
+      mismatched++;
+    }
+  }
+  return { records_in_topic: records, keys: reference.size, records_lost: lost, records_duplicated: duplicated, keys_mismatched: mismatched };
+}
+
+/** Polls `fn` until it gives a value; fails when a watched worker exits or at the deadline. */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, watch: FlowWorker[]): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    for (const w of watch) if (w.process.exitCode !== null) throw new Error(`worker ${w.name} exited (${w.process.exitCode}) waiting for ${what}`);
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined && v !== false) return v as T;
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
