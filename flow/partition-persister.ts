@@ -87,8 +87,9 @@ export class PartitionPersister<S, V> {
     if (t.fenced) {
       this.fail(t.error);
       this.s.metrics.persists(reason, 'failed').inc();
+      // `keys`: the key writes the refused chunk carried (0: only an offset commit was refused).
+      this.s.log.warn({ topic: this.s.topic, partition: this.s.partition, reason, keys: t.failed, err: t.error }, 'persist fenced: partition stopped');
       if (timed(reason)) throw t.error;
-      this.s.log.warn({ topic: this.s.topic, partition: this.s.partition, err: t.error }, 'persist fenced: partition stopped');
       return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
     }
     if (t.mustRecover) {

@@ -4,14 +4,12 @@ import { eventually, FlowCluster, type SnapshotRecord, type Worker } from './har
 
 // The stale owner of kafka-flow #732, for real: a worker process frozen with SIGSTOP past its
 // session timeout while it holds folded but unpersisted records, the survivor takes over and
-// persists newer state, then the frozen one is resumed with its old state and generation. Nothing
-// it wrote may land in the snapshot topic, and the final state is exactly the plain fold of the
-// input. Waking, it does one of two things, depending on which its event loop takes first: its
-// overdue persist writes under the old generation and the broker refuses it (the fence), or the
-// answer to a heartbeat it had in flight tells it the group has moved on, and it writes nothing
-// before it rejoins as a new owner (its in-process persists run only under the consumer's current
-// generation). Both are correct; the test says which it saw. (The fence itself, with a really
-// paused second client, is kafka-persistence/stale-owner.test.ts and generation-fence.test.ts.)
+// persists newer state, then the frozen one is resumed with its old state and generation. Its
+// persist cadence is a minute, and records arrive every 50 ms up to the freeze (so no idle flush
+// runs): it holds their keys unpersisted. Waking, it writes them under the old generation — its
+// overdue persist, or its flush on revoke before it rejoins — and the broker refuses the write
+// (the fence): the test requires a fenced persist that carried keys. Nothing it wrote may land in
+// the snapshot topic, and the final state is exactly the plain fold of the input.
 
 interface Line {
   time: number;
@@ -45,9 +43,9 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
   try {
     await cluster.start();
     await cluster.produce(2000);
-    // a persists a key at most every 5 s, so it holds folded records unpersisted most of the time
-    // (b, the survivor, every 500 ms).
-    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '5000' });
+    // a persists a key every minute (or once caught up and quiet: the idle flush), so it holds the
+    // records folded while they keep arriving unpersisted (b, the survivor, persists every 500 ms).
+    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '60000' });
     const b = cluster.startWorker('b');
     await cluster.untilRunningOn(2, 'a and b share the partitions', 120_000);
     await cluster.produce(1000);
@@ -87,15 +85,14 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
     const wokeAt = Date.now();
     expect(lines(cluster, a).filter((l) => l.time > frozenAt + 1000 && l.time < wokeAt).map(brief)).toEqual([]);
     a.process.kill('SIGCONT'); // a wakes up believing it still owns its partitions
-    // It writes what it had folded and the broker refuses it, or it learns first that the group
-    // moved on and rejoins without writing (see the top of this file).
+    // It writes the keys it had folded and the broker refuses the write: a fenced persist that
+    // carried keys (a persist that only committed an offset would prove nothing).
     const woke = await eventually(
-      "a's stale writes refused by the broker, or a rejoined as a new owner without writing",
+      "a's stale write of the keys it held refused by the broker",
       () => {
         const since = lines(cluster, a).filter((l) => l.time >= wokeAt);
-        const fences = since.filter(isFence);
-        if (fences.length > 0) return { fences, rejoined: false };
-        return since.some((l) => l.msg === 'partitions assigned') ? { fences, rejoined: true } : undefined;
+        const fenced = since.filter((l) => l.msg === 'persist fenced: partition stopped' && typeof l.keys === 'number' && l.keys > 0);
+        return fenced.length > 0 ? { fenced, fences: since.filter(isFence) } : undefined;
       },
       60_000,
       () =>
@@ -108,9 +105,8 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
     await cluster.untilRunningOn(2, 'a rejoined: a and b share the partitions again', 120_000);
     await cluster.untilCaughtUp('caught up after a rejoined');
     process.stderr.write(
-      woke.rejoined
-        ? 'stale owner: a learned from a heartbeat that the group had moved on and rejoined without writing\n'
-        : `stale owner: ${woke.fences.length} refused write attempt(s) after waking: ${woke.fences.map(brief).join(' | ')}\n`,
+      `stale owner: ${woke.fenced.length} fenced persist(s) carrying ${woke.fenced.map((l) => l.keys).join(', ')} key(s); ` +
+        `${woke.fences.length} fence line(s) after waking: ${woke.fences.map(brief).join(' | ')}\n`,
     );
 
     // Nothing a wrote after waking landed: the committed content of every snapshot partition is
