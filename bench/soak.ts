@@ -28,7 +28,7 @@ import {
   terminateFlowWorkflows,
 } from './lib/flow-workers';
 import { benchKafka, uniqueName } from './lib/records';
-import { PACKAGE_ROOT, writeResults } from './lib/results';
+import { PACKAGE_ROOT, productCommit, writeResults } from './lib/results';
 import { printTable } from './lib/table';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offset-hash-flow.ts');
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
   const samples: Sample[] = [];
   const rebalances: Array<{ min: number; event: string; exit?: number | null }> = [];
   const load = os.loadavg()[0] ?? 0;
+  const measured = productCommit();
   process.stdout.write(`soak: ${DURATION_MS / 60_000} min at ${RATE} records/s over ${PARTITIONS} partitions, a rebalance every ${REBALANCE_EVERY_MS / 1000} s\n`);
   try {
     await admin.connect();
@@ -195,6 +196,7 @@ async function main(): Promise<void> {
     };
     printTable(`soak: ${figures.soak_minutes} min, ${rebalances.length} rebalances, worker a throughout`, [figures]);
     const file = writeResults('soak', figures, {
+      productCommit: measured,
       versions: { kafka: '4.3.1' },
       notes: {
         flow: 'test/fixtures/offset-hash-flow.ts, transactional Kafka persistence',

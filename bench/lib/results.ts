@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,7 +34,20 @@ export interface BenchResults {
   versions: Record<string, string>;
   at: string;
   quick: boolean;
+  /** The checkout's commit the run measured, with "+ uncommitted changes" when the tree differed. */
+  product_commit?: string;
   notes?: Record<string, unknown>;
+}
+
+/** The checkout's short commit, and whether tracked files differ from it; undefined outside git. */
+export function productCommit(root: string = PACKAGE_ROOT): string | undefined {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    return `${head}${dirty ? ' + uncommitted changes' : ''}`;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface WriteResultsExtra {
@@ -43,6 +57,8 @@ export interface WriteResultsExtra {
   notes?: Record<string, unknown>;
   /** Where to write; default BENCH_RESULTS_DIR or bench/results. */
   outDir?: string;
+  /** The commit measured, taken when the run started (default: the checkout's at writing). */
+  productCommit?: string;
 }
 
 export function machineInfo(): Machine {
@@ -99,6 +115,7 @@ export function writeResults(name: string, figures: Record<string, number>, extr
     versions: { ...packageVersions(), ...extra.versions },
     at: new Date().toISOString(),
     quick: isQuick(),
+    product_commit: extra.productCommit ?? productCommit(),
     ...(extra.notes ? { notes: extra.notes } : {}),
   };
   const dir = resultsDir(extra.outDir);
