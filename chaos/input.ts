@@ -1,42 +1,57 @@
-// The input topic read back from offset 0: the oracle's reference.
+// The input, output and dead-letter topics read back from offset 0, one record at a time.
+import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
+import { DEAD_LETTER_HEADERS } from '../flow/poison';
 import { type createKafkaClient, PartitionReader } from '../kafka';
 import type { ChaosValue } from '../test/fixtures/chaos-flow';
-import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
-import type { InputRecord, ReadOutput } from './oracle';
+import { deadLetterSource, type ReadOutput, Reference } from './oracle';
 import { PARTITIONS } from './settings';
 
-export async function readInput(client: ReturnType<typeof createKafkaClient>, topic: string) {
+type Client = ReturnType<typeof createKafkaClient>;
+
+/** The input topic folded into the oracle's reference as it is read. */
+export async function readInput(client: Client, topic: string): Promise<Reference> {
   const reader = new PartitionReader(client);
-  const records: InputRecord[] = [];
-  const partitionOf = new Map<string, number>();
-  const history = new Map<string, InputRecord[]>();
+  const ref = new Reference(topic);
   try {
     await reader.readTopic(topic, PARTITIONS, (r, partition) => {
-      const rec: InputRecord = { partition, offset: r.offset, key: String(r.key), value: JSON.parse(String(r.value)) as ChaosValue };
-      records.push(rec);
-      partitionOf.set(rec.key, partition);
-      const h = history.get(rec.key) ?? [];
-      if (h.length === 0) history.set(rec.key, h);
-      h.push(rec);
+      const raw = String(r.value);
+      let value: ChaosValue | undefined;
+      try {
+        value = JSON.parse(raw) as ChaosValue;
+      } catch {
+        value = undefined; // not JSON: a poison record
+      }
+      ref.add({ partition, offset: r.offset, key: String(r.key), value, raw });
     });
   } finally {
     await reader.close();
   }
-  return { records, partitionOf, history };
+  return ref;
 }
 
-/** The output topic read back read_committed, from offset 0 of every partition. */
-export async function readOutputs(client: ReturnType<typeof createKafkaClient>, topic: string): Promise<ReadOutput[]> {
+const header = (h: unknown): string | undefined => (h === undefined ? undefined : String(Array.isArray(h) ? h[0] : h));
+
+/** The output topic read back read_committed, from offset 0 of every partition, each output handed to `onOutput`. */
+export async function readOutputs(client: Client, topic: string, onOutput: (o: ReadOutput) => void): Promise<void> {
   const reader = new PartitionReader(client);
-  const outputs: ReadOutput[] = [];
+  try {
+    await reader.readTopic(topic, PARTITIONS, (r) => onOutput({ source: header(r.headers[OUTPUT_SOURCE_HEADER]), value: String(r.value) }));
+  } finally {
+    await reader.close();
+  }
+}
+
+/** The dead-letter topic read back read_committed; a dead letter's source is its input partition and offset. */
+export async function readDeadLetters(client: Client, topic: string, onDeadLetter: (o: ReadOutput) => void): Promise<void> {
+  const reader = new PartitionReader(client);
   try {
     await reader.readTopic(topic, PARTITIONS, (r) => {
-      const h = r.headers[OUTPUT_SOURCE_HEADER];
-      const source = h === undefined ? undefined : String(Array.isArray(h) ? h[0] : h);
-      outputs.push({ source, value: String(r.value) });
+      const partition = header(r.headers[DEAD_LETTER_HEADERS.partition]);
+      const offset = header(r.headers[DEAD_LETTER_HEADERS.offset]);
+      const source = partition === undefined || offset === undefined ? undefined : deadLetterSource({ partition: Number(partition), offset });
+      onDeadLetter({ source, value: String(r.value) });
     });
   } finally {
     await reader.close();
   }
-  return outputs;
 }

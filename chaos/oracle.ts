@@ -1,26 +1,112 @@
-import { type ChaosState, type ChaosValue, chaosOutput, chaosStep } from '../test/fixtures/chaos-flow';
+import { type ChaosState, type ChaosValue, chaosOutput, chaosStep, isPoison, opCode } from '../test/fixtures/chaos-flow';
 
 /**
  * The oracle: a plain fold of the input topic as committed (read after the run), per key, with
  * the flow's own step function; the comparison of the persisted state (inspect) against it; and
- * the outputs the fold must have emitted against what the output topic holds.
+ * the outputs and dead letters the fold must have emitted against what their topics hold. It
+ * streams: a run of millions of records keeps the keys' states, the expected outputs (a string
+ * each) and a compact log of the input (a few bytes a record, for the wrong keys' histories), not
+ * an object per record.
  */
 export interface InputRecord {
   partition: number;
   offset: string;
   key: string;
-  value: ChaosValue;
+  /** Undefined: the value is not JSON (a poison record, dead-lettered on decode). */
+  value: ChaosValue | undefined;
+  /** The value as produced (needed for poison records: their dead letter carries it as is). */
+  raw?: string;
+}
+
+/** The input, a few bytes a record: each record's key (as an index), partition, offset and op. */
+export class InputLog {
+  private readonly keyIds = new Map<string, number>();
+  private readonly keyNames: string[] = [];
+  private readonly keyPartition: number[] = [];
+  private key = new Int32Array(1024);
+  private offset = new Float64Array(1024);
+  /** 0 poison, 1 inc, 2 dec. */
+  private op = new Uint8Array(1024);
+  length = 0;
+
+  add(r: InputRecord): void {
+    let id = this.keyIds.get(r.key);
+    if (id === undefined) {
+      id = this.keyNames.length;
+      this.keyIds.set(r.key, id);
+      this.keyNames.push(r.key);
+    }
+    this.keyPartition[id] = r.partition;
+    if (this.length === this.key.length) {
+      const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+        const b = make(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.key = grow(this.key, (n) => new Int32Array(n));
+      this.offset = grow(this.offset, (n) => new Float64Array(n));
+      this.op = grow(this.op, (n) => new Uint8Array(n));
+    }
+    this.key[this.length] = id;
+    this.offset[this.length] = Number(r.offset);
+    this.op[this.length] = isPoison(r.value) ? 0 : opCode(r.value?.op);
+    this.length++;
+  }
+
+  partitionOf(key: string): number | undefined {
+    const id = this.keyIds.get(key);
+    return id === undefined ? undefined : this.keyPartition[id];
+  }
+
+  /** The last `n` records of each of `keys` as `offset:op`, in one pass over the log. */
+  histories(keys: Iterable<string>, n = 6): Map<string, string[]> {
+    const wanted = new Map<number, string[]>();
+    for (const k of keys) {
+      const id = this.keyIds.get(k);
+      if (id !== undefined) wanted.set(id, []);
+    }
+    for (let i = 0; i < this.length; i++) {
+      const h = wanted.get(this.key[i]!);
+      if (!h) continue;
+      h.push(`${this.offset[i]}:${['poison', 'inc', 'dec'][this.op[i]!]}`);
+      if (h.length > n) h.shift();
+    }
+    return new Map([...wanted].map(([id, h]) => [this.keyNames[id]!, h]));
+  }
+}
+
+/** The reference, fed one record at a time in offset order within each partition (a key lives in one partition). */
+export class Reference {
+  /** Each key's state after the fold (a deleted key is absent). */
+  readonly states = new Map<string, ChaosState>();
+  /** Every output the fold emits, by source (`outputSource`), as canonical JSON. */
+  readonly outputs = new Map<string, string>();
+  /** Every dead letter the flow must produce, by `<partition>/<offset>`, with the record's value as produced. */
+  readonly deadLetters = new Map<string, string>();
+  readonly log = new InputLog();
+
+  constructor(readonly topic: string) {}
+
+  add(r: InputRecord): void {
+    this.log.add(r);
+    if (isPoison(r.value)) {
+      this.deadLetters.set(deadLetterSource(r), r.raw ?? JSON.stringify(r.value ?? null));
+      return;
+    }
+    const before = this.states.get(r.key);
+    const next = chaosStep(before, r.offset, r.value!);
+    if (next === undefined) this.states.delete(r.key);
+    else this.states.set(r.key, next);
+    const output = chaosOutput(before, next, r.offset);
+    if (output) this.outputs.set(outputSource(this.topic, r), JSON.stringify(output));
+  }
 }
 
 /** Records must come in offset order within each partition (a key lives in one partition). */
 export function referenceFold(records: Iterable<InputRecord>): Map<string, ChaosState> {
-  const state = new Map<string, ChaosState>();
-  for (const r of records) {
-    const next = chaosStep(state.get(r.key), r.offset, r.value);
-    if (next === undefined) state.delete(r.key);
-    else state.set(r.key, next);
-  }
-  return state;
+  const ref = new Reference('');
+  for (const r of records) ref.add(r);
+  return ref.states;
 }
 
 export interface WrongKey {
@@ -79,18 +165,13 @@ export const outputSource = (topic: string, r: Pick<InputRecord, 'partition' | '
  * source, as canonical JSON.
  */
 export function referenceOutputs(topic: string, records: Iterable<InputRecord>): Map<string, string> {
-  const state = new Map<string, ChaosState>();
-  const outputs = new Map<string, string>();
-  for (const r of records) {
-    const before = state.get(r.key);
-    const next = chaosStep(before, r.offset, r.value);
-    if (next === undefined) state.delete(r.key);
-    else state.set(r.key, next);
-    const output = chaosOutput(before, next, r.offset);
-    if (output) outputs.set(outputSource(topic, r), JSON.stringify(output));
-  }
-  return outputs;
+  const ref = new Reference(topic);
+  for (const r of records) ref.add(r);
+  return ref.outputs;
 }
+
+/** `<partition>/<offset>`: a dead letter's source, from its kafka-flow-dead-letter-* headers. */
+export const deadLetterSource = (r: Pick<InputRecord, 'partition' | 'offset'>) => `${r.partition}/${r.offset}`;
 
 export type Delivery = 'exactly-once' | 'at-least-once';
 
@@ -119,46 +200,66 @@ const canonical = (json: string): string | undefined => {
 };
 
 /**
- * Compares what the output topic holds with the reference outputs. Exactly-once: each expected
- * output once, nothing else. At-least-once: each expected output at least once, every copy the
- * same, nothing else — so after deduplication by source, exactly once.
+ * Compares what the output topic holds with the reference outputs, one output read at a time (no
+ * copy of the topic kept). Exactly-once: each expected output once, nothing else. At-least-once:
+ * each expected output at least once, every copy the same, nothing else — so after deduplication
+ * by source, exactly once. `canon` puts a value in the form `expected` holds (JSON by default).
  */
-export function compareOutputs(expected: ReadonlyMap<string, string>, actual: readonly ReadOutput[], delivery: Delivery): OutputVerdict {
-  const seen = new Map<string, number>();
-  const examples: string[] = [];
-  const example = (line: string) => {
-    if (examples.length < 10) examples.push(line);
-  };
-  let wrong = 0;
-  for (const o of actual) {
-    const want = o.source === undefined ? undefined : expected.get(o.source);
-    if (want === undefined || canonical(o.value) !== want) {
-      wrong++;
-      example(`wrong: ${o.source ?? '(no source header)'} = ${o.value}${want === undefined ? ' (no record emits it)' : `, expected ${want}`}`);
-      continue;
-    }
-    seen.set(o.source!, (seen.get(o.source!) ?? 0) + 1);
+export class OutputCheck {
+  private readonly seen = new Map<string, number>();
+  private readonly examples: string[] = [];
+  private wrong = 0;
+  private read = 0;
+
+  constructor(
+    private readonly expected: ReadonlyMap<string, string>,
+    private readonly delivery: Delivery,
+    private readonly canon: (value: string) => string | undefined = canonical,
+  ) {}
+
+  private example(line: string): void {
+    if (this.examples.length < 10) this.examples.push(line);
   }
-  let lost = 0;
-  let extra = 0;
-  for (const [source, value] of expected) {
-    const n = seen.get(source) ?? 0;
-    if (n === 0) {
-      lost++;
-      example(`lost: ${source} = ${value}`);
-    } else if (n > 1) {
-      extra += n - 1;
-      if (delivery === 'exactly-once') example(`duplicated: ${source} × ${n}`);
+
+  add(o: ReadOutput): void {
+    this.read++;
+    const want = o.source === undefined ? undefined : this.expected.get(o.source);
+    if (want === undefined || this.canon(o.value) !== want) {
+      this.wrong++;
+      this.example(`wrong: ${o.source ?? '(no source header)'} = ${o.value}${want === undefined ? ' (no record emits it)' : `, expected ${want}`}`);
+      return;
     }
+    this.seen.set(o.source!, (this.seen.get(o.source!) ?? 0) + 1);
   }
-  return {
-    delivery,
-    expected: expected.size,
-    read: actual.length,
-    wrong,
-    lost,
-    duplicated: delivery === 'exactly-once' ? extra : 0,
-    redelivered: delivery === 'at-least-once' ? extra : 0,
-    examples,
-  };
+
+  verdict(): OutputVerdict {
+    let lost = 0;
+    let extra = 0;
+    for (const [source, value] of this.expected) {
+      const n = this.seen.get(source) ?? 0;
+      if (n === 0) {
+        lost++;
+        this.example(`lost: ${source} = ${value}`);
+      } else if (n > 1) {
+        extra += n - 1;
+        if (this.delivery === 'exactly-once') this.example(`duplicated: ${source} × ${n}`);
+      }
+    }
+    return {
+      delivery: this.delivery,
+      expected: this.expected.size,
+      read: this.read,
+      wrong: this.wrong,
+      lost,
+      duplicated: this.delivery === 'exactly-once' ? extra : 0,
+      redelivered: this.delivery === 'at-least-once' ? extra : 0,
+      examples: [...this.examples],
+    };
+  }
+}
+
+export function compareOutputs(expected: ReadonlyMap<string, string>, actual: Iterable<ReadOutput>, delivery: Delivery, canon?: (value: string) => string | undefined): OutputVerdict {
+  const check = new OutputCheck(expected, delivery, canon);
+  for (const o of actual) check.add(o);
+  return check.verdict();
 }

@@ -5,13 +5,15 @@ import { writeResults } from '../bench/lib/results';
 import { printTable, type Row } from '../bench/lib/table';
 import { type FaultRecord, formatFault } from './fault-log';
 import { type Mode, ownerOf } from './modes';
-import { describeWrongKey, type InputRecord, type OutputVerdict, type Verdict } from './oracle';
+import { describeWrongKey, type InputLog, type OutputVerdict, type Verdict } from './oracle';
 import type { Outages } from './outages';
 import type { Sampler } from './sampler';
 import { countByType, FAULT_TYPES } from './schedule';
 import type { PrivateServers } from './servers';
 import {
   KEYS,
+  MAX_PENDING_OUTPUTS,
+  MAX_WRITES,
   MODE_IDS,
   PARALLEL,
   PARTITIONS,
@@ -33,9 +35,11 @@ export interface ModeVerdict {
   verdict: Verdict;
   /** The output topic against the outputs the reference fold emits. */
   outputs: OutputVerdict;
+  /** The dead-letter topic against the poison records of the input. */
+  deadLetters: OutputVerdict;
   records: number;
-  partitionOf: Map<string, number>;
-  history: Map<string, InputRecord[]>;
+  /** The input, compactly (the wrong keys' partitions and last records). */
+  log: InputLog;
   inspectError?: string;
   outputsError?: string;
 }
@@ -84,6 +88,10 @@ export function report(o: RunOutcome): number {
   const lostOutputs = verdicts.reduce((a, v) => a + v.outputs.lost, 0);
   const duplicatedOutputs = verdicts.reduce((a, v) => a + v.outputs.duplicated, 0);
   const redeliveredOutputs = verdicts.reduce((a, v) => a + v.outputs.redelivered, 0);
+  const deadLettersExpected = verdicts.reduce((a, v) => a + v.deadLetters.expected, 0);
+  const wrongDeadLetters = verdicts.reduce((a, v) => a + v.deadLetters.wrong, 0);
+  const lostDeadLetters = verdicts.reduce((a, v) => a + v.deadLetters.lost, 0);
+  const duplicatedDeadLetters = verdicts.reduce((a, v) => a + v.deadLetters.duplicated, 0);
   const maxStallS = Number((maxStall.ms / 1000).toFixed(1));
   const stallGoalS = SESSION_TIMEOUT_MS / 1000 + 30;
   const crashes = modes.reduce((a, m) => a + m.pool.crashes, 0);
@@ -98,6 +106,10 @@ export function report(o: RunOutcome): number {
     chaos_lost_outputs: lostOutputs,
     chaos_duplicated_outputs: duplicatedOutputs,
     chaos_outputs_redelivered: redeliveredOutputs,
+    chaos_dead_letters: deadLettersExpected,
+    chaos_wrong_dead_letters: wrongDeadLetters,
+    chaos_lost_dead_letters: lostDeadLetters,
+    chaos_duplicated_dead_letters: duplicatedDeadLetters,
     chaos_max_stall_s: maxStallS,
     ...Object.fromEntries(
       samplers.flatMap((x) => [...x.maxStallByMode].map(([mode, stall]) => [`chaos_max_stall_s_${mode.replaceAll('-', '_')}`, Number((stall.ms / 1000).toFixed(1))])),
@@ -146,6 +158,8 @@ export function report(o: RunOutcome): number {
       'outputs read': v.outputs.read,
       'wrong/lost/dup outputs': `${v.outputs.wrong}/${v.outputs.lost}/${v.outputs.duplicated}`,
       redelivered: v.outputs.delivery === 'at-least-once' ? v.outputs.redelivered : '-',
+      'dead letters': v.deadLetters.expected,
+      'wrong/lost/dup dead letters': `${v.deadLetters.wrong}/${v.deadLetters.lost}/${v.deadLetters.duplicated}`,
       workers: v.mode.pool.all.length,
       crashes: v.mode.pool.crashes,
       inspect: v.inspectError ? 'FAILED' : 'ok',
@@ -159,6 +173,9 @@ export function report(o: RunOutcome): number {
     { figure: 'chaos_wrong_outputs', value: wrongOutputs, goal: '0', ok: wrongOutputs === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_lost_outputs', value: lostOutputs, goal: '0', ok: lostOutputs === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_duplicated_outputs (after dedupe where at least once)', value: duplicatedOutputs, goal: '0', ok: duplicatedOutputs === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_wrong_dead_letters', value: wrongDeadLetters, goal: '0', ok: wrongDeadLetters === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_lost_dead_letters', value: lostDeadLetters, goal: '0', ok: lostDeadLetters === 0 ? 'yes' : 'NO' },
+    { figure: 'chaos_duplicated_dead_letters (after dedupe where at least once)', value: duplicatedDeadLetters, goal: '0', ok: duplicatedDeadLetters === 0 ? 'yes' : 'NO' },
     { figure: 'chaos_max_stall_s', value: maxStallS, goal: `< ${stallGoalS}`, ok: maxStallS < stallGoalS ? 'yes' : 'NO' },
     ...Object.entries(figures)
       .filter(([name]) => name.startsWith('chaos_max_stall_s_'))
@@ -192,6 +209,8 @@ export function report(o: RunOutcome): number {
     partitions: PARTITIONS,
     keys: KEYS,
     rate_records_per_s_per_mode: RATE,
+    max_writes_per_persist_chunk: MAX_WRITES,
+    max_pending_outputs: MAX_PENDING_OUTPUTS,
     fault_phase_s: PHASE_MS / 1000,
     session_timeout_ms: SESSION_TIMEOUT_MS,
     server_rest_ms: SERVER_REST_MS,
@@ -213,13 +232,15 @@ export function report(o: RunOutcome): number {
   const file = writeResults('chaos', figures, { versions: { kafka: '4.3.1', temporalCli: '1.9.1', cassandra: '5.0.6' }, notes, outDir: WRITE_BENCH ? undefined : dir });
   say(`results: ${file}`);
 
-  const failed = wrong > 0 || wrongOutputs > 0 || lostOutputs > 0 || duplicatedOutputs > 0 || !allCaughtUp || !allAtEnd;
+  const failed =
+    wrong > 0 || wrongOutputs > 0 || lostOutputs > 0 || duplicatedOutputs > 0 || wrongDeadLetters > 0 || lostDeadLetters > 0 || duplicatedDeadLetters > 0 || !allCaughtUp || !allAtEnd;
   if (wrong > 0) {
     process.stdout.write('\nWRONG KEYS (expected = reference fold of the input topic, actual = inspect):\n');
     for (const v of verdicts) {
-      for (const w of v.verdict.wrongKeys.slice(0, 25)) {
-        const h = (v.history.get(w.key) ?? []).slice(-6).map((r) => `${r.offset}:${r.value.op}`).join(' ');
-        process.stdout.write(`  [${v.mode.spec.id} p${v.partitionOf.get(w.key) ?? '?'}] ${describeWrongKey(w)}; last records ${h}\n`);
+      const shown = v.verdict.wrongKeys.slice(0, 25);
+      const histories = v.log.histories(shown.map((w) => w.key));
+      for (const w of shown) {
+        process.stdout.write(`  [${v.mode.spec.id} p${v.log.partitionOf(w.key) ?? '?'}] ${describeWrongKey(w)}; last records ${(histories.get(w.key) ?? []).join(' ')}\n`);
       }
       if (v.verdict.wrongKeys.length > 25) process.stdout.write(`  [${v.mode.spec.id}] … ${v.verdict.wrongKeys.length - 25} more\n`);
     }
@@ -227,6 +248,10 @@ export function report(o: RunOutcome): number {
   if (wrongOutputs + lostOutputs + duplicatedOutputs > 0) {
     process.stdout.write('\nWRONG, LOST OR DUPLICATED OUTPUTS (expected = the outputs of the reference fold, actual = the output topic):\n');
     for (const v of verdicts) for (const e of v.outputs.examples) process.stdout.write(`  [${v.mode.spec.id}] ${e}\n`);
+  }
+  if (wrongDeadLetters + lostDeadLetters + duplicatedDeadLetters > 0) {
+    process.stdout.write('\nWRONG, LOST OR DUPLICATED DEAD LETTERS (expected = the poison records of the input, by partition/offset):\n');
+    for (const v of verdicts) for (const e of v.deadLetters.examples) process.stdout.write(`  [${v.mode.spec.id}] ${e}\n`);
   }
   if (failed) process.stdout.write(`\nORACLE FAILED. Seed ${SEED}; worker logs in ${logDir}; fault log ${path.join(dir, 'faults.json')}; server logs ${servers.logFiles().join(', ')}\n`);
   else process.stdout.write(`\noracle passed. Logs kept in ${dir}\n`);

@@ -20,18 +20,18 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { type ChaosState, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
+import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
 import { inspectFlow } from '../workers/inspect';
 import type { FaultRecord } from './fault-log';
 import { executeFault } from './faults';
-import { readInput, readOutputs } from './input';
+import { readDeadLetters, readInput, readOutputs } from './input';
 import { LoadProducer } from './load-producer';
 import { type Mode, MODE_SPECS } from './modes';
-import { compareOutputs, compareStates, type ReadOutput, referenceFold, referenceOutputs } from './oracle';
+import { compareStates, OutputCheck } from './oracle';
 import { Outages } from './outages';
 import { type ModeVerdict, report } from './report';
 import { Sampler } from './sampler';
-import { faultTarget, planFaults, prng, splitPlan } from './schedule';
+import { FAULT_KINDS, faultTarget, planFaults, prng, splitPlan } from './schedule';
 import { PrivateServers, portsFrom } from './servers';
 import {
   CATCH_UP_IDLE_MS,
@@ -40,6 +40,8 @@ import {
   GRACE_MS,
   KEEP_SERVERS,
   KEYS,
+  MAX_PENDING_OUTPUTS,
+  MAX_WRITES,
   MODE_IDS,
   PARALLEL,
   PARTITIONS,
@@ -135,10 +137,21 @@ async function main(): Promise<number> {
         CHAOS_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
         CHAOS_PERSIST_EVERY_MS: String(PERSIST_EVERY_MS),
         CHAOS_CASSANDRA_KEYSPACE: 'kafka_flow_chaos',
+        CHAOS_MAX_WRITES: String(MAX_WRITES),
+        CHAOS_MAX_PENDING_OUTPUTS: String(MAX_PENDING_OUTPUTS),
         TEMPORAL_LOG_LEVEL: 'warn',
       };
       const pool = new WorkerPool({ id, logDir, env, stateRoot: spec.local ? path.join(dir, 'state') : undefined, event });
-      const definition = chaosFlow({ name, topic: name, backend: spec.backend, sessionTimeoutMs: SESSION_TIMEOUT_MS, persistEveryMs: PERSIST_EVERY_MS, keyspace: 'kafka_flow_chaos' });
+      const definition = chaosFlow({
+        name,
+        topic: name,
+        backend: spec.backend,
+        sessionTimeoutMs: SESSION_TIMEOUT_MS,
+        persistEveryMs: PERSIST_EVERY_MS,
+        keyspace: 'kafka_flow_chaos',
+        maxWrites: MAX_WRITES,
+        maxPendingOutputs: MAX_PENDING_OUTPUTS,
+      });
       modes.push({ spec, index, name, topic: name, pool, producer: new LoadProducer(producer, name, prng(SEED + index + 1)), definition });
     }
     await admin.close();
@@ -217,7 +230,7 @@ async function main(): Promise<number> {
         const record: FaultRecord = { index: faultLog.length, type: f.type, mode: f.mode === undefined ? undefined : group[f.mode]!.spec.id, plannedS: rel(phaseStart + f.at) };
         faultLog.push(record);
         const target = faultTarget(f);
-        const serial = !f.type.startsWith('worker-');
+        const serial = FAULT_KINDS[f.type].target !== 'workers';
         const previous = serial ? (locks.get(target) ?? Promise.resolve()) : Promise.resolve();
         const run = previous.then(() => executeFault(f, record, { modes: group, servers, proxies, sampler, outages, event }));
         // A restarted server is up for a little while before its next fault: a server crashing
@@ -271,8 +284,7 @@ async function main(): Promise<number> {
 
       say('oracle: reference fold of each input topic vs inspect, and its outputs vs the output topic');
       for (const m of group) {
-        const { records, partitionOf, history } = await readInput(client, m.topic);
-        const expected = referenceFold(records);
+        const reference = await readInput(client, m.topic);
         const actual = new Map<string, ChaosState>();
         let inspectError: string | undefined;
         try {
@@ -283,17 +295,35 @@ async function main(): Promise<number> {
           actual.clear();
           event(`inspect of mode ${m.spec.id} failed (all its keys count as absent): ${inspectError}`);
         }
-        let outputsRead: ReadOutput[] = [];
+        const delivery = m.spec.backend === 'kafka' ? 'exactly-once' : 'at-least-once';
+        const outputs = new OutputCheck(reference.outputs, delivery);
         let outputsError: string | undefined;
         try {
-          outputsRead = await readOutputs(client, chaosOutputTopic(m.topic));
+          await readOutputs(client, chaosOutputTopic(m.topic), (o) => outputs.add(o));
         } catch (err) {
           // e.g. no worker ever started to create the topic: every output counts as lost.
           outputsError = (err as Error).message.split('\n')[0];
           event(`reading the outputs of mode ${m.spec.id} failed (all count as lost): ${outputsError}`);
         }
-        const outputs = compareOutputs(referenceOutputs(m.topic, records), outputsRead, m.spec.backend === 'kafka' ? 'exactly-once' : 'at-least-once');
-        verdicts.push({ mode: m, verdict: compareStates(expected, actual), outputs, records: records.length, partitionOf, history, inspectError, outputsError });
+        // A dead letter carries the poison record's value as produced: compared as is.
+        const deadLetters = new OutputCheck(reference.deadLetters, delivery, (v) => v);
+        try {
+          await readDeadLetters(client, chaosDeadLetterTopic(m.topic), (o) => deadLetters.add(o));
+        } catch (err) {
+          const why = (err as Error).message.split('\n')[0];
+          outputsError = outputsError ? `${outputsError}; dead letters: ${why}` : `dead letters: ${why}`;
+          event(`reading the dead letters of mode ${m.spec.id} failed (all count as lost): ${why}`);
+        }
+        verdicts.push({
+          mode: m,
+          verdict: compareStates(reference.states, actual),
+          outputs: outputs.verdict(),
+          deadLetters: deadLetters.verdict(),
+          records: reference.log.length,
+          log: reference.log,
+          inspectError,
+          outputsError,
+        });
       }
     }
 

@@ -4,22 +4,58 @@
  * with the fault's own random number (`pick`), so the same seed picks the same way when the same
  * workers are alive.
  */
-export const FAULT_TYPES = [
-  'worker-kill9', // kill -9 of a worker, and a replacement started
-  'worker-sigstop', // SIGSTOP past the consumer session timeout, then SIGCONT: a real stale owner
-  'worker-restart', // SIGTERM (graceful stop), then a new worker
-  'worker-burst', // several workers join at once, and leave (SIGTERM) together later
-  'kafka-kill9', // kill -9 of the broker, restarted after a pause
-  'temporal-restart', // the Temporal dev server stopped (SIGTERM) and started again
-  'cassandra-restart', // Cassandra kill -9 and started again
-  'kafka-proxy-drop', // every worker connection to the broker cut, new ones refused for a while
-  'kafka-proxy-stall', // nothing forwarded to/from the broker for a while
-  'kafka-proxy-delay', // added latency on every worker connection to the broker
-  'temporal-proxy-drop',
-  'temporal-proxy-stall',
-  'temporal-proxy-delay',
-] as const;
-export type FaultType = (typeof FAULT_TYPES)[number];
+/** What a fault acts on: two faults on one server never overlap; a mode's worker faults may. */
+export type FaultTarget = 'workers' | 'kafka' | 'temporal' | 'cassandra';
+
+/** How a fault is planned: what it hits, how often (relative weight), and its parameters. */
+export interface FaultKind {
+  target: FaultTarget;
+  weight: number;
+  /** Its duration and other parameters, drawn in this order from the schedule's random numbers. */
+  plan: (between: (lo: number, hi: number) => number, sessionTimeoutMs: number) => Pick<PlannedFault, 'durationMs' | 'delayMs' | 'size'>;
+}
+
+const none = () => ({ durationMs: 0 });
+const serverDown = (lo: number, hi: number) => (between: (lo: number, hi: number) => number) => ({ durationMs: between(lo, hi) });
+const delay = (between: (lo: number, hi: number) => number) => ({ durationMs: between(3_000, 12_000), delayMs: between(100, 1_500) });
+
+/**
+ * Every fault kind. Worker faults most, server restarts less, network faults in between. A
+ * `proxy` fault acts on every worker's connections through the server's proxy; a `cut` fault on
+ * one worker's connections only (the others keep theirs).
+ */
+export const FAULT_KINDS = {
+  /** kill -9 of a worker, and a replacement started */
+  'worker-kill9': { target: 'workers', weight: 4, plan: none },
+  /** SIGSTOP past the consumer session timeout, then SIGCONT: a real stale owner */
+  'worker-sigstop': { target: 'workers', weight: 2, plan: (between, session) => ({ durationMs: session + between(2_000, 6_000) }) },
+  /** SIGTERM (graceful stop), then a new worker */
+  'worker-restart': { target: 'workers', weight: 3, plan: none },
+  /** several workers join at once, and leave (SIGTERM) together later */
+  'worker-burst': { target: 'workers', weight: 2, plan: (between) => ({ size: between(1, 3), durationMs: between(5_000, 15_000) }) },
+  /** one worker's broker connections stalled (Temporal still reachable), from under to past the session timeout */
+  'worker-kafka-cut': { target: 'workers', weight: 1.5, plan: (between, session) => ({ durationMs: between(2_000, session + 6_000) }) },
+  /** one worker's Temporal connections stalled (the broker still reachable) */
+  'worker-temporal-cut': { target: 'workers', weight: 1.5, plan: (between) => ({ durationMs: between(2_000, 15_000) }) },
+  /** kill -9 of the broker, restarted after a pause */
+  'kafka-kill9': { target: 'kafka', weight: 1, plan: serverDown(1_000, 5_000) },
+  /** the Temporal dev server stopped (SIGTERM) and started again */
+  'temporal-restart': { target: 'temporal', weight: 1.5, plan: serverDown(500, 4_000) },
+  /** Cassandra stopped (or kill -9) and started again */
+  'cassandra-restart': { target: 'cassandra', weight: 1, plan: serverDown(1_000, 5_000) },
+  /** every worker connection to the broker cut, new ones refused for a while */
+  'kafka-proxy-drop': { target: 'kafka', weight: 1.5, plan: serverDown(500, 5_000) },
+  /** nothing forwarded to/from the broker for a while */
+  'kafka-proxy-stall': { target: 'kafka', weight: 1, plan: serverDown(2_000, 10_000) },
+  /** added latency on every worker connection to the broker */
+  'kafka-proxy-delay': { target: 'kafka', weight: 1, plan: delay },
+  'temporal-proxy-drop': { target: 'temporal', weight: 1.5, plan: serverDown(500, 5_000) },
+  'temporal-proxy-stall': { target: 'temporal', weight: 1, plan: serverDown(2_000, 10_000) },
+  'temporal-proxy-delay': { target: 'temporal', weight: 1, plan: delay },
+} as const satisfies Record<string, FaultKind>;
+
+export type FaultType = keyof typeof FAULT_KINDS;
+export const FAULT_TYPES = Object.keys(FAULT_KINDS) as FaultType[];
 
 export interface PlannedFault {
   index: number;
@@ -50,22 +86,7 @@ export function prng(seed: number): () => number {
   };
 }
 
-/** Relative frequencies: worker faults most, server restarts less, network faults in between. */
-export const DEFAULT_WEIGHTS: Record<FaultType, number> = {
-  'worker-kill9': 4,
-  'worker-sigstop': 2,
-  'worker-restart': 3,
-  'worker-burst': 2,
-  'kafka-kill9': 1,
-  'temporal-restart': 1.5,
-  'cassandra-restart': 1,
-  'kafka-proxy-drop': 1.5,
-  'kafka-proxy-stall': 1,
-  'kafka-proxy-delay': 1,
-  'temporal-proxy-drop': 1.5,
-  'temporal-proxy-stall': 1,
-  'temporal-proxy-delay': 1,
-};
+export const DEFAULT_WEIGHTS = Object.fromEntries(FAULT_TYPES.map((t) => [t, FAULT_KINDS[t].weight])) as Record<FaultType, number>;
 
 export interface ScheduleOptions {
   seed: number;
@@ -113,40 +134,9 @@ export function planFaults(o: ScheduleOptions): PlannedFault[] {
   chosen.forEach((type, index) => {
     if (index > 0) at += Math.round(gap * (0.5 + rnd()));
     const f: PlannedFault = { index, at, type, durationMs: 0, pick: rnd() };
-    switch (type) {
-      case 'worker-kill9':
-      case 'worker-restart':
-        f.durationMs = 0;
-        break;
-      case 'worker-sigstop':
-        f.durationMs = o.sessionTimeoutMs + between(2_000, 6_000);
-        break;
-      case 'worker-burst':
-        f.size = between(1, 3);
-        f.durationMs = between(5_000, 15_000);
-        break;
-      case 'kafka-kill9':
-      case 'cassandra-restart':
-        f.durationMs = between(1_000, 5_000);
-        break;
-      case 'temporal-restart':
-        f.durationMs = between(500, 4_000);
-        break;
-      case 'kafka-proxy-drop':
-      case 'temporal-proxy-drop':
-        f.durationMs = between(500, 5_000);
-        break;
-      case 'kafka-proxy-stall':
-      case 'temporal-proxy-stall':
-        f.durationMs = between(2_000, 10_000);
-        break;
-      case 'kafka-proxy-delay':
-      case 'temporal-proxy-delay':
-        f.durationMs = between(3_000, 12_000);
-        f.delayMs = between(100, 1_500);
-        break;
-    }
-    if (type.startsWith('worker-')) f.mode = Math.floor(rnd() * o.modes);
+    const kind: FaultKind = FAULT_KINDS[type];
+    Object.assign(f, kind.plan(between, o.sessionTimeoutMs));
+    if (kind.target === 'workers') f.mode = Math.floor(rnd() * o.modes);
     out.push(f);
   });
   return out;
@@ -154,10 +144,8 @@ export function planFaults(o: ScheduleOptions): PlannedFault[] {
 
 /** What a fault locks while it runs: two faults on one target never overlap. */
 export function faultTarget(f: PlannedFault): string {
-  if (f.type.startsWith('worker-')) return `workers-${f.mode}`;
-  if (f.type.startsWith('kafka-')) return 'kafka';
-  if (f.type.startsWith('temporal-')) return 'temporal';
-  return 'cassandra';
+  const target = FAULT_KINDS[f.type].target;
+  return target === 'workers' ? `workers-${f.mode}` : target;
 }
 
 export function countByType(faults: readonly { type: FaultType }[]): Record<FaultType, number> {

@@ -19,9 +19,23 @@ export const WRITE_BENCH = argv.includes('--write-results');
 /** All modes at once (one fault schedule over them all) instead of one mode after the other. */
 export const PARALLEL = argv.includes('--parallel');
 export const CASSANDRA_KILL9 = argv.includes('--cassandra-kill9');
-export const PARTITIONS = 4;
-export const KEYS = QUICK ? 40 : 100;
-export const RATE = QUICK ? 25 : 50; // records/s per mode
+const positive = (name: string, fallback: number): number => {
+  const v = Number(flag(name) ?? fallback);
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer, got ${flag(name)}`);
+  return v;
+};
+// The load: the full run's defaults are a production load; the quick run (CI) stays small.
+export const PARTITIONS = positive('partitions', QUICK ? 4 : 24);
+export const KEYS = positive('keys', QUICK ? 40 : 50_000);
+/** Records/s per mode. */
+export const RATE = positive('rate', QUICK ? 25 : 2_000);
+/**
+ * The chaos flow's persist chunk (maxWritesPerTransaction / maxWritesPerBatch) and its bound on
+ * outputs not landed (maxPendingOutputs): small, so that persists of several chunks and the
+ * outputs' backpressure happen at any load.
+ */
+export const MAX_WRITES = positive('max-writes', 4);
+export const MAX_PENDING_OUTPUTS = positive('max-pending-outputs', 8);
 export const WORKERS = Number(flag('workers') ?? 2); // per mode, at the start
 export const SESSION_TIMEOUT_MS = 6_000; // the broker's group.min.session.timeout.ms
 export const PERSIST_EVERY_MS = 1_000;

@@ -7,10 +7,7 @@ import { PARTITIONS } from './settings';
 
 let temporalForStatus: Promise<TemporalConnections> | undefined;
 
-/**
- * Each partition's status query, over one connection kept for the run (closing a connection
- * while a timed-out query is still being retried by the client throws from a timer).
- */
+/** Each partition's status query, over one connection kept for the run. */
 export async function statuses(m: Mode): Promise<Array<PartitionStatus | undefined>> {
   temporalForStatus ??= connectTemporal();
   let temporal: TemporalConnections;

@@ -15,7 +15,7 @@ export interface TemporalConnections {
 }
 
 export async function connectTemporal(env = readEnv(), security?: TemporalSecurity): Promise<TemporalConnections> {
-  const { address, namespace, connection, client, security: used } = await connectTemporalClient(env, security);
+  const { address, namespace, client, security: used, close: closeClient } = await connectTemporalClient(env, security);
   const natives: NativeConnection[] = [];
   return {
     address,
@@ -32,7 +32,7 @@ export async function connectTemporal(env = readEnv(), security?: TemporalSecuri
     },
     async close() {
       await Promise.all(natives.map((c) => c.close().catch(() => undefined)));
-      await connection.close();
+      await closeClient();
     },
   };
 }

@@ -15,7 +15,7 @@ interface ChaosResults {
   figures: Record<string, number>;
 }
 
-test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicated, offsets at the end, every output exactly once (after dedupe where at least once)`, async () => {
+test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicated, offsets at the end, every output and dead letter exactly once (after dedupe where at least once)`, async () => {
   const out: string[] = [];
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin/run-ts.js'), 'chaos/run.ts', '--quick', '--seed', seed, '--port-base', portBase], {
@@ -46,8 +46,28 @@ test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicate
     wrongOutputs: figures.chaos_wrong_outputs,
     lostOutputs: figures.chaos_lost_outputs,
     duplicatedOutputs: figures.chaos_duplicated_outputs,
+    deadLetters: figures.chaos_dead_letters! > 0,
+    wrongDeadLetters: figures.chaos_wrong_dead_letters,
+    lostDeadLetters: figures.chaos_lost_dead_letters,
+    duplicatedDeadLetters: figures.chaos_duplicated_dead_letters,
   };
-  const expected = { faults: true, wrongKeys: 0, lost: 0, duplicated: 0, caughtUp: 1, offsetsAtEnd: 1, driverErrors: 0, outputs: true, wrongOutputs: 0, lostOutputs: 0, duplicatedOutputs: 0 };
+  const expected = {
+    faults: true,
+    wrongKeys: 0,
+    lost: 0,
+    duplicated: 0,
+    caughtUp: 1,
+    offsetsAtEnd: 1,
+    driverErrors: 0,
+    outputs: true,
+    wrongOutputs: 0,
+    lostOutputs: 0,
+    duplicatedOutputs: 0,
+    deadLetters: true,
+    wrongDeadLetters: 0,
+    lostDeadLetters: 0,
+    duplicatedDeadLetters: 0,
+  };
   if (JSON.stringify(verdict) !== JSON.stringify(expected)) throw new Error(`chaos figures ${JSON.stringify(verdict)}, expected ${JSON.stringify(expected)}${tail}`);
   expect(verdict).toEqual(expected);
 }, 8 * 60_000);

@@ -1,5 +1,5 @@
-import { compareOutputs, compareStates, describeWrongKey, type InputRecord, outputSource, type ReadOutput, referenceFold, referenceOutputs } from '../../../chaos/oracle';
-import { type ChaosState, chaosOutput, chaosStep } from '../../fixtures/chaos-flow';
+import { compareOutputs, compareStates, deadLetterSource, describeWrongKey, type InputRecord, outputSource, type ReadOutput, Reference, referenceFold, referenceOutputs } from '../../../chaos/oracle';
+import { type ChaosState, chaosOutput, chaosStep, isPoison } from '../../fixtures/chaos-flow';
 
 const rec = (offset: number, key: string, op: 'inc' | 'dec', partition = 0): InputRecord => ({ partition, offset: String(offset), key, value: { op } });
 
@@ -114,5 +114,50 @@ describe('chaos outputs', () => {
     const differing = [...exact, { source: exact[0]!.source, value: '{"offset":"0","deleted":true,"extra":1}' }];
     expect(compareOutputs(expected, differing, 'at-least-once')).toMatchObject({ wrong: 1, lost: 0 });
     expect(compareOutputs(expected, exact.slice(2), 'at-least-once')).toMatchObject({ lost: 2 });
+  });
+});
+
+describe('chaos oracle: poison records and the compact input log', () => {
+  const input: InputRecord[] = [
+    rec(0, 'a', 'inc'),
+    { partition: 0, offset: '1', key: 'a', value: undefined, raw: 'not json 1' },
+    { partition: 0, offset: '2', key: 'a', value: { op: 'poison' }, raw: '{"op":"poison"}' },
+    rec(3, 'a', 'inc'),
+    rec(4, 'b', 'inc', 1),
+  ];
+
+  test('a poison record leaves its key as it was, emits nothing, and must be dead-lettered with its value as produced', () => {
+    const ref = new Reference('t');
+    for (const r of input) ref.add(r);
+    expect(ref.states).toEqual(referenceFold(input.filter((r) => !isPoison(r.value))));
+    expect(ref.outputs).toEqual(referenceOutputs('t', input.filter((r) => !isPoison(r.value))));
+    expect([...ref.deadLetters]).toEqual([
+      [deadLetterSource({ partition: 0, offset: '1' }), 'not json 1'],
+      [deadLetterSource({ partition: 0, offset: '2' }), '{"op":"poison"}'],
+    ]);
+    const deadLetters = [...ref.deadLetters].map(([source, value]) => ({ source, value }));
+    expect(compareOutputs(ref.deadLetters, deadLetters, 'exactly-once', (v) => v)).toMatchObject({ wrong: 0, lost: 0, duplicated: 0 });
+    expect(compareOutputs(ref.deadLetters, deadLetters.slice(1), 'exactly-once', (v) => v)).toMatchObject({ lost: 1 });
+  });
+
+  test('the input log: each key\'s partition and last records, in one pass', () => {
+    const ref = new Reference('t');
+    for (const r of input) ref.add(r);
+    expect(ref.log.length).toBe(5);
+    expect(ref.log.partitionOf('b')).toBe(1);
+    expect(ref.log.partitionOf('zz')).toBeUndefined();
+    expect(ref.log.histories(['a', 'b'], 3)).toEqual(
+      new Map([
+        ['a', ['1:poison', '2:poison', '3:inc']],
+        ['b', ['4:inc']],
+      ]),
+    );
+  });
+
+  test('the log grows past its first arrays', () => {
+    const ref = new Reference('t');
+    for (let i = 0; i < 5000; i++) ref.add(rec(i, `k${i % 7}`, 'inc'));
+    expect(ref.log.length).toBe(5000);
+    expect(ref.log.histories(['k0'], 2).get('k0')).toEqual(['4991:inc', '4998:inc']);
   });
 });

@@ -1,4 +1,4 @@
-import { countByType, FAULT_TYPES, faultTarget, planFaults, prng, splitPlan } from '../../../chaos/schedule';
+import { countByType, FAULT_KINDS, FAULT_TYPES, faultTarget, planFaults, prng, splitPlan } from '../../../chaos/schedule';
 
 const base = { seed: 42, faults: 120, phaseMs: 600_000, modes: 3, cassandra: true, sessionTimeoutMs: 6000 };
 
@@ -49,8 +49,17 @@ describe('chaos schedule', () => {
       } else expect(f.mode).toBeUndefined();
       if (f.type.endsWith('-delay')) expect(f.delayMs).toBeGreaterThan(0);
       if (f.type === 'worker-burst') expect(f.size).toBeGreaterThanOrEqual(1);
+      if (f.type === 'worker-kafka-cut' || f.type === 'worker-temporal-cut') expect(f.durationMs).toBeGreaterThanOrEqual(2_000);
       if (f.type === 'kafka-kill9' || f.type.startsWith('kafka-proxy')) expect(faultTarget(f)).toBe('kafka');
       if (f.type.startsWith('temporal-')) expect(faultTarget(f)).toBe('temporal');
+    }
+  });
+
+  test('every kind is in the table with a target and a weight; the table is the list of types', () => {
+    expect(FAULT_TYPES).toEqual(Object.keys(FAULT_KINDS));
+    for (const t of FAULT_TYPES) {
+      expect(FAULT_KINDS[t].weight).toBeGreaterThan(0);
+      expect(t.startsWith('worker-')).toBe(FAULT_KINDS[t].target === 'workers');
     }
   });
 

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import net from 'node:net';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
 
@@ -120,4 +121,34 @@ describe('chaos TcpProxy', () => {
       await close();
     }
   });
+
+  // One worker cut off: the proxy finds a connection's process through /proc (Linux only).
+  (fs.existsSync('/proc/net/tcp') ? test : test.skip)('cut(pid): only that process\'s connections, open and new, stall until uncut, then get what was held', async () => {
+    const { proxy, close } = await echoBehindProxy();
+    try {
+      const open = await connect(proxy.port);
+      expect((await roundTrip(open, 'a')).echo).toBe('a');
+      // Another process's cut leaves this one's connections alone.
+      expect(proxy.cut(process.ppid)).toBe(0);
+      expect((await roundTrip(open, 'b')).echo).toBe('b');
+      proxy.uncut(process.ppid);
+      expect(proxy.cut(process.pid)).toBe(1);
+      expect((await roundTrip(open, 'held', 500)).echo).toBeUndefined();
+      const fresh = await connect(proxy.port);
+      expect((await roundTrip(fresh, 'new', 500)).echo).toBeUndefined();
+      // A proxy-wide stall ending does not release a cut connection.
+      proxy.setMode('stall');
+      proxy.setMode('pass');
+      expect((await roundTrip(fresh, '', 300)).echo).toBeUndefined();
+      const late = roundTrip(open, '', 2000);
+      proxy.uncut(process.pid);
+      expect((await late).echo).toBe('held');
+      expect((await roundTrip(fresh, 'xxxx')).echo).toBe('newxxxx');
+      open.destroy();
+      fresh.destroy();
+    } finally {
+      await close();
+    }
+  });
 });
+
