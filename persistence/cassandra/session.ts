@@ -116,6 +116,17 @@ export class CassandraSession {
     );
   }
 
+  /** Statements of one Cassandra partition as one batch (a conditional batch when one has IF). */
+  writeBatch(queries: Array<{ query: string; params: Params }>, consistency: ConsistencyLevelName): Promise<types.ResultSet> {
+    return this.writes.run(() =>
+      this.client.batch(queries, {
+        prepare: true,
+        consistency: LEVELS[consistency],
+        serialConsistency: this.serialConsistency,
+      }),
+    );
+  }
+
   /** Every row of a query, page by page (each page a read slot), bounded by the query itself. */
   async *rows(query: string, params: Params, consistency: ConsistencyLevelName, fetchSize = 5000): AsyncGenerator<types.Row> {
     let pageState: string | undefined;

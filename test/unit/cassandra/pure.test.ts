@@ -240,6 +240,17 @@ describe('schema', () => {
     expect(columnProblems(TABLE_SPECS.snapshots, columns)).toEqual({ problems: [], missingGeneration: true });
   });
 
+  test("kafka-flow's journals table lacks only the (static) generation column; a regular one is named", () => {
+    const columns = found(TABLE_SPECS.journals);
+    columns.delete('generation');
+    expect(columnProblems(TABLE_SPECS.journals, columns)).toEqual({ problems: [], missingGeneration: true });
+    columns.set('generation', { type: 'bigint', kind: 'regular', position: -1 });
+    expect(columnProblems(TABLE_SPECS.journals, columns).problems).toEqual(['column generation is regular, needs static']);
+    expect(schemaCql({ keyspace: 'ks', replication: { class: 'SimpleStrategy', replication_factor: 1 }, tables: { snapshots: 's', keys: 'k', journals: 'j' }, autoCreate: false }, ['journals'])[1]).toMatch(
+      /generation BIGINT STATIC,\n {2}PRIMARY KEY\(\(application_id, group_id, topic, partition, key\), offset\)/,
+    );
+  });
+
   test('wrong types, missing columns and another primary key are named', () => {
     const columns = found(TABLE_SPECS.keys);
     columns.set('created', { type: 'text', kind: 'regular', position: -1 });
