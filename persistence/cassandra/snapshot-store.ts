@@ -26,7 +26,10 @@ export interface CassandraSnapshotStoreOptions<S> {
   /** TTL of written snapshots in seconds; 0: none. */
   readonly ttlSeconds: number;
   readonly fencing: Fencing;
-  /** 'lwt': how long a deleted key's fence row lives, in seconds; 0: deletes remove the row. */
+  /**
+   * 'lwt': how long a purged key's fence row lives, in seconds; 0: a purge removes the row. Delete
+   * markers never expire (the engine purges them once the committed offset has passed them).
+   */
   readonly fenceRowTtlSeconds: number;
   /** The writer's consumer generation ('lwt'); without one, only offsets are compared. */
   readonly generation?: number;
@@ -92,8 +95,11 @@ const SCAN_PAGE_SIZE = 1000;
  * the clustering column (every statement then also names the key's bucket). With fencing
  * 'lwt' every put and delete is a lightweight transaction ordered by (generation, offset) — see
  * fencing.ts and docs/cassandra.md; with 'none' they are kafka-flow's plain last-write-wins
- * UPDATE and DELETE. A refused write is `not-applied` (the engine raises SnapshotWriteConflictError
- * and stops the partition); a failed statement fails the batch with CassandraPersistenceError.
+ * UPDATE and DELETE. A write refused because a newer generation wrote is `not-applied` (the engine
+ * raises SnapshotWriteConflictError and stops the partition); a failed statement fails the batch
+ * with CassandraPersistenceError, and a refusal without a newer owner with
+ * CassandraWriteRefusedError (see writeBatch). Delete markers have no TTL; under 'lwt' a purge
+ * leaves a fence row that expires after fenceRowTtl.
  */
 export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   readonly stats: SnapshotStoreStats;
