@@ -98,3 +98,21 @@ export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttemp
 
 /** How many statements one key's write may take before it is refused as contended. */
 export const MAX_ROUNDS = 5;
+
+/**
+ * A journal's fenced purge (journal modes under 'lwt'): what to do after its conditional batch was
+ * refused, from the journal's stored generation — `undefined` when the answer had none (no
+ * journal, or one never given a generation: both satisfy `generation = null`). A newer
+ * generation has appended to the journal: fenced. None: the batch again on `generation = null`.
+ * Not newer: it changed under us; the batch again on `generation <= G`.
+ */
+export function journalPurgeStep(
+  stored: number | null | undefined,
+  generation: number,
+): { readonly step: 'fenced'; readonly reason: string } | { readonly step: 'retry'; readonly expected: 'none' | 'not-newer' } {
+  if (stored === null || stored === undefined) return { step: 'retry', expected: 'none' };
+  if (stored > generation) {
+    return { step: 'fenced', reason: `generation ${stored} has written the journal, newer than this writer's generation ${generation}` };
+  }
+  return { step: 'retry', expected: 'not-newer' };
+}

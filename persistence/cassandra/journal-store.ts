@@ -5,7 +5,7 @@ import { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { JournalStore } from '../journal-store';
 import type { JournalEvent, TopicPartition } from '../../core/persistence-types';
 import { CassandraPersistenceError, CassandraWriteRefusedError } from './errors';
-import { MAX_ROUNDS } from './fencing';
+import { journalPurgeStep, MAX_ROUNDS } from './fencing';
 import type { ConsistencyOverride, Fencing } from './options';
 import { type CassandraSession, hasColumn, long, toNumberOrNull } from './session';
 
@@ -145,22 +145,13 @@ export class CassandraJournalStore<V> implements JournalStore<V> {
           : { query: this.q.claimIfNotNewer, params: [ttl, keep, ...pk, long(g)] };
       const rs = await this.o.session.writeBatch([claim, { query: this.q.delete, params: pk }], this.o.consistency.write);
       if (rs.wasApplied()) return;
-      // No generation in the answer: no journal, or one whose static row was never written
-      // (appended without a generation) — `generation = null` holds for both.
-      const stored = hasColumn(rs, 'generation') ? toNumberOrNull(rs.first()?.get('generation')) : null;
-      if (stored === null) {
-        expected = 'none';
-        continue;
+      const next = journalPurgeStep(hasColumn(rs, 'generation') ? toNumberOrNull(rs.first()?.get('generation')) : undefined, g);
+      if (next.step === 'fenced') {
+        throw new SnapshotWriteFencedError(partition.topic, partition.partition, `the purge of a journal on table ${this.table} was refused: ${next.reason}`, {
+          reason: 'store',
+        });
       }
-      if (stored > g) {
-        throw new SnapshotWriteFencedError(
-          partition.topic,
-          partition.partition,
-          `the purge of a journal on table ${this.table} was refused: generation ${stored} has written it, newer than this writer's generation ${g}`,
-          { reason: 'store' },
-        );
-      }
-      expected = 'not-newer';
+      expected = next.expected;
     }
     throw new CassandraWriteRefusedError({ table: this.table, topic: partition.topic, partition: partition.partition }, [
       { key, by: 'contended', reason: `the journal's purge was still contended after ${MAX_ROUNDS} statements` },

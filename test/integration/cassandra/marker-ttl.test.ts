@@ -154,6 +154,14 @@ test("an expired row's primary key left behind by earlier versions reads as no r
     expect(await storedRow(table, 'g')).toEqual({ offset: null, hasValue: false, ttl: null });
     expect(await store.read(P, 'g')).toBeUndefined();
     expect(await store.readMany(P, ['g', 'h'])).toEqual([]);
+    // Taken over from a process that has not seen the row (INSERT … IF NOT EXISTS, refused) …
+    const other = await startBackend<number, number>(keyspace, { tables: { snapshots: table, keys: 'ghost_keys' } });
+    try {
+      expect(await other.snapshots!.withGeneration(2).writeBatch(P, [{ kind: 'put', key: 'g', snapshot: { state: 4, offset: 4 } }])).toEqual(['applied']);
+    } finally {
+      await other.close();
+    }
+    // … and by the writer that knew it (a conditional UPDATE first): generation 3 is newer.
     expect(await store.writeBatch(P, [{ kind: 'put', key: 'g', snapshot: { state: 7, offset: 7 } }])).toEqual(['applied']);
     expect(await store.read(P, 'g')).toEqual({ state: 7, offset: 7 });
   } finally {

@@ -6,6 +6,7 @@ import { defineFlow } from '../../../define-flow';
 import {
   columnProblems,
   javaStringHashCode,
+  journalPurgeStep,
   keySegment,
   Limiter,
   mapConcurrent,
@@ -154,6 +155,24 @@ describe('a row whose cells all expired (offset null)', () => {
       expect(nextStep({ generation: null, offset: null }, { kind, generation: 2, offset: 5 })).toEqual({ step: 'cas', expected: { generation: null, offset: null } });
       expect(nextStep({ generation: null, offset: null }, { kind, generation: undefined, offset: 5 })).toEqual({ step: 'cas', expected: { generation: null, offset: null } });
     }
+  });
+});
+
+describe("a journal's fenced purge after its conditional batch was refused", () => {
+  test('a newer generation has appended: fenced; none (or no journal): on generation = null; not newer: again', () => {
+    expect(journalPurgeStep(5, 4)).toMatchObject({ step: 'fenced', reason: expect.stringMatching(/generation 5 .* generation 4/) });
+    expect(journalPurgeStep(null, 4)).toEqual({ step: 'retry', expected: 'none' });
+    expect(journalPurgeStep(undefined, 4)).toEqual({ step: 'retry', expected: 'none' });
+    expect(journalPurgeStep(4, 4)).toEqual({ step: 'retry', expected: 'not-newer' });
+    expect(journalPurgeStep(3, 4)).toEqual({ step: 'retry', expected: 'not-newer' });
+  });
+
+  test('fenced exactly when a newer generation wrote', () => {
+    fc.assert(
+      fc.property(fc.option(fc.integer({ min: 0, max: 9 }), { nil: null }), fc.integer({ min: 0, max: 9 }), (stored, g) => {
+        return (journalPurgeStep(stored, g).step === 'fenced') === (stored !== null && stored > g);
+      }),
+    );
   });
 });
 
