@@ -168,3 +168,38 @@ test("an expired row's primary key left behind by earlier versions reads as no r
     await writer.close();
   }
 });
+
+test("with ttl.keys, a delete marker's keys-table entry does not expire before the marker is purged (the kafka-flow layout lists markers from it)", async () => {
+  const tables = { snapshots: 'keyttl_snapshots', keys: 'keyttl_keys' };
+  const options = { tables, ttl: { keys: '1s' } } as const;
+  const [owner, reader] = [await startBackend<number, number>(keyspace, options), await startBackend<number, number>(keyspace, options)];
+  try {
+    const group = new InMemoryOffsetCommitter();
+    let commitsFail = true;
+    const committer: OffsetCommitter = {
+      commit: async (partition, offset) => {
+        if (commitsFail) throw new Error('the group coordinator is unreachable (test)');
+        await group.commit(partition, offset);
+      },
+    };
+    const { flow, step } = sumFlow(await owner.forPartition({ ...P, generation: 1, committer }), '0');
+    await flow.recover();
+    await step([[0, 3]]);
+    await step([[1, 0]]); // the marker; the commit fails
+    await sleep(PAST_TTL_MS);
+    // Past ttl.keys: the marker is still listed, so a replay from offset 0 skips x's records.
+    expect((await recovered(reader)).get('x')).toEqual({ offset: 1 });
+    commitsFail = false;
+    await step([]);
+    await step([]); // purged: the key leaves the keys table
+    expect((await recovered(reader)).has('x')).toBe(false);
+    const listedKeys: string[] = [];
+    for await (const k of reader.keys!.list(P)) listedKeys.push(k);
+    expect(listedKeys).toEqual([]);
+  } finally {
+    await closeAll(
+      () => owner.close(),
+      () => reader.close(),
+    );
+  }
+});
