@@ -70,6 +70,7 @@ export { MissingGenerationError, RecoveryReadStalledError, SnapshotTopicMismatch
 export { KafkaUnreachableError, TemporalUnreachableError } from './workers/errors';
 export { KafkaAuthenticationError, TemporalAuthenticationError } from './workers/auth-errors';
 export { CassandraAuthenticationError } from './persistence/cassandra/auth-errors';
+export { CassandraWriteRefusedError } from './persistence/cassandra/errors';
 export { BrokerTooOldError } from './kafka/broker-versions';
 
 // The former names of three error classes, from before every error class name ended in `Error`

@@ -52,8 +52,11 @@ export interface JournalEvent<V> {
 }
 
 /**
- * The outcome of one key's write. `not-applied` is a conditional write the store refused (an
- * offset-gated or LWT store that already holds a newer offset: a stale writer); nothing landed.
+ * The outcome of one key's write. `not-applied` is a conditional write the store refused because
+ * another owner holds newer state — a stale writer; nothing landed. Cassandra's LWT fence answers
+ * it only when a newer generation wrote the key (a refusal that says nothing of another owner
+ * fails the batch with an error instead); the in-memory store's offset gate, for tests, takes any
+ * newer offset as another owner's.
  */
 export type WriteStatus = 'applied' | 'not-applied';
 

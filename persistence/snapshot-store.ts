@@ -11,10 +11,11 @@ export type SnapshotWrite<S> =
 
 /**
  * Where snapshots live. Writes come in batches (one persist's dirty keys) so a backend can group
- * them: a Kafka producer batch, a Cassandra unlogged batch of LWTs. A store may make a put
- * conditional on the stored offset (the offset-gated persist: refuse when it already holds a newer
- * offset) and answer `not-applied` for that key; it throws `SnapshotWriteFencedError` when the writer
- * itself is no longer the owner, and any other error when the batch's fate is unknown.
+ * them: a Kafka producer batch, a Cassandra unlogged batch of LWTs. A store may make a write
+ * conditional on what is stored and answer `not-applied` for a key another owner holds newer
+ * state of (the engine then stops the partition as fenced); it throws `SnapshotWriteFencedError`
+ * when the writer itself is no longer the owner, and any other error when the batch failed —
+ * including a refusal that says nothing of another owner (the partition then recovers).
  */
 export interface SnapshotStore<S> {
   read(partition: TopicPartition, key: string): Promise<StoredKey<S> | undefined>;

@@ -129,9 +129,12 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
     }
 
     if (keys) {
-      const added = writes.filter((w, i) => w.addKey && !w.purge && statuses[i] === 'applied').map((w) => w.key);
+      // A key's applied delete marker is pinned (if the store can expire keys), before the commit.
+      const pinned = keys.pin ? writes.filter((w, i) => w.delete && statuses[i] === 'applied').map((w) => w.key) : [];
+      const added = writes.filter((w, i) => w.addKey && !w.purge && !(keys.pin && w.delete) && statuses[i] === 'applied').map((w) => w.key);
       const removed = writes.filter((w, i) => w.purge && statuses[i] === 'applied').map((w) => w.key);
       if (added.length > 0) await keys.add(partition, added);
+      if (pinned.length > 0) await keys.pin!(partition, pinned);
       if (removed.length > 0) await keys.remove(partition, removed);
     }
 

@@ -177,7 +177,7 @@ export class CassandraBackend<S, V> {
                 buckets: settings.buckets,
               },
               roles,
-              settings.fencing === 'lwt' && persistsSnapshots(mode),
+              settings.fencing === 'lwt',
             );
       for (const cql of schema.created) logger.info({ cql }, 'cassandra: schema created');
       const session = new CassandraSession(client, {
@@ -230,6 +230,8 @@ export class CassandraBackend<S, V> {
             codec: eventCodec ?? jsonCodec<V>(),
             consistency: settings.consistency.journals,
             ttlSeconds: settings.ttlSeconds.journals,
+            fencing: settings.fencing,
+            fenceRowTtlSeconds: settings.fencing === 'lwt' ? settings.fenceRowTtlSeconds : 0,
           })
         : undefined;
       return new CassandraBackend<S, V>({
@@ -291,7 +293,7 @@ export class CassandraBackend<S, V> {
       partition,
       mode: this.mode,
       snapshots: this.snapshots?.withGeneration(generation),
-      journal: this.journal,
+      journal: this.journal?.withGeneration(generation),
       keys: this.keys,
       committer: ownership.committer,
       outputs: ownership.outputs,

@@ -73,6 +73,50 @@ export class CassandraPersistenceError extends KafkaFlowError {
   }
 }
 
+/** Why a fenced write was refused without a newer owner (see CassandraWriteRefusedError). */
+export type UnsettledReason =
+  /** The store holds this generation's (or, without generations, any) write at a newer offset. */
+  | 'offset'
+  /** A put found a delete marker at its own offset: the row cannot be both. */
+  | 'marker'
+  /** The row kept changing under the write for MAX_ROUNDS statements. */
+  | 'contended';
+
+/**
+ * Fenced ('lwt') writes the store refused although no newer generation wrote: the partition's
+ * own earlier write landed after all (a statement that timed out and whose round completed
+ * later), a write raced another of this owner's, a put met a delete marker at its own offset, or
+ * the row kept changing under the write. Not a fence: no newer owner exists, so the partition
+ * must not wait for one. Nothing past these writes was committed; the partition fails like any
+ * failed persist and recovers on its owner from what landed.
+ */
+export class CassandraWriteRefusedError extends KafkaFlowError {
+  readonly table: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** What each refused write met, in the order of `keys`. */
+  readonly reasons: readonly UnsettledReason[];
+  /** The refused keys: not enumerable, so that loggers copying an error's fields do not print them. */
+  declare readonly keys: readonly string[];
+
+  constructor(where: { table: string; topic: string; partition: number }, refused: ReadonlyArray<{ key: string; by: UnsettledReason; reason: string }>) {
+    const keys = refused.map((r) => r.key);
+    const first = refused[0];
+    super(
+      'CASSANDRA_WRITE_REFUSED',
+      `${refused.length} fenced write(s) on table ${where.table} for topic "${where.topic}" partition ${where.partition} ` +
+        `(key(s): ${showKeys(keys)}) were refused although no newer owner wrote` +
+        (first ? ` (${first.by}: ${first.reason})` : '') +
+        '. Not a fence: no input offset past these writes was committed, and the partition recovers on its owner from what landed.',
+    );
+    this.table = where.table;
+    this.topic = where.topic;
+    this.partition = where.partition;
+    this.reasons = refused.map((r) => r.by);
+    hiddenProperty(this, 'keys', keys);
+  }
+}
+
 /** The keyspace or a table is missing (and autoCreate is off) or does not have the columns the backend needs. */
 export class CassandraSchemaError extends KafkaFlowError {
   readonly table: string | undefined;

@@ -9,10 +9,16 @@
  *   1. the optimistic statement: INSERT … IF NOT EXISTS for a key not known to have a row, else
  *      UPDATE/DELETE … IF generation <= G AND offset < O (≤ O for a delete);
  *   2. if refused, Cassandra answers with the stored generation and offset, and `nextStep`
- *      decides: refuse (a newer owner wrote), count it as done (our own identical write already
- *      landed, e.g. retried after a timeout), retry the optimistic statement (the row changed
- *      under us), or compare-and-set over exactly the stored version (an older generation wrote
- *      a higher offset: the stale owner got ahead before our first write, and we are newer).
+ *      decides: refuse, count it as done (our own identical write already landed, e.g. retried
+ *      after a timeout), read the row (the answer did not say whether it holds a value), retry the
+ *      optimistic statement (the row changed under us), or compare-and-set over exactly the stored
+ *      version (an older generation wrote a higher offset: the stale owner got ahead before our
+ *      first write, and we are newer).
+ *
+ * Only a refusal `by: 'generation'` means a newer owner exists (a fence). A refusal by offset
+ * (this generation already wrote further: its own earlier write landed late, or two of its writes
+ * raced) or by marker (a put met a delete marker at its own offset) says nothing of another owner:
+ * the caller treats it as a failure, and the partition recovers from what landed.
  *
  * Without a generation (none was given) only offsets are compared.
  */
@@ -20,7 +26,13 @@
 /** A row's version as stored. `generation` is null for rows written without one (kafka-flow, 'none'). */
 export interface StoredVersion {
   readonly generation: number | null;
-  readonly offset: number;
+  /**
+   * null: a row whose cells have all expired (a fence row's TTL over a row first INSERTed, whose
+   * primary key outlives its cells). It holds nothing: it reads as no row and any write takes it over.
+   */
+  readonly offset: number | null;
+  /** Whether the row is a delete marker (no value); undefined when the answer did not say. */
+  readonly marker?: boolean;
 }
 
 export interface WriteAttempt {
@@ -34,7 +46,10 @@ export interface WriteAttempt {
 export type NextStep =
   /** The row already is what we meant to write (or, for a delete, there is no row). */
   | { readonly step: 'done' }
-  | { readonly step: 'refuse'; readonly by: 'generation' | 'offset'; readonly reason: string }
+  /** `generation`: a newer owner wrote (a fence); `offset`, `marker`: this generation's own rows disagree (a failure). */
+  | { readonly step: 'refuse'; readonly by: 'generation' | 'offset' | 'marker'; readonly reason: string }
+  /** Read the row (linearizably) and decide again: whether it is a marker decides. */
+  | { readonly step: 'read' }
   /** INSERT … IF NOT EXISTS (a put found no row). */
   | { readonly step: 'insert' }
   /** The optimistic conditional statement again (the row moved between our reads). */
@@ -45,6 +60,8 @@ export type NextStep =
 /** What to do after a refused statement; `stored` is undefined when the store has no row. */
 export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttempt): NextStep {
   if (stored === undefined) return attempt.kind === 'purge' ? { step: 'done' } : { step: 'insert' };
+  // Nothing stored but an expired row's primary key: taken over exactly as it is.
+  if (stored.offset === null) return { step: 'cas', expected: stored };
   const { offset } = attempt;
   if (attempt.generation !== undefined && stored.generation !== null && stored.generation !== attempt.generation) {
     if (stored.generation > attempt.generation) {
@@ -58,7 +75,17 @@ export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttemp
   }
   if (attempt.generation !== undefined && stored.generation === null) return { step: 'cas', expected: stored };
   // Same generation, or offsets only.
-  if (stored.offset === offset && attempt.kind === 'put') return { step: 'done' };
+  if (stored.offset === offset && attempt.kind === 'put') {
+    // Our own identical write only if the row holds a value: a marker at the same offset cannot
+    // also be this put.
+    if (stored.marker === undefined) return { step: 'read' };
+    if (!stored.marker) return { step: 'done' };
+    return {
+      step: 'refuse',
+      by: 'marker',
+      reason: `a delete marker is stored at this put's offset ${offset}` + (attempt.generation === undefined ? '' : ` (both generation ${attempt.generation})`),
+    };
+  }
   const older = attempt.kind === 'put' ? stored.offset < offset : stored.offset <= offset;
   if (older) return { step: 'conditional' };
   return {
@@ -71,3 +98,21 @@ export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttemp
 
 /** How many statements one key's write may take before it is refused as contended. */
 export const MAX_ROUNDS = 5;
+
+/**
+ * A journal's fenced purge (journal modes under 'lwt'): what to do after its conditional batch was
+ * refused, from the journal's stored generation — `undefined` when the answer had none (no
+ * journal, or one never given a generation: both satisfy `generation = null`). A newer
+ * generation has appended to the journal: fenced. None: the batch again on `generation = null`.
+ * Not newer: it changed under us; the batch again on `generation <= G`.
+ */
+export function journalPurgeStep(
+  stored: number | null | undefined,
+  generation: number,
+): { readonly step: 'fenced'; readonly reason: string } | { readonly step: 'retry'; readonly expected: 'none' | 'not-newer' } {
+  if (stored === null || stored === undefined) return { step: 'retry', expected: 'none' };
+  if (stored > generation) {
+    return { step: 'fenced', reason: `generation ${stored} has written the journal, newer than this writer's generation ${generation}` };
+  }
+  return { step: 'retry', expected: 'not-newer' };
+}

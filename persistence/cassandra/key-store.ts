@@ -39,6 +39,12 @@ export interface CassandraKeyStoreOptions {
  */
 export class CassandraKeyStore implements KeyStore, KeyLister {
   readonly table: string;
+  /**
+   * With a key TTL: the keys of delete markers, written without it (a marker must stay listed
+   * until its purge removes the key). Without a TTL keys never expire, and markers' keys go
+   * through `add`.
+   */
+  readonly pin?: (partition: TopicPartition, keys: readonly string[]) => Promise<void>;
   private readonly o: CassandraKeyStoreOptions;
   private readonly chunks: number[][];
   private readonly q: { add: string; remove: string; list: string };
@@ -50,6 +56,7 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
     this.o = options;
     this.table = `${options.keyspace}.${options.table}`;
     this.chunks = segmentChunks(options.segments, options.segmentsPerQuery ?? 100);
+    if (options.ttlSeconds > 0) this.pin = (partition, keys) => this.write('key pin', partition, keys, 0);
     const where = 'application_id = ? AND group_id = ? AND segment = ? AND topic = ? AND partition = ? AND key = ?';
     this.q = {
       add: `UPDATE ${this.table} USING TTL ? SET created = ?, created_date = ?, metadata = ? WHERE ${where}`,
@@ -63,12 +70,13 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
   }
 
   async add(partition: TopicPartition, keys: readonly string[]): Promise<void> {
+    await this.write('key add', partition, keys, this.o.ttlSeconds);
+  }
+
+  private async write(operation: string, partition: TopicPartition, keys: readonly string[], ttlSeconds: number): Promise<void> {
     const now = new Date();
     const date = utcDate(now);
-    await this.writeAll('key add', partition, keys, (key) => [
-      this.q.add,
-      [this.o.ttlSeconds, now, date, '', ...this.pk(partition, key)],
-    ]);
+    await this.writeAll(operation, partition, keys, (key) => [this.q.add, [ttlSeconds, now, date, '', ...this.pk(partition, key)]]);
   }
 
   async remove(partition: TopicPartition, keys: readonly string[]): Promise<void> {

@@ -8,8 +8,9 @@
  * no-op), and keys the flow has written since (under the by-partition layout) are kept.
  *
  * The states' bytes are copied as stored (no decoding; compression framing included). Delete
- * markers (rows without a value) are copied as delete markers. Rows get the target's TTLs from
- * the time of the move (`ttl.snapshots`, `fenceRowTtl`), not what remained of the old ones.
+ * markers (rows without a value) are copied as delete markers (which never expire: the flow purges
+ * them once its committed offset passes them); rows whose cells have all expired are skipped.
+ * Snapshots get the target's `ttl.snapshots` from the time of the move, not what remained of the old ones.
  * The old table is left as it is. Stop the flow's workers first (or expect its stale writes to
  * be refused by the fence, as after any rebalance); see docs/cassandra.md, "Migrating".
  */
@@ -20,7 +21,7 @@ import type { SnapshotWrite } from '../snapshot-store';
 import type { CassandraBackend } from './backend';
 import { CassandraPersistenceError, CassandraSchemaError } from './errors';
 import { DEFAULT_TABLES } from './options';
-import { toNumber, toNumberOrNull } from './session';
+import { toNumberOrNull } from './session';
 import { CassandraSnapshotStore } from './snapshot-store';
 
 export interface MigrateSnapshotsOptions {
@@ -87,6 +88,8 @@ export async function migrateSnapshotsToByPartition(
     // layout, never overwrites a newer row.
     fencing: 'lwt',
     fenceRowTtlSeconds: settings.fenceRowTtlSeconds,
+    // A row the target holds at a newer offset (or as a marker at the same one) is kept, not an error.
+    unsettled: 'not-applied',
     layout: 'by-partition',
     buckets: settings.buckets,
   });
@@ -110,7 +113,10 @@ export async function migrateSnapshotsToByPartition(
       const partition = { topic: row.get('topic') as string, partition: row.get('partition') as number };
       const generation = withGeneration ? (toNumberOrNull(row.get('generation')) ?? undefined) : undefined;
       const key = row.get('key') as string;
-      const offset = toNumber(row.get('offset'));
+      const stored = toNumberOrNull(row.get('offset'));
+      // A row whose cells have all expired holds nothing.
+      if (stored === null) continue;
+      const offset = stored;
       const value = row.get('value') as Buffer | null;
       const id = `${partition.topic}\u0000${partition.partition}\u0000${generation ?? ''}`;
       partitions.add(`${partition.topic}/${partition.partition}`);

@@ -61,7 +61,11 @@ export const DEFAULT_REPLICATION: Readonly<Record<string, string | number>> = Ob
   replication_factor: 1,
 });
 export const DEFAULT_CONSISTENCY: ConsistencyLevelName = 'LOCAL_QUORUM';
-/** How long a deleted key's fence row (offset and generation, no value) is kept under 'lwt'. */
+/**
+ * How long a purged key's fence (its row: offset and generation, no value; a journal's static
+ * generation) is kept under 'lwt'. Only what a purge leaves expires: the committed offset has
+ * passed it, so no replay needs it. Delete markers themselves never expire.
+ */
 export const DEFAULT_FENCE_ROW_TTL_MS = 86_400_000;
 /** Cassandra's largest TTL: 20 years, in seconds. */
 export const MAX_TTL_SECONDS = 630_720_000;
@@ -95,7 +99,10 @@ export interface CassandraFlowOptions {
   serialConsistency?: SerialConsistencyName;
   /** Default 'lwt': every snapshot write is a lightweight transaction (see docs/cassandra.md). */
   fencing?: Fencing;
-  /** How long a deleted key's fence row stays under 'lwt' (0: plain conditional delete). Default 1 day. */
+  /**
+   * 'lwt': how long a purged key's fence row stays (0: the purge removes the row, conditionally).
+   * Default 1 day. Delete markers never expire: they stand until the committed offset passes them.
+   */
   fenceRowTtl?: Duration;
   /**
    * Added to every owner generation as `fenceEpoch × 2³²`. Raise it by one after the consumer

@@ -1,9 +1,10 @@
 /**
  * The three tables in kafka-flow's shape (CassandraSnapshots, CassandraKeys, CassandraJournals),
  * created on start when missing and checked column by column when present. One column is ours:
- * `generation` on the snapshots table, the consumer generation of the owner that wrote the row,
- * which the 'lwt' fence compares. A kafka-flow table without it gets it added (ALTER TABLE … ADD,
- * a metadata-only change) unless autoCreate is off.
+ * `generation`, the consumer generation of the owner that wrote the row, which the 'lwt' fence
+ * compares — on the snapshots table a regular column, on the journals table a static one (one per
+ * key's journal: what its fenced purge compares). A kafka-flow table without it gets it added
+ * (ALTER TABLE … ADD, a metadata-only change) unless autoCreate is off.
  *
  * Creating tables from several processes at once can leave a multi-node cluster (before
  * Cassandra's transactional metadata) with a schema disagreement; kafka-flow takes a lock for it.
@@ -20,7 +21,7 @@ export interface ColumnSpec {
   readonly name: string;
   /** As system_schema.columns spells it. */
   readonly type: string;
-  readonly kind: 'partition_key' | 'clustering' | 'regular';
+  readonly kind: 'partition_key' | 'clustering' | 'regular' | 'static';
 }
 
 export interface TableSpec {
@@ -36,6 +37,8 @@ const col = (name: string, type: string): ColumnSpec => ({ name, type, kind: 're
 
 /** The column the 'lwt' fence adds to kafka-flow's snapshots table. */
 export const GENERATION_COLUMN = col('generation', 'bigint');
+/** The column the 'lwt' fence adds to kafka-flow's journals table: one per key's journal. */
+export const JOURNAL_GENERATION_COLUMN: ColumnSpec = { name: 'generation', type: 'bigint', kind: 'static' };
 
 export const SNAPSHOTS_TABLE: TableSpec = {
   role: 'snapshots',
@@ -110,6 +113,7 @@ export const JOURNALS_TABLE: TableSpec = {
     col('headers', 'map<text, text>'),
     col('metadata', 'text'),
     col('value', 'blob'),
+    JOURNAL_GENERATION_COLUMN,
   ],
 };
 
@@ -148,7 +152,7 @@ export function createKeyspaceCql(keyspace: string, replication: Record<string, 
 }
 
 export function createTableCql(keyspace: string, table: string, spec: TableSpec): string {
-  const columns = spec.columns.map((c) => `  ${c.name} ${c.type.toUpperCase()}`).join(',\n');
+  const columns = spec.columns.map((c) => `  ${c.name} ${c.type.toUpperCase()}${c.kind === 'static' ? ' STATIC' : ''}`).join(',\n');
   const partition = spec.columns.filter((c) => c.kind === 'partition_key').map((c) => c.name);
   const clustering = spec.columns.filter((c) => c.kind === 'clustering').map((c) => c.name);
   const key = [`(${partition.join(', ')})`, ...clustering].join(', ');
@@ -189,11 +193,12 @@ export function columnProblems(spec: TableSpec, found: ReadonlyMap<string, Found
   for (const c of spec.columns) {
     const f = found.get(c.name);
     if (!f) {
-      if (spec.role === 'snapshots' && c.name === GENERATION_COLUMN.name) missingGeneration = true;
+      if ((spec.role === 'snapshots' || spec.role === 'journals') && c.name === GENERATION_COLUMN.name) missingGeneration = true;
       else problems.push(`column ${c.name} (${c.type}) is missing`);
       continue;
     }
     if (normalizeType(f.type) !== normalizeType(c.type)) problems.push(`column ${c.name} is ${f.type}, needs ${c.type}`);
+    else if (c.kind === 'static' && f.kind !== 'static') problems.push(`column ${c.name} is ${f.kind}, needs static`);
   }
   for (const kind of ['partition_key', 'clustering'] as const) {
     const want = spec.columns.filter((c) => c.kind === kind).map((c) => c.name);
@@ -234,7 +239,7 @@ export interface EnsureSchemaResult {
 
 /**
  * Makes sure the keyspace and the tables of `roles` exist with the columns the backend needs.
- * `needsGeneration`: the snapshots table must have the `generation` column ('lwt' fencing).
+ * `needsGeneration`: the snapshots and journals tables must have the `generation` column ('lwt' fencing).
  */
 export async function ensureSchema(
   client: Client,
@@ -286,7 +291,8 @@ export async function ensureSchema(
       await checkBuckets(client, keyspace, table, settings.buckets ?? 0);
     }
     if (missingGeneration && needsGeneration) {
-      const alter = `ALTER TABLE ${keyspace}.${table} ADD ${GENERATION_COLUMN.name} ${GENERATION_COLUMN.type}`;
+      const column = role === 'journals' ? JOURNAL_GENERATION_COLUMN : GENERATION_COLUMN;
+      const alter = `ALTER TABLE ${keyspace}.${table} ADD ${column.name} ${column.type}${column.kind === 'static' ? ' static' : ''}`;
       if (!settings.autoCreate) {
         throw new CassandraSchemaError(
           `table ${keyspace}.${table} has no ${GENERATION_COLUMN.name} column, which fencing 'lwt' needs, and autoCreate is off: run ${alter}`,

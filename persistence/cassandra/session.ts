@@ -101,9 +101,25 @@ export class CassandraSession {
     return once();
   }
 
+  /** One read at the serial consistency: it sees every lightweight transaction accepted so far. */
+  readSerial(query: string, params: Params): Promise<types.ResultSet> {
+    return this.reads.run(() => this.client.execute(query, params, { prepare: true, consistency: this.serialConsistency }));
+  }
+
   write(query: string, params: Params, consistency: ConsistencyLevelName): Promise<types.ResultSet> {
     return this.writes.run(() =>
       this.client.execute(query, params, {
+        prepare: true,
+        consistency: LEVELS[consistency],
+        serialConsistency: this.serialConsistency,
+      }),
+    );
+  }
+
+  /** Statements of one Cassandra partition as one batch (a conditional batch when one has IF). */
+  writeBatch(queries: Array<{ query: string; params: Params }>, consistency: ConsistencyLevelName): Promise<types.ResultSet> {
+    return this.writes.run(() =>
+      this.client.batch(queries, {
         prepare: true,
         consistency: LEVELS[consistency],
         serialConsistency: this.serialConsistency,

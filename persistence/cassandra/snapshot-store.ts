@@ -5,14 +5,14 @@ import { decodeSnapshot } from '../../core/codec/errors';
 import { type Logger, silentLogger } from '../../core/logger';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
 import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
-import { CassandraPersistenceError } from './errors';
+import { CassandraPersistenceError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import { allBuckets, keyBucket } from './buckets';
 import type { KeyLister } from './key-store';
 import { chunked, mapConcurrent, mergeConcurrent } from './limiter';
 import type { CassandraPersistenceMetrics } from './metrics';
 import type { ConsistencyOverride, Fencing, SnapshotLayout } from './options';
-import { type CassandraSession, hasColumn, long, toNumber, toNumberOrNull } from './session';
+import { type CassandraSession, hasColumn, long, toNumberOrNull } from './session';
 
 export interface CassandraSnapshotStoreOptions<S> {
   readonly session: CassandraSession;
@@ -26,10 +26,19 @@ export interface CassandraSnapshotStoreOptions<S> {
   /** TTL of written snapshots in seconds; 0: none. */
   readonly ttlSeconds: number;
   readonly fencing: Fencing;
-  /** 'lwt': how long a deleted key's fence row lives, in seconds; 0: deletes remove the row. */
+  /**
+   * 'lwt': how long a purged key's fence row lives, in seconds; 0: a purge removes the row. Delete
+   * markers never expire (the engine purges them once the committed offset has passed them).
+   */
   readonly fenceRowTtlSeconds: number;
   /** The writer's consumer generation ('lwt'); without one, only offsets are compared. */
   readonly generation?: number;
+  /**
+   * What a refusal without a newer owner (by offset, marker or contention) makes of the batch:
+   * 'error' (default) throws CassandraWriteRefusedError, a failure the partition recovers from;
+   * 'not-applied' reports the write as not applied (the layout migration: the target kept newer).
+   */
+  readonly unsettled?: 'error' | 'not-applied';
   /** Lists a partition's keys, for readAll in the kafka-flow layout (recovery without a key store of its own). */
   readonly keys?: KeyLister;
   /** Default 'kafka-flow': a Cassandra partition per key. 'by-partition': a Kafka partition's keys clustered in `buckets` partitions. */
@@ -51,8 +60,10 @@ export interface CassandraSnapshotStoreOptions<S> {
 export interface SnapshotStoreStats {
   /** Puts and deletes applied. */
   applied: number;
-  /** Writes the fence refused ('not-applied'). */
+  /** Writes the fence refused because a newer generation wrote ('not-applied'). */
   refused: number;
+  /** Writes refused without a newer owner (CassandraWriteRefusedError): by offset, marker or contention. */
+  unsettled: number;
   /** Statements sent for writes (an 'lwt' write takes one, sometimes two or more). */
   writeStatements: number;
 }
@@ -62,8 +73,12 @@ export interface Refusal {
   readonly key: string;
   readonly kind: 'put' | 'delete' | 'purge';
   readonly offset: number;
-  /** What the stored row had newer; 'contended': it kept changing under us. */
-  readonly by: 'generation' | 'offset' | 'contended';
+  /**
+   * What the stored row had: a newer generation (a fence); a newer offset of this generation (or,
+   * without generations, of anyone); a marker at this put's offset; 'contended': it kept changing
+   * under us. Only 'generation' is a fence.
+   */
+  readonly by: 'generation' | UnsettledReason;
   readonly reason: string;
 }
 
@@ -80,8 +95,11 @@ const SCAN_PAGE_SIZE = 1000;
  * the clustering column (every statement then also names the key's bucket). With fencing
  * 'lwt' every put and delete is a lightweight transaction ordered by (generation, offset) — see
  * fencing.ts and docs/cassandra.md; with 'none' they are kafka-flow's plain last-write-wins
- * UPDATE and DELETE. A refused write is `not-applied` (the engine raises SnapshotWriteConflictError
- * and stops the partition); a failed statement fails the batch with CassandraPersistenceError.
+ * UPDATE and DELETE. A write refused because a newer generation wrote is `not-applied` (the engine
+ * raises SnapshotWriteConflictError and stops the partition); a failed statement fails the batch
+ * with CassandraPersistenceError, and a refusal without a newer owner with
+ * CassandraWriteRefusedError (see writeBatch). Delete markers have no TTL; under 'lwt' a purge
+ * leaves a fence row that expires after fenceRowTtl.
  */
 export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   readonly stats: SnapshotStoreStats;
@@ -99,7 +117,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   constructor(options: CassandraSnapshotStoreOptions<S>) {
     this.o = options;
     this.log = options.logger ?? silentLogger;
-    this.stats = options.stats ?? { applied: 0, refused: 0, writeStatements: 0 };
+    this.stats = options.stats ?? { applied: 0, refused: 0, unsettled: 0, writeStatements: 0 };
     this.generation = options.generation;
     this.table = `${options.keyspace}.${options.table}`;
     this.layout = options.layout ?? 'kafka-flow';
@@ -149,7 +167,8 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         const params = [applicationId, groupId, partition.topic, partition.partition, ...(bucket === undefined ? [] : [bucket]), group];
         for await (const row of this.o.session.rows(this.q.selectMany, params, this.o.consistency.read)) {
           const key = row.get('key') as string;
-          found.push([key, this.stored(partition, key, row)]);
+          const stored = this.stored(partition, key, row);
+          if (stored) found.push([key, stored]);
         }
       }
     } catch (err) {
@@ -191,16 +210,23 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     for await (const rows of pages) {
       for (const row of rows) {
         const key = row.get('key') as string;
-        yield [key, this.stored(partition, key, row)];
+        const stored = this.stored(partition, key, row);
+        if (stored) yield [key, stored];
       }
     }
   }
 
-  /** A snapshots row as what it stores: a snapshot, or a deleted key's marker. */
-  private stored(partition: TopicPartition, key: string, row: types.Row): StoredKey<S> {
+  /**
+   * A snapshots row as what it stores: a snapshot, or a deleted key's marker; undefined for a row
+   * whose cells have all expired (a fence row's TTL over a row first INSERTed leaves its primary
+   * key behind), which holds nothing.
+   */
+  private stored(partition: TopicPartition, key: string, row: types.Row): StoredKey<S> | undefined {
     this.remember(partition, key, true);
     const value = row.get('value') as Buffer | null;
-    const offset = toNumber(row.get('offset'));
+    const stored = toNumberOrNull(row.get('offset'));
+    if (stored === null) return undefined;
+    const offset = stored;
     // A deleted key's row keeps its offset without a value: its delete marker (and, under 'lwt',
     // the fence that refuses a stale owner's older put).
     if (value === null || value === undefined) return { deleted: true, offset };
@@ -228,6 +254,13 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     for await (const found of batches) yield* found;
   }
 
+  /**
+   * One status per write. A refusal because a newer generation wrote is `not-applied` (a fence;
+   * it wins over anything else in the batch: the partition is no longer ours). Otherwise a failed
+   * statement fails the batch with CassandraPersistenceError, and a refusal without a newer owner
+   * (by offset, marker or contention) with CassandraWriteRefusedError: failures the partition
+   * recovers from on its owner.
+   */
   async writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]> {
     const refusals: Refusal[] = [];
     const statementsBefore = this.stats.writeStatements;
@@ -242,17 +275,19 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       firstError ??= s.reason;
       return 'not-applied';
     });
-    if (refusals.length > 0) {
-      this.stats.refused += refusals.length;
+    const fenced = refusals.filter((r) => r.by === 'generation');
+    const unsettled = refusals.filter((r): r is Refusal & { by: UnsettledReason } => r.by !== 'generation');
+    const examples = (rs: readonly Refusal[]) => rs.slice(0, 5).map((r) => ({ ...r, key: showKey(r.key) }));
+    const where = { topic: partition.topic, partition: partition.partition, generation: this.generation };
+    if (fenced.length > 0) {
+      this.stats.refused += fenced.length;
+      this.log.warn({ ...where, refused: fenced.length, examples: examples(fenced) }, 'cassandra: the snapshot fence refused writes: another owner wrote newer state');
+    }
+    if (unsettled.length > 0) {
+      this.stats.unsettled += unsettled.length;
       this.log.warn(
-        {
-          topic: partition.topic,
-          partition: partition.partition,
-          generation: this.generation,
-          refused: refusals.length,
-          examples: refusals.slice(0, 5).map((r) => ({ ...r, key: showKey(r.key) })),
-        },
-        'cassandra: the snapshot fence refused writes: another owner wrote newer state',
+        { ...where, refused: unsettled.length, examples: examples(unsettled) },
+        'cassandra: fenced writes refused without a newer owner (this generation\'s own rows disagree, or contention): a failure, not a fence',
       );
     }
     const m = this.o.metrics;
@@ -260,12 +295,14 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       const labels = { flow: m.flow, topic: partition.topic, partition: String(partition.partition) };
       const applied = writes.length - refusals.length - failedKeys.length;
       if (applied > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'applied' }, applied);
-      if (refusals.length > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'refused' }, refusals.length);
-      if (failedKeys.length > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'failed' }, failedKeys.length);
+      if (fenced.length > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'refused' }, fenced.length);
+      if (failedKeys.length + unsettled.length > 0) m.registry.snapshotWrites.inc({ ...labels, outcome: 'failed' }, failedKeys.length + unsettled.length);
       for (const r of refusals) m.registry.fenceRefusals.inc({ ...labels, by: r.by });
       m.registry.writeStatements.inc(labels, this.stats.writeStatements - statementsBefore);
     }
+    if (fenced.length > 0) return statuses;
     if (failedKeys.length > 0) throw this.error('snapshot write', partition, failedKeys, firstError, true);
+    if (unsettled.length > 0 && this.o.unsettled !== 'not-applied') throw new CassandraWriteRefusedError({ table: this.table, topic: partition.topic, partition: partition.partition }, unsettled);
     return statuses;
   }
 
@@ -277,7 +314,8 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       if (w.kind === 'put') {
         await this.exec(this.q.plainPut, [this.o.ttlSeconds, long(offset), new Date(), '', value, ...pk]);
       } else if (w.kind === 'delete') {
-        await this.exec(this.q.plainMarker, [this.o.fenceRowTtlSeconds, long(offset), new Date(), ...pk]);
+        // A marker never expires: it stands until the committed offset passes it (then purged).
+        await this.exec(this.q.plainMarker, [0, long(offset), new Date(), ...pk]);
       } else {
         await this.exec(this.q.plainDelete, pk);
       }
@@ -285,9 +323,12 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       return 'applied';
     }
     // Under 'lwt' with fenceRowTtl, a purge leaves the row as a fence against a stale owner's
-    // older put — a marker row that expires after fenceRowTtl; the key leaves the keys table, so
-    // recovery no longer reads it.
-    const kind = w.kind === 'purge' && this.o.fenceRowTtlSeconds > 0 ? 'delete' : w.kind;
+    // older put — a marker row that expires after fenceRowTtl (harmless: the committed offset has
+    // passed it, so no replay needs it); the key leaves the keys table, so recovery no longer
+    // reads it. A delete marker proper has no TTL.
+    const fenceRow = w.kind === 'purge' && this.o.fenceRowTtlSeconds > 0;
+    const kind = fenceRow ? 'delete' : w.kind;
+    const ttl = kind === 'put' ? this.o.ttlSeconds : fenceRow ? this.o.fenceRowTtlSeconds : 0;
     const attempt: WriteAttempt = { kind, generation: this.generation, offset };
     let step: NextStep =
       w.kind === 'put' && !this.known(partition, w.key) ? { step: 'insert' } : { step: 'conditional' };
@@ -298,7 +339,11 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         this.remember(partition, w.key, true);
         return 'not-applied';
       }
-      const rs = await this.exec(...this.lwt(step, kind, offset, value, pk));
+      if (step.step === 'read') {
+        step = nextStep(await this.readVersion(partition, w.key), attempt);
+        continue;
+      }
+      const rs = await this.exec(...this.lwt(step, kind, offset, value, ttl, pk));
       if (rs.wasApplied()) {
         step = { step: 'done' };
         break;
@@ -306,7 +351,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       step = nextStep(storedVersion(rs), attempt);
     }
     if (step.step !== 'done') {
-      refusals.push({ key: w.key, kind, offset, by: 'contended', reason: `still contended after ${MAX_ROUNDS} conditional statements` });
+      refusals.push({ key: w.key, kind, offset, by: 'contended', reason: `still contended after ${MAX_ROUNDS} statements` });
       return 'not-applied';
     }
     // A put or a delete marker leaves a row; a purge removes it (unless it left a fence row).
@@ -315,12 +360,30 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     return 'applied';
   }
 
+  /** The row's version, read linearizably (serial consistency: it sees every accepted LWT). */
+  private async readVersion(partition: TopicPartition, key: string): Promise<StoredVersion | undefined> {
+    let rs: types.ResultSet;
+    try {
+      rs = await this.o.session.readSerial(this.q.selectVersion, this.pk(partition, key));
+    } catch (err) {
+      throw this.error('snapshot version read', partition, [key], err, true);
+    }
+    const row = rs.first();
+    if (!row) return undefined;
+    return {
+      generation: toNumberOrNull(row.get('generation')),
+      offset: toNumberOrNull(row.get('offset')),
+      marker: (row.get('value') as Buffer | null) === null,
+    };
+  }
+
   /** The statement and parameters of one step of a fenced write. */
   private lwt(
-    step: Exclude<NextStep, { step: 'done' } | { step: 'refuse' }>,
+    step: Exclude<NextStep, { step: 'done' } | { step: 'refuse' } | { step: 'read' }>,
     kind: SnapshotWrite<S>['kind'],
     offset: number,
     value: Buffer | undefined,
+    ttl: number,
     pk: unknown[],
   ): [string, unknown[]] {
     const g = this.generation;
@@ -328,30 +391,31 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     const now = new Date();
     const q = this.q;
     if (kind === 'put') {
-      const set = [this.o.ttlSeconds, long(offset), now, '', value];
+      const set = [ttl, long(offset), now, '', value];
       switch (step.step) {
         case 'insert':
-          return [q.insert, [...pk, long(offset), now, '', value, gen ?? types.unset, this.o.ttlSeconds]];
+          return [q.insert, [...pk, long(offset), now, '', value, gen ?? types.unset, ttl]];
         case 'conditional':
           return gen === undefined
             ? [q.putIfOffsetNewer, [...set, ...pk, long(offset)]]
             : [q.putIfNewer, [...set, gen, ...pk, gen, long(offset)]];
         case 'cas':
-          return [q.putIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+          return [q.putIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), expectedOffset(step.expected)]];
       }
     }
     if (kind === 'delete') {
-      // The delete marker: the row keeps the deleting offset (and generation) without a value.
-      const set = [this.o.fenceRowTtlSeconds, long(offset), now];
+      // The delete marker (or a purge's fence row): the row keeps the deleting offset (and
+      // generation) without a value.
+      const set = [ttl, long(offset), now];
       switch (step.step) {
         case 'insert':
-          return [q.insert, [...pk, long(offset), now, null, null, gen ?? types.unset, this.o.fenceRowTtlSeconds]];
+          return [q.insert, [...pk, long(offset), now, null, null, gen ?? types.unset, ttl]];
         case 'conditional':
           return gen === undefined
             ? [q.deleteIfOffsetNotNewer, [...set, ...pk, long(offset)]]
             : [q.deleteIfNotNewer, [...set, gen, ...pk, gen, long(offset)]];
         case 'cas':
-          return [q.deleteIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+          return [q.deleteIfSame, [...set, gen ?? types.unset, ...pk, expectedGeneration(step.expected), expectedOffset(step.expected)]];
       }
     }
     // A purge (fenceRowTtl 0): the row goes, unless a newer owner wrote since.
@@ -360,7 +424,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       case 'conditional':
         return gen === undefined ? [q.purgeIfOffsetNotNewer, [...pk, long(offset)]] : [q.purgeIfNotNewer, [...pk, gen, long(offset)]];
       case 'cas':
-        return [q.purgeIfSame, [...pk, expectedGeneration(step.expected), long(step.expected.offset)]];
+        return [q.purgeIfSame, [...pk, expectedGeneration(step.expected), expectedOffset(step.expected)]];
     }
   }
 
@@ -417,6 +481,10 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   }
 }
 
+function expectedOffset(v: StoredVersion): types.Long | null {
+  return v.offset === null ? null : long(v.offset);
+}
+
 function expectedGeneration(v: StoredVersion): types.Long | null {
   return v.generation === null ? null : long(v.generation);
 }
@@ -428,7 +496,10 @@ function storedVersion(rs: types.ResultSet): StoredVersion | undefined {
   if (!row) return undefined;
   const offset = toNumberOrNull(row.get('offset'));
   const generation = hasColumn(rs, 'generation') ? toNumberOrNull(row.get('generation')) : null;
-  return { generation, offset: offset ?? -1 };
+  // INSERT … IF NOT EXISTS answers with the whole row; a conditional UPDATE/DELETE only with the
+  // columns of its condition, so whether the row is a marker is then unknown.
+  const marker = hasColumn(rs, 'value') ? (row.get('value') as Buffer | null) === null : undefined;
+  return { generation, offset, marker };
 }
 
 function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
@@ -452,6 +523,7 @@ function statements(t: string, layout: SnapshotLayout) {
   const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
     select: `SELECT offset, value FROM ${t} WHERE ${where}`,
+    selectVersion: `SELECT offset, generation, value FROM ${t} WHERE ${where}`,
     selectMany: `SELECT key, offset, value FROM ${t} WHERE ${partitionWhere}key IN ?`,
     // By-partition: a bucket's rows, in key order.
     scanBucket: `SELECT key, offset, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND bucket = ?`,
@@ -466,7 +538,7 @@ function statements(t: string, layout: SnapshotLayout) {
     putIfNewer: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation <= ? AND offset < ?`,
     putIfOffsetNewer: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where} IF offset < ?`,
     putIfSame: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
-    // Delete markers (TTL fenceRowTtl; 0: none).
+    // Delete markers (no TTL) and a purge's fence rows (TTL fenceRowTtl).
     deleteIfNotNewer: `UPDATE ${t} USING TTL ? SET ${setMarker}, generation = ? WHERE ${where} IF generation <= ? AND offset <= ?`,
     deleteIfOffsetNotNewer: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where} IF offset <= ?`,
     deleteIfSame: `UPDATE ${t} USING TTL ? SET ${setMarker}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,

@@ -180,11 +180,13 @@ test("deletes leave a marker and a fence row; a purge with fenceRowTtl 0 removes
   expect(await s.read(T, 'd')).toEqual({ deleted: true, offset: 6 });
   const fence = await row('snapshots_by_partition', 9, 'd');
   expect(fence).toMatchObject({ offset: 6, generation: 1, hasValue: false });
-  expect(fence!.ttl).toBeGreaterThan(86_000);
-  // The fence row refuses an older generation's put; the purge (fenceRowTtl > 0) keeps it.
+  expect(fence!.ttl).toBeNull(); // a marker stands until the committed offset passes it
+  // The fence row refuses an older generation's put; the purge (fenceRowTtl > 0) keeps it for fenceRowTtl.
   expect(await b.snapshots!.withGeneration(0).writeBatch(T, [put('d', 100)])).toEqual(['not-applied']);
   expect(await s.writeBatch(T, [{ kind: 'purge', key: 'd', offset: 6 }])).toEqual(['applied']);
-  expect(await row('snapshots_by_partition', 9, 'd')).toMatchObject({ offset: 6, hasValue: false });
+  const purged = await row('snapshots_by_partition', 9, 'd');
+  expect(purged).toMatchObject({ offset: 6, hasValue: false });
+  expect(purged!.ttl).toBeGreaterThan(86_000);
 
   const noFenceRows = await backend({ fenceRowTtl: 0 });
   const n = noFenceRows.snapshots!.withGeneration(1);

@@ -5,7 +5,7 @@
 import type { Client } from 'cassandra-driver';
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
-import type { CassandraBackend, CassandraPartitionPersistence } from '../../../persistence/cassandra';
+import { type CassandraBackend, type CassandraPartitionPersistence, CassandraWriteRefusedError } from '../../../persistence/cassandra';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
@@ -95,12 +95,12 @@ describe("fencing 'lwt': conditional writes ordered by (generation, offset)", ()
     expect(await owner.read(P, 'k')).toEqual({ state: { n: 20 }, offset: 20 });
     expect(await storedRow('cond_snapshots', 'k')).toMatchObject({ offset: 20, generation: 2, hasValue: true });
 
-    // A delete leaves a fence row (offset and generation, no value, 1-day TTL) …
+    // A delete leaves a marker, which is also a fence row (offset and generation, no value, no TTL) …
     expect(await owner.writeBatch(P, [del('k', 25)])).toEqual(['applied']);
     expect(await owner.read(P, 'k')).toEqual({ deleted: true, offset: 25 }); // the delete marker
     const fence = await storedRow('cond_snapshots', 'k');
     expect(fence).toMatchObject({ offset: 25, generation: 2, hasValue: false });
-    expect(fence!.ttl).toBeGreaterThan(86_000);
+    expect(fence!.ttl).toBeNull();
     // … so the stale owner cannot bring the key back, from a fresh session either.
     expect(await old.writeBatch(P, [put('k', 50)])).toEqual(['not-applied']);
     expect(await a.snapshots!.withGeneration(1).writeBatch(P, [put('k', 51)])).toEqual(['not-applied']);
@@ -129,13 +129,15 @@ describe("fencing 'lwt': conditional writes ordered by (generation, offset)", ()
     expect(await owner.read(P, 'j')).toEqual({ state: { n: 90 }, offset: 90 });
   });
 
-  test('within a generation, or without one, only a newer offset lands', async () => {
+  test('within a generation, or without one, only a newer offset lands (an older one fails typed: no newer owner wrote)', async () => {
     const one = a.snapshots!.withGeneration(3);
     expect(await one.writeBatch(P, [put('m', 5), put('n', 5)])).toEqual(['applied', 'applied']);
-    expect(await one.writeBatch(P, [put('m', 4), put('n', 6)])).toEqual(['not-applied', 'applied']);
+    await expect(one.writeBatch(P, [put('m', 4), put('n', 6)])).rejects.toBeInstanceOf(CassandraWriteRefusedError);
+    expect(await one.read(P, 'n')).toEqual({ state: { n: 6 }, offset: 6 }); // the batch's other write landed
     const noGeneration = b.snapshots!.withGeneration(undefined);
     expect(await noGeneration.writeBatch(P, [put('o', 5)])).toEqual(['applied']);
-    expect(await noGeneration.writeBatch(P, [put('o', 3), put('o2', 1)])).toEqual(['not-applied', 'applied']);
+    await expect(noGeneration.writeBatch(P, [put('o', 3), put('o2', 1)])).rejects.toBeInstanceOf(CassandraWriteRefusedError);
+    expect(await noGeneration.read(P, 'o2')).toEqual({ state: { n: 1 }, offset: 1 });
     expect(await noGeneration.writeBatch(P, [put('o', 8)])).toEqual(['applied']);
     expect(await storedRow('cond_snapshots', 'o')).toMatchObject({ offset: 8, generation: null });
   });

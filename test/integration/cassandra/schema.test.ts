@@ -53,7 +53,7 @@ test('created on start with the replication and table names given; a second star
       generation: 'bigint',
     });
     expect(await columns('flow_keys')).toMatchObject({ segment: 'bigint', created_date: 'date' });
-    expect(await columns('events')).toMatchObject({ offset: 'bigint', headers: 'map<text, text>', timestamp_type: 'text' });
+    expect(await columns('events')).toMatchObject({ offset: 'bigint', headers: 'map<text, text>', timestamp_type: 'text', generation: 'bigint' });
   } finally {
     await first.close();
   }
@@ -82,6 +82,28 @@ test("a kafka-flow snapshots table (no generation column) gets it for fencing 'l
   await fenced.close();
   expect(fenced.schema.created).toEqual([`ALTER TABLE ${keyspace}.kafka_flow_snapshots ADD generation bigint`]);
   expect(await columns('kafka_flow_snapshots')).toHaveProperty('generation', 'bigint');
+});
+
+test("a kafka-flow journals table (no generation column) gets a static one for fencing 'lwt' (its purge's fence)", async () => {
+  await raw.execute(
+    `CREATE TABLE ${keyspace}.kafka_flow_records (application_id TEXT, group_id TEXT, topic TEXT, partition INT, key TEXT, offset BIGINT, created TIMESTAMP, timestamp TIMESTAMP, timestamp_type TEXT, headers MAP<TEXT, TEXT>, metadata TEXT, value BLOB, PRIMARY KEY((application_id, group_id, topic, partition, key), offset))`,
+  );
+  const tables = { journals: 'kafka_flow_records', keys: 'kfr_keys' };
+  const plain = await startBackend(keyspace, { mode: 'journal', tables, fencing: 'none' });
+  await plain.close();
+  expect(await columns('kafka_flow_records')).not.toHaveProperty('generation');
+  await expect(startBackend(keyspace, { mode: 'journal', tables, autoCreate: false })).rejects.toThrow(
+    `run ALTER TABLE ${keyspace}.kafka_flow_records ADD generation bigint static`,
+  );
+  const fenced = await startBackend(keyspace, { mode: 'journal', tables });
+  await fenced.close();
+  expect(fenced.schema.created).toEqual([`ALTER TABLE ${keyspace}.kafka_flow_records ADD generation bigint static`]);
+  const kind = await raw.execute(
+    "SELECT kind FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'kafka_flow_records' AND column_name = 'generation'",
+    [keyspace],
+    { prepare: true },
+  );
+  expect(kind.first()?.get('kind')).toBe('static');
 });
 
 test('an existing table with other columns is refused, naming what differs', async () => {

@@ -6,6 +6,7 @@ import { defineFlow } from '../../../define-flow';
 import {
   columnProblems,
   javaStringHashCode,
+  journalPurgeStep,
   keySegment,
   Limiter,
   mapConcurrent,
@@ -74,11 +75,11 @@ describe('the fence\'s next step after a refused statement', () => {
 
   test('the same generation (or none at all) compares offsets; our own write again is done', () => {
     for (const g of [2, undefined]) {
-      expect(nextStep({ generation: g ?? null, offset: 10 }, put(g, 10))).toEqual({ step: 'done' });
-      expect(nextStep({ generation: g ?? null, offset: 11 }, put(g, 10))).toMatchObject({ step: 'refuse' });
+      expect(nextStep({ generation: g ?? null, offset: 10, marker: false }, put(g, 10))).toEqual({ step: 'done' });
+      expect(nextStep({ generation: g ?? null, offset: 11 }, put(g, 10))).toMatchObject({ step: 'refuse', by: 'offset' });
       expect(nextStep({ generation: g ?? null, offset: 9 }, put(g, 10))).toEqual({ step: 'conditional' });
       expect(nextStep({ generation: g ?? null, offset: 10 }, del(g, 10))).toEqual({ step: 'conditional' });
-      expect(nextStep({ generation: g ?? null, offset: 11 }, del(g, 10))).toMatchObject({ step: 'refuse' });
+      expect(nextStep({ generation: g ?? null, offset: 11 }, del(g, 10))).toMatchObject({ step: 'refuse', by: 'offset' });
     }
     // Offsets only: a stored generation is not looked at.
     expect(nextStep({ generation: 9, offset: 9 }, put(undefined, 10))).toEqual({ step: 'conditional' });
@@ -92,13 +93,85 @@ describe('the fence\'s next step after a refused statement', () => {
         fc.integer({ min: 0, max: 5 }),
         fc.integer({ min: 0, max: 20 }),
         (sg, so, g, o) => {
-          const step = nextStep({ generation: sg, offset: so }, put(g, o)).step;
+          const step = nextStep({ generation: sg, offset: so, marker: false }, put(g, o)).step;
           const newer = g > sg || (g === sg && o > so);
           const same = g === sg && o === so;
           if (same) return step === 'done';
           return newer ? step === 'cas' || step === 'conditional' : step === 'refuse';
         },
       ),
+    );
+  });
+});
+
+describe('a refused put at its own offset: done only over a value row', () => {
+  const put = (generation: number | undefined, offset: number) => ({ kind: 'put' as const, generation, offset });
+
+  test('a delete marker at the same offset, within the generation (or without one), refuses by marker: not done, not a fence', () => {
+    for (const g of [4, undefined]) {
+      expect(nextStep({ generation: g ?? null, offset: 10, marker: true }, put(g, 10))).toMatchObject({
+        step: 'refuse',
+        by: 'marker',
+        reason: expect.stringMatching(/delete marker .* offset 10/),
+      });
+    }
+  });
+
+  test('an answer that does not say whether the row holds a value (a conditional UPDATE\'s) asks for a read', () => {
+    expect(nextStep({ generation: 4, offset: 10 }, put(4, 10))).toEqual({ step: 'read' });
+    // Only the same offset needs to know: otherwise the offsets decide.
+    expect(nextStep({ generation: 4, offset: 9 }, put(4, 10))).toEqual({ step: 'conditional' });
+    expect(nextStep({ generation: 4, offset: 11 }, put(4, 10))).toMatchObject({ step: 'refuse', by: 'offset' });
+  });
+
+  test('a marker of an older generation at the same offset is taken over; of a newer one, a fence', () => {
+    expect(nextStep({ generation: 3, offset: 10, marker: true }, put(4, 10))).toEqual({ step: 'cas', expected: { generation: 3, offset: 10, marker: true } });
+    expect(nextStep({ generation: 5, offset: 10, marker: true }, put(4, 10))).toMatchObject({ step: 'refuse', by: 'generation' });
+  });
+
+  test('only a newer generation refuses by generation: every refusal by offset or marker is within the writer\'s own generation (or without one)', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: 0, max: 4 }), { nil: null }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.option(fc.boolean(), { nil: undefined }),
+        fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.constantFrom('put' as const, 'delete' as const, 'purge' as const),
+        (sg, so, marker, g, o, kind) => {
+          const step = nextStep({ generation: sg, offset: so, marker }, { kind, generation: g, offset: o });
+          if (step.step !== 'refuse') return true;
+          if (step.by === 'generation') return g !== undefined && sg !== null && sg > g;
+          return g === undefined || sg === g;
+        },
+      ),
+    );
+  });
+});
+
+describe('a row whose cells all expired (offset null)', () => {
+  test('is taken over by compare-and-set on exactly what it is, whatever the write', () => {
+    for (const kind of ['put', 'delete', 'purge'] as const) {
+      expect(nextStep({ generation: null, offset: null }, { kind, generation: 2, offset: 5 })).toEqual({ step: 'cas', expected: { generation: null, offset: null } });
+      expect(nextStep({ generation: null, offset: null }, { kind, generation: undefined, offset: 5 })).toEqual({ step: 'cas', expected: { generation: null, offset: null } });
+    }
+  });
+});
+
+describe("a journal's fenced purge after its conditional batch was refused", () => {
+  test('a newer generation has appended: fenced; none (or no journal): on generation = null; not newer: again', () => {
+    expect(journalPurgeStep(5, 4)).toMatchObject({ step: 'fenced', reason: expect.stringMatching(/generation 5 .* generation 4/) });
+    expect(journalPurgeStep(null, 4)).toEqual({ step: 'retry', expected: 'none' });
+    expect(journalPurgeStep(undefined, 4)).toEqual({ step: 'retry', expected: 'none' });
+    expect(journalPurgeStep(4, 4)).toEqual({ step: 'retry', expected: 'not-newer' });
+    expect(journalPurgeStep(3, 4)).toEqual({ step: 'retry', expected: 'not-newer' });
+  });
+
+  test('fenced exactly when a newer generation wrote', () => {
+    fc.assert(
+      fc.property(fc.option(fc.integer({ min: 0, max: 9 }), { nil: null }), fc.integer({ min: 0, max: 9 }), (stored, g) => {
+        return (journalPurgeStep(stored, g).step === 'fenced') === (stored !== null && stored > g);
+      }),
     );
   });
 });
@@ -184,6 +257,17 @@ describe('schema', () => {
     const columns = found(TABLE_SPECS.snapshots);
     columns.delete('generation');
     expect(columnProblems(TABLE_SPECS.snapshots, columns)).toEqual({ problems: [], missingGeneration: true });
+  });
+
+  test("kafka-flow's journals table lacks only the (static) generation column; a regular one is named", () => {
+    const columns = found(TABLE_SPECS.journals);
+    columns.delete('generation');
+    expect(columnProblems(TABLE_SPECS.journals, columns)).toEqual({ problems: [], missingGeneration: true });
+    columns.set('generation', { type: 'bigint', kind: 'regular', position: -1 });
+    expect(columnProblems(TABLE_SPECS.journals, columns).problems).toEqual(['column generation is regular, needs static']);
+    expect(schemaCql({ keyspace: 'ks', replication: { class: 'SimpleStrategy', replication_factor: 1 }, tables: { snapshots: 's', keys: 'k', journals: 'j' }, autoCreate: false }, ['journals'])[1]).toMatch(
+      /generation BIGINT STATIC,\n {2}PRIMARY KEY\(\(application_id, group_id, topic, partition, key\), offset\)/,
+    );
   });
 
   test('wrong types, missing columns and another primary key are named', () => {

@@ -45,6 +45,44 @@ describe('StorePartitionPersistence over the in-memory stores', () => {
     expect((await collect(p.recover())).map((k) => k.key).sort()).toEqual(['a', 'b']);
   });
 
+  test('a key store that can expire keys pins the keys of applied delete markers (before the commit), and adds the rest', async () => {
+    const calls: string[] = [];
+    const committer = new InMemoryOffsetCommitter();
+    const keys = {
+      add: async (_: unknown, ks: readonly string[]) => void calls.push(`add ${ks.join(',')}`),
+      pin: async (_: unknown, ks: readonly string[]) => void calls.push(`pin ${ks.join(',')}`),
+      remove: async (_: unknown, ks: readonly string[]) => void calls.push(`remove ${ks.join(',')}`),
+      list: async function* () {},
+    };
+    const snapshots = new InMemorySnapshotStore<number>();
+    const p = new StorePartitionPersistence<number, string>({
+      partition: TP,
+      mode: 'snapshots',
+      snapshots,
+      keys,
+      committer: {
+        commit: async (tp, offset) => {
+          calls.push(`commit ${offset}`);
+          await committer.commit(tp, offset);
+        },
+      },
+    });
+    await p.write({
+      writes: [
+        { key: 'new', snapshot: { state: 1, offset: 1 }, addKey: true },
+        { key: 'gone', delete: { offset: 2 }, addKey: true },
+        { key: 'old', delete: { offset: 3 } },
+        { key: 'purged', purge: { offset: 0 } },
+      ],
+      commitOffset: 1,
+    });
+    expect(calls).toEqual(['add new', 'pin gone,old', 'remove purged', 'commit 1']);
+    // Without pin, a delete marker's new key is added like any other.
+    const plain = new InMemoryBackend<number, string>();
+    await plain.forPartition(TP, 'snapshots').write({ writes: [{ key: 'gone', delete: { offset: 2 }, addKey: true }] });
+    expect(plain.keys.keys(TP)).toEqual(new Set(['gone']));
+  });
+
   test('journal mode appends events, recovers them in order; a delete keeps them (the marker) until the purge removes journal and key together', async () => {
     const b = new InMemoryBackend<number, string>();
     const p = b.forPartition(TP, 'journal');
