@@ -14,7 +14,8 @@
  * of a kafkajs client to the proxy instead, whatever broker address it asks for.
  */
 import net from 'node:net';
-import type { ISocketFactory } from 'kafkajs';
+import { type ISocketFactory, Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../kafka/client';
 
 export const API_KEYS = { PRODUCE: 0, FIND_COORDINATOR: 10, INIT_PRODUCER_ID: 22, END_TXN: 26, TXN_OFFSET_COMMIT: 28 } as const;
 
@@ -64,6 +65,15 @@ export function requestHeader(frame: Buffer): RequestHeader {
 export function responseCorrelationId(frame: Buffer): number {
   if (frame.length < 8) throw new RangeError(`a response frame of ${frame.length} bytes has no header`);
   return frame.readInt32BE(4);
+}
+
+/**
+ * Whether a request is EndTxn with `committed` true (a commit, not an abort). Versions 0–2 (what
+ * kafkajs sends) end with that BOOLEAN; flexible ones (3+) with it and then an empty tag buffer.
+ */
+export function isEndTxnCommit(header: RequestHeader, frame: Buffer): boolean {
+  if (header.apiKey !== API_KEYS.END_TXN) return false;
+  return frame[frame.length - (header.apiVersion >= 3 ? 2 : 1)] === 1;
 }
 
 export type CutAction = 'cut' | 'stall';
@@ -202,4 +212,21 @@ export class KafkaCutProxy {
     p.client.destroy();
     p.upstream.destroy();
   }
+}
+
+/**
+ * `client` with its kafkajs instance (producers, group consumers, admin) connected through
+ * `proxy`; the group-less readers built on `client.brokers` still connect directly.
+ */
+export function proxiedClient(client: KafkaClient, proxy: KafkaCutProxy, options: { requestTimeout?: number } = {}): KafkaClient {
+  const kafka = new Kafka({
+    brokers: [`127.0.0.1:${proxy.port}`],
+    clientId: `${client.clientId}-proxied`,
+    logLevel: client.logLevel,
+    logCreator: client.logCreator,
+    socketFactory: proxy.socketFactory(),
+    ...client.connection,
+    ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
+  });
+  return { ...client, kafka };
 }
