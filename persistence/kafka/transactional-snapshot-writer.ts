@@ -4,11 +4,12 @@
  * under the consumer generation read live for each transaction. Every transaction commits an
  * offset — the batch's, or the last committed one, seeded with the offset at assignment — so every
  * write, the very first included, is gated by the broker's generation check (KIP-447). A fence
- * stops the partition. A commit without an answer is not a rejection: the producer is rebuilt (its
- * initialization settles the transaction) and the outcome is learned before going on; when it
- * cannot be learned at once, before the next write — and if that finds it landed with outputs that
- * had gone back to their keys, the partition stops (CommitLandedLateError) rather than produce them
- * twice.
+ * stops the partition. A commit without an answer — none in time, the connection lost or the
+ * request timed out after EndTxn went out (SnapshotCommitTimeoutError) — is not a rejection: the
+ * producer is rebuilt (its initialization completes or aborts the transaction) and the outcome is
+ * learned before going on; when it cannot be learned at once, before the next write, which sends
+ * nothing until it is — and if that finds it landed with outputs that had gone back to their keys,
+ * the partition stops (CommitLandedLateError) rather than produce them twice.
  */
 import { CommitLandedLateError, SnapshotWriteFencedError } from '../../core/fence-errors';
 import { outputCount, type PendingOutput } from '../../core/emitted-outputs';
@@ -191,9 +192,11 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
       }
       throw err;
     }
-    const ours = u.error.sent.find((s) => s.topic === this.c.snapshotTopic && s.partition === this.c.input.partition);
+    // A record of the transaction read back read_committed: its snapshot record on our partition,
+    // or any record it sent (outputs only); without records, the committed offset tells.
+    const witness = u.error.sent.find((s) => s.topic === this.c.snapshotTopic && s.partition === this.c.input.partition) ?? u.error.sent[0];
     let committed: boolean;
-    if (ours) committed = await this.t.probe.recordCommitted(ours);
+    if (witness) committed = await this.t.probe.recordCommitted(witness);
     else if (u.offset <= this.offsetToCommit) committed = true; // it re-committed a committed offset: nothing to learn
     else committed = ((await this.t.probe.committedOffset()) ?? -1) >= u.offset;
     this.unsettled = undefined;
