@@ -6,8 +6,10 @@
  *          until the broker answered it (so the broker did handle it) — the client never learns
  *          the answer;
  *   stall  forward the request and hold every answer on that connection from then on, until the
- *          client gives up and closes it (a request timeout).
- * Every other request and connection passes as is.
+ *          client gives up and closes it (a request timeout);
+ *   drop   close both sides without forwarding the request (the broker never sees it).
+ * Every other request and connection passes as is — unless `refuse(true)`: then every new
+ * connection is closed as soon as it is accepted (the broker unreachable), until `refuse(false)`.
  *
  * The broker advertises its own address in metadata: a kafkajs client bootstrapped through the
  * proxy would connect to the broker directly afterwards. `socketFactory()` sends every connection
@@ -76,7 +78,7 @@ export function isEndTxnCommit(header: RequestHeader, frame: Buffer): boolean {
   return frame[frame.length - (header.apiVersion >= 3 ? 2 : 1)] === 1;
 }
 
-export type CutAction = 'cut' | 'stall';
+export type CutAction = 'cut' | 'stall' | 'drop';
 
 export interface Trigger {
   apiKey: number;
@@ -89,7 +91,7 @@ export interface Trigger {
 export interface Fired {
   header: RequestHeader;
   action: CutAction;
-  /** Whether the broker answered the request (always, for `cut`, unless it closed first). */
+  /** Whether the broker answered the request (never, for `drop`). */
   answered: boolean;
 }
 
@@ -109,6 +111,9 @@ export class KafkaCutProxy {
   /** Every trigger that fired, in order. */
   readonly fired: Fired[] = [];
   accepted = 0;
+  /** Connections closed at once because the proxy refused them. */
+  refused = 0;
+  private refusing = false;
 
   constructor(readonly target: { host: string; port: number }) {}
 
@@ -145,6 +150,11 @@ export class KafkaCutProxy {
     return new Promise((fired) => this.armed.push({ trigger, fired }));
   }
 
+  /** While on, every new connection is closed as soon as it is accepted; open ones are left alone. */
+  refuse(on: boolean): void {
+    this.refusing = on;
+  }
+
   /** A kafkajs socket factory that connects every broker address to this proxy. */
   socketFactory(): ISocketFactory {
     return ({ onConnect }) => net.connect({ host: '127.0.0.1', port: this.port }, onConnect);
@@ -152,6 +162,11 @@ export class KafkaCutProxy {
 
   private accept(client: net.Socket): void {
     this.accepted++;
+    if (this.refusing) {
+      this.refused++;
+      client.destroy();
+      return;
+    }
     client.setNoDelay(true);
     const upstream = net.connect({ host: this.target.host, port: this.target.port });
     upstream.setNoDelay(true);
@@ -171,15 +186,25 @@ export class KafkaCutProxy {
   private up(pipe: Pipe, chunk: Buffer): void {
     if (pipe.fired?.action === 'cut') return; // the client's side is gone: nothing more goes up
     for (const frame of pipe.requests.push(chunk)) {
-      pipe.upstream.write(frame);
-      if (pipe.fired) continue;
-      const header = requestHeader(frame);
-      const i = this.armed.findIndex(({ trigger }) => trigger.apiKey === header.apiKey && (trigger.match?.(header, frame) ?? true));
-      if (i < 0) continue;
+      const header = pipe.fired ? undefined : requestHeader(frame);
+      const i = header ? this.armed.findIndex(({ trigger }) => trigger.apiKey === header.apiKey && (trigger.match?.(header, frame) ?? true)) : -1;
+      if (!header || i < 0) {
+        pipe.upstream.write(frame);
+        continue;
+      }
       const [{ trigger, fired }] = this.armed.splice(i, 1) as [(typeof this.armed)[number]];
       const f: Fired = { header, action: trigger.action, answered: false };
       this.fired.push(f);
       pipe.fired = f;
+      if (trigger.action === 'drop') {
+        // What went up before it still reaches the broker.
+        this.pipes.delete(pipe);
+        pipe.client.destroy();
+        pipe.upstream.end();
+        fired(f);
+        return;
+      }
+      pipe.upstream.write(frame);
       if (trigger.action === 'cut') {
         pipe.client.destroy();
         // Should the broker never answer, its side goes too, eventually.

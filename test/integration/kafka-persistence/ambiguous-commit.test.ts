@@ -117,4 +117,56 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
   it('the answer held until the request timeout: settled the same way, the outputs land once', async () => {
     await outputsOnceAfterLostAnswer('stall', 3_000);
   });
+
+  it('an EndTxn(commit) that never reached the broker: learned aborted, the outputs are written again, once', async () => {
+    const { backend, persistence, flow, clock, records } = await emittingFlow();
+    await flow.handleBatch(records(0, ['e1', 'e2']));
+    const fired = proxy.arm({ apiKey: 26, action: 'drop', match: isEndTxnCommit });
+    expect(await flow.persist(clock.now(), 'periodic')).toMatchObject({ written: 0, failed: 1 });
+    expect((await fired).answered).toBe(false);
+    expect(flow.pendingOutputs).toBe(2); // handed back to their key
+    await flow.handleBatch(records(2, ['e3']));
+    await flow.persist(clock.now(), 'periodic');
+
+    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect(await committedOffset()).toBe('3');
+    expect((await snapshotsOf(backend)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
+    expect(persistence.stats.commitTimeouts).toBe(1);
+  });
+
+  it('a lost answer whose outcome cannot be learned (broker unreachable): nothing is written until it is; it landed, so the partition recovers and the outputs land once', async () => {
+    const { backend, flow, clock, records } = await emittingFlow();
+    await flow.handleBatch(records(0, ['e1', 'e2']));
+    const fired = proxy.arm({ apiKey: 26, action: 'cut', match: isEndTxnCommit });
+    const refuseOnceCut = fired.then(() => proxy.refuse(true)); // the rebuilt producer cannot connect
+    expect(await flow.persist(clock.now(), 'periodic')).toMatchObject({ written: 0, failed: 1 });
+    await refuseOnceCut;
+    expect(proxy.fired[0]!.answered).toBe(true);
+    expect(flow.pendingOutputs).toBe(2);
+    // Still unreachable: the next persist sends nothing.
+    await flow.handleBatch(records(2, ['e3']));
+    expect(await flow.persist(clock.now(), 'periodic')).toMatchObject({ written: 0, failed: 1 });
+    proxy.refuse(false);
+    // Reachable again: it learns the first transaction landed, after its outputs went back to their key.
+    await expect(flow.persist(clock.now(), 'periodic')).rejects.toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 2, outputs: 2 });
+    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2']);
+    expect(await committedOffset()).toBe('2');
+
+    // The partition recovers from what landed (as the worker does): e3 is folded again, emitted once.
+    const m = member!;
+    const again = new KafkaSnapshotBackend<Events, string>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: backend.transactionalIdPrefix, outputTopics: [output] });
+    closers.push(() => again.close());
+    const persistence = await again.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
+    const recovered = new PartitionFlow<Events, string>({
+      flow: 'f', topic: input, partition: 0, assignedAt: '2', fold: emittingFold(output), codec: textCodec, outputs: textOutputs(output), persistence, mode: 'snapshots',
+      timers: timerPolicy({ persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors: true } }), clock,
+    });
+    await recovered.recover();
+    expect(recovered.stateOf('k')).toEqual({ events: ['e1', 'e2'] });
+    await recovered.handleBatch(records(2, ['e3']));
+    await recovered.persist(clock.now(), 'periodic');
+    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect(await committedOffset()).toBe('3');
+    expect((await snapshotsOf(again)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
+  });
 });

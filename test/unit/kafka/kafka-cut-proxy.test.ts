@@ -150,4 +150,32 @@ describe('KafkaCutProxy', () => {
       await broker.close();
     }
   });
+
+  it('drop: the matching request never reaches the broker, the client is closed; refuse closes new connections', async () => {
+    const broker = await fakeBroker();
+    const proxy = new KafkaCutProxy({ host: '127.0.0.1', port: broker.port });
+    await proxy.start();
+    try {
+      const c = await client(proxy.port);
+      void proxy.arm({ apiKey: API_KEYS.END_TXN, action: 'drop' });
+      c.socket.write(Buffer.concat([request(API_KEYS.PRODUCE, 1), request(API_KEYS.END_TXN, 2), request(API_KEYS.PRODUCE, 3)]));
+      await c.closed;
+      await new Promise((r) => setTimeout(r, 50));
+      expect(broker.received).toEqual([1]);
+      expect(proxy.fired).toMatchObject([{ action: 'drop', answered: false, header: { correlationId: 2 } }]);
+
+      proxy.refuse(true);
+      const refused = await client(proxy.port);
+      await refused.closed;
+      expect(proxy.refused).toBe(1);
+      proxy.refuse(false);
+      const d = await client(proxy.port);
+      d.socket.write(request(API_KEYS.END_TXN, 4));
+      await until(() => d.answers.length === 1);
+      d.socket.destroy();
+    } finally {
+      await proxy.close();
+      await broker.close();
+    }
+  });
 });
