@@ -64,6 +64,11 @@ interface Unsettled {
   readonly error: SnapshotCommitTimeoutError;
   readonly offset: number;
   readonly prepared: PreparedBatch;
+  /**
+   * How many outputs the transaction carried, counted when it was sent: the engine appends a key's
+   * later outputs to the same pending run, so counting `prepared.outputs` later would count those too.
+   */
+  readonly outputs: number;
 }
 
 export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
@@ -110,8 +115,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     if (this.unsettled) {
       // An earlier commit's outcome, learned only now. Its keys went back to the engine as not
       // landed, their outputs with them: if it did land, this batch may carry them again.
-      const { offset, prepared } = this.unsettled;
-      const outputs = outputCount(prepared.outputs);
+      const { offset, outputs } = this.unsettled;
       if ((await this.settle()) === 'committed' && outputs > 0) {
         this.landedLate = new CommitLandedLateError(this.c.input.topic, this.c.input.partition, offset, outputs);
         this.c.log.warn({ ...this.where(), offset, outputs }, 'the unanswered transaction landed after its outputs went back to their keys: the partition stops and recovers');
@@ -153,7 +157,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
         this.stats.commitTimeouts++;
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'timeout' });
         this.c.log.warn({ ...this.where(), err }, 'snapshot transaction commit got no answer: rebuilding the producer to learn its outcome');
-        this.unsettled = { error: err, offset, prepared };
+        this.unsettled = { error: err, offset, prepared, outputs: outputCount(prepared.outputs) };
         if ((await this.settle()) === 'committed') return this.landed(batch, prepared, offset, started, undefined);
       } else {
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });

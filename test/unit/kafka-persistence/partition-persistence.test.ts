@@ -393,6 +393,25 @@ describe('transactional mode', () => {
     expect(tx.commits).toHaveLength(1); // learned aborted: written now, once
   });
 
+  it('a commit that landed late counts the outputs it carried, not those its key emitted since', async () => {
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => true } });
+    const flow = engine(persistence, '0', true, true);
+    await flow.recover();
+    const sameKey = (offset: number): InputMessage => ({ offset: String(offset), key: 'k', value: Buffer.from('v'), timestamp: '0' });
+    await flow.handleBatch([sameKey(0)]);
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, undefined, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '0', count: 1 }] });
+    });
+    tx.initFails = new Error('broker unreachable');
+    flow.triggerTimers(0);
+    expect(await flow.persist(0, 'periodic')).toMatchObject({ written: 0, failed: 1 });
+    tx.initFails = undefined;
+    await flow.handleBatch([sameKey(1), sameKey(2)]); // k's pending outputs: the handed-back one and two more
+    expect(flow.pendingOutputs).toBe(3);
+    flow.triggerTimers(0);
+    await expect(flow.persist(0, 'periodic')).rejects.toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 1, outputs: 1 });
+  });
+
   it('a fence while rebuilding after a timeout stops the partition', async () => {
     const { tx, persistence } = transactional();
     tx.next.push(async () => {
