@@ -141,6 +141,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
   private async commitPrepared(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, generation: WriteGeneration, started: number, pool: MessagePool | undefined): Promise<WriteBatchResult> {
     const { input } = this.c;
     const outputs = prepared.outputs.length > 0 ? await this.outputMessages(prepared.outputs, pool) : [];
+    const carried = outputCount(prepared.outputs);
     let result: CommitResult;
     try {
       result = await this.t.transactions.commit({
@@ -157,7 +158,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
         this.stats.commitTimeouts++;
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'timeout' });
         this.c.log.warn({ ...this.where(), err }, 'snapshot transaction commit got no answer: rebuilding the producer to learn its outcome');
-        this.unsettled = { error: err, offset, prepared, outputs: outputCount(prepared.outputs) };
+        this.unsettled = { error: err, offset, prepared, outputs: carried };
         if ((await this.settle()) === 'committed') return this.landed(batch, prepared, offset, started, undefined);
       } else {
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });
