@@ -12,7 +12,7 @@ import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { type CutAction, isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
-import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
+import { closeAll, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
 import { emittingFold, type Events, readCommitted, snapshotsOf, textCodec, textOutputs } from './harness';
 
 describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
@@ -48,7 +48,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
    * The engine (ignorePersistErrors: a failed write hands its keys back, outputs included, to be
    * written with the next persist) on the Kafka snapshot backend, its producer through the proxy.
    */
-  async function emittingFlow(requestTimeout?: number) {
+  async function emittingFlow(requestTimeout?: number, ignorePersistErrors = true) {
     member = await startMember(client, { groupId }, input);
     const m = member;
     await m.membership.waitForJoin(30_000);
@@ -76,7 +76,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
       outputs: textOutputs(output),
       persistence,
       mode: 'snapshots',
-      timers: timerPolicy({ persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors: true } }),
+      timers: timerPolicy({ persistPeriodically: { fireEvery: 0, persistEvery: 0, ignorePersistErrors, flushOnRevoke: true } }),
       clock,
     });
     await flow.recover();
@@ -99,7 +99,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     const fired = proxy.arm({ apiKey: 26, action, match: isEndTxnCommit });
     await flow.persist(clock.now(), 'periodic'); // the broker commits e1, e2; the answer is lost
     expect((await fired).header.apiKey).toBe(26);
-    expect(proxy.fired[0]!.answered).toBe(true); // the broker did handle the commit
+    await waitFor('the broker to answer the EndTxn (it did handle the commit)', () => proxy.fired[0]?.answered === true, 10_000);
     // The next records and persist: what the engine does after a write, whatever it came to.
     await flow.handleBatch(records(2, ['e3']));
     await flow.persist(clock.now(), 'periodic');
@@ -116,6 +116,22 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
 
   it('the answer held until the request timeout: settled the same way, the outputs land once', async () => {
     await outputsOnceAfterLostAnswer('stall', 3_000);
+  });
+
+  it('a flush on revoke whose answer is cut, the partition then kept in memory by the same process: the outputs land once', async () => {
+    // Without ignorePersistErrors: a revoke's flush reports a failure instead of stopping the partition.
+    const { backend, flow, clock, records } = await emittingFlow(undefined, false);
+    await flow.handleBatch(records(0, ['e1', 'e2']));
+    const fired = proxy.arm({ apiKey: 26, action: 'cut', match: isEndTxnCommit });
+    expect(await flow.persist(clock.now(), 'revoke')).toMatchObject({ written: 1, outputs: 2, failed: 0 });
+    await fired;
+    // The next generation gives the partition back to this process, which keeps its state and goes on.
+    await flow.handleBatch(records(2, ['e3']));
+    await flow.persist(clock.now(), 'periodic');
+
+    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect(await committedOffset()).toBe('3');
+    expect((await snapshotsOf(backend)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
   });
 
   it('an EndTxn(commit) that never reached the broker: learned aborted, the outputs are written again, once', async () => {
@@ -141,7 +157,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     const refuseOnceCut = fired.then(() => proxy.refuse(true)); // the rebuilt producer cannot connect
     expect(await flow.persist(clock.now(), 'periodic')).toMatchObject({ written: 0, failed: 1 });
     await refuseOnceCut;
-    expect(proxy.fired[0]!.answered).toBe(true);
+    await waitFor('the broker to answer the EndTxn', () => proxy.fired[0]?.answered === true, 10_000);
     expect(flow.pendingOutputs).toBe(2);
     // Still unreachable: the next persist sends nothing.
     await flow.handleBatch(records(2, ['e3']));
