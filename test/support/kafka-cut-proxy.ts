@@ -7,13 +7,15 @@
  *          the answer;
  *   stall  forward the request and hold every answer on that connection from then on, until the
  *          client gives up and closes it (a request timeout);
- *   drop   close both sides without forwarding the request (the broker never sees it).
+ *   drop   close the client's connection without forwarding the request (the broker never sees
+ *          it; what went up before it still does), then the broker's.
  * Every other request and connection passes as is — unless `refuse(true)`: then every new
  * connection is closed as soon as it is accepted (the broker unreachable), until `refuse(false)`.
  *
  * The broker advertises its own address in metadata: a kafkajs client bootstrapped through the
  * proxy would connect to the broker directly afterwards. `socketFactory()` sends every connection
- * of a kafkajs client to the proxy instead, whatever broker address it asks for.
+ * of a kafkajs client to the proxy instead, whatever broker address it asks for (plaintext
+ * listeners: TLS is not proxied).
  */
 import net from 'node:net';
 import { type ISocketFactory, Kafka } from 'kafkajs';
@@ -144,7 +146,7 @@ export class KafkaCutProxy {
 
   /**
    * Arms a one-shot trigger: the next matching request (on any connection) gets `action`.
-   * Resolves when it fired (the request was forwarded and the client's side cut or stalled).
+   * Resolves when it fired (the request forwarded or dropped, the client's side cut or stalled).
    */
   arm(trigger: Trigger): Promise<Fired> {
     return new Promise((fired) => this.armed.push({ trigger, fired }));
@@ -201,6 +203,7 @@ export class KafkaCutProxy {
         this.pipes.delete(pipe);
         pipe.client.destroy();
         pipe.upstream.end();
+        setTimeout(() => pipe.upstream.destroy(), 5_000).unref();
         fired(f);
         return;
       }
