@@ -23,24 +23,47 @@ const FENCE_CODES: Record<number, FenceReason> = {
 };
 
 /**
- * A transaction commit got no answer in time. The broker may have committed it or not (the
- * snapshots and the offset share the outcome); the producer was torn down, and the next
- * producer's initialization settles the transaction.
+ * A transaction commit got no answer: none within the commit timeout, or the request failed in a
+ * way that leaves its outcome unknown (the connection closed or the request timed out after EndTxn
+ * went out — the broker may have committed). The broker may have committed it or not (the
+ * snapshots, the outputs and the offset share the outcome); the producer was torn down, and the
+ * next producer's initialization settles the transaction.
  */
 export class SnapshotCommitTimeoutError extends KafkaFlowError {
   readonly transactionalId: string;
   /** Where the transaction's records went (first offset per partition), to learn its outcome later. */
   readonly sent: readonly SentRecords[];
-  constructor(transactionalId: string, timeoutMs: number, options: { cause?: unknown; sent?: readonly SentRecords[] } = {}) {
+  /** The commit timeout that ran out; undefined when the request itself failed (see `cause`). */
+  readonly timeoutMs: number | undefined;
+  constructor(transactionalId: string, timeoutMs: number | undefined, options: { cause?: unknown; sent?: readonly SentRecords[] } = {}) {
+    const how = timeoutMs !== undefined ? `within ${timeoutMs} ms` : `(${describeCause(options.cause)})`;
     super(
       'COMMIT_TIMEOUT',
-      `commit of ${transactionalId} got no answer within ${timeoutMs} ms; outcome unknown ` +
-        '(snapshots and offset commit together or not at all); the producer was rebuilt',
+      `commit of ${transactionalId} got no answer ${how}; outcome unknown ` +
+        '(snapshots, outputs and offset commit together or not at all); the producer was rebuilt',
       { cause: options.cause },
     );
     this.transactionalId = transactionalId;
     this.sent = options.sent ?? [];
+    this.timeoutMs = timeoutMs;
   }
+}
+
+function describeCause(cause: unknown): string {
+  if (cause instanceof Error) return `${cause.name}: ${cause.message}`;
+  return cause === undefined ? 'no cause given' : String(cause);
+}
+
+/**
+ * What a failed EndTxn(commit) says about its transaction. `refused`: a fence — the coordinator
+ * answered that a newer producer epoch exists, which aborted the transaction: nothing landed.
+ * `unknown`: anything else. The connection closed or the request timed out after it went out (the
+ * coordinator may have committed); an error answer may follow a PrepareCommit the coordinator did
+ * write (COORDINATOR_NOT_AVAILABLE when its log append timed out); and a failure before the request
+ * went out costs no more than learning that nothing landed.
+ */
+export function commitFailureOutcome(err: unknown): 'refused' | 'unknown' {
+  return fenceReason(err) !== undefined ? 'refused' : 'unknown';
 }
 
 /** The first offset the broker assigned to a transaction's records on one partition. */

@@ -3,6 +3,7 @@ export { KafkaAdmin, type TopicDescription, type TopicSpec } from './admin';
 export { createKafkaClient, type KafkaClient, type KafkaClientOptions } from './client';
 export { type CommittedOffsetsOptions, CommittedOffsets } from './committed-offsets';
 export {
+  commitFailureOutcome,
   type FenceReason,
   fenceReason,
   PartitionReadStalledError,

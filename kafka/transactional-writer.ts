@@ -8,12 +8,14 @@
  *
  * A fence aborts the transaction (kafkajs does not: a commit after a failed sendOffsets would
  * publish the snapshots without the offsets) and discards the producer. A commit that gets no
- * answer tears the producer down; the next producer's initialization settles the transaction.
+ * answer — none in time, or a failure of EndTxn other than a fence (commitFailureOutcome) — tears
+ * the producer down and is reported as SnapshotCommitTimeoutError: outcome unknown; the next
+ * producer's initialization settles the transaction.
  */
 import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
-import { fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
+import { commitFailureOutcome, fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
 import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES, recordBytes } from './request-size';
 
 export interface SnapshotMessage {
@@ -113,7 +115,8 @@ export class TransactionalWriter {
    * Writes `messages` and commits `offsets` for the group in one transaction, under `generation`.
    * Commits of one writer run one at a time, in call order.
    * @throws SnapshotWriteFencedError when a newer owner exists (nothing became visible)
-   * @throws SnapshotCommitTimeoutError when the commit went unanswered (outcome unknown; producer rebuilt)
+   * @throws SnapshotCommitTimeoutError when the commit went unanswered or failed short of a fence
+   *   (outcome unknown; producer torn down)
    */
   commit(request: CommitRequest): Promise<CommitResult> {
     return this.enqueue(() => this.commitNow(request));
@@ -244,7 +247,10 @@ export class TransactionalWriter {
       if (err instanceof SnapshotCommitTimeoutError) throw err;
       // A failed EndTxn leaves kafkajs's transaction state machine in COMMITTING: unusable.
       await this.discardProducer();
-      throw this.fenced(err, request) ?? err;
+      if (commitFailureOutcome(err) === 'refused') throw this.fenced(err, request) ?? err;
+      // The request may have reached the coordinator, which may have committed: not a failure to
+      // retry but an outcome to learn, before anything the transaction carried is written again.
+      throw new SnapshotCommitTimeoutError(this.transactionalId, undefined, { cause: err, sent: [...sent.values()] });
     } finally {
       clearTimeout(timer);
     }

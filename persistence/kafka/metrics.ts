@@ -71,7 +71,7 @@ export class KafkaPersistenceMetrics {
     });
     this.commitTimeouts = new Counter({
       name: 'kafka_flow_snapshot_commit_timeouts_total',
-      help: 'Transaction commits without an answer in time, by the outcome learned after rebuilding the producer',
+      help: 'Transaction commits without an answer (none in time, or the connection lost or the request timed out after EndTxn went out), by the outcome learned after rebuilding the producer',
       labelNames: [...labelNames, 'outcome'],
       registers,
     });

@@ -4,11 +4,12 @@
  * under the consumer generation read live for each transaction. Every transaction commits an
  * offset — the batch's, or the last committed one, seeded with the offset at assignment — so every
  * write, the very first included, is gated by the broker's generation check (KIP-447). A fence
- * stops the partition. A commit without an answer is not a rejection: the producer is rebuilt (its
- * initialization settles the transaction) and the outcome is learned before going on; when it
- * cannot be learned at once, before the next write — and if that finds it landed with outputs that
- * had gone back to their keys, the partition stops (CommitLandedLateError) rather than produce them
- * twice.
+ * stops the partition. A commit without an answer — none in time, the connection lost or the
+ * request timed out after EndTxn went out (SnapshotCommitTimeoutError) — is not a rejection: the
+ * producer is rebuilt (its initialization completes or aborts the transaction) and the outcome is
+ * learned before going on; when it cannot be learned at once, before the next write, which sends
+ * nothing until it is — and if that finds it landed with outputs that had gone back to their keys,
+ * the partition stops (CommitLandedLateError) rather than produce them twice.
  */
 import { CommitLandedLateError, SnapshotWriteFencedError } from '../../core/fence-errors';
 import { outputCount, type PendingOutput } from '../../core/emitted-outputs';
@@ -63,6 +64,11 @@ interface Unsettled {
   readonly error: SnapshotCommitTimeoutError;
   readonly offset: number;
   readonly prepared: PreparedBatch;
+  /**
+   * How many outputs the transaction carried, counted when it was sent: the engine appends a key's
+   * later outputs to the same pending run, so counting `prepared.outputs` later would count those too.
+   */
+  readonly outputs: number;
 }
 
 export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
@@ -109,8 +115,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     if (this.unsettled) {
       // An earlier commit's outcome, learned only now. Its keys went back to the engine as not
       // landed, their outputs with them: if it did land, this batch may carry them again.
-      const { offset, prepared } = this.unsettled;
-      const outputs = outputCount(prepared.outputs);
+      const { offset, outputs } = this.unsettled;
       if ((await this.settle()) === 'committed' && outputs > 0) {
         this.landedLate = new CommitLandedLateError(this.c.input.topic, this.c.input.partition, offset, outputs);
         this.c.log.warn({ ...this.where(), offset, outputs }, 'the unanswered transaction landed after its outputs went back to their keys: the partition stops and recovers');
@@ -136,6 +141,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
   private async commitPrepared(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, generation: WriteGeneration, started: number, pool: MessagePool | undefined): Promise<WriteBatchResult> {
     const { input } = this.c;
     const outputs = prepared.outputs.length > 0 ? await this.outputMessages(prepared.outputs, pool) : [];
+    const carried = outputCount(prepared.outputs);
     let result: CommitResult;
     try {
       result = await this.t.transactions.commit({
@@ -152,7 +158,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
         this.stats.commitTimeouts++;
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'timeout' });
         this.c.log.warn({ ...this.where(), err }, 'snapshot transaction commit got no answer: rebuilding the producer to learn its outcome');
-        this.unsettled = { error: err, offset, prepared };
+        this.unsettled = { error: err, offset, prepared, outputs: carried };
         if ((await this.settle()) === 'committed') return this.landed(batch, prepared, offset, started, undefined);
       } else {
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });
@@ -191,9 +197,11 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
       }
       throw err;
     }
-    const ours = u.error.sent.find((s) => s.topic === this.c.snapshotTopic && s.partition === this.c.input.partition);
+    // A record of the transaction read back read_committed: its snapshot record on our partition,
+    // or any record it sent (outputs only); without records, the committed offset tells.
+    const witness = u.error.sent.find((s) => s.topic === this.c.snapshotTopic && s.partition === this.c.input.partition) ?? u.error.sent[0];
     let committed: boolean;
-    if (ours) committed = await this.t.probe.recordCommitted(ours);
+    if (witness) committed = await this.t.probe.recordCommitted(witness);
     else if (u.offset <= this.offsetToCommit) committed = true; // it re-committed a committed offset: nothing to learn
     else committed = ((await this.t.probe.committedOffset()) ?? -1) >= u.offset;
     this.unsettled = undefined;

@@ -1,12 +1,14 @@
 // The transactional writer on the real broker: both fences (consumer generation, producer
-// epoch) reject a stale write with a typed SnapshotWriteFencedError and leave nothing visible, and
-// back-to-back transactions that start with sendOffsets all succeed (AddOffsetsToTxn retried).
+// epoch) reject a stale write with a typed SnapshotWriteFencedError and leave nothing visible,
+// back-to-back transactions that start with sendOffsets all succeed (AddOffsetsToTxn retried), and
+// an EndTxn whose answer is cut off is reported as an unknown outcome, not as a failure.
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
-import { SnapshotWriteFencedError } from '../../../kafka/errors';
+import { SnapshotCommitTimeoutError, SnapshotWriteFencedError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
+import { isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from './support';
 
 async function readAll(client: KafkaClient, topic: string): Promise<string[]> {
@@ -194,6 +196,40 @@ describe('TransactionalWriter on the real broker', () => {
         () => writer.close(),
         () => offsets.close(),
         async () => member?.consumer.disconnect(),
+      );
+    }
+  });
+
+  it('an EndTxn(commit) whose connection is cut after it went out: outcome unknown (SnapshotCommitTimeoutError with what was sent), and it did commit', async () => {
+    const groupId = unique('group');
+    const [host, port] = client.brokers[0]!.split(':');
+    const proxy = new KafkaCutProxy({ host: host!, port: Number(port) });
+    await proxy.start();
+    const writer = new TransactionalWriter({ client: proxiedClient(client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const offsets = new CommittedOffsets(client);
+    let member: RunningMember | undefined;
+    try {
+      member = await startMember(client, { groupId }, input);
+      const generation = await member.membership.waitForJoin(30_000);
+      const fired = proxy.arm({ apiKey: 26, action: 'cut', match: isEndTxnCommit });
+      const error = await writer
+        .commit({ messages: [{ topic: snapshots, partition: 0, key: 'k', value: 'v1' }], offsets: [{ topic: input, partition: 0, offset: '12' }], generation })
+        .catch((e: unknown) => e);
+      await fired;
+      expect(error).toBeInstanceOf(SnapshotCommitTimeoutError);
+      expect(error).toMatchObject({ code: 'COMMIT_TIMEOUT', timeoutMs: undefined, sent: [{ topic: snapshots, partition: 0, baseOffset: '0', count: 1 }] });
+      expect((error as Error).message).toMatch(/got no answer \(KafkaJS\w+: /);
+      // The next producer's initialization completes what the coordinator has: here, the commit.
+      await writer.init();
+      expect(await readAll(client, snapshots)).toEqual(['v1']);
+      expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('12');
+      expect(writer.producersCreated).toBe(2);
+    } finally {
+      await closeAll(
+        () => writer.close(),
+        () => offsets.close(),
+        async () => member?.consumer.disconnect(),
+        () => proxy.close(),
       );
     }
   });

@@ -331,6 +331,87 @@ describe('transactional mode', () => {
     expect(flow.committedOffset).toBe('0');
   });
 
+  it('a commit whose connection was lost after EndTxn went out is settled like a timeout: landed, its outputs are not handed back', async () => {
+    const probed: string[] = [];
+    const { tx, persistence } = transactional({
+      outputs: true,
+      probe: {
+        recordCommitted: async (s) => {
+          probed.push(`${s.topic}/${s.partition}@${s.baseOffset}`);
+          return true;
+        },
+      },
+    });
+    const flow = engine(persistence, '0', true, true);
+    await flow.recover();
+    await flow.handleBatch(oneEach(2));
+    const cut = Object.assign(new Error('Closed connection'), { name: 'KafkaJSConnectionClosedError' });
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, undefined, { cause: cut, sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '0', count: 2 }, { topic: 'alerts', partition: 0, baseOffset: '40', count: 2 }] });
+    });
+    flow.triggerTimers(0);
+    expect(await flow.persist(0, 'periodic')).toMatchObject({ written: 2, failed: 0, outputs: 2 });
+    expect(flow.pendingOutputs).toBe(0);
+    expect(probed).toEqual(['snapshots/3@0']); // the snapshot record is the witness when there is one
+    expect(flow.committedOffset).toBe('2');
+    await flow.handleBatch(oneEach(1, 2));
+    await flow.persist(0, 'shutdown');
+    expect(tx.commits.flatMap((c) => c.messages.filter((m) => m.topic === 'alerts'))).toHaveLength(1); // only the new record's
+  });
+
+  it('a transaction that sent records but none to its snapshot partition is settled by reading back one of them', async () => {
+    const probed: string[] = [];
+    const { tx, persistence } = transactional({
+      probe: {
+        recordCommitted: async (s) => {
+          probed.push(`${s.topic}/${s.partition}@${s.baseOffset}`);
+          return false;
+        },
+        committedOffset: async () => {
+          throw new Error('not asked: a record tells');
+        },
+      },
+    });
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, undefined, { sent: [{ topic: 'alerts', partition: 1, baseOffset: '8', count: 1 }] });
+    });
+    await expect(persistence.write({ writes: [], commitOffset: 4 })).rejects.toBeInstanceOf(SnapshotCommitTimeoutError);
+    expect(probed).toEqual(['alerts/1@8']);
+    expect(persistence.committedOffset).toBe(0); // learned aborted
+  });
+
+  it('while the outcome cannot be learned, every write fails before sending anything', async () => {
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => false } });
+    const letter = await unansweredThenUnreachable(tx, persistence);
+    tx.initFails = new Error('broker still unreachable');
+    for (let i = 0; i < 3; i++) {
+      await expect(persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 })).rejects.toThrow('broker still unreachable');
+    }
+    expect(tx.commits).toEqual([]);
+    tx.initFails = undefined;
+    await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 });
+    expect(tx.commits).toHaveLength(1); // learned aborted: written now, once
+  });
+
+  it('a commit that landed late counts the outputs it carried, not those its key emitted since', async () => {
+    const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => true } });
+    const flow = engine(persistence, '0', true, true);
+    await flow.recover();
+    const sameKey = (offset: number): InputMessage => ({ offset: String(offset), key: 'k', value: Buffer.from('v'), timestamp: '0' });
+    await flow.handleBatch([sameKey(0)]);
+    tx.next.push(async () => {
+      throw new SnapshotCommitTimeoutError(tx.transactionalId, undefined, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '0', count: 1 }] });
+    });
+    tx.initFails = new Error('broker unreachable');
+    flow.triggerTimers(0);
+    expect(await flow.persist(0, 'periodic')).toMatchObject({ written: 0, failed: 1 });
+    tx.initFails = undefined;
+    await flow.handleBatch([sameKey(1), sameKey(2)]); // k's pending outputs: the handed-back one and two more
+    expect(flow.pendingOutputs).toBe(3);
+    flow.triggerTimers(0);
+    await expect(flow.persist(0, 'periodic')).rejects.toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 1, outputs: 1 });
+  });
+
   it('a fence while rebuilding after a timeout stops the partition', async () => {
     const { tx, persistence } = transactional();
     tx.next.push(async () => {

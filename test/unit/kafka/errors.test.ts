@@ -1,7 +1,12 @@
 import { KafkaFlowError } from '../../../config/errors';
-import { fenceReason, SnapshotWriteFencedError as KafkaFenced, SnapshotWriteFencedError } from '../../../kafka/errors';
+import * as kafkajs from 'kafkajs';
+import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSRequestTimeoutError } from 'kafkajs';
+import { commitFailureOutcome, fenceReason, SnapshotCommitTimeoutError, SnapshotWriteFencedError as KafkaFenced, SnapshotWriteFencedError } from '../../../kafka/errors';
 import { SnapshotWriteFencedError as PersistenceFenced } from '../../../core/fence-errors';
 import { createErrorFromCode } from '../../../kafka/internals';
+
+// Exported by kafkajs, missing from its typings.
+const { KafkaJSConnectionClosedError } = kafkajs as unknown as { KafkaJSConnectionClosedError: new (message: string, o: { host: string; port: number }) => Error };
 
 describe('fence mapping', () => {
   it.each([
@@ -41,5 +46,37 @@ describe('fence mapping', () => {
     expect(KafkaFenced).toBe(PersistenceFenced);
     const plain = new PersistenceFenced('t', 0, 'the persist was fenced');
     expect(plain).toMatchObject({ code: 'FENCED', reason: undefined, transactionalId: undefined });
+  });
+});
+
+describe('a failed EndTxn(commit): refused, or outcome unknown', () => {
+  it.each([47, 90])('protocol error %i (a newer producer epoch) refused it: nothing landed', (code) => {
+    expect(commitFailureOutcome(createErrorFromCode(code))).toBe('refused');
+    expect(commitFailureOutcome(Object.assign(new Error('retries exceeded'), { cause: createErrorFromCode(code) }))).toBe('refused');
+  });
+
+  it.each([
+    ['the connection closed after the request went out', new KafkaJSConnectionClosedError('Closed connection', { host: '127.0.0.1', port: 9092 })],
+    ['the request timed out', new KafkaJSRequestTimeoutError('Request EndTxn(key: 26, version: 1) timed out', { broker: '127.0.0.1:9092', clientId: 'c', correlationId: 9, createdAt: 0, sentAt: 0, pendingDuration: 0 })],
+    ['the connection failed', new KafkaJSConnectionError('Connection error: read ECONNRESET', { broker: '127.0.0.1:9092', code: 'ECONNRESET' })],
+    // The coordinator answers this when its log append timed out, PrepareCommit possibly written.
+    ['COORDINATOR_NOT_AVAILABLE', createErrorFromCode(15)],
+    ['NOT_COORDINATOR', createErrorFromCode(16)],
+    ['CONCURRENT_TRANSACTIONS', createErrorFromCode(51)],
+    ['a kafkajs state error', new KafkaJSNonRetriableError('Transaction state exception: Invalid transition')],
+    ['a plain error', new Error('socket hang up')],
+  ])('%s: unknown — settled before anything it carried is written again', (_what, err) => {
+    expect(commitFailureOutcome(err)).toBe('unknown');
+  });
+
+  it('SnapshotCommitTimeoutError says whether the timeout ran out or the request failed, and keeps what was sent', () => {
+    const sent = [{ topic: 's', partition: 0, baseOffset: '5', count: 2 }];
+    const timedOut = new SnapshotCommitTimeoutError('app-snapshot-0', 30_000, { sent });
+    expect(timedOut).toMatchObject({ code: 'COMMIT_TIMEOUT', timeoutMs: 30_000, sent });
+    expect(timedOut.message).toMatch(/got no answer within 30000 ms; outcome unknown/);
+    const cause = new KafkaJSConnectionClosedError('Closed connection', { host: '127.0.0.1', port: 9092 });
+    const cut = new SnapshotCommitTimeoutError('app-snapshot-0', undefined, { cause, sent });
+    expect(cut).toMatchObject({ code: 'COMMIT_TIMEOUT', timeoutMs: undefined, sent, cause });
+    expect(cut.message).toMatch(/got no answer \(KafkaJSConnectionClosedError: Closed connection\); outcome unknown/);
   });
 });
