@@ -53,8 +53,8 @@ async function historyText(workflowId: string): Promise<string> {
   }
 }
 
-/** A one-partition topic holding a good record and, after it, the record the fold refuses. */
-async function produceInput(topic: string, key: string, secretValue: string): Promise<void> {
+/** A one-partition topic holding a good record and, after it, the record the fold (or the filter) refuses. */
+async function produceInput(topic: string, key: string, secretValue: string, refusedBy: 'fold' | 'filter'): Promise<void> {
   const client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('redaction-input'), logLevel: 'nothing' });
   const admin = new KafkaAdmin(client);
   await admin.connect();
@@ -66,33 +66,33 @@ async function produceInput(topic: string, key: string, secretValue: string): Pr
     topic,
     messages: [
       { key: `${key}-good`, value: JSON.stringify('fine') },
-      { key, value: JSON.stringify(`refuse ${secretValue}`) },
+      { key, value: JSON.stringify(`${refusedBy === 'fold' ? 'refuse' : 'unfilterable'} ${secretValue}`) },
     ],
   });
   await producer.disconnect();
 }
 
-async function failingWorker(logKeys: boolean) {
+async function failingWorker(logKeys: boolean, refusedBy: 'fold' | 'filter' = 'fold') {
   const names = { TEST_FLOW_NAME: unique('redact'), TEST_FLOW_GROUP: unique('redact-group'), TEST_FLOW_TOPIC: unique('redact-topic') };
   const secretKey = unique('SECRETKEY');
   const secretValue = unique('SECRETVALUE');
-  await produceInput(names.TEST_FLOW_TOPIC, secretKey, secretValue);
+  await produceInput(names.TEST_FLOW_TOPIC, secretKey, secretValue, refusedBy);
   const worker = startWorker({ ...names, ...(logKeys ? { TEST_LOG_KEYS: '1' } : {}) });
   const workflowId = partitionWorkflowId({ flow: names.TEST_FLOW_NAME, topic: names.TEST_FLOW_TOPIC, partition: 0 });
   try {
     // The partition failed on the refused record (offset 1) and the workflow recorded it: retrying.
-    const status = await eventually('the fold failure recorded by the partition workflow', async () => {
+    const status = await eventually(`the ${refusedBy} failure recorded by the partition workflow`, async () => {
       if (worker.child.exitCode !== null) throw new Error(`the worker exited ${worker.child.exitCode}: ${worker.output()}`);
       const rows = await flowStatus(names.TEST_FLOW_NAME).catch(() => []);
       const row = rows.find((r) => r.partition === 0);
-      return row?.phase === 'retrying' && row.retry?.lastError.includes('FoldError') ? row : undefined;
+      return row?.phase === 'retrying' && row.retry !== undefined ? row : undefined;
     }, 90_000, () => `the worker's last output lines:\n${worker.output().split('\n').slice(-30).join('\n')}`);
-    const history = await eventually('the fold failure in the workflow history', async () => {
+    const history = await eventually(`the ${refusedBy} failure in the workflow history`, async () => {
       const h = await historyText(workflowId);
-      return h.includes('FoldError') ? h : undefined;
+      return h.includes('EVENT_TYPE_ACTIVITY_TASK_FAILED') ? h : undefined;
     }, 30_000);
     // The failure logged too ("partition failed …").
-    await eventually('the fold failure in the worker\'s log', async () => (worker.output().includes('FOLD_FAILED') ? true : undefined), 30_000);
+    await eventually(`the ${refusedBy} failure in the worker's log`, async () => (worker.output().includes('partition failed') ? true : undefined), 30_000);
     expect(await worker.stop()).toBe(0);
     return { secretKey, secretValue, status, history, logs: worker.output() };
   } finally {
@@ -121,6 +121,14 @@ describe('a fold that quotes its record in its error', () => {
       expect(text).toContain('[redacted: logKeys is off]');
     }
     expect(logs).toContain('"code":"FOLD_FAILED"');
+  }, 180_000);
+
+  test('a filter that quotes its record (an error nothing of ours wraps): without logKeys only its class name reaches the history, the status and the logs', async () => {
+    const { secretKey, secretValue, status, history, logs } = await failingWorker(false, 'filter');
+    const secrets = { 'the record key': secretKey, 'the record value': secretValue };
+    const lastError = status.retry?.lastError ?? '';
+    expect({ history: leaked(history, secrets), lastError: leaked(lastError, secrets), logs: leaked(logs, secrets) }).toEqual({ history: [], lastError: [], logs: [] });
+    for (const text of [history, lastError, logs]) expect(text).toContain('TypeError: [redacted: logKeys is off]');
   }, 180_000);
 
   test('with logKeys: the fold\'s message, key and value included, is in the logs and in the workflow history', async () => {
