@@ -4,8 +4,8 @@
  * A key is shown as a short hash instead (`#1a2b3c4d`: the same key always gets the same hash, so
  * a log line can still be matched against `inspect --key`'s output); an error of user code (a
  * fold's, a codec's: JSON.parse quotes the bytes) whose message may quote the record is replaced by
- * one that keeps only its class name (WithheldMessageError). A worker process runs one flow, so the switch is per process: the worker sets it
- * from the flow's `logKeys` before anything is folded.
+ * one that keeps only its class name (WithheldMessageError). A worker process runs one flow, so
+ * the switch is per process: the worker sets it from the flow's `logKeys` before anything is folded.
  */
 import { createHash } from 'node:crypto';
 import { KafkaFlowError } from '../config/errors';
