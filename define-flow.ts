@@ -42,9 +42,10 @@ export interface FlowOptions<S, V> {
   /** The dead-letter topic of an input topic. Default `<groupId>-<name>-<inputTopic>-dead-letters` (created if absent). */
   deadLetterTopic?: (inputTopic: string) => string;
   /**
-   * Show record keys, and codec errors that may quote values, in logs and error messages (and so in
-   * Temporal failures). Default false: a key is shown as a short hash (`#1a2b3c4d`) and a codec's
-   * error message is withheld.
+   * Show record keys, and the messages of user code's errors (a fold's, a filter's, a codec's: they
+   * may quote the record), in logs and error messages (and so in Temporal failures and workflow
+   * histories). Default false: a key is shown as a short hash (`#1a2b3c4d`) and such an error's
+   * message is withheld (its class name stays).
    */
   logKeys?: boolean;
   /**

@@ -3,6 +3,7 @@ export { ConfigError, KafkaFlowError } from './config/errors';
 export { type Clock, ManualClock, systemClock } from './flow/clock';
 export type { Codec } from './core/codec/codec';
 export { DecodeError } from './core/codec/errors';
+export { WithheldMessageError } from './core/redact';
 export { jsonCodec } from './core/codec/json';
 export type { DecodeFailurePolicy } from './flow/decode-policy';
 export { DEAD_LETTER_HEADERS, defaultDeadLetterTopic, type PoisonPolicy, type PoisonReason } from './flow/poison';

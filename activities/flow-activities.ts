@@ -1,9 +1,11 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { TemporalFailure } from '@temporalio/common';
 import type { FlowActivities, FoldLoopRequest, PersistRequest, PersistResult, RecoverRequest, RecoverResult } from './types';
 import { type PartitionHost, StaleGenerationError } from './partition-host';
 import { FailureTypes } from './types';
 import { KafkaFlowError } from '../config/errors';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
+import { causeText, withheld } from '../core/redact';
 
 /**
  * The activities of one worker process: thin adapters from a partition workflow's requests to the
@@ -122,6 +124,13 @@ async function heartbeating<T>(details: Record<string, unknown>, fn: () => Promi
   }
 }
 
+/**
+ * The failure an activity returns to Temporal for `err`: its message becomes the workflow history's
+ * and the partition's `lastError`, so it holds nothing of a record unless the flow has `logKeys`.
+ * This project's errors are safe by construction (keys hashed, a user cause withheld, see
+ * core/redact); any other error that is not known to be safe (a filter's or remapKey's own) goes
+ * as its class name only, still retryable as the SDK would have made it.
+ */
 function typed(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof SnapshotWriteFencedError || err instanceof SnapshotWriteConflictError) {
@@ -134,5 +143,9 @@ function typed(err: unknown): unknown {
     // recovers the partition again on the same owner after a backoff (self-healing, 'retrying').
     return ApplicationFailure.create({ message: `${err.name}: ${err.message}`, type: FailureTypes.persistFailed, nonRetryable: true, cause: err });
   }
-  return err;
+  // Temporal's own (a cancellation) and aborts pass as they are: the SDK tells them apart by class.
+  if (err instanceof TemporalFailure || (err instanceof Error && err.name === 'AbortError')) return err;
+  const shown = withheld(err);
+  if (shown === err) return err;
+  return ApplicationFailure.create({ message: causeText(shown), type: err instanceof Error ? err.name : typeof err, nonRetryable: false, cause: shown as Error });
 }

@@ -98,6 +98,7 @@ export const SECURITY_VARIABLES = [
   'KAFKA_SASL_USERNAME',
   'KAFKA_SASL_PASSWORD',
   'KAFKA_SASL_OAUTHBEARER_PROVIDER',
+  'KAFKA_ALLOW_PLAINTEXT_CREDENTIALS',
   'TEMPORAL_TLS',
   'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
   'TEMPORAL_TLS_CLIENT_CERT_PATH',
@@ -112,6 +113,7 @@ export const SECURITY_VARIABLES = [
   'CASSANDRA_TLS_CERT_PATH',
   'CASSANDRA_TLS_KEY_PATH',
   'CASSANDRA_TLS_SERVER_NAME',
+  'CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS',
 ] as const;
 
 type Env = NodeJS.ProcessEnv;
@@ -215,12 +217,29 @@ export function readKafkaSecurity(env: Env = process.env): KafkaSecurity {
     if (username !== undefined || password !== undefined) throw new ConfigError('KAFKA_SASL_MECHANISM=oauthbearer takes no KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD: the token provider authenticates');
     const provider = path.resolve(providerRaw);
     if (!fs.existsSync(provider)) throw new ConfigError(`KAFKA_SASL_OAUTHBEARER_PROVIDER=${JSON.stringify(providerRaw)}: no such file`);
+    refuseKafkaCredentialsInTheClear(env, mechanism, ssl !== undefined);
     return { ssl, sasl: { mechanism, provider } };
   }
   if (providerRaw !== undefined) throw new ConfigError(`KAFKA_SASL_OAUTHBEARER_PROVIDER is set but KAFKA_SASL_MECHANISM=${mechanism}: it is for oauthbearer only`);
   if (username === undefined) throw new ConfigError(`KAFKA_SASL_MECHANISM=${mechanism} needs KAFKA_SASL_USERNAME`);
   if (password === undefined) throw new ConfigError(`KAFKA_SASL_MECHANISM=${mechanism} needs KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE`);
+  refuseKafkaCredentialsInTheClear(env, mechanism, ssl !== undefined);
   return { ssl, sasl: { mechanism, username, password } };
+}
+
+/**
+ * SASL without TLS (SASL_PLAINTEXT) sends the credentials over an unencrypted connection — PLAIN
+ * the password itself, OAUTHBEARER the token; a SCRAM exchange can be recorded for offline
+ * guessing and the session taken over — so it is refused unless KAFKA_ALLOW_PLAINTEXT_CREDENTIALS=1
+ * says the network is trusted (as an API key is never sent to Temporal without TLS).
+ */
+function refuseKafkaCredentialsInTheClear(env: Env, mechanism: KafkaSaslMechanism, ssl: boolean): void {
+  if (ssl || flag(env, 'KAFKA_ALLOW_PLAINTEXT_CREDENTIALS')) return;
+  throw new ConfigError(
+    `KAFKA_SASL_MECHANISM=${mechanism} without TLS would send the ${mechanism === 'oauthbearer' ? 'token' : 'credentials'} over an unencrypted connection (SASL_PLAINTEXT): ` +
+      'set KAFKA_SSL=1 (and KAFKA_SSL_CA_PATH unless the brokers have publicly trusted certificates) for SASL_SSL, ' +
+      'or KAFKA_ALLOW_PLAINTEXT_CREDENTIALS=1 on a network you trust',
+  );
 }
 
 export function readTemporalSecurity(env: Env = process.env): TemporalSecurity {
@@ -249,10 +268,19 @@ export function readCassandraSecurity(env: Env = process.env): CassandraSecurity
   const tlsFlag = flag(env, 'CASSANDRA_TLS');
   const implied = ca !== undefined || cert !== undefined || serverName !== undefined;
   if (tlsFlag === false && implied) throw new ConfigError('CASSANDRA_TLS=0 but CASSANDRA_TLS_* settings are given: remove them or set CASSANDRA_TLS=1');
+  // PasswordAuthenticator sends the password as it is: over plaintext only when allowed explicitly.
+  const tls = tlsFlag || implied;
+  if (username !== undefined && !tls && !flag(env, 'CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS')) {
+    throw new ConfigError(
+      'CASSANDRA_USERNAME/CASSANDRA_PASSWORD without TLS would send the password over an unencrypted connection: ' +
+        'set CASSANDRA_TLS=1 (and CASSANDRA_TLS_CA_PATH unless the nodes have publicly trusted certificates), ' +
+        'or CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS=1 on a network you trust',
+    );
+  }
   return {
     localDataCenter,
     credentials: username !== undefined && password !== undefined ? { username, password } : undefined,
-    tls: tlsFlag || implied ? { ca, cert, key, serverName } : undefined,
+    tls: tls ? { ca, cert, key, serverName } : undefined,
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Codec } from '../core/codec/codec';
-import type { Logger } from '../core/logger';
+import { type Logger, redactingLogger } from '../core/logger';
 import type { PersistenceMode } from '../core/persistence-types';
 import type { Clock } from './clock';
 import type { DecodeFailurePolicy } from './decode-policy';
@@ -74,7 +74,8 @@ export function createPartitionFlow<S, V>(definition: PartitionFlowDefinition<S,
     maxPendingOutputs: definition.maxPendingOutputs,
     asyncConcurrency: definition.asyncConcurrency,
     clock: context.clock,
-    logger: context.logger,
+    // The partition's log lines hold no record data without logKeys, whatever error they carry.
+    logger: context.logger && redactingLogger(context.logger),
     metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),
   });
 }

@@ -1,4 +1,5 @@
 import { KafkaFlowError } from '../config/errors';
+import { PartitionStateError } from './errors';
 import { EmittedOutputs, OUTPUT_SOURCE_HEADER, type PendingOutput } from '../core/emitted-outputs';
 import type { EmitRecord, FoldContext } from './fold';
 import type { FlowRecord } from './record';
@@ -22,10 +23,17 @@ export interface OutputOptions {
   readonly encoder: OutputEncoder;
 }
 
-/** ctx.emit to a topic the flow did not declare: thrown inside the fold, so the poison policy applies. */
+/**
+ * ctx.emit to a topic the flow did not declare (`noOutputTopics`: the flow declares none): thrown
+ * inside the fold, so the poison policy applies. Typed so that its message, which holds nothing of
+ * the record, is shown in the FoldError even without logKeys.
+ */
 export class UndeclaredOutputTopicError extends KafkaFlowError {
-  constructor(topic: string) {
-    super('UNDECLARED_OUTPUT_TOPIC', `ctx.emit: topic "${topic}" is not one of the flow's outputTopics`);
+  constructor(topic: string, noOutputTopics = false) {
+    super(
+      'UNDECLARED_OUTPUT_TOPIC',
+      noOutputTopics ? `ctx.emit: this flow declares no outputTopics (emitted to topic "${topic}")` : `ctx.emit: topic "${topic}" is not one of the flow's outputTopics`,
+    );
   }
 }
 
@@ -92,9 +100,9 @@ export class EmitBuffer implements FoldContext {
 
   emit(output: EmitRecord): void {
     const record = this.record;
-    if (record === undefined) throw new Error('ctx.emit was called after the fold of its record had finished');
+    if (record === undefined) throw new PartitionStateError('ctx.emit was called after the fold of its record had finished');
     const o = this.options;
-    if (!o) throw new Error('ctx.emit: this flow declares no outputTopics');
+    if (!o) throw new UndeclaredOutputTopicError(output.topic, true);
     if (!o.topics.has(output.topic)) throw new UndeclaredOutputTopicError(output.topic);
     if (record.topic !== this.prefixTopic || record.partition !== this.prefixPartition) {
       this.prefixTopic = record.topic;

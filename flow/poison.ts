@@ -1,5 +1,6 @@
 import type { OutputRecord } from '../core/persistence-types';
 import type { InputMessage, RecordHeaders } from './record';
+import { unredactedMessage } from '../core/redact';
 
 export type { OutputRecord };
 
@@ -47,7 +48,9 @@ export function deadLetter(
     const one = Array.isArray(value) ? value[value.length - 1] : value;
     if (one !== undefined) headers[name] = one;
   }
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  // The error as it reads with logKeys (a fold's own message included): the dead letter carries the
+  // record's key and value anyway, on a topic the flow's owner controls.
+  const text = error instanceof Error ? `${error.name}: ${unredactedMessage(error)}` : String(error);
   headers[DEAD_LETTER_HEADERS.flow] = where.flow;
   headers[DEAD_LETTER_HEADERS.topic] = where.topic;
   headers[DEAD_LETTER_HEADERS.partition] = String(where.partition);

@@ -5,6 +5,7 @@ import { createPartitionFlow } from '../flow/create-partition-flow';
 import type { PartitionFlow } from '../flow/partition-flow';
 import type { FlowDefinition } from '../define-flow';
 import type { Logger } from '../core/logger';
+import { withheld } from '../core/redact';
 import type { FlowMetrics } from '../flow/metrics';
 import type { GroupGeneration, RevokedPartitions } from '../kafka';
 import type { PartitionPersistence } from '../flow/ports';
@@ -311,7 +312,7 @@ export class FlowRuntime implements PartitionHost {
         slot.state = 'failed';
         slot.failure = err;
         pause();
-        this.log.error({ err, topic: batch.topic, partition: batch.partition }, 'partition failed; it stops until reassigned');
+        this.log.error({ err: withheld(err), topic: batch.topic, partition: batch.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
         return;
       }
       folded = slice[slice.length - 1]?.offset;
@@ -361,7 +362,7 @@ export class FlowRuntime implements PartitionHost {
         slot.state = 'failed';
         slot.failure = err;
         this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
-        this.log.error({ err, topic: slot.topic, partition: slot.partition }, 'partition failed; it stops until reassigned');
+        this.log.error({ err: withheld(err), topic: slot.topic, partition: slot.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
         continue;
       }
       if (outputs && !slot.outputsFlush && !this.stopping && slot.flow.outputsDue()) void this.persists.flushOutputs(slot);

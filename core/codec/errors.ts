@@ -1,5 +1,5 @@
 import { KafkaFlowError } from '../../config/errors';
-import { hiddenProperty, showKey, withheld } from '../redact';
+import { causeText, hiddenProperty, showKey, withheld } from '../redact';
 import type { Codec } from './codec';
 
 /** Where a record or a snapshot lives: enough to find it again with a Kafka or Cassandra tool. */
@@ -16,11 +16,6 @@ export interface Location {
 function describe(location: Location): string {
   const key = location.key === undefined ? 'no key' : `key ${showKey(location.key)}`;
   return `topic "${location.topic}" partition ${location.partition} offset ${location.offset} (${key})`;
-}
-
-function causeText(cause: unknown): string {
-  if (cause instanceof Error) return cause.message;
-  return String(cause);
 }
 
 /**
@@ -73,7 +68,7 @@ export class CorruptSnapshotError extends LocatedError {
     super(
       'CORRUPT_SNAPSHOT',
       location,
-      error instanceof KafkaFlowError ? error : withheld(error),
+      withheld(error),
       (where, why) =>
         `the stored snapshot for ${where} cannot be read: ${why}. ` +
         'Either it was written with another state codec or compression setting, or the stored bytes ' +

@@ -166,13 +166,16 @@ describe('production connectivity on secured servers', () => {
         const state = (await inspected({ ...kafkaScramEnv(), ...names }, goodKey)) as { count: number; total: number } | undefined;
         return state?.count === 5 && state.total === 15;
       }, 120_000, () => `the worker's last output lines:\n${worker.output().split('\n').slice(-40).join('\n')}`);
-      // The refused record stopped partition 0; its failure, with the key as a hash, reaches Temporal.
+      // The refused record stopped partition 0; its failure, with the key as a hash and the fold's
+      // own message withheld (logKeys is off), reaches Temporal.
       const refusedHash = `#${keyHash(`${keyPrefix}-refused`)}`;
       const workflowId = (p: number) => `kafka-flow/${names.TEST_FLOW_NAME}/${names.TEST_FLOW_TOPIC}/${p}`;
       const history0 = await eventually('the fold failure in partition 0\'s workflow history', async () => {
         const h = await historyText(workflowId(0));
-        return h.includes(refusedHash) && h.includes('this record is refused by the fold') ? h : undefined;
+        return h.includes(refusedHash) && h.includes('FoldError') ? h : undefined;
       }, 60_000);
+      expect(history0).toContain('Error: [redacted: logKeys is off]');
+      expect(history0).not.toContain('this record is refused by the fold');
       // /metrics binds 127.0.0.1 only: another loopback address is refused.
       const url = /"metrics":"(http:\/\/127\.0\.0\.1:(\d+)\/metrics)"/.exec(worker.output());
       expect(url).not.toBeNull();

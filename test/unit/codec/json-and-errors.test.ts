@@ -101,7 +101,7 @@ describe('DecodeError and CorruptSnapshotError', () => {
     expect(err.key).toBe('acct-1');
     expect(err.message).toContain(`key #${keyHash('acct-1')}`);
     expect(err.cause).toBeInstanceOf(WithheldMessageError);
-    expect(String((err.cause as Error).message)).toMatch(/^Error \(its message is withheld/);
+    expect(String((err.cause as Error).message)).toMatch(/^Error: \[redacted: logKeys is off\]/);
     const everything = `${err.message} ${err.stack} ${JSON.stringify(err)} ${JSON.stringify(Object.entries(err))}`;
     expect(everything).not.toContain('acct-1');
     expect(everything).not.toContain('secret-value');

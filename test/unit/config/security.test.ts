@@ -71,10 +71,50 @@ describe('connection security from the environment', () => {
     expect(o.ssl).toEqual({ ca: [fs.readFileSync(ca)], cert: fs.readFileSync(cert), key: fs.readFileSync(key) });
   });
 
-  test('KAFKA_SSL=1 alone is TLS with the system CAs; SASL PLAIN over plaintext is SASL_PLAINTEXT', () => {
+  test('KAFKA_SSL=1 alone is TLS with the system CAs; SASL PLAIN over plaintext, allowed explicitly, is SASL_PLAINTEXT', () => {
     expect(kafkaConnectionSecurity(readKafkaSecurity({ KAFKA_SSL: '1' }))).toEqual({ ssl: true });
-    const plain = readKafkaSecurity({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' });
+    const plain = readKafkaSecurity({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_ALLOW_PLAINTEXT_CREDENTIALS: '1' });
     expect(describeKafkaSecurity(plain)).toBe('SASL_PLAINTEXT plain as u');
+  });
+
+  describe('credentials over plaintext are refused unless allowed explicitly', () => {
+    const sasl = {
+      plain: { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'hunter2-secret' },
+      'scram-sha-256': { KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'hunter2-secret' },
+      'scram-sha-512': { KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD_FILE: passwordFile },
+      oauthbearer: { KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_PROVIDER: provider },
+    };
+    test.each(Object.entries(sasl))('Kafka SASL %s without TLS: a ConfigError naming the variables, not the secret', (mechanism, env) => {
+      const err = configError(() => readWorkerEnv(env));
+      expect(err.message).toMatch(new RegExp(`^KAFKA_SASL_MECHANISM=${mechanism} without TLS would send the (credentials|token) over an unencrypted connection \\(SASL_PLAINTEXT\\): set KAFKA_SSL=1 .* or KAFKA_ALLOW_PLAINTEXT_CREDENTIALS=1`));
+      expect(err.message).not.toContain('hunter2-secret');
+      expect(configError(() => readKafkaSecurity({ ...env, KAFKA_ALLOW_PLAINTEXT_CREDENTIALS: '0' })).message).toMatch(/without TLS/);
+    });
+    test.each(Object.entries(sasl))('Kafka SASL %s: with TLS, or with KAFKA_ALLOW_PLAINTEXT_CREDENTIALS=1, accepted', (_mechanism, env) => {
+      expect(describeKafkaSecurity(readKafkaSecurity({ ...env, KAFKA_SSL: '1' }))).toMatch(/^SASL_SSL /);
+      expect(describeKafkaSecurity(readKafkaSecurity({ ...env, KAFKA_SSL_CA_PATH: ca }))).toMatch(/^SASL_SSL /);
+      expect(describeKafkaSecurity(readKafkaSecurity({ ...env, KAFKA_ALLOW_PLAINTEXT_CREDENTIALS: '1' }))).toMatch(/^SASL_PLAINTEXT /);
+    });
+    test('Cassandra: a password without TLS is refused; with TLS, or with CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS=1, accepted', () => {
+      const env = { CASSANDRA_USERNAME: 'kft', CASSANDRA_PASSWORD: 'cass-secret' };
+      const err = configError(() => readWorkerEnv(env));
+      expect(err.message).toMatch(
+        /^CASSANDRA_USERNAME\/CASSANDRA_PASSWORD without TLS would send the password over an unencrypted connection: set CASSANDRA_TLS=1 .* or CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS=1/,
+      );
+      expect(err.message).not.toContain('cass-secret');
+      expect(configError(() => readCassandraSecurity({ ...env, CASSANDRA_PASSWORD: undefined, CASSANDRA_PASSWORD_FILE: passwordFile }))).toBeInstanceOf(ConfigError);
+      expect(configError(() => readCassandraSecurity({ ...env, CASSANDRA_TLS: '0', CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS: '0' })).message).toMatch(/without TLS/);
+      expect(readCassandraSecurity({ ...env, CASSANDRA_TLS: '1' }).credentials?.username).toBe('kft');
+      expect(readCassandraSecurity({ ...env, CASSANDRA_TLS_CA_PATH: ca }).credentials?.username).toBe('kft');
+      const allowed = readCassandraSecurity({ ...env, CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS: '1' });
+      expect([allowed.tls, allowed.credentials?.username]).toEqual([undefined, 'kft']);
+      expect(cassandraConnectOptions(allowed).authProvider).toBeDefined();
+    });
+    test('the allow switches take 1/0 like the other flags, and plaintext without credentials needs none', () => {
+      expect(configError(() => readKafkaSecurity({ ...sasl.plain, KAFKA_ALLOW_PLAINTEXT_CREDENTIALS: 'yes' })).message).toMatch(/KAFKA_ALLOW_PLAINTEXT_CREDENTIALS="yes": must be 1 \(on\) or 0 \(off\)/);
+      expect(configError(() => readCassandraSecurity({ CASSANDRA_USERNAME: 'u', CASSANDRA_PASSWORD: 'p', CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS: 'maybe' })).message).toMatch(/CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS="maybe"/);
+      expect(readSecurity({})).toMatchObject({ kafka: { ssl: undefined }, cassandra: { tls: undefined, credentials: undefined } });
+    });
   });
 
   test('OAUTHBEARER loads the token provider module', async () => {
@@ -82,7 +122,7 @@ describe('connection security from the environment', () => {
     const sasl = o.sasl as { mechanism: string; oauthBearerProvider: () => Promise<{ value: string }> };
     expect(sasl.mechanism).toBe('oauthbearer');
     await expect(sasl.oauthBearerProvider()).resolves.toEqual({ value: 'token-1' });
-    const bad = readKafkaSecurity({ KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_PROVIDER: badProvider });
+    const bad = readKafkaSecurity({ KAFKA_SSL: '1', KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_PROVIDER: badProvider });
     expect(configError(() => kafkaConnectionSecurity(bad)).message).toMatch(/KAFKA_SASL_OAUTHBEARER_PROVIDER=.*exports no function/);
   });
 
@@ -113,7 +153,16 @@ describe('connection security from the environment', () => {
   });
 
   test('secrets never print: inspect, JSON and string conversion show [redacted]', () => {
-    const env = readWorkerEnv({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'hunter2-secret', TEMPORAL_API_KEY: 'api-key-secret', CASSANDRA_USERNAME: 'c', CASSANDRA_PASSWORD: 'cass-secret' });
+    const env = readWorkerEnv({
+      KAFKA_SSL: '1',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'hunter2-secret',
+      TEMPORAL_API_KEY: 'api-key-secret',
+      CASSANDRA_TLS: '1',
+      CASSANDRA_USERNAME: 'c',
+      CASSANDRA_PASSWORD: 'cass-secret',
+    });
     const shown = [inspect(env, { depth: 10 }), JSON.stringify(env), String(new Secret('x'))].join('\n');
     for (const s of ['hunter2-secret', 'api-key-secret', 'cass-secret']) expect(shown).not.toContain(s);
     expect(shown).toContain('[redacted]');
@@ -121,6 +170,8 @@ describe('connection security from the environment', () => {
 
   test.each([
     [{ KAFKA_SASL_PASSWORD: 'p', KAFKA_SASL_PASSWORD_FILE: passwordFile, KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' }, /KAFKA_SASL_PASSWORD and KAFKA_SASL_PASSWORD_FILE are both set/],
+    [{ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' }, /KAFKA_SASL_MECHANISM=plain without TLS .* KAFKA_ALLOW_PLAINTEXT_CREDENTIALS=1/],
+    [{ CASSANDRA_USERNAME: 'u', CASSANDRA_PASSWORD: 'p' }, /CASSANDRA_USERNAME\/CASSANDRA_PASSWORD without TLS .* CASSANDRA_ALLOW_PLAINTEXT_CREDENTIALS=1/],
     [{ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD_FILE: '/nonexistent/pw' }, /KAFKA_SASL_PASSWORD_FILE="\/nonexistent\/pw": cannot read the file \(ENOENT\)/],
     [{ KAFKA_SASL_MECHANISM: 'gssapi' }, /KAFKA_SASL_MECHANISM="gssapi": must be one of plain, scram-sha-256, scram-sha-512, oauthbearer/],
     [{ KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: 'u' }, /needs KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE/],

@@ -6,6 +6,7 @@
 // faults restart the partition: any other error from the engine fails the property.
 import fc from 'fast-check';
 import { ManualClock } from '../../../flow/clock';
+import { WithheldMessageError } from '../../../core/redact';
 import { discardingContext, type Fold } from '../../../flow/fold';
 import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
@@ -32,6 +33,8 @@ const syncFold: Fold<State, string> = (s, r) => {
 function injected(err: unknown): boolean {
   for (let e: unknown = err; e instanceof Error; e = (e as Error & { cause?: unknown }).cause) {
     if (/injected/.test(e.message)) return true;
+    // A cause withheld from messages (logKeys is off) keeps the original out of sight.
+    if (e instanceof WithheldMessageError) return injected(e.original);
   }
   return false;
 }

@@ -1,3 +1,4 @@
+import { KafkaJSConnectionError } from 'kafkajs';
 import { StaleGenerationError } from '../../../activities/partition-host';
 import type { Owner } from '../../../activities/types';
 import { defineFlow } from '../../../index';
@@ -65,10 +66,10 @@ const echoing = defineFlow<number, { n: number }>({
   idleFlush: false, // (the tests with it are about maxPendingOutputs)
 }) as never;
 
-/** An output sender whose broker is away. */
+/** An output sender whose broker is away (the Kafka client's error: its message is shown without logKeys). */
 class DownSender extends InMemoryOutputSender {
   override async send(): Promise<void> {
-    throw new Error('broker away');
+    throw new KafkaJSConnectionError('broker away');
   }
 }
 
@@ -84,7 +85,7 @@ class FailingLaterSender extends InMemoryOutputSender {
   override async send(): Promise<void> {
     this.sends++;
     await this.gate;
-    throw new Error('broker away');
+    throw new KafkaJSConnectionError('broker away');
   }
 }
 
