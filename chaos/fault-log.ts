@@ -13,6 +13,8 @@ export interface FaultRecord {
   /** No recovery seen: heal → end of sampling (a lower bound). */
   recoveryCensoredS?: number;
   note?: string;
+  /** worker-commit-cut: the commit requests cut after (ambiguous commits the worker had to settle). */
+  commitsCut?: number;
   error?: string;
   skipped?: boolean;
 }

@@ -7,7 +7,7 @@ import type { Sampler } from './sampler';
 import type { FaultType, PlannedFault } from './schedule';
 import type { PrivateServers } from './servers';
 import { CASSANDRA_KILL9, GRACE_MS, rel, SESSION_TIMEOUT_MS } from './settings';
-import type { TcpProxy } from './tcp-proxy';
+import { KAFKA_API, type TcpProxy } from './tcp-proxy';
 import { type ChaosWorker, signal } from './workers';
 
 export interface FaultContext {
@@ -20,7 +20,7 @@ export interface FaultContext {
 }
 
 /** What a fault on one worker does (the victim picked and held busy by executeFault); returns the note. */
-type WorkerFault = (victim: ChaosWorker, f: PlannedFault, mode: Mode, ctx: FaultContext) => Promise<string>;
+type WorkerFault = (victim: ChaosWorker, f: PlannedFault, mode: Mode, ctx: FaultContext, record: FaultRecord) => Promise<string>;
 
 /**
  * One worker's connections to a server stalled through that server's proxy, for the fault's
@@ -71,6 +71,15 @@ const WORKER_FAULTS: Record<Exclude<Extract<FaultType, `worker-${string}`>, 'wor
     return `stopped in ${((Date.now() - t) / 1000).toFixed(1)} s (exit ${code}${killed ? `, KILLED after ${GRACE_MS / 1000} s` : ''}), replaced by ${next.name}`;
   },
   'worker-kafka-cut': cutOff('kafka'),
+  'worker-commit-cut': async (victim, f, _mode, ctx, record) => {
+    const pid = victim.child.pid!;
+    ctx.proxies.kafka.cutAfter(pid, [KAFKA_API.END_TXN, KAFKA_API.OFFSET_COMMIT]);
+    await sleep(f.durationMs);
+    const cuts = ctx.proxies.kafka.stopCutAfter(pid);
+    record.commitsCut = cuts;
+    victim.busy = false;
+    return `${cuts} commit request(s) cut after in ${(f.durationMs / 1000).toFixed(1)} s`;
+  },
   'worker-temporal-cut': cutOff('temporal'),
 };
 
@@ -162,7 +171,7 @@ export async function executeFault(f: PlannedFault, record: FaultRecord, ctx: Fa
       victim.busy = true;
       record.target = `${victim.name} (pid ${victim.child.pid})`;
       record.startedS = rel();
-      record.note = await WORKER_FAULTS[f.type as keyof typeof WORKER_FAULTS](victim, f, mode, ctx);
+      record.note = await WORKER_FAULTS[f.type as keyof typeof WORKER_FAULTS](victim, f, mode, ctx, record);
       healed();
       return;
     }

@@ -98,6 +98,7 @@ export function report(o: RunOutcome): number {
   const figures: Record<string, number> = {
     chaos_faults: applied.length,
     ...Object.fromEntries(FAULT_TYPES.map((t) => [`chaos_faults_${t.replaceAll('-', '_')}`, byType[t]])),
+    chaos_ambiguous_commits: applied.reduce((a, f) => a + (f.commitsCut ?? 0), 0),
     chaos_wrong_keys: wrong,
     chaos_lost_records: lost,
     chaos_duplicated_records: duplicated,

@@ -88,7 +88,7 @@ async function main(): Promise<number> {
     say(line);
   };
   const proxies = {
-    kafka: new TcpProxy('kafka', servers.ports.kafkaProxy, { host: '127.0.0.1', port: servers.ports.kafkaProxied }),
+    kafka: new TcpProxy('kafka', servers.ports.kafkaProxy, { host: '127.0.0.1', port: servers.ports.kafkaProxied }, '127.0.0.1', true),
     temporal: new TcpProxy('temporal', servers.ports.temporalProxy, { host: '127.0.0.1', port: servers.ports.temporal }),
   };
   const modes: Mode[] = [];

@@ -35,6 +35,12 @@ export const FAULT_KINDS = {
   'worker-burst': { target: 'workers', weight: 2, plan: (between) => ({ size: between(1, 3), durationMs: between(5_000, 15_000) }) },
   /** one worker's broker connections stalled (Temporal still reachable), from under to past the session timeout */
   'worker-kafka-cut': { target: 'workers', weight: 1.5, plan: (between, session) => ({ durationMs: between(2_000, session + 6_000) }) },
+  /**
+   * ambiguous commits: for a while, each of one worker's commits (EndTxn of its snapshot
+   * transactions, or the consumer's OffsetCommit with Cassandra) reaches the broker and its
+   * connection is then cut before the answer: the worker must learn what landed before writing again
+   */
+  'worker-commit-cut': { target: 'workers', weight: 2, plan: (between) => ({ durationMs: between(3_000, 12_000) }) },
   /** one worker's Temporal connections stalled (the broker still reachable) */
   'worker-temporal-cut': { target: 'workers', weight: 1.5, plan: (between) => ({ durationMs: between(2_000, 15_000) }) },
   /** kill -9 of the broker, restarted after a pause */

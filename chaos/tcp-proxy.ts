@@ -11,6 +11,11 @@ import net from 'node:net';
  *   delay  forward each chunk `delayMs` late (order kept per direction).
  * Besides the mode, `cut(pid)` stalls only the connections of one client process (found through
  * /proc, Linux), open and new, until `uncut(pid)`: one worker cut off while the others go on.
+ * A proxy in front of a Kafka broker (`kafkaRequests`) also follows the client's request frames:
+ * `cutAfter(pid, apiKeys)` forwards each of that process's requests with one of those api keys
+ * and then closes the client's connection at once (the broker's side once it has answered), so
+ * the broker handles the request and the client never learns its answer — an ambiguous commit
+ * when the request is EndTxn or OffsetCommit.
  */
 export type ProxyMode = 'pass' | 'drop' | 'stall' | 'delay';
 
@@ -21,9 +26,52 @@ export interface ProxyStats {
   bytesDown: number;
 }
 
+/** Kafka api keys of the requests a commit-cut fault cuts after. */
+export const KAFKA_API = { OFFSET_COMMIT: 8, END_TXN: 26 } as const;
+
+/**
+ * Where the Kafka request frames (INT32 size, then INT16 api key, …) of a client's byte stream end,
+ * whatever the TCP chunks: frames split across chunks, several in one chunk. Copies only headers.
+ */
+export class RequestFrames {
+  private readonly head = Buffer.alloc(6);
+  private headLen = 0;
+  private left = 0;
+  private apiKey = -1;
+
+  /** The frames that end in `chunk`: each's api key and the offset in `chunk` just past its last byte. */
+  scan(chunk: Buffer): Array<{ apiKey: number; end: number }> {
+    const out: Array<{ apiKey: number; end: number }> = [];
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.headLen < 6) {
+        const n = Math.min(6 - this.headLen, chunk.length - at);
+        chunk.copy(this.head, this.headLen, at, at + n);
+        this.headLen += n;
+        at += n;
+        if (this.headLen < 6) break;
+        this.apiKey = this.head.readInt16BE(4);
+        this.left = Math.max(0, this.head.readInt32BE(0) - 2);
+      }
+      const n = Math.min(this.left, chunk.length - at);
+      this.left -= n;
+      at += n;
+      if (this.left === 0) {
+        out.push({ apiKey: this.apiKey, end: at });
+        this.headLen = 0;
+      }
+    }
+    return out;
+  }
+}
+
 interface Pipe {
   client: net.Socket;
   upstream: net.Socket;
+  /** The client's request frames (a Kafka proxy's pipes only). */
+  requests?: RequestFrames;
+  /** Whether the client socket belongs to each process asked about (cutAfter), found once. */
+  owners?: Map<number, boolean>;
   /** When the last delayed chunk of each direction is due: later chunks never overtake it. */
   dueUp: number;
   dueDown: number;
@@ -77,6 +125,8 @@ export class TcpProxy {
   private delayMs = 0;
   /** Processes cut off (`cut`): their connections stay stalled. */
   private readonly cutPids = new Set<number>();
+  /** Processes whose requests with these api keys are cut after (cutAfter), and how many were. */
+  private readonly cutAfterPids = new Map<number, { apiKeys: ReadonlySet<number>; cuts: number }>();
   readonly stats: ProxyStats = { accepted: 0, dropped: 0, bytesUp: 0, bytesDown: 0 };
 
   constructor(
@@ -84,6 +134,8 @@ export class TcpProxy {
     readonly listenPort: number,
     readonly target: { host: string; port: number },
     readonly host = '127.0.0.1',
+    /** Follow the clients' Kafka request frames (for cutAfter). */
+    readonly kafkaRequests = false,
   ) {}
 
   get port(): number {
@@ -152,6 +204,36 @@ export class TcpProxy {
     }
   }
 
+  /**
+   * From now on, each request of process `pid` whose api key is in `apiKeys` is forwarded and its
+   * connection then closed before the answer reaches the client; until `stopCutAfter(pid)`, which
+   * returns how many requests were cut after.
+   */
+  cutAfter(pid: number, apiKeys: readonly number[]): void {
+    if (!this.kafkaRequests) throw new Error(`proxy ${this.name} does not follow Kafka requests`);
+    this.cutAfterPids.set(pid, { apiKeys: new Set(apiKeys), cuts: 0 });
+  }
+
+  stopCutAfter(pid: number): number {
+    const armed = this.cutAfterPids.get(pid);
+    this.cutAfterPids.delete(pid);
+    return armed?.cuts ?? 0;
+  }
+
+  /** The armed process this pipe's client belongs to, if any (looked up in /proc once per process). */
+  private armedOwner(p: Pipe): { pid: number; apiKeys: ReadonlySet<number>; cuts: number } | undefined {
+    for (const [pid, armed] of this.cutAfterPids) {
+      p.owners ??= new Map();
+      let mine = p.owners.get(pid);
+      if (mine === undefined) {
+        mine = this.ownedBy(pid, [p]).length > 0;
+        p.owners.set(pid, mine);
+      }
+      if (mine) return Object.assign(armed, { pid });
+    }
+    return undefined;
+  }
+
   /** The pipes whose client socket belongs to process `pid`. */
   private ownedBy(pid: number, pipes: Pipe[]): Pipe[] {
     if (pipes.length === 0) return [];
@@ -173,7 +255,7 @@ export class TcpProxy {
     client.setNoDelay(true);
     const upstream = net.connect({ host: this.target.host, port: this.target.port });
     upstream.setNoDelay(true);
-    const pipe: Pipe = { client, upstream, dueUp: 0, dueDown: 0, cut: false };
+    const pipe: Pipe = { client, upstream, dueUp: 0, dueDown: 0, cut: false, ...(this.kafkaRequests ? { requests: new RequestFrames() } : {}) };
     this.pipes.add(pipe);
     const end = () => this.destroy(pipe);
     client.on('error', end);
@@ -187,6 +269,18 @@ export class TcpProxy {
   }
 
   private forward(pipe: Pipe, direction: 'up' | 'down', chunk: Buffer): void {
+    if (direction === 'up' && pipe.requests) {
+      const frames = pipe.requests.scan(chunk);
+      if (this.cutAfterPids.size > 0 && frames.length > 0) {
+        const armed = this.armedOwner(pipe);
+        const hit = armed && frames.find((f) => armed.apiKeys.has(f.apiKey));
+        if (armed && hit) {
+          armed.cuts++;
+          this.cutAfterRequest(pipe, chunk.subarray(0, hit.end));
+          return;
+        }
+      }
+    }
     const to = direction === 'up' ? pipe.upstream : pipe.client;
     const from = direction === 'up' ? pipe.client : pipe.upstream;
     if (direction === 'up') this.stats.bytesUp += chunk.length;
@@ -211,6 +305,35 @@ export class TcpProxy {
     const due = Math.max(Date.now() + this.delayMs, pipe[key]);
     pipe[key] = due;
     setTimeout(write, due - Date.now());
+  }
+
+  /**
+   * Sends `upTo` (ending with the request to cut after) to the broker, closes the client's side at
+   * once, and the broker's when its answer comes (or after 10 s): the broker did get the request.
+   */
+  private cutAfterRequest(p: Pipe, upTo: Buffer): void {
+    this.pipes.delete(p);
+    p.client.removeAllListeners('data');
+    p.upstream.removeAllListeners('data');
+    p.upstream.removeAllListeners('close');
+    p.client.destroy();
+    this.stats.dropped++;
+    this.stats.bytesUp += upTo.length;
+    const done = () => p.upstream.destroy();
+    const timer = setTimeout(done, 10_000);
+    p.upstream.once('data', () => {
+      clearTimeout(timer);
+      done();
+    });
+    p.upstream.once('close', () => clearTimeout(timer));
+    p.upstream.resume();
+    // After what a delay fault still holds for this connection, in order.
+    const send = () => {
+      if (!p.upstream.destroyed) p.upstream.write(upTo);
+    };
+    const due = p.dueUp - Date.now();
+    if (due > 0) setTimeout(send, due);
+    else send();
   }
 
   private pauseBoth(p: Pipe): void {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import net from 'node:net';
-import { TcpProxy } from '../../../chaos/tcp-proxy';
+import { RequestFrames, TcpProxy } from '../../../chaos/tcp-proxy';
 
 /** An echo server on an ephemeral port, and the proxy in front of it (also ephemeral). */
 async function echoBehindProxy(): Promise<{ proxy: TcpProxy; close: () => Promise<void> }> {
@@ -152,3 +152,65 @@ describe('chaos TcpProxy', () => {
   });
 });
 
+
+/** A Kafka request frame: INT32 size, INT16 api key, then `body` bytes. */
+const frame = (apiKey: number, body: number): Buffer => {
+  const b = Buffer.alloc(6 + body, 7);
+  b.writeInt32BE(2 + body, 0);
+  b.writeInt16BE(apiKey, 4);
+  return b;
+};
+
+describe('chaos RequestFrames', () => {
+  test('finds where each frame ends, whatever the chunks: split anywhere, several in one chunk', () => {
+    const stream = Buffer.concat([frame(0, 30), frame(26, 5), frame(8, 0), frame(3, 12)]);
+    for (const step of [1, 2, 5, 7, stream.length]) {
+      const frames = new RequestFrames();
+      const seen: Array<{ apiKey: number; at: number }> = [];
+      for (let from = 0; from < stream.length; from += step) {
+        for (const f of frames.scan(stream.subarray(from, from + step))) seen.push({ apiKey: f.apiKey, at: from + f.end });
+      }
+      expect(seen).toEqual([
+        { apiKey: 0, at: 36 },
+        { apiKey: 26, at: 47 },
+        { apiKey: 8, at: 53 },
+        { apiKey: 3, at: 71 },
+      ]);
+    }
+  });
+});
+
+describe('chaos TcpProxy cutAfter', () => {
+  test("forwards a marked request of the process's connections, then closes the client's before the answer", async () => {
+    const received: Buffer[] = [];
+    const server = net.createServer((s) => {
+      s.on('data', (b) => {
+        received.push(b);
+        s.write(b); // an answer
+      });
+      s.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const proxy = new TcpProxy('kafka', 0, { host: '127.0.0.1', port: (server.address() as net.AddressInfo).port }, '127.0.0.1', true);
+    await proxy.start();
+    try {
+      const s = await connect(proxy.port);
+      // Other requests pass, answered.
+      expect((await roundTrip(s, frame(0, 4).toString('latin1'))).echo).toBeDefined();
+      proxy.cutAfter(process.pid, [26]);
+      const gone = closed(s);
+      const answered: Buffer[] = [];
+      s.on('data', (b) => answered.push(b));
+      s.write(Buffer.concat([frame(3, 2), frame(26, 3)]));
+      await gone;
+      expect(proxy.stopCutAfter(process.pid)).toBe(1);
+      // The broker got the whole request (and answered it), the client none of the answer.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(Buffer.concat(received).subarray(10).equals(Buffer.concat([frame(3, 2), frame(26, 3)]))).toBe(true);
+      expect(answered).toEqual([]);
+    } finally {
+      await proxy.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
