@@ -18,7 +18,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { Partitioners } from 'kafkajs';
 import { sized } from './lib/args';
-import { caughtUp, committed, compareOffsetHash, deleteRunTopicsAndGroup, eventually, type FlowWorker, sleep, spawnWorker, StatusWatcher, terminateFlowWorkflows } from './lib/flow-workers';
+import {
+  caughtUp,
+  committed,
+  compareOffsetHash,
+  deleteRunTopicsAndGroup,
+  eventually,
+  type FlowWorker,
+  offsetHashEnv,
+  SteadyLoad,
+  sleep,
+  spawnWorker,
+  StatusWatcher,
+  terminateFlowWorkflows,
+} from './lib/flow-workers';
 import { startProgress } from './lib/progress';
 import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, writeResults } from './lib/results';
@@ -132,41 +145,14 @@ async function runTrial(): Promise<Trial> {
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   const workers: FlowWorker[] = [];
   let watcher: StatusWatcher | undefined;
-  let produced = 0;
-  let producing = false;
-  let loop: Promise<void> | undefined;
+  let input: SteadyLoad | undefined;
   const load = os.loadavg()[0] ?? 0;
   try {
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
     await producer.connect();
-    // Steady load: every 50 ms, what is due at RATE records/s, each send acknowledged before the next.
-    producing = true;
-    loop = (async () => {
-      const started = performance.now();
-      while (producing) {
-        const due = Math.floor(((performance.now() - started) / 1000) * RATE) - produced;
-        if (due > 0) {
-          const from = produced;
-          await producer.send({
-            topic: id,
-            acks: -1,
-            messages: Array.from({ length: due }, (_, j) => ({ key: `k${(from + j) % KEYS}`, value: JSON.stringify({ n: from + j }) })),
-          });
-          produced += due;
-        }
-        await sleep(50);
-      }
-    })();
-    const env = {
-      TEST_FLOW_NAME: id,
-      TEST_FLOW_GROUP: id,
-      TEST_FLOW_TOPIC: id,
-      TEST_FLOW_BACKEND: 'kafka',
-      TEST_PERSIST_EVERY_MS: String(PERSIST_EVERY_MS),
-      TEST_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
-      LOG_LEVEL: 'info',
-    };
+    input = new SteadyLoad(producer, id, RATE, KEYS);
+    const env = offsetHashEnv(id, PERSIST_EVERY_MS, SESSION_TIMEOUT_MS);
     const logFile = process.env.BENCH_WORKER_LOG;
     const a = spawnWorker('a', FLOW_MODULE, env, logFile);
     const b = spawnWorker('b', FLOW_MODULE, env, logFile);
@@ -213,8 +199,7 @@ async function runTrial(): Promise<Trial> {
     const recoveredAt = recoveredLines.length >= killedPartitions.length ? recoveredLines[recoveredLines.length - 1]!.at : undefined;
 
     await sleep(AFTER_FAILOVER_MS);
-    producing = false;
-    await loop;
+    await input.stop();
     await eventually('the survivor caught up', async () => caughtUp(admin, id), 120_000, [b]);
     const survivorExit = await b.stop();
     const exact = await compareOffsetHash(names, PARTITIONS, brokers);
@@ -225,14 +210,13 @@ async function runTrial(): Promise<Trial> {
       running_ms: runningAt === undefined ? undefined : Math.round(runningAt - killedAt),
       committed_ms: committedAt === undefined ? undefined : Math.round(committedAt - killedAt),
       killed_partitions: killedPartitions,
-      records: produced,
+      records: input.produced,
       ...exact,
       survivor_exit: survivorExit,
       load_avg_1m: Number(load.toFixed(2)),
     };
   } finally {
-    producing = false;
-    await loop?.catch(() => undefined);
+    await input?.stop().catch(() => undefined);
     for (const w of workers) w.kill();
     await Promise.all(workers.map((w) => w.exited));
     await watcher?.close();

@@ -22,6 +22,8 @@ import {
   deleteRunTopicsAndGroup,
   eventually,
   type FlowWorker,
+  offsetHashEnv,
+  SteadyLoad,
   sleep,
   spawnWorker,
   StatusWatcher,
@@ -85,9 +87,7 @@ async function main(): Promise<void> {
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   const workers: FlowWorker[] = [];
   let watcher: StatusWatcher | undefined;
-  let produced = 0;
-  let producing = false;
-  let loop: Promise<void> | undefined;
+  let input: SteadyLoad | undefined;
   const samples: Sample[] = [];
   const rebalances: Array<{ min: number; event: string; exit?: number | null }> = [];
   const load = os.loadavg()[0] ?? 0;
@@ -97,15 +97,7 @@ async function main(): Promise<void> {
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
     await producer.connect();
-    const env = {
-      TEST_FLOW_NAME: id,
-      TEST_FLOW_GROUP: id,
-      TEST_FLOW_TOPIC: id,
-      TEST_FLOW_BACKEND: 'kafka',
-      TEST_PERSIST_EVERY_MS: String(PERSIST_EVERY_MS),
-      TEST_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
-      LOG_LEVEL: 'info',
-    };
+    const env = offsetHashEnv(id, PERSIST_EVERY_MS, SESSION_TIMEOUT_MS);
     const logFile = process.env.BENCH_WORKER_LOG;
     const a = spawnWorker('a', FLOW_MODULE, env, logFile);
     workers.push(a);
@@ -113,24 +105,9 @@ async function main(): Promise<void> {
     const w = watcher;
     await eventually('worker a runs every partition', () => w.runningOn(id, id, PARTITIONS, 1), 180_000, [a]);
 
-    producing = true;
     const started = performance.now();
     const minutes = () => (performance.now() - started) / 60_000;
-    loop = (async () => {
-      while (producing) {
-        const due = Math.floor(((performance.now() - started) / 1000) * RATE) - produced;
-        if (due > 0) {
-          const from = produced;
-          await producer.send({
-            topic: id,
-            acks: -1,
-            messages: Array.from({ length: due }, (_, j) => ({ key: `k${(from + j) % KEYS}`, value: JSON.stringify({ n: from + j }) })),
-          });
-          produced += due;
-        }
-        await sleep(50);
-      }
-    })();
+    input = new SteadyLoad(producer, id, RATE, KEYS);
 
     let b: FlowWorker | undefined;
     let generation = 0;
@@ -167,13 +144,12 @@ async function main(): Promise<void> {
         samples.push({ min: minutes(), rssMb: mem.rss, rssAnonMb: mem.anon, fds: fdsOf(a.process.pid!), maxHistory: Math.max(...histories), workers: b ? 2 : 1 });
         const last = samples[samples.length - 1]!;
         process.stdout.write(
-          `  ${last.min.toFixed(1)} min: rss ${last.rssMb.toFixed(0)} MB (anon ${last.rssAnonMb.toFixed(0)}), fds ${last.fds}, longest history ${last.maxHistory} events, ${last.workers} worker(s), produced ${produced}\n`,
+          `  ${last.min.toFixed(1)} min: rss ${last.rssMb.toFixed(0)} MB (anon ${last.rssAnonMb.toFixed(0)}), fds ${last.fds}, longest history ${last.maxHistory} events, ${last.workers} worker(s), produced ${input.produced}\n`,
         );
       }
       await sleep(250);
     }
-    producing = false;
-    await loop;
+    await input.stop();
     const live = workers.filter((x) => x.process.exitCode === null);
     await eventually('the workers caught up', async () => caughtUp(admin, id), 180_000, live);
     const exits = await Promise.all(live.map((x) => x.stop()));
@@ -189,7 +165,7 @@ async function main(): Promise<void> {
       soak_fds_end: samples[samples.length - 1]?.fds ?? Number.NaN,
       soak_minutes: Number((DURATION_MS / 60_000).toFixed(1)),
       soak_rebalances: rebalances.length,
-      soak_records: produced,
+      soak_records: input.produced,
       records_lost: exact.records_lost,
       records_duplicated: exact.records_duplicated,
       keys_mismatched: exact.keys_mismatched,
@@ -218,8 +194,7 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
-    producing = false;
-    await loop?.catch(() => undefined);
+    await input?.stop().catch(() => undefined);
     for (const x of workers) x.kill();
     await Promise.all(workers.map((x) => x.exited));
     await watcher?.close();

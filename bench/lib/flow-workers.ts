@@ -237,3 +237,52 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What the offset-hash flow's worker processes need in their environment (test/fixtures/offset-hash-flow.ts). */
+export function offsetHashEnv(id: string, persistEveryMs: number, sessionTimeoutMs: number): NodeJS.ProcessEnv {
+  return {
+    TEST_FLOW_NAME: id,
+    TEST_FLOW_GROUP: id,
+    TEST_FLOW_TOPIC: id,
+    TEST_FLOW_BACKEND: 'kafka',
+    TEST_PERSIST_EVERY_MS: String(persistEveryMs),
+    TEST_SESSION_TIMEOUT_MS: String(sessionTimeoutMs),
+    LOG_LEVEL: 'info',
+  };
+}
+
+/** The part of a kafkajs producer a steady load uses. */
+interface LoadProducer {
+  send(record: { topic: string; acks: number; messages: Array<{ key: string; value: string }> }): Promise<unknown>;
+}
+
+/**
+ * A steady input: every 50 ms, what is due at `rate` records/s since the start, each send
+ * acknowledged (acks=all) before the next; keys `k<n mod keys>`, values `{"n": n}`.
+ */
+export class SteadyLoad {
+  produced = 0;
+  private running = true;
+  private readonly loop: Promise<void>;
+
+  constructor(producer: LoadProducer, topic: string, rate: number, keys: number) {
+    const started = performance.now();
+    this.loop = (async () => {
+      while (this.running) {
+        const due = Math.floor(((performance.now() - started) / 1000) * rate) - this.produced;
+        if (due > 0) {
+          const from = this.produced;
+          await producer.send({ topic, acks: -1, messages: Array.from({ length: due }, (_, j) => ({ key: `k${(from + j) % keys}`, value: JSON.stringify({ n: from + j }) })) });
+          this.produced += due;
+        }
+        await sleep(50);
+      }
+    })();
+  }
+
+  /** Stops producing; rejects if a send failed. */
+  stop(): Promise<void> {
+    this.running = false;
+    return this.loop;
+  }
+}

@@ -10,7 +10,7 @@ import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import type { CassandraBackend } from '../../../persistence/cassandra';
 import { ConsumerOffsetCommitter } from '../../../persistence/cassandra/consumer-offset-committer';
 import { closeAll as closeKafka, fillInput, type RunningMember, startMember, testClient, unique } from '../kafka/support';
-import { type Count, foldBetweenChunks, ownerAThenB, purgeAcrossChunks, type StoryPorts } from '../kafka-persistence/chunked-persist-story';
+import { chunkedPersistTests, type Count, type StoryPorts } from '../kafka-persistence/chunked-persist-story';
 import { closeAll, dropKeyspace, keyspaceName, startBackend } from './support';
 
 const keyspace = keyspaceName('kft_chunks');
@@ -62,18 +62,5 @@ describe('multi-batch persists on the real Cassandra', () => {
     };
   }
 
-  it('a key deleted or revived between the batches of one persist: each write carries its state as planned', async () => {
-    const s = foldBetweenChunks;
-    const { last, got, want } = await ownerAThenB(input, ports(2), s.whole, s.firstEnd, s.secondEnd, s.hooks());
-    expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
-    expect(last).toMatchObject({ failed: 0 });
-    expect(want.get('k5')).toEqual({ n: 1 });
-  });
-
-  it('deletes across batches, a later batch failing: markers, never a replay from nothing', async () => {
-    const s = purgeAcrossChunks;
-    const { last, got, want } = await ownerAThenB(input, ports(1), s.whole, s.firstEnd, s.secondEnd, s.hooks());
-    expect(last).toMatchObject({ failed: 1 });
-    expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
-  });
+  chunkedPersistTests(() => input, ports);
 });

@@ -159,3 +159,26 @@ export const purgeAcrossChunks = {
     },
   }),
 };
+
+/**
+ * The two stories as tests, for a backend whose `ports(maxWrites)` gives the owners' persistence
+ * at `maxWrites` key writes a chunk; `topic()` is the test's input topic.
+ */
+export function chunkedPersistTests(topic: () => string, ports: (maxWrites: number) => StoryPorts): void {
+  it('a key deleted or revived between the chunks of one persist: each write carries its state as planned', async () => {
+    const s = foldBetweenChunks;
+    const { last, got, want } = await ownerAThenB(topic(), ports(2), s.whole, s.firstEnd, s.secondEnd, s.hooks());
+    expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
+    expect(last).toMatchObject({ failed: 0 });
+    expect(want.get('k5')).toEqual({ n: 1 });
+  });
+
+  it('deletes across chunks, a later chunk failing after a purge could land: never a replay from nothing', async () => {
+    const s = purgeAcrossChunks;
+    const { last, committed, got, want } = await ownerAThenB(topic(), ports(1), s.whole, s.firstEnd, s.secondEnd, s.hooks());
+    expect(last).toMatchObject({ failed: 1 });
+    expect(committed).toBeLessThan(s.whole.length);
+    expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
+    expect(want.has('k5')).toBe(false);
+  });
+}

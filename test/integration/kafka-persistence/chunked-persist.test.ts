@@ -8,7 +8,7 @@ import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique } from '../kafka/support';
-import { type Count, foldBetweenChunks, ownerAThenB, purgeAcrossChunks, type StoryPorts } from './chunked-persist-story';
+import { chunkedPersistTests, type Count, type StoryPorts } from './chunked-persist-story';
 
 describe('multi-transaction persists on the real broker', () => {
   let client: KafkaClient;
@@ -66,20 +66,5 @@ describe('multi-transaction persists on the real broker', () => {
     };
   }
 
-  it('a key deleted or revived between the transactions of one persist: each write carries its state as planned', async () => {
-    const s = foldBetweenChunks;
-    const { last, got, want } = await ownerAThenB(input, ports(2), s.whole, s.firstEnd, s.secondEnd, s.hooks());
-    expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
-    expect(last).toMatchObject({ failed: 0 });
-    expect(want.get('k5')).toEqual({ n: 1 });
-  });
-
-  it('a purge whose transaction cannot commit past the deletion leaves a marker: a later transaction failing replays nothing from nothing', async () => {
-    const s = purgeAcrossChunks;
-    const { last, committed, got, want } = await ownerAThenB(input, ports(1), s.whole, s.firstEnd, s.secondEnd, s.hooks());
-    expect(last).toMatchObject({ failed: 1 });
-    expect(committed).toBeLessThan(7);
-    expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
-    expect(want.has('k5')).toBe(false);
-  });
+  chunkedPersistTests(() => input, ports);
 });
