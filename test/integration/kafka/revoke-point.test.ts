@@ -148,4 +148,39 @@ describe('revoke point on the real broker', () => {
       await closeAll(async () => member?.consumer.disconnect());
     }
   });
+
+  // A graceful stop's flush commits at the `leave` revoke point, which kafkajs runs after its
+  // runner stopped: upstream, consumer.commitOffsets then returned without sending anything, and
+  // the engine took the commit for landed — its committed offset moved past delete markers it then
+  // purged, and the next owner replayed those keys from the real (older) commit with no state
+  // (chaos seed 2: a wrong `deleted` output). A commit there must land, or fail.
+  it('a commit at the leave revoke point lands (or fails): never resolves without committing', async () => {
+    const groupId = unique('group');
+    const offsets = new CommittedOffsets(client);
+    const outcomes: string[] = [];
+    let member: RunningMember | undefined;
+    try {
+      await fillInput(client, input, [0], 10);
+      member = await startMember(
+        client,
+        withRevokePoint({ groupId }, async (r) => {
+          if (r.reason !== 'leave') return;
+          try {
+            await member!.consumer.commitOffsets([{ topic: input, partition: 0, offset: '7' }]);
+            outcomes.push('resolved');
+          } catch (err) {
+            outcomes.push(`rejected: ${(err as Error).message}`);
+          }
+        }),
+        input,
+      );
+      const running = member;
+      await waitFor('both partitions assigned', () => running.membership.current()?.assignment[input]?.length === 2);
+      await running.consumer.disconnect();
+      expect(outcomes).toEqual(['resolved']);
+      expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('7');
+    } finally {
+      await closeAll(async () => member?.consumer.disconnect(), () => offsets.close());
+    }
+  });
 });
