@@ -22,7 +22,7 @@ import {
   caughtUp,
   committed,
   compareOffsetHash,
-  deleteRunTopicsAndGroup,
+  endFlowRun,
   eventually,
   type FlowWorker,
   offsetHashEnv,
@@ -30,7 +30,7 @@ import {
   sleep,
   spawnWorker,
   StatusWatcher,
-  terminateFlowWorkflows,
+  runMain,
 } from './lib/flow-workers';
 import { startProgress } from './lib/progress';
 import { benchKafka, uniqueName } from './lib/records';
@@ -216,21 +216,8 @@ async function runTrial(): Promise<Trial> {
       load_avg_1m: Number(load.toFixed(2)),
     };
   } finally {
-    await input?.stop().catch(() => undefined);
-    for (const w of workers) w.kill();
-    await Promise.all(workers.map((w) => w.exited));
-    await watcher?.close();
-    await producer.disconnect().catch(() => undefined);
-    await admin.disconnect().catch(() => undefined);
-    await terminateFlowWorkflows(id, id, PARTITIONS);
-    await deleteRunTopicsAndGroup(id, id, brokers);
+    await endFlowRun({ id, partitions: PARTITIONS, brokers, input, workers, watcher, producer, admin });
   }
 }
 
-main().then(
-  () => process.exit(process.exitCode ?? 0),
-  (err) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);

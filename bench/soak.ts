@@ -19,7 +19,7 @@ import { sized } from './lib/args';
 import {
   caughtUp,
   compareOffsetHash,
-  deleteRunTopicsAndGroup,
+  endFlowRun,
   eventually,
   type FlowWorker,
   offsetHashEnv,
@@ -27,7 +27,7 @@ import {
   sleep,
   spawnWorker,
   StatusWatcher,
-  terminateFlowWorkflows,
+  runMain,
 } from './lib/flow-workers';
 import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, productCommit, writeResults } from './lib/results';
@@ -194,21 +194,8 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
-    await input?.stop().catch(() => undefined);
-    for (const x of workers) x.kill();
-    await Promise.all(workers.map((x) => x.exited));
-    await watcher?.close();
-    await producer.disconnect().catch(() => undefined);
-    await admin.disconnect().catch(() => undefined);
-    await terminateFlowWorkflows(id, id, PARTITIONS);
-    await deleteRunTopicsAndGroup(id, id, brokers);
+    await endFlowRun({ id, partitions: PARTITIONS, brokers, input, workers, watcher, producer, admin });
   }
 }
 
-main().then(
-  () => process.exit(process.exitCode ?? 0),
-  (err) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -286,3 +286,38 @@ export class SteadyLoad {
     return this.loop;
   }
 }
+
+/** What a run of worker processes leaves behind: its load, workers, connections, workflows, topics and group. */
+export interface FlowRun {
+  id: string;
+  partitions: number;
+  brokers: string[];
+  input?: SteadyLoad;
+  workers: FlowWorker[];
+  watcher?: StatusWatcher;
+  producer: { disconnect(): Promise<void> };
+  admin: { disconnect(): Promise<void> };
+}
+
+/** Ends a run whatever state it is in: the load stopped, every worker killed, everything it made removed. */
+export async function endFlowRun(r: FlowRun): Promise<void> {
+  await r.input?.stop().catch(() => undefined);
+  for (const w of r.workers) w.kill();
+  await Promise.all(r.workers.map((w) => w.exited));
+  await r.watcher?.close();
+  await r.producer.disconnect().catch(() => undefined);
+  await r.admin.disconnect().catch(() => undefined);
+  await terminateFlowWorkflows(r.id, r.id, r.partitions);
+  await deleteRunTopicsAndGroup(r.id, r.id, r.brokers);
+}
+
+/** A benchmark's entry point: exit 0 (or the exit code it set), or 1 with the error on stderr. */
+export function runMain(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(process.exitCode ?? 0),
+    (err) => {
+      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
