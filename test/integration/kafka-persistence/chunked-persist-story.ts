@@ -13,6 +13,10 @@ import { PartitionFlow, type PersistResult } from '../../../flow/partition-flow'
 import type { PartitionPersistence, WriteBatch, WriteBatchResult } from '../../../flow/ports';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
+import { KafkaAdmin } from '../../../kafka/admin';
+import type { KafkaClient } from '../../../kafka/client';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
+import { closeAll, fillInput, type RunningMember, startMember, testClient, unique } from '../kafka/support';
 import { textCodec } from './harness';
 
 /** A key's count of `v` records; the third deletes it (a delete that depends on the state), and so does `del`. */
@@ -160,14 +164,60 @@ export const purgeAcrossChunks = {
   }),
 };
 
+/** What a backend's persistence is made from: the test's client, input topic, group and member. */
+export interface SuiteEnv {
+  readonly client: KafkaClient;
+  readonly input: string;
+  readonly groupId: string;
+  readonly member: RunningMember;
+  /** Topics to delete after the test (the input is already there). */
+  readonly topics: string[];
+  /** Run after the test, before the member leaves (backends to close). */
+  readonly closers: Array<() => Promise<unknown>>;
+}
+
 /**
- * The two stories as tests, for a backend whose `ports(maxWrites)` gives the owners' persistence
- * at `maxWrites` key writes a chunk; `topic()` is the test's input topic.
+ * The two stories as tests on the real broker: an input topic filled so committed offsets are in
+ * range, a real group member whose commits (or transactions' offsets) the owners make, and the
+ * group's committed offset read from the broker. `persistence(env, maxWrites)` gives an owner's
+ * persistence at `maxWrites` key writes a chunk (a new one per call, as after an assignment).
  */
-export function chunkedPersistTests(topic: () => string, ports: (maxWrites: number) => StoryPorts): void {
+export function chunkedPersistSuite(name: string, persistence: (env: SuiteEnv, maxWrites: number) => () => Promise<PartitionPersistence<Count, string>>): void {
+  let env: SuiteEnv;
+  let admin: KafkaAdmin;
+  let offsets: CommittedOffsets;
+
+  beforeEach(async () => {
+    const client = await testClient(name);
+    admin = new KafkaAdmin(client);
+    offsets = new CommittedOffsets(client);
+    const input = unique('input');
+    const groupId = unique('group');
+    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
+    await fillInput(client, input, [0], 20);
+    const member = await startMember(client, { groupId }, input);
+    await member.membership.waitForJoin(30_000);
+    env = { client, input, groupId, member, topics: [input], closers: [] };
+  });
+
+  afterEach(async () => {
+    await closeAll(
+      ...env.closers.splice(0),
+      () => env.member.consumer.disconnect(),
+      () => offsets.close(),
+      () => admin.deleteTopics(env.topics.splice(0)),
+      () => admin.close(),
+    );
+  });
+
+  const ports = (maxWrites: number): StoryPorts => {
+    const open = persistence(env, maxWrites);
+    return { persistence: open, committed: async () => Number((await offsets.fetch(env.groupId, env.input, [0])).get(0) ?? 0) };
+  };
+
   it('a key deleted or revived between the chunks of one persist: each write carries its state as planned', async () => {
     const s = foldBetweenChunks;
-    const { last, got, want } = await ownerAThenB(topic(), ports(2), s.whole, s.firstEnd, s.secondEnd, s.hooks());
+    const { last, got, want } = await ownerAThenB(env.input, ports(2), s.whole, s.firstEnd, s.secondEnd, s.hooks());
     expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
     expect(last).toMatchObject({ failed: 0 });
     expect(want.get('k5')).toEqual({ n: 1 });
@@ -175,7 +225,7 @@ export function chunkedPersistTests(topic: () => string, ports: (maxWrites: numb
 
   it('deletes across chunks, a later chunk failing after a purge could land: never a replay from nothing', async () => {
     const s = purgeAcrossChunks;
-    const { last, committed, got, want } = await ownerAThenB(topic(), ports(1), s.whole, s.firstEnd, s.secondEnd, s.hooks());
+    const { last, committed, got, want } = await ownerAThenB(env.input, ports(1), s.whole, s.firstEnd, s.secondEnd, s.hooks());
     expect(last).toMatchObject({ failed: 1 });
     expect(committed).toBeLessThan(s.whole.length);
     expect(Object.fromEntries(got)).toEqual(Object.fromEntries(want));
