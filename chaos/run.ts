@@ -31,7 +31,7 @@ import { compareStates, OutputCheck } from './oracle';
 import { Outages } from './outages';
 import { type ModeVerdict, report } from './report';
 import { Sampler } from './sampler';
-import { FAULT_KINDS, faultTarget, planFaults, prng, splitPlan } from './schedule';
+import { FAULT_KINDS, faultTarget, onlyWeights, planFaults, prng, splitPlan } from './schedule';
 import { PrivateServers, portsFrom } from './servers';
 import {
   CATCH_UP_IDLE_MS,
@@ -60,6 +60,7 @@ import {
   STATUS_EVERY_MS,
   say,
   WORKERS,
+  FAULTS_ONLY,
 } from './settings';
 import { closeStatuses, statuses, statusLine } from './status';
 import { TcpProxy } from './tcp-proxy';
@@ -165,6 +166,7 @@ async function main(): Promise<number> {
       modes: MODE_IDS.length,
       cassandra: withCassandra,
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      weights: onlyWeights(FAULTS_ONLY),
     });
     const plans = PARALLEL
       ? [fullPlan]

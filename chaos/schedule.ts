@@ -94,6 +94,13 @@ export function prng(seed: number): () => number {
 
 export const DEFAULT_WEIGHTS = Object.fromEntries(FAULT_TYPES.map((t) => [t, FAULT_KINDS[t].weight])) as Record<FaultType, number>;
 
+/** Weights that keep only `kinds` (undefined: every kind at its default weight); an unknown kind is an error. */
+export function onlyWeights(kinds: readonly string[] | undefined): Partial<Record<FaultType, number>> | undefined {
+  if (kinds === undefined) return undefined;
+  for (const k of kinds) if (!(FAULT_TYPES as readonly string[]).includes(k)) throw new Error(`unknown fault kind ${k}: one of ${FAULT_TYPES.join(', ')}`);
+  return Object.fromEntries(FAULT_TYPES.map((t) => [t, kinds.includes(t) ? DEFAULT_WEIGHTS[t] : 0])) as Record<FaultType, number>;
+}
+
 export interface ScheduleOptions {
   seed: number;
   faults: number;

@@ -19,6 +19,8 @@ export const WRITE_BENCH = argv.includes('--write-results');
 /** All modes at once (one fault schedule over them all) instead of one mode after the other. */
 export const PARALLEL = argv.includes('--parallel');
 export const CASSANDRA_KILL9 = argv.includes('--cassandra-kill9');
+/** Only these fault kinds (comma-separated, e.g. to reproduce a finding); default every kind. */
+export const FAULTS_ONLY = flag('faults-only')?.split(',').map((s) => s.trim()).filter(Boolean);
 const positive = (name: string, fallback: number): number => {
   const v = Number(flag(name) ?? fallback);
   if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer, got ${flag(name)}`);

@@ -1,4 +1,4 @@
-import { countByType, FAULT_KINDS, FAULT_TYPES, faultTarget, planFaults, prng, splitPlan } from '../../../chaos/schedule';
+import { countByType, FAULT_KINDS, FAULT_TYPES, faultTarget, onlyWeights, planFaults, prng, splitPlan } from '../../../chaos/schedule';
 
 const base = { seed: 42, faults: 120, phaseMs: 600_000, modes: 3, cassandra: true, sessionTimeoutMs: 6000 };
 
@@ -67,6 +67,16 @@ describe('chaos schedule', () => {
     const plan = planFaults({ ...base, weights: { 'kafka-kill9': 0 } });
     expect(countByType(plan)['kafka-kill9']).toBe(0);
     expect(() => planFaults({ ...base, faults: -1 })).toThrow();
+  });
+
+  test('--faults-only: only the kinds named, each at its own weight; an unknown kind is an error', () => {
+    expect(onlyWeights(undefined)).toBeUndefined();
+    const plan = planFaults({ ...base, weights: onlyWeights(['worker-commit-cut', 'worker-kill9']) });
+    const byType = countByType(plan);
+    expect(byType['worker-commit-cut'] + byType['worker-kill9']).toBe(base.faults);
+    expect(byType['worker-commit-cut']).toBeGreaterThan(0);
+    expect(byType['worker-kill9']).toBeGreaterThan(byType['worker-commit-cut']); // weight 4 against 2
+    expect(() => onlyWeights(['worker-kil9'])).toThrow(/unknown fault kind worker-kil9/);
   });
 });
 
