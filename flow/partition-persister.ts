@@ -47,7 +47,14 @@ export class PartitionPersister<S, V> {
     const started = performance.now();
     const strict = timed(reason) && !this.s.policy.ignorePersistErrors;
     const capturedNext = this.position();
-    const plan = planPersist(this.s, now, reason, capturedNext);
+    let plan: ReturnType<typeof planPersist<S, V>>;
+    try {
+      plan = planPersist(this.s, now, reason, capturedNext);
+    } catch (err) {
+      // A key that cannot be planned (a corrupt snapshot decoded now, a broken invariant) stops
+      // the partition before anything is written.
+      throw this.fail(err);
+    }
     let tally: PersistTally;
     try {
       tally = await writePlanned(this.s, plan, now, capturedNext, strict);

@@ -1,3 +1,4 @@
+import { PartitionStateError } from './errors';
 import type { KeyFlow } from './key-flow';
 import type { PersistReason, PersistScope } from './persist-types';
 import type { PendingOutput } from '../core/emitted-outputs';
@@ -108,6 +109,7 @@ export function planPersist<S, V>(s: PersistScope<S, V>, now: number, reason: Pe
       }
       continue;
     }
+    if (kf.state === undefined) throw undefinedPut(s, kf, busy, hold, holdAfter);
     kf.beginWrite();
     planned.push(plannedWrite(kf, hold, holdAfter, 'put', takeEvents(kf), takeOutputs(kf)));
   }
@@ -165,6 +167,35 @@ function planDeletes<S, V>(s: PersistScope<S, V>, deleted: readonly KeyFlow<S, V
       s.keys.live.delete(kf.key);
     }
   }
+}
+
+/**
+ * A key with a state (`hasState`) whose state reads as undefined: an engine invariant broken, seen
+ * once in a chaos run at production load and not reproduced since. Stops the partition before
+ * anything is written (it recovers from the store), with what the key's bookkeeping said — never
+ * its key or state — so that the next occurrence tells where it came from.
+ */
+function undefinedPut<S, V>(s: PersistScope<S, V>, kf: KeyFlow<S, V>, busy: boolean, hold: number, holdAfter: number): PartitionStateError {
+  const facts = {
+    hasState: kf.hasState,
+    lazy: kf.lazy,
+    busy,
+    folding: kf.x?.at !== undefined,
+    queued: kf.x?.queue?.length ?? 0,
+    stored: kf.stored,
+    dirty: kf.dirty,
+    changed: kf.changedSinceWrite,
+    outputs: kf.outputs?.length ?? 0,
+    lastOffset: kf.lastOffset,
+    hold,
+    holdAfter,
+    committed: s.committed,
+    live: s.keys.live.get(kf.key) === kf,
+    writing: s.keys.writing.has(kf),
+  };
+  return new PartitionStateError(
+    `topic "${s.topic}" partition ${s.partition}: a key to persist has no state although it should (engine invariant; please report): ${JSON.stringify(facts)}`,
+  );
 }
 
 function plannedWrite<S, V>(
