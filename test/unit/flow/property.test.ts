@@ -2,7 +2,8 @@
 // persisted state (batches folded while a persist's chunks are in flight among them), the flow ends in the state a plain fold over the input gives, and no record is
 // applied twice (each key's state lists the offsets folded into it since its last reset). The
 // fold deletes state-dependently ('pop' of the last entry deletes the key; 'pop' of nothing is a
-// state of its own), so a replay that restarts a deleted key from empty shows. Only the injected
+// state of its own), so a replay that restarts a deleted key from empty shows; every 'x' emits an
+// output, and each must be produced (several per key between its writes, some under maxPendingOutputs). Only the injected
 // faults restart the partition: any other error from the engine fails the property.
 import fc from 'fast-check';
 import { ManualClock } from '../../../flow/clock';
@@ -19,13 +20,15 @@ import { Registry } from 'prom-client';
 import { TP, textCodec } from './harness';
 
 type State = string[];
-const syncFold: Fold<State, string> = (s, r) => {
+const syncFold: Fold<State, string> = (s, r, ctx) => {
   if (r.value === 'boom') throw new Error('a poison record'); // skipped or dead-lettered by policy
   if (r.value === 'reset') return undefined;
   if (r.value === 'pop') {
     if (s === undefined) return [`-${r.offset}`]; // differs from what the same record does to a state
     return s.length === 1 ? undefined : s.slice(0, -1);
   }
+  // Every 'x' emits (a run of several outputs on a key between its writes); the reference fold discards them.
+  if (r.value === 'x') ctx.emit({ topic: 'out', key: r.key, value: r.offset });
   return [...(s ?? []), r.offset];
 };
 
@@ -105,6 +108,7 @@ const scenario = fc.record({
   atomic: fc.boolean(),
   async: fc.boolean(),
   onFoldFailure: fc.constantFrom<'skip' | 'dead-letter'>('skip', 'dead-letter'),
+  maxPendingOutputs: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
   timers: fc.record({
     persistPeriodically: fc.option(
       fc.record({
@@ -168,6 +172,8 @@ describe('PartitionFlow property: restarts and failures never change the result'
             timers: timerPolicy(timers),
             onFoldFailure: s.onFoldFailure,
             deadLetterTopic: 'dead-letters',
+            outputs: { topics: new Set(['out']), encoder: { encode: (v) => Buffer.from(String(v)), encodeText: (v) => String(v) } },
+            maxPendingOutputs: s.maxPendingOutputs,
             clock,
             metrics,
           });
@@ -234,9 +240,13 @@ describe('PartitionFlow property: restarts and failures never change the result'
         // Every poison record was dead-lettered (at least once: this backend has no transaction).
         const booms = messages.filter((m) => String(m.value) === 'boom' && m.key !== null).map((m) => m.offset);
         if (s.onFoldFailure === 'dead-letter') {
-          const lettered = new Set(backend.outputs.sent.map((o) => String(o.headers?.['kafka-flow-dead-letter-offset'])));
+          const lettered = new Set(backend.outputs.sent.filter((o) => o.topic === 'dead-letters').map((o) => String(o.headers?.['kafka-flow-dead-letter-offset'])));
           expect([...lettered].sort()).toEqual([...new Set(booms)].sort());
-        } else expect(backend.outputs.sent).toEqual([]);
+        } else expect(backend.outputs.sent.filter((o) => o.topic === 'dead-letters')).toEqual([]);
+        // Every emit of a record that stays folded was produced (at least once: no transaction here).
+        const emitted = new Set(backend.outputs.sent.filter((o) => o.topic === 'out').map((o) => String(o.headers?.['kafka-flow-source'])));
+        const emits = messages.filter((m) => String(m.value) === 'x' && m.key !== null).map((m) => `${TP.topic}/${TP.partition}/${m.offset}/0`);
+        expect(emits.filter((e) => !emitted.has(e))).toEqual([]);
         if (s.mode !== 'journal') expect(backend.snapshots.entries(TP)).toEqual(new Map([...expected].map(([k, v]) => [k, expect.objectContaining({ state: v })])));
       }),
       { numRuns: Number(process.env.PROPERTY_RUNS ?? 300) },
