@@ -63,11 +63,13 @@ export interface RunOutcome {
   timeline: string[];
   verdicts: ModeVerdict[];
   driverErrors: number;
+  /** Files of the code the workers load that changed during the run (CheckoutWatch): any voids it. */
+  checkoutChanges: readonly string[];
 }
 
 /** Prints the report and writes the results; the exit code: 1 when the oracle failed. */
 export function report(o: RunOutcome): number {
-  const { outages, dir, logDir, servers, modes, samplers, faultLog, events, startupProblems, stuck, unrecovered, caughtUp, offsetsAtEnd, exits, timeline, verdicts, driverErrors } = o;
+  const { outages, dir, logDir, servers, modes, samplers, faultLog, events, startupProblems, stuck, unrecovered, caughtUp, offsetsAtEnd, exits, timeline, verdicts, driverErrors, checkoutChanges } = o;
   const applied = faultLog.filter((f) => !f.skipped && !f.error);
   const byType = countByType(applied);
   const recoveries = applied
@@ -128,6 +130,7 @@ export function report(o: RunOutcome): number {
     chaos_workers_started: modes.reduce((a, m) => a + m.pool.all.length, 0),
     chaos_session_timeout_s: SESSION_TIMEOUT_MS / 1000,
     chaos_driver_errors: driverErrors,
+    chaos_checkout_changes: checkoutChanges.length,
     chaos_startup_stuck_partitions: startupProblems.length,
     chaos_caught_up: allCaughtUp ? 1 : 0,
     chaos_offsets_at_end: allAtEnd ? 1 : 0,
@@ -210,6 +213,7 @@ export function report(o: RunOutcome): number {
     seed: SEED,
     parallel: PARALLEL,
     product_commit: PRODUCT_COMMIT,
+    checkout_changes: checkoutChanges,
     modes: MODE_IDS,
     partitions: PARTITIONS,
     keys: KEYS,
@@ -238,7 +242,12 @@ export function report(o: RunOutcome): number {
   say(`results: ${file}`);
 
   const failed =
-    wrong > 0 || wrongOutputs > 0 || lostOutputs > 0 || duplicatedOutputs > 0 || wrongDeadLetters > 0 || lostDeadLetters > 0 || duplicatedDeadLetters > 0 || !allCaughtUp || !allAtEnd;
+    wrong > 0 || wrongOutputs > 0 || lostOutputs > 0 || duplicatedOutputs > 0 || wrongDeadLetters > 0 || lostDeadLetters > 0 || duplicatedDeadLetters > 0 || !allCaughtUp || !allAtEnd || checkoutChanges.length > 0;
+  if (checkoutChanges.length > 0) {
+    process.stdout.write(
+      `\nTHE CHECKOUT CHANGED DURING THE RUN (${checkoutChanges.slice(0, 10).join(', ')}${checkoutChanges.length > 10 ? ', …' : ''}): workers started after the change ran other code, so the run does not measure one version. Run it again without touching the checkout.\n`,
+    );
+  }
   if (wrong > 0) {
     process.stdout.write('\nWRONG KEYS (expected = reference fold of the input topic, actual = inspect):\n');
     for (const v of verdicts) {

@@ -22,6 +22,7 @@ import type { Producer } from 'kafkajs';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
 import { inspectFlow } from '../workers/inspect';
+import { CheckoutWatch } from './checkout-watch';
 import type { FaultRecord } from './fault-log';
 import { executeFault } from './faults';
 import { readDeadLetters, readInput, readOutputs } from './input';
@@ -79,7 +80,8 @@ async function main(): Promise<number> {
   Object.assign(process.env, servers.directEnv);
   say(`chaos: seed ${SEED}, ${FAULTS} faults over ${PHASE_MS / 1000} s, modes ${MODE_IDS.join(', ')} (${PARALLEL ? 'all at once' : 'one after the other, each its share of the faults and of the time'}), ${PARTITIONS} partitions, ${KEYS} keys, ${RATE} records/s per mode${QUICK ? ' (quick)' : ''}`);
   say(`worker logs, server data and the fault log: ${dir}`);
-  say(`product code: ${PRODUCT_COMMIT} (workers run this checkout as it is when each one starts)`);
+  say(`product code: ${PRODUCT_COMMIT} (workers run this checkout as it is when each one starts: a change to it voids the run)`);
+  const checkout = new CheckoutWatch(path.resolve(__dirname, '..')).start();
 
   const faultLog: FaultRecord[] = [];
   const startupProblems: string[] = [];
@@ -329,8 +331,9 @@ async function main(): Promise<number> {
       }
     }
 
-    return report({ outages, dir, logDir, servers, modes, samplers, faultLog, events, startupProblems, stuck, unrecovered, caughtUp, offsetsAtEnd, exits, timeline, verdicts, driverErrors });
+    return report({ outages, dir, logDir, servers, modes, samplers, faultLog, events, startupProblems, stuck, unrecovered, caughtUp, offsetsAtEnd, exits, timeline, verdicts, driverErrors, checkoutChanges: checkout.changes });
   } finally {
+    checkout.close();
     for (const c of cleanups) await c().catch(() => undefined);
     for (const m of modes) await m.producer.stop().catch(() => undefined);
     await Promise.all(modes.map((m) => m.pool.killAll()));
