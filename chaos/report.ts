@@ -238,7 +238,7 @@ export function report(o: RunOutcome): number {
     dir,
   };
   fs.writeFileSync(path.join(dir, 'faults.json'), `${JSON.stringify(faultLog, null, 2)}\n`);
-  const file = writeResults('chaos', figures, { versions: { kafka: '4.3.1', temporalCli: '1.9.1', cassandra: '5.0.6' }, notes, outDir: WRITE_BENCH ? undefined : dir });
+  const file = writeResults('chaos', figures, { versions: { kafka: '4.3.1', temporalCli: '1.9.1', cassandra: '5.0.6' }, notes, outDir: WRITE_BENCH ? undefined : dir, productCommit: PRODUCT_COMMIT });
   say(`results: ${file}`);
 
   const failed =
