@@ -170,10 +170,9 @@ function planDeletes<S, V>(s: PersistScope<S, V>, deleted: readonly KeyFlow<S, V
 }
 
 /**
- * A key with a state (`hasState`) whose state reads as undefined: an engine invariant broken, seen
- * once in a chaos run at production load and not reproduced since. Stops the partition before
- * anything is written (it recovers from the store), with what the key's bookkeeping said — never
- * its key or state — so that the next occurrence tells where it came from.
+ * A key with a state (`hasState`) whose state reads as undefined: an engine invariant broken. Stops
+ * the partition before anything is written (it recovers from the store), with what the key's
+ * bookkeeping said — never its key or state — so that an occurrence tells where it came from.
  */
 function undefinedPut<S, V>(s: PersistScope<S, V>, kf: KeyFlow<S, V>, busy: boolean, hold: number, holdAfter: number): PartitionStateError {
   const facts = {
