@@ -39,6 +39,8 @@ export function privateCassandra(dataDir: string, port: number, storagePort: num
   return {
     up: () => infra('up'),
     down: () => infra('down'),
+    /** kill -9 of the server (no drain, no flush: what a crashed node leaves). */
+    kill9: () => process.kill(pid(), 'SIGKILL'),
     pause: () => process.kill(pid(), 'SIGSTOP'),
     resume: () => process.kill(pid(), 'SIGCONT'),
     contactPoint: `127.0.0.1:${port}`,
