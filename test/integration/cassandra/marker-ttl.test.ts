@@ -18,9 +18,9 @@ import { closeAll, dropKeyspace, keyspaceName, numberCodec, rawClient, startBack
 
 const keyspace = keyspaceName('kft_marker_ttl');
 const P = { topic: 'orders', partition: 0 };
-/** The smallest TTL Cassandra has (whole seconds); the test waits past it. */
-const FENCE_ROW_TTL = '1s';
-const PAST_TTL_MS = 2500;
+/** A short TTL (whole seconds), long enough that a persist and a read on a busy machine fit in it; the test waits past it. */
+const FENCE_ROW_TTL = '3s';
+const PAST_TTL_MS = 4500;
 let raw: Client;
 
 beforeAll(async () => {
