@@ -1,7 +1,7 @@
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import { OffsetCommitFailedError, PersistFailedError } from './errors';
 import { formatOffset } from './offsets';
-import { planPersist } from './persist-plan';
+import { type PersistPlan, planPersist } from './persist-plan';
 import { type PersistReason, type PersistResult, type PersistScope, timed } from './persist-types';
 import { type PersistTally, writePlanned } from './persist-writes';
 
@@ -47,7 +47,7 @@ export class PartitionPersister<S, V> {
     const started = performance.now();
     const strict = timed(reason) && !this.s.policy.ignorePersistErrors;
     const capturedNext = this.position();
-    let plan: ReturnType<typeof planPersist<S, V>>;
+    let plan: PersistPlan<S, V>;
     try {
       plan = planPersist(this.s, now, reason, capturedNext);
     } catch (err) {

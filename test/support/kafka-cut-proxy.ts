@@ -119,6 +119,14 @@ export class KafkaCutProxy {
 
   constructor(readonly target: { host: string; port: number }) {}
 
+  /** A started proxy in front of `client`'s first broker. */
+  static async before(client: KafkaClient): Promise<KafkaCutProxy> {
+    const [host, port] = client.brokers[0]!.split(':');
+    const proxy = new KafkaCutProxy({ host: host!, port: Number(port) });
+    await proxy.start();
+    return proxy;
+  }
+
   get port(): number {
     const a = this.server?.address();
     if (!a || typeof a !== 'object') throw new Error('the proxy is not listening');

@@ -4,38 +4,14 @@
 // had 1,554 and fold from empty states: the infra node ran with cassandra.unsafesystem, so the
 // schema created since its last flush did not survive the kill (the tables came back unknown,
 // their commit-log writes skipped, then re-created empty).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { CassandraBackend } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import { freePort, privateCassandra } from '../../support/private-cassandra';
-import { keyspaceName, recoverStates, roundRobin, step, type Tally, tallyFlow } from './support';
+import { privateNodeBackend, recoverStates, roundRobin, step, tallyFlow } from './support';
 
 describe('recovery right after a Cassandra kill -9 (a private Cassandra)', () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'kft-cassandra-kill9-'));
-  let cassandra: ReturnType<typeof privateCassandra> | undefined;
-  let backend: CassandraBackend<Tally, number> | undefined;
-
-  afterAll(async () => {
-    try {
-      await backend?.close().catch(() => undefined);
-      await cassandra?.down().catch(() => undefined);
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, 60_000);
+  const node = privateNodeBackend('kill9');
 
   it('lists and recovers every key persisted before the kill', async () => {
-    cassandra = privateCassandra(dataDir, await freePort(), await freePort());
-    await cassandra.up();
-    backend = await CassandraBackend.start<Tally, number>({
-      applicationId: 'app',
-      groupId: 'group',
-      keyspace: keyspaceName('kft_kill9'),
-      contactPoints: [cassandra.contactPoint],
-      clientOptions: { socketOptions: { connectTimeout: 1000 } },
-    });
+    const { cassandra, backend } = await node.start();
     const group = new InMemoryOffsetCommitter();
     const tp = { topic: 'orders', partition: 1 };
     const { flow, clock } = tallyFlow(await backend.forPartition({ ...tp, generation: 1, committer: group }), '0', tp);

@@ -2,42 +2,18 @@
 // shared server is never touched): a persist fails with a clear error, no offset is committed
 // past what was written, and once Cassandra is back processing resumes with nothing lost — in
 // the same flow with ignorePersistErrors, and through the next assignment's recovery without.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { PersistFailedError } from '../../../flow/errors';
-import { CassandraBackend, CassandraPersistenceError } from '../../../persistence/cassandra';
+import { CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import { freePort, privateCassandra } from '../../support/private-cassandra';
-import { expectedTallies, keyspaceName, recoverStates, roundRobin, step, type Tally, tallyFlow } from './support';
+import { expectedTallies, privateNodeBackend, recoverStates, roundRobin, step, tallyFlow } from './support';
 
 describe('Cassandra down mid-run (a private Cassandra)', () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'kft-cassandra-outage-'));
-  let cassandra: ReturnType<typeof privateCassandra> | undefined;
-  let backend: CassandraBackend<Tally, number> | undefined;
-
-  afterAll(async () => {
-    try {
-      await backend?.close().catch(() => undefined);
-      await cassandra?.down().catch(() => undefined);
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, 60_000);
+  // The backend's default reconnection policy (capped at 2 s) is under test here.
+  const node = privateNodeBackend('outage');
 
   it('fails the persist clearly, commits nothing past the writes, resumes with nothing lost', async () => {
     const started = Date.now();
-    cassandra = privateCassandra(dataDir, await freePort(), await freePort());
-    await cassandra.up();
-
-    backend = await CassandraBackend.start<Tally, number>({
-      applicationId: 'app',
-      groupId: 'group',
-      keyspace: keyspaceName('kft_outage'),
-      contactPoints: [cassandra.contactPoint],
-      // The backend's default reconnection policy (capped at 2 s) is under test here.
-      clientOptions: { socketOptions: { connectTimeout: 1000 } }, // reads: the driver's 12 s (a fresh node on a busy machine lists slowly)
-    });
+    const { cassandra, backend } = await node.start();
     const group = new InMemoryOffsetCommitter();
     const strictP = { topic: 'orders', partition: 0 };
     const lenientP = { topic: 'orders', partition: 1 };
@@ -101,7 +77,7 @@ describe('Cassandra down mid-run (a private Cassandra)', () => {
 
     // Nothing lost: fresh recoveries hold exactly the fold of every record.
     const states = async (p: typeof strictP) =>
-      new Map([...(await recoverStates(await backend!.forPartition({ ...p, generation: 3, committer: group })))].map(([k, v]) => [k, v.state]));
+      new Map([...(await recoverStates(await backend.forPartition({ ...p, generation: 3, committer: group })))].map(([k, v]) => [k, v.state]));
     expect(await states(strictP)).toEqual(expectedTallies(input.slice(0, 200)));
     expect(await states(lenientP)).toEqual(expectedTallies(input));
     process.stderr.write(`cassandra outage test: ${Math.round((Date.now() - started) / 1000)} s (two starts and two stops of a private Cassandra)\n`);

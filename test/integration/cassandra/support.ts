@@ -3,7 +3,10 @@
  * CASSANDRA_CONTACT_POINTS, a keyspace per test file (dropped after), backends on their own
  * clients, and a driver for PartitionFlows on a manual clock.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client } from 'cassandra-driver';
 import { ManualClock } from '../../../flow/clock';
 import type { Fold } from '../../../flow/fold';
@@ -13,6 +16,7 @@ import { timerPolicy } from '../../../flow/timers';
 import { CassandraBackend, type CassandraBackendOptions } from '../../../persistence/cassandra';
 import type { PartitionPersistence } from '../../../flow/ports';
 import type { PersistenceMode } from '../../../core/persistence-types';
+import { freePort, privateCassandra } from '../../support/private-cassandra';
 import { cassandraContactPoints, unique } from '../../support/servers';
 
 export { unique };
@@ -168,4 +172,39 @@ export async function recoverStates<S, V>(persistence: PartitionPersistence<S, V
     out.set(found.key, { state: found.snapshot?.state, offset: found.snapshot?.offset, events: found.events?.length });
   }
   return out;
+}
+
+/**
+ * A private Cassandra (its own data dir and ports: the shared server is never touched) for a test
+ * file that stops, kills or restarts it, and a Tally backend on it (keyspace `kft_<name>_…`; connect
+ * timeout 1 s, reads the driver's 12 s, the backend's reconnection policy capped at 2 s). Call it
+ * in the describe: the node, the backend and the data dir go after the file.
+ */
+export function privateNodeBackend(name: string) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `kft-cassandra-${name}-`));
+  let cassandra: ReturnType<typeof privateCassandra> | undefined;
+  let backend: CassandraBackend<Tally, number> | undefined;
+  afterAll(async () => {
+    try {
+      await backend?.close().catch(() => undefined);
+      await cassandra?.down().catch(() => undefined);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+  return {
+    /** Starts the node, then the backend on it. */
+    async start() {
+      cassandra = privateCassandra(dataDir, await freePort(), await freePort());
+      await cassandra.up();
+      backend = await CassandraBackend.start<Tally, number>({
+        applicationId: 'app',
+        groupId: 'group',
+        keyspace: keyspaceName(`kft_${name}`),
+        contactPoints: [cassandra.contactPoint],
+        clientOptions: { socketOptions: { connectTimeout: 1000 } },
+      });
+      return { cassandra, backend };
+    },
+  };
 }

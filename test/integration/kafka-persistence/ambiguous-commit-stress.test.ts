@@ -56,9 +56,7 @@ describe('ambiguous commits under load, on the real broker', () => {
     const groupId = unique('group');
     await admin.ensureTopics([{ topic: input, partitions: 1 }]);
     closers.push(() => admin.deleteTopics([input, output, snapshotTopic]));
-    const [host, port] = client.brokers[0]!.split(':');
-    proxy = new KafkaCutProxy({ host: host!, port: Number(port) });
-    await proxy.start();
+    proxy = await KafkaCutProxy.before(client);
     member = await startMember(client, { groupId }, input);
     const m = member;
     await m.membership.waitForJoin(30_000);
@@ -83,27 +81,13 @@ describe('ambiguous commits under load, on the real broker', () => {
       timestamp: '0',
     }));
     const clock = new ManualClock(0);
-    const committed = async () => {
-      const persistence = await backend.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
-      return persistence;
-    };
-
     let restarts = 0;
     let failures = 0;
     let cuts = 0;
     let position = 0;
-    const start = async (): Promise<PartitionFlow<Events, string>> => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await startOnce();
-        } catch (err) {
-          if (attempt >= 20) throw err;
-          await new Promise((resolve) => setTimeout(resolve, 500)); // the broker unreachable for a moment
-        }
-      }
-    };
-    const startOnce = async () => {
-      const persistence = await committed();
+    /** The partition recovered from what landed (fenced, then at the group's committed offset). */
+    const recoverOnce = async () => {
+      const persistence = await backend.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
       const flow = new PartitionFlow<Events, string>({
         flow: 'f',
         topic: input,
@@ -121,6 +105,17 @@ describe('ambiguous commits under load, on the real broker', () => {
       await flow.recover();
       position = persistence.committedOffset;
       return flow;
+    };
+    // Retried while the broker is unreachable for a moment, as a partition's recovery is.
+    const start = async (): Promise<PartitionFlow<Events, string>> => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await recoverOnce();
+        } catch (err) {
+          if (attempt >= 20) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
     };
 
     let flow = await start();

@@ -34,9 +34,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     snapshotTopic = unique('snapshots');
     groupId = unique('group');
     await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    const [host, port] = client.brokers[0]!.split(':');
-    proxy = new KafkaCutProxy({ host: host!, port: Number(port) });
-    await proxy.start();
+    proxy = await KafkaCutProxy.before(client);
   });
 
   afterEach(async () => {

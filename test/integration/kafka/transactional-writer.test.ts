@@ -202,9 +202,7 @@ describe('TransactionalWriter on the real broker', () => {
 
   it('an EndTxn(commit) whose connection is cut after it went out: outcome unknown (SnapshotCommitTimeoutError with what was sent), and it did commit', async () => {
     const groupId = unique('group');
-    const [host, port] = client.brokers[0]!.split(':');
-    const proxy = new KafkaCutProxy({ host: host!, port: Number(port) });
-    await proxy.start();
+    const proxy = await KafkaCutProxy.before(client);
     const writer = new TransactionalWriter({ client: proxiedClient(client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId });
     const offsets = new CommittedOffsets(client);
     let member: RunningMember | undefined;
