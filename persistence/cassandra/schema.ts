@@ -10,7 +10,7 @@
  * Cassandra's transactional metadata) with a schema disagreement; kafka-flow takes a lock for it.
  * Here every start first reads system_schema and only runs DDL for what is missing, so the race
  * is limited to the very first start: start one worker first, or create the schema ahead with
- * `schemaCql` (autoCreate: false).
+ * `schemaCql` (autoCreate: false). A table found there is waited for until the node serves it.
  */
 import type { Client } from 'cassandra-driver';
 import { bucketsComment, bucketsFromComment } from './buckets';
@@ -279,6 +279,7 @@ export async function ensureSchema(
       if (role === 'keys') await run(createKeysIndexCql(keyspace, table));
       found = await tableColumns(client, keyspace, table);
     }
+    await tableServed(client, keyspace, table);
     const { problems, missingGeneration } = columnProblems(spec, found);
     if (problems.length > 0) {
       throw new CassandraSchemaError(
@@ -303,6 +304,39 @@ export async function ensureSchema(
     }
   }
   return { created };
+}
+
+/** How long a start waits for a table system_schema lists to be served (another process's creation in flight). */
+export const TABLE_SERVED_TIMEOUT_MS = 60_000;
+
+/**
+ * Waits until `table` answers a query. system_schema lists a table another process is creating
+ * before the node serves it (hundreds of ms on an idle node, seconds under load: "table … does not
+ * exist"), so a start that found it there would otherwise fail its first recovery.
+ */
+async function tableServed(client: Client, keyspace: string, table: string): Promise<void> {
+  const deadline = Date.now() + TABLE_SERVED_TIMEOUT_MS;
+  for (;;) {
+    try {
+      await client.execute(`SELECT * FROM ${keyspace}.${table} LIMIT 1`);
+      return;
+    } catch (err) {
+      if (!isTableNotServed(err)) throw err;
+      if (Date.now() > deadline) {
+        throw new CassandraSchemaError(
+          `table ${keyspace}.${table} is listed in system_schema but the node has not served it for ${TABLE_SERVED_TIMEOUT_MS / 1000} s (a creation still spreading, or a schema disagreement: check nodetool describecluster)`,
+          table,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** The node does not know the table (yet): an Invalid (0x2200) "does not exist" / "unconfigured table". */
+function isTableNotServed(err: unknown): boolean {
+  const e = err as { code?: number; message?: string } | undefined;
+  return e?.code === 0x2200 && /does not exist|unconfigured table/i.test(e.message ?? '');
 }
 
 /**

@@ -1,9 +1,10 @@
 // The schema on the real Cassandra: created on start with the configured replication and table
 // names, left alone when present, a kafka-flow snapshots table gets the generation column, and a
-// table whose columns do not match (or a missing one with autoCreate off) is a clear error.
+// table whose columns do not match (or a missing one with autoCreate off) is a clear error; a
+// start racing another process's creation waits until the tables answer.
 import type { Client } from 'cassandra-driver';
 import { defineFlow } from '../../../define-flow';
-import { CassandraBackend, CassandraSchemaError } from '../../../persistence/cassandra';
+import { CassandraBackend, CassandraSchemaError, ensureSchema, type SchemaSettings, schemaCql } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { cassandraContactPoints } from '../../support/servers';
 import { closeAll, dropKeyspace, keyspaceName, rawClient, recoverStates, startBackend } from './support';
@@ -176,5 +177,40 @@ test("forFlow: a defined flow's cassandra options reach the backend (application
     expect([...(await recoverStates(p))]).toEqual([['k', { state: { n: 3 }, offset: 4, events: undefined }]]);
   } finally {
     await backend.close();
+  }
+});
+
+test('a start racing another process that creates the schema returns only once its tables answer (system_schema lists a table before it can be queried)', async () => {
+  // Two workers of a new flow start at once: one creates the tables while the other finds them
+  // in system_schema, a few hundred ms (seconds under load) before the node serves them; its
+  // recovery then failed with "table keys does not exist".
+  const racing = keyspaceName('kft_schema_race');
+  const settings: SchemaSettings = {
+    keyspace: racing,
+    replication: { class: 'SimpleStrategy', replication_factor: 1 },
+    tables: { snapshots: 'snapshots_v2', keys: 'keys', journals: 'records' },
+    autoCreate: true,
+  };
+  const other = await rawClient();
+  try {
+    const creating = (async () => {
+      for (const cql of schemaCql(settings, ['snapshots', 'keys'])) await other.execute(cql);
+    })();
+    creating.catch(() => undefined);
+    const listed = async () =>
+      (await raw.execute('SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [racing, 'keys'], { prepare: true })).rows.length > 0;
+    const deadline = Date.now() + 30_000;
+    while (!(await listed())) {
+      if (Date.now() > deadline) throw new Error(`the other process's CREATE TABLE ${racing}.keys never showed in system_schema`);
+    }
+    const result = await ensureSchema(raw, settings, ['snapshots', 'keys'], true);
+    expect(result.created).toEqual([]); // found, not created: this start only waited
+    for (const table of ['snapshots_v2', 'keys']) await raw.execute(`SELECT * FROM ${racing}.${table} LIMIT 1`);
+    await creating;
+  } finally {
+    await closeAll(
+      () => other.shutdown(),
+      () => dropKeyspace(racing),
+    );
   }
 });
