@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { type LogLevelName, readWorkerEnv } from '../config/env';
 import { releaseEarlySignal } from './early-signal';
 import { loadFlowModule } from './flow-module';
-import { createLogger } from './logger';
+import { createLogger } from './observability/logger';
 
 const port = (v: string): number => {
   const n = Number(v);
