@@ -20,8 +20,8 @@ import { createLogger, temporalCoreLogging, temporalLogger } from './observabili
 import { freePort, startMetricsServer } from './observability/metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
 import { connectTemporal, type TemporalConnections } from './temporal-connection';
-import { loadWorkflowBundle } from './workflow-bundle';
-import { workflowBundleBuilder } from './workflow-bundle-build';
+import { loadWorkflowBundle } from './bundle/workflow-bundle';
+import { workflowBundleBuilder } from './bundle/workflow-bundle-build';
 
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
