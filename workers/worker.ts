@@ -7,8 +7,8 @@ import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from '../persistence/backends';
-import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
-import { checkKafkaLogin, kafkaAuthFailure } from './kafka-login';
+import { isKafkaConnectionFailure, KafkaUnreachableError } from './connect/errors';
+import { checkKafkaLogin, kafkaAuthFailure } from './connect/kafka-login';
 import type * as CassandraConnect from '../persistence/cassandra/connect-options';
 import type { Logger } from '../core/logger';
 import { setLogKeys } from '../core/redact';
@@ -19,7 +19,7 @@ import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDon
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
 import { freePort, startMetricsServer } from './observability/metrics-server';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
-import { connectTemporal, type TemporalConnections } from './temporal-connection';
+import { connectTemporal, type TemporalConnections } from './connect/temporal-connection';
 import { loadWorkflowBundle } from './bundle/workflow-bundle';
 import { workflowBundleBuilder } from './bundle/workflow-bundle-build';
 

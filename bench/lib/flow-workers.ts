@@ -8,7 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Client } from '@temporalio/client';
 import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../../workflows/partition-workflow';
-import { connectTemporal, type TemporalConnections } from '../../workers/temporal-connection';
+import { connectTemporal, type TemporalConnections } from '../../workers/connect/temporal-connection';
 import { createKafkaClient, PartitionReader } from '../../kafka';
 import { inspectFlow } from '../../workers/inspect';
 import { type HashState, offsetHashFlow, step } from '../../test/fixtures/offset-hash-flow';
