@@ -1,5 +1,5 @@
-import type { PartitionSignals } from '../../../workers/partition-signals';
-import { ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../workers/shutdown-revokes';
+import type { PartitionSignals } from '../../../../workers/runtime/partition-signals';
+import { ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../../workers/runtime/shutdown-revokes';
 
 // A graceful stop waits, bounded, until the partition workflows it told of the shutdown have no
 // workflow task left (worker.ts); these are the pieces: which workflows were told, and the wait.
