@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../../workflows/partition-workflow';
 import { connectTemporal, type TemporalConnections } from '../../workers/connect/temporal-connection';
 import { createKafkaClient, PartitionReader } from '../../kafka';
-import { inspectFlow } from '../../workers/inspect';
+import { inspectFlow } from '../../workers/cli/inspect';
 import { type HashState, offsetHashFlow, step } from '../../test/fixtures/offset-hash-flow';
 import { stopChild } from './anchors';
 import { benchKafka, deleteGroups, deleteTopics, topicsWithPrefix } from './records';
