@@ -1,12 +1,12 @@
 import { Command } from 'commander';
 import { infraCommand } from './infra/infra-command';
-import { inspectCommand } from './workers/inspect-command';
-import { statusCommand } from './workers/status-command';
-import { workerCommand } from './workers/worker-command';
+import { inspectCommand } from './workers/cli/inspect-command';
+import { statusCommand } from './workers/cli/status-command';
+import { workerCommand } from './workers/cli/worker-command';
 
 /**
  * The `kafka-flow-temporal` command line (DESIGN.md "Public surface"), assembled here, above the
- * layers: the flow commands come from `workers/`, the local servers' command from `infra/`, and
+ * layers: the flow commands come from `workers/cli/`, the local servers' command from `infra/`, and
  * neither of those folders imports the other.
  */
 export function buildCli(): Command {

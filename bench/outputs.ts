@@ -34,7 +34,7 @@ import { median, perSecond, ratio } from './lib/timing';
 import { timedRun } from './lib/timed-run';
 import { localBrokerPid, processCpuMs } from './lib/cpu';
 import { PACKAGE_ROOT } from './lib/results';
-import { freePort } from '../workers/metrics-server';
+import { freePort } from '../workers/observability/metrics-server';
 
 const PARTITIONS = 6;
 // 1,000,000 records, as bench:throughput (200,000 until 2026-12-02: the run without outputs then

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A SIGTERM/SIGINT that comes while the CLI is still loading (tsx, the commands, a flow module:
 // seconds on a busy machine) is held for `worker`, which then exits 0 without starting
-// (workers/early-signal.ts); any other command ends as by the default action.
+// (workers/cli/early-signal.ts); any other command ends as by the default action.
 {
   const early = { signal: undefined };
   const onEarly = (signal) => {

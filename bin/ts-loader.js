@@ -4,7 +4,7 @@
 // `.js` file and every module resolution, which doubled the time to load the dependencies
 // (≈ 0.5 s of CPU at each worker start, measured; README design notes). Users' flow modules that
 // need what only tsx does (ESM-only packages, `./x.js` imports of `.ts` files, `.mts`) load
-// through tsx: workers/flow-module.ts falls back to it.
+// through tsx: workers/cli/flow-module.ts falls back to it.
 const Module = require('node:module');
 const crypto = require('node:crypto');
 const fs = require('node:fs');

@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
-import { inspectFlow } from '../workers/inspect';
+import { inspectFlow } from '../workers/cli/inspect';
 import { CheckoutWatch } from './checkout-watch';
 import type { FaultRecord } from './fault-log';
 import { executeFault } from './faults';

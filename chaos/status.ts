@@ -1,5 +1,5 @@
 // Each partition's workflow status, queried from Temporal directly (for evidence in the report).
-import { connectTemporal, type TemporalConnections } from '../workers/temporal-connection';
+import { connectTemporal, type TemporalConnections } from '../workers/connect/temporal-connection';
 import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../workflows/partition-workflow';
 import type { Mode } from './modes';
 import { withTimeout } from './sampler';

@@ -498,7 +498,7 @@ export class PartitionFlow<S, V> {
   /**
    * The partition holds `maxPendingOutputs` outputs or more (emitted records and dead letters not
    * landed yet): the owner should run an `outputs` persist at once and fold nothing more until
-   * it has made room (workers/flow-runtime.ts). Never true for a stopped partition.
+   * it has made room (workers/runtime/flow-runtime.ts). Never true for a stopped partition.
    */
   outputsFull(): boolean {
     return this.outputs.full() && this.failure === undefined;

@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util';
 import { formatFatal } from '../config/errors';
 import { CassandraBackend, migrateSnapshotsToByPartition } from '../persistence/cassandra';
-import { loadFlowModule } from '../workers/flow-module';
+import { loadFlowModule } from '../workers/cli/flow-module';
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({

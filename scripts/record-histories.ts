@@ -11,8 +11,8 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { formatHostPort, readEnv } from '../config/env';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { flowStatus } from '../workers/flow-status';
-import { connectTemporal } from '../workers/temporal-connection';
+import { flowStatus } from '../workers/cli/flow-status';
+import { connectTemporal } from '../workers/connect/temporal-connection';
 
 const root = path.resolve(__dirname, '..');
 const out = path.join(root, 'test/histories');

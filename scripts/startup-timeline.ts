@@ -8,7 +8,7 @@
 //   BENCH_ONLY=ours BENCH_RUNS=1 BENCH_WORKER_LOG=/tmp/w.log npm run bench:throughput -- --quick
 //   node bin/run-ts.js scripts/startup-timeline.ts /tmp/w.log
 import fs from 'node:fs';
-import { connectTemporalClient } from '../workers/temporal-client';
+import { connectTemporalClient } from '../workers/connect/temporal-client';
 import { partitionWorkflowId } from '../workflows/partition-workflow';
 
 interface LogLine {

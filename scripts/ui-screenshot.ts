@@ -5,8 +5,8 @@
  */
 import path from 'node:path';
 import { readInfraSettings } from '../infra/settings';
-import { loadFlowModule } from '../workers/flow-module';
-import { flowStatus } from '../workers/flow-status';
+import { loadFlowModule } from '../workers/cli/flow-module';
+import { flowStatus } from '../workers/cli/flow-status';
 import { flowUiUrl, renderedWorkflowList, screenshot } from './temporal-ui';
 
 async function main(): Promise<void> {

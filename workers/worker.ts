@@ -7,21 +7,21 @@ import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from '../persistence/backends';
-import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
-import { checkKafkaLogin, kafkaAuthFailure } from './kafka-login';
+import { isKafkaConnectionFailure, KafkaUnreachableError } from './connect/errors';
+import { checkKafkaLogin, kafkaAuthFailure } from './connect/kafka-login';
 import type * as CassandraConnect from '../persistence/cassandra/connect-options';
 import type { Logger } from '../core/logger';
 import { setLogKeys } from '../core/redact';
-import { KafkaFlowConsumer } from './flow-consumer';
-import { FlowRuntime } from './flow-runtime';
-import { TemporalPartitionSignals } from './partition-signals';
-import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './shutdown-revokes';
-import { createLogger, temporalCoreLogging, temporalLogger } from './logger';
-import { freePort, startMetricsServer } from './metrics-server';
-import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './task-queues';
-import { connectTemporal, type TemporalConnections } from './temporal-connection';
-import { loadWorkflowBundle } from './workflow-bundle';
-import { workflowBundleBuilder } from './workflow-bundle-build';
+import { KafkaFlowConsumer } from './runtime/flow-consumer';
+import { FlowRuntime } from './runtime/flow-runtime';
+import { TemporalPartitionSignals } from './runtime/partition-signals';
+import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
+import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
+import { freePort, startMetricsServer } from './observability/metrics-server';
+import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './runtime/task-queues';
+import { connectTemporal, type TemporalConnections } from './connect/temporal-connection';
+import { loadWorkflowBundle } from './bundle/workflow-bundle';
+import { workflowBundleBuilder } from './bundle/workflow-bundle-build';
 
 export interface WorkerOptions {
   /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
@@ -238,7 +238,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
         log.info('stopping: flush, commit, leave the group');
         await runtime.stop();
         // The workflows told of this stop handle it before the workflow worker goes: it may be the
-        // last one polling their task queue (see shutdown-revokes.ts).
+        // last one polling their task queue (see runtime/shutdown-revokes.ts).
         const signalled = signals.workflows();
         const waitStarted = performance.now();
         const unhandled = await untilWorkflowTasksDone(signalled, temporalWorkflowTaskProbe(temporal.client), REVOKES_HANDLED_TIMEOUT_MS);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { brokersFromEnv } from '../../config/env';
 import { partitionWorkflowId } from '../../workflows/partition-workflow';
-import { connectTemporal } from '../../workers/temporal-connection';
+import { connectTemporal } from '../../workers/connect/temporal-connection';
 import { stopChild } from './anchors';
 import { type CommitSample, commitLags, percentile, type PositionLog } from './commit-lag';
 import { readEndOffsets, totalOf, waitForCommittedEnd } from './committed';

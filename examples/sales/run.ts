@@ -8,7 +8,7 @@ import path from 'node:path';
 import { up } from '../../infra/infra';
 import { readInfraSettings } from '../../infra/settings';
 import { createKafkaClient, KafkaAdmin } from '../../kafka';
-import { flowStatus } from '../../workers/flow-status';
+import { flowStatus } from '../../workers/cli/flow-status';
 import flow, { alertsTopic, topic } from './flow';
 import { order } from './orders';
 

@@ -7,7 +7,7 @@ const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** A free loopback port (re-exported: tests take it from here). */
-export { freePort } from '../../workers/metrics-server';
+export { freePort } from '../../workers/observability/metrics-server';
 
 /**
  * `infra up|down` of a private Cassandra (its own data dir and ports), for tests that break it:

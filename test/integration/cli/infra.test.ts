@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { readInfraSettings } from '../../../infra/settings';
-import { freePort } from '../../../workers/metrics-server';
+import { freePort } from '../../../workers/observability/metrics-server';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');

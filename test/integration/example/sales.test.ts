@@ -4,7 +4,7 @@ import { ALERT_EVERY_CENTS, type Order, type SalesAlert } from '../../../example
 import { expectedTotals } from '../../../examples/sales/orders';
 import { createKafkaClient, PartitionReader } from '../../../kafka';
 import { renderedWorkflowList } from '../../../scripts/temporal-ui';
-import { inspectFlow } from '../../../workers/inspect';
+import { inspectFlow } from '../../../workers/cli/inspect';
 import { kafkaBrokers, unique } from '../../support/servers';
 import { captureOutput } from '../../support/captured-child';
 

@@ -16,9 +16,9 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { createBackend } from '../../../persistence/backends';
-import { KafkaFlowConsumer } from '../../../workers/flow-consumer';
-import { FlowRuntime } from '../../../workers/flow-runtime';
-import type { PartitionSignals } from '../../../workers/partition-signals';
+import { KafkaFlowConsumer } from '../../../workers/runtime/flow-consumer';
+import { FlowRuntime } from '../../../workers/runtime/flow-runtime';
+import type { PartitionSignals } from '../../../workers/runtime/partition-signals';
 import { closeAll, requireBroker, testClient, unique, waitFor } from '../kafka/support';
 import { readCommitted } from './harness';
 import { recordPendingOutputs } from '../../support/pending-outputs';
@@ -26,7 +26,7 @@ import { recordPendingOutputs } from '../../support/pending-outputs';
 const RECORDS = 20_000;
 const KEYS = 50;
 const BOUND = 500;
-/** workers/flow-runtime.ts folds a batch in slices of this many records, checking the bound before each. */
+/** workers/runtime/flow-runtime.ts folds a batch in slices of this many records, checking the bound before each. */
 const SLICE = 2_000;
 
 /** Recovers and folds each assignment at once, as the partition workflow's activities would. */

@@ -1,4 +1,4 @@
-import { freePort } from '../../../workers/metrics-server';
+import { freePort } from '../../../workers/observability/metrics-server';
 import { eventually, FlowCluster } from './harness';
 
 /** A counter's sum over its series on a worker's /metrics, for the series whose labels include `having`. */

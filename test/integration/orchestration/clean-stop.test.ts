@@ -1,4 +1,4 @@
-import { freePort } from '../../../workers/metrics-server';
+import { freePort } from '../../../workers/observability/metrics-server';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
 import { eventually, FlowCluster } from './harness';
 

@@ -5,9 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Compressor } from '../../../core/codec/compressor';
 import { createKafkaClient, KafkaAdmin, PartitionReader, type ReadRecord } from '../../../kafka';
-import { inspectFlow } from '../../../workers/inspect';
+import { inspectFlow } from '../../../workers/cli/inspect';
 import type { PartitionStatus } from '../../../workflows/partition-workflow';
-import { flowStatus } from '../../../workers/flow-status';
+import { flowStatus } from '../../../workers/cli/flow-status';
 import { type HashState, type OffsetHashNames, offsetHashFlow, step } from '../../fixtures/offset-hash-flow';
 import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../../../workers/metrics-server';
+import { freePort } from '../../../workers/observability/metrics-server';
 import { eventually, FlowCluster } from './harness';
 
 const run = promisify(execFile);

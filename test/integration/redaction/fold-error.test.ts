@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { keyHash } from '../../../core/redact';
 import { createKafkaClient, KafkaAdmin } from '../../../kafka';
-import { flowStatus } from '../../../workers/flow-status';
+import { flowStatus } from '../../../workers/cli/flow-status';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
 import { captureOutput } from '../../support/captured-child';
 import { eventually } from '../../support/eventually';

@@ -15,7 +15,7 @@ import {
 } from '../../../config/security';
 import { kafkaConnectionSecurity } from '../../../kafka/client-security';
 import { cassandraConnectOptions } from '../../../persistence/cassandra/connect-options';
-import { temporalConnectOptions } from '../../../workers/temporal-tls';
+import { temporalConnectOptions } from '../../../workers/connect/temporal-tls';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-security-'));
 const file = (name: string, content: string) => {

@@ -1,6 +1,6 @@
 // maxPendingOutputs (the engine's side): a partition counts the outputs it holds until they land —
 // on their keys, or in a write in flight — and says when that reaches its bound, so that the owner
-// persists them at once and folds nothing more meanwhile (workers/flow-runtime.ts).
+// persists them at once and folds nothing more meanwhile (workers/runtime/flow-runtime.ts).
 import { jsonCodec } from '../../../core/codec/json';
 import type { Fold } from '../../../flow/fold';
 import { PartitionStateError, PersistFailedError } from '../../../flow/errors';

@@ -77,7 +77,7 @@ test("a flow module that imports './helper.js' meaning helper.ts loads through t
     `import { defineFlow } from ${JSON.stringify(path.join(root, 'index'))};\nimport { topic } from './helper.js';\n` +
       "export default defineFlow({ name: 'nodenext-style', groupId: 'g', topics: [topic], fold: (n: number | undefined) => (n ?? 0) + 1, persistence: { backend: 'memory' } });\n",
   );
-  const r = run(`const { loadFlowModule } = require('./workers/flow-module.ts'); const f = loadFlowModule(${JSON.stringify(path.join(dir, 'flow.ts'))}); console.log(f.name, f.topics.join())`);
+  const r = run(`const { loadFlowModule } = require('./workers/cli/flow-module.ts'); const f = loadFlowModule(${JSON.stringify(path.join(dir, 'flow.ts'))}); console.log(f.name, f.topics.join())`);
   expect({ status: r.status, out: r.stdout.trim(), err: r.stderr }).toEqual({ status: 0, out: 'nodenext-style orders', err: '' });
 });
 

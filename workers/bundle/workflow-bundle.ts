@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '../core/logger';
+import type { Logger } from '../../core/logger';
 import { type BuildWorkflowBundle, bundlerVersions } from './workflow-bundle-build';
 import { type CacheLookup, cacheFile, readCachedBundle, sha256, writeCachedBundle } from './workflow-bundle-cache';
 

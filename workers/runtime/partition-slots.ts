@@ -1,8 +1,8 @@
-import { type FoldingHandle, StaleGenerationError } from '../activities/partition-host';
-import type { OwnerRequest } from '../activities/types';
-import type { PartitionFlow } from '../flow/partition-flow';
-import type { GroupGeneration } from '../kafka';
-import { SnapshotWriteFencedError } from '../core/fence-errors';
+import { type FoldingHandle, StaleGenerationError } from '../../activities/partition-host';
+import type { OwnerRequest } from '../../activities/types';
+import type { PartitionFlow } from '../../flow/partition-flow';
+import type { GroupGeneration } from '../../kafka';
+import { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { PersistCadence } from './persist-cadence';
 
 /**

@@ -1,6 +1,6 @@
 import { KafkaJSConnectionError, KafkaJSProtocolError } from 'kafkajs';
-import { formatFatal } from '../../../config/errors';
-import { isKafkaConnectionFailure, KafkaUnreachableError } from '../../../workers/errors';
+import { formatFatal } from '../../../../config/errors';
+import { isKafkaConnectionFailure, KafkaUnreachableError } from '../../../../workers/connect/errors';
 
 // What a worker prints when the brokers accept connections but keep dropping them while it joins
 // the group (seen in the chaos suite: a network fault during a worker's start).

@@ -1,7 +1,7 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { GroupGeneration, RevokedPartitions } from '../../../kafka';
-import type { FlowConsumer, FlowConsumerHandlers, TopicPartitions } from '../../../workers/flow-consumer';
-import type { PartitionSignals } from '../../../workers/partition-signals';
+import type { GroupGeneration, RevokedPartitions } from '../../../../kafka';
+import type { FlowConsumer, FlowConsumerHandlers, TopicPartitions } from '../../../../workers/runtime/flow-consumer';
+import type { PartitionSignals } from '../../../../workers/runtime/partition-signals';
 
 /**
  * An in-memory stand-in for the flow's group consumer, for unit tests of the runtime's logic only:

@@ -4,8 +4,8 @@
  * `NativeConnection.connect` take the same `tls` and `apiKey` shapes.
  */
 import type { TLSConfig } from '@temporalio/client';
-import { probeHttp2 } from '../config/net';
-import type { TemporalSecurity } from '../config/security';
+import { probeHttp2 } from '../../config/net';
+import type { TemporalSecurity } from '../../config/security';
 import { TemporalAuthenticationError } from './auth-errors';
 
 export interface TemporalConnectOptions {

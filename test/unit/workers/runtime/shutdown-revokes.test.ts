@@ -1,8 +1,8 @@
-import type { PartitionSignals } from '../../../workers/partition-signals';
-import { ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../workers/shutdown-revokes';
+import type { PartitionSignals } from '../../../../workers/runtime/partition-signals';
+import { ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../../workers/runtime/shutdown-revokes';
 
 // A graceful stop waits, bounded, until the partition workflows it told of the shutdown have no
-// workflow task left (worker.ts); these are the pieces: which workflows were told, and the wait.
+// workflow task left (workers/worker.ts); these are the pieces: which workflows were told, and the wait.
 
 const ref = (partition: number) => ({ flow: 'f', topic: 't', partition });
 const revoke = (reason: 'shutdown' | 'revoke') => ({ generation: 3, memberId: 'm', reason });

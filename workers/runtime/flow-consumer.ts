@@ -1,7 +1,7 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
-import type { KafkaSecurity } from '../config/security';
-import type { Logger } from '../core/logger';
-import type { FlowDefinition } from '../define-flow';
+import type { KafkaSecurity } from '../../config/security';
+import type { Logger } from '../../core/logger';
+import type { FlowDefinition } from '../../define-flow';
 import {
   CommittedOffsets,
   createKafkaClient,
@@ -10,7 +10,7 @@ import {
   GroupMembership,
   type RevokedPartitions,
   withRevokePoint,
-} from '../kafka';
+} from '../../kafka';
 
 export interface TopicPartitions {
   topic: string;

@@ -1,4 +1,4 @@
-import { KafkaFlowError } from '../config/errors';
+import { KafkaFlowError } from '../../config/errors';
 
 // The worker's "the server refused us" errors, in a module light enough for the package root to re-export.
 

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
-import { type LogLevelName, readWorkerEnv } from '../config/env';
+import { type LogLevelName, readWorkerEnv } from '../../config/env';
 import { releaseEarlySignal } from './early-signal';
 import { loadFlowModule } from './flow-module';
-import { createLogger } from './logger';
+import { createLogger } from '../observability/logger';
 
 const port = (v: string): number => {
   const n = Number(v);
@@ -48,7 +48,7 @@ export function workerCommand(): Command {
       const metricsPort = opts.metricsPort ?? env.metricsPort;
       // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
       // the other commands (status, inspect, infra) do not need.
-      const { runWorker, StartupMarks } = require('./worker') as typeof import('./worker');
+      const { runWorker, StartupMarks } = require('../worker') as typeof import('../worker');
       const startup = new StartupMarks();
       startup.mark('command', commandAt);
       startup.mark('flowLoaded', flowLoadedAt);

@@ -3,17 +3,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { silentLogger } from '../../../core/logger';
-import { loadWorkflowBundle } from '../../../workers/workflow-bundle';
-import { workflowBundleBuilder } from '../../../workers/workflow-bundle-build';
+import { silentLogger } from '../../../../core/logger';
+import { loadWorkflowBundle } from '../../../../workers/bundle/workflow-bundle';
+import { workflowBundleBuilder } from '../../../../workers/bundle/workflow-bundle-build';
 
 // The real bundler (webpack, ≈ 6 s of CPU): the inputs it records are the workflow sources and the
 // Temporal workflow library, and the bundle read back from the cache replays the recorded
 // partition-workflow histories as the one Worker.create builds from workflowsPath does
 // (test/unit/workflows/replay.test.ts).
 
-const workflowsPath = require.resolve('../../../workflows');
-const root = path.resolve(__dirname, '../../..');
+const workflowsPath = require.resolve('../../../../workflows');
+const root = path.resolve(__dirname, '../../../..');
 const historiesDir = path.join(root, 'test/histories');
 let cacheDir: string;
 

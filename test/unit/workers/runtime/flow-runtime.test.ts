@@ -1,17 +1,17 @@
 import { KafkaJSConnectionError } from 'kafkajs';
-import { StaleGenerationError } from '../../../activities/partition-host';
-import type { Owner } from '../../../activities/types';
-import { defineFlow } from '../../../index';
-import { silentLogger } from '../../../core/logger';
-import { FlowMetrics } from '../../../flow/metrics';
-import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../persistence/memory';
-import { StorePartitionPersistence } from '../../../persistence/store-partition-persistence';
-import { memoryBackend } from '../../../persistence/memory/factory';
-import type { PersistenceBackend } from '../../../persistence/backends';
-import { PartitionFlow } from '../../../flow/partition-flow';
-import { FlowRuntime, hasOutputs, timerTickMs } from '../../../workers/flow-runtime';
+import { StaleGenerationError } from '../../../../activities/partition-host';
+import type { Owner } from '../../../../activities/types';
+import { defineFlow } from '../../../../index';
+import { silentLogger } from '../../../../core/logger';
+import { FlowMetrics } from '../../../../flow/metrics';
+import { InMemoryOutputSender, InMemorySnapshotStore } from '../../../../persistence/memory';
+import { StorePartitionPersistence } from '../../../../persistence/store-partition-persistence';
+import { memoryBackend } from '../../../../persistence/memory/factory';
+import type { PersistenceBackend } from '../../../../persistence/backends';
+import { PartitionFlow } from '../../../../flow/partition-flow';
+import { FlowRuntime, hasOutputs, timerTickMs } from '../../../../workers/runtime/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
-import { recordPendingOutputs } from '../../support/pending-outputs';
+import { recordPendingOutputs } from '../../../support/pending-outputs';
 
 // The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the
 // consumer and the workflow signals as in-memory fakes. The real wiring (kafkajs, Temporal) runs in

@@ -1,6 +1,6 @@
 import { Client, Connection, type ConnectionOptions, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
-import { type Env, formatHostPort, readEnv } from '../config/env';
-import { readTemporalSecurity, type TemporalSecurity } from '../config/security';
+import { type Env, formatHostPort, readEnv } from '../../config/env';
+import { readTemporalSecurity, type TemporalSecurity } from '../../config/security';
 import { TemporalUnreachableError } from './errors';
 import { temporalAuthFailure, temporalConnectOptions, temporalSessionFailure } from './temporal-tls';
 

@@ -1,8 +1,8 @@
 import type { WorkflowExecutionInfo } from '@temporalio/client';
-import { type PartitionStatus, statusQuery } from '../workflows/partition-workflow';
-import { searchAttributes } from '../workflows/search-attributes';
+import { type PartitionStatus, statusQuery } from '../../workflows/partition-workflow';
+import { searchAttributes } from '../../workflows/search-attributes';
 import { DEFAULT_QUERY_TIMEOUT_MS } from './status-timeouts';
-import { connectTemporalClient } from './temporal-client';
+import { connectTemporalClient } from '../connect/temporal-client';
 
 /** How long `status` waits for the partition workflows' status queries (all run at once): status-timeouts.ts. */
 export { DEFAULT_QUERY_TIMEOUT_MS };

@@ -2,8 +2,8 @@
 // "Failed to connect before the deadline": loopback servers that answer an HTTP/2 preface as a
 // plaintext gRPC server, as a TLS server (an alert), by closing, or not at all (stalled).
 import net from 'node:net';
-import { probeHttp2 } from '../../../config/net';
-import { temporalSessionFailure } from '../../../workers/temporal-tls';
+import { probeHttp2 } from '../../../../config/net';
+import { temporalSessionFailure } from '../../../../workers/connect/temporal-tls';
 
 type Behaviour = 'settings' | 'alert' | 'close' | 'silent';
 

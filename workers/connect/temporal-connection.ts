@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { readEnv } from '../config/env';
-import type { TemporalSecurity } from '../config/security';
+import { readEnv } from '../../config/env';
+import type { TemporalSecurity } from '../../config/security';
 import { TemporalUnreachableError } from './errors';
 import { connectTemporalClient } from './temporal-client';
 import { temporalAuthFailure, temporalConnectOptions } from './temporal-tls';

@@ -3,8 +3,8 @@
  * settings, before anything joins a group, so that refused credentials are one line naming the
  * variables (KafkaAuthenticationError) and not a group consumer retrying its connection.
  */
-import type { KafkaSecurity } from '../config/security';
-import { createKafkaClient } from '../kafka/client';
+import type { KafkaSecurity } from '../../config/security';
+import { createKafkaClient } from '../../kafka/client';
 import { KafkaAuthenticationError } from './auth-errors';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './errors';
 

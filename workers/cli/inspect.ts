@@ -1,10 +1,10 @@
-import { ConfigError } from '../config/errors';
-import type { FlowDefinition } from '../define-flow';
-import { brokersFromEnv } from '../config/env';
-import { readKafkaSecurity } from '../config/security';
-import { createKafkaClient, KafkaAdmin } from '../kafka';
-import type * as Cassandra from '../persistence/cassandra';
-import { kafkaFlowBackend } from '../persistence/kafka/factory';
+import { ConfigError } from '../../config/errors';
+import type { FlowDefinition } from '../../define-flow';
+import { brokersFromEnv } from '../../config/env';
+import { readKafkaSecurity } from '../../config/security';
+import { createKafkaClient, KafkaAdmin } from '../../kafka';
+import type * as Cassandra from '../../persistence/cassandra';
+import { kafkaFlowBackend } from '../../persistence/kafka/factory';
 
 /** A persisted key as `inspect` prints it: one JSON line each. */
 export interface InspectedKey {
@@ -51,7 +51,7 @@ export async function* inspectFlow(definition: FlowDefinition<unknown, unknown>,
 async function* inspectCassandra(definition: FlowDefinition<unknown, unknown>, filter: InspectFilter): AsyncIterable<InspectedKey> {
   const admin = new KafkaAdmin(createKafkaClient({ brokers: brokersFromEnv(), clientId: 'kafka-flow-temporal-inspect', logLevel: 'nothing', security: readKafkaSecurity() }));
   // Required here: the Cassandra driver is loaded only by the commands that use it.
-  const { CassandraBackend } = require('../persistence/cassandra') as typeof Cassandra;
+  const { CassandraBackend } = require('../../persistence/cassandra') as typeof Cassandra;
   const backend = await CassandraBackend.forFlow(definition);
   try {
     await admin.connect();

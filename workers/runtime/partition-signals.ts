@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { Owner, PartitionRef } from '../activities/types';
+import type { Owner, PartitionRef } from '../../activities/types';
 import {
   assignedSignal,
   type PartitionWorkflowInput,
@@ -7,8 +7,8 @@ import {
   partitionWorkflowId,
   type RevokeSignal,
   revokedSignal,
-} from '../workflows/partition-workflow';
-import { searchAttributes } from '../workflows/search-attributes';
+} from '../../workflows/partition-workflow';
+import { searchAttributes } from '../../workflows/search-attributes';
 import { WORKFLOW_TASK_QUEUE } from './task-queues';
 
 /**

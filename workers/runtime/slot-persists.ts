@@ -1,8 +1,8 @@
-import type { PersistResult as WorkflowPersistResult } from '../activities/types';
-import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
-import type { Logger } from '../core/logger';
-import type { FlowDefinition } from '../define-flow';
-import type { PersistReason } from '../flow/partition-flow';
+import type { PersistResult as WorkflowPersistResult } from '../../activities/types';
+import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../core/fence-errors';
+import type { Logger } from '../../core/logger';
+import type { FlowDefinition } from '../../define-flow';
+import type { PersistReason } from '../../flow/partition-flow';
 import type { FlowConsumer } from './flow-consumer';
 import type { Slot, Unreported } from './partition-slots';
 import { PersistCadence } from './persist-cadence';

@@ -1,6 +1,6 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import type { Owner, PartitionRef } from '../activities/types';
-import { type PartitionWorkflowInput, partitionWorkflowId, type RevokeSignal } from '../workflows/partition-workflow';
+import type { Owner, PartitionRef } from '../../activities/types';
+import { type PartitionWorkflowInput, partitionWorkflowId, type RevokeSignal } from '../../workflows/partition-workflow';
 import type { PartitionSignals } from './partition-signals';
 
 /**

@@ -1,21 +1,21 @@
 import type { EachBatchPayload } from 'kafkajs';
-import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../activities/partition-host';
-import type { FoldLoopRequest, OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../activities/types';
-import { createPartitionFlow } from '../flow/create-partition-flow';
-import type { PartitionFlow } from '../flow/partition-flow';
-import type { FlowDefinition } from '../define-flow';
-import type { Logger } from '../core/logger';
-import { withheld } from '../core/redact';
-import type { FlowMetrics } from '../flow/metrics';
-import type { GroupGeneration, RevokedPartitions } from '../kafka';
-import type { PartitionPersistence } from '../flow/ports';
-import type { PersistenceBackend } from '../persistence/backends';
+import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../../activities/partition-host';
+import type { FoldLoopRequest, OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../../activities/types';
+import { createPartitionFlow } from '../../flow/create-partition-flow';
+import type { PartitionFlow } from '../../flow/partition-flow';
+import type { FlowDefinition } from '../../define-flow';
+import type { Logger } from '../../core/logger';
+import { withheld } from '../../core/redact';
+import type { FlowMetrics } from '../../flow/metrics';
+import type { GroupGeneration, RevokedPartitions } from '../../kafka';
+import type { PartitionPersistence } from '../../flow/ports';
+import type { PersistenceBackend } from '../../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
 import { PartitionSlots, type Slot } from './partition-slots';
 import { SlotPersists, withUnreported } from './slot-persists';
 
-export { StaleGenerationError } from '../activities/partition-host';
+export { StaleGenerationError } from '../../activities/partition-host';
 
 export interface FlowRuntimeOptions {
   definition: FlowDefinition<unknown, unknown>;

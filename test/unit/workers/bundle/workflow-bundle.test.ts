@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Logger } from '../../../core/logger';
-import { loadWorkflowBundle, type WorkflowBundleOptions } from '../../../workers/workflow-bundle';
-import type { BuiltWorkflowBundle } from '../../../workers/workflow-bundle-build';
+import type { Logger } from '../../../../core/logger';
+import { loadWorkflowBundle, type WorkflowBundleOptions } from '../../../../workers/bundle/workflow-bundle';
+import type { BuiltWorkflowBundle } from '../../../../workers/bundle/workflow-bundle-build';
 
 // The workflow bundle cache's keying and validation, with a fake bundler that "reads" two source
 // files: a bundle is reused only while every input is as it was, and a cache file that is damaged,

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { ConfigError } from '../config/errors';
-import type { FlowDefinition } from '../define-flow';
+import { ConfigError } from '../../config/errors';
+import type { FlowDefinition } from '../../define-flow';
 
 /**
  * Loads a user's flow module (`.ts` or `.js`): its default export, or an export named `flow`,

@@ -1,7 +1,7 @@
 import type { Logger as TemporalLogger, LogLevel, LogMetadata } from '@temporalio/common';
 import pino from 'pino';
-import type { LogLevelName } from '../config/env';
-import type { Logger } from '../core/logger';
+import type { LogLevelName } from '../../config/env';
+import type { Logger } from '../../core/logger';
 
 /**
  * Structured JSON logs on stderr (one line per event), at `level` (the worker's `LOG_LEVEL`,

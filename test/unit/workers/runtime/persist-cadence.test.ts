@@ -1,4 +1,4 @@
-import { PersistCadence } from '../../../workers/persist-cadence';
+import { PersistCadence } from '../../../../workers/runtime/persist-cadence';
 
 // When one partition persists in its owning process: the periodic cadence (persistEvery, anchored at
 // the first batch after a recovery) and the idle flush (caught up, then quiet). Jest's fake timers
