@@ -54,7 +54,7 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
   });
 
   /**
-   * An owner persisting to Cassandra as a worker does (workers/backends.ts): its own backend (a
+   * An owner persisting to Cassandra as a worker does (persistence/backends.ts): its own backend (a
    * second session, as another process would have), snapshot writes fenced by LWT on the consumer
    * generation, outputs produced by a plain producer before them. Key `k` emits one output per
    * record; key `quiet` emits nothing and holds the committed offset back.
