@@ -5,7 +5,7 @@ import { statusCommand } from './workers/cli/status-command';
 import { workerCommand } from './workers/cli/worker-command';
 
 /**
- * The `kafka-flow-temporal` command line (DESIGN.md "Public surface"), assembled here, above the
+ * The `kafka-flow-temporal` command line (README, *Operations*), assembled here, above the
  * layers: the flow commands come from `workers/cli/`, the local servers' command from `infra/`, and
  * neither of those folders imports the other.
  */

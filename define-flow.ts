@@ -69,7 +69,7 @@ export interface FlowOptions<S, V> {
    * its last fetch) and then received nothing for this long has every key with records not yet
    * persisted written and its offset committed, instead of at the next `persistEvery`. A partition
    * that keeps receiving records never flushes so. Default 250 ms; false keeps kafka-flow's cadence
-   * exactly (see README design notes).
+   * exactly (see docs/design.md, "Idle flush").
    */
   idleFlush?: Duration | false;
   /** Record-level filter before a key is created (kafka-flow FilterRecord); filtered records still commit. */

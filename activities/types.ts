@@ -65,7 +65,7 @@ export interface FoldLoopRequest extends OwnerRequest {
 }
 
 export interface PersistRequest extends OwnerRequest {
-  /** Wait this long (heartbeating) before reporting the owner's persists (see README design notes, the persist cadence). */
+  /** Wait this long (heartbeating) before reporting the owner's persists (docs/design.md, "The persist cadence lives in the owning process"). */
   readonly delayMs: number;
   readonly reason: 'timer' | 'revoke' | 'shutdown';
 }

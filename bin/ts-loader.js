@@ -2,7 +2,7 @@
 // file into CommonJS once, and the result is cached on disk by the file's path and content, so a
 // start compiles nothing that did not change. Only `.ts` loading is hooked: tsx also hooks every
 // `.js` file and every module resolution, which doubled the time to load the dependencies
-// (≈ 0.5 s of CPU at each worker start, measured; README design notes). Users' flow modules that
+// (≈ 0.5 s of CPU at each worker start, measured; docs/design.md). Users' flow modules that
 // need what only tsx does (ESM-only packages, `./x.js` imports of `.ts` files, `.mts`) load
 // through tsx: workers/cli/flow-module.ts falls back to it.
 const Module = require('node:module');

@@ -4,7 +4,7 @@ import { ConfigError } from './errors';
 import { readSecurity, type Security } from './security';
 
 /**
- * The environment variables of the public surface (DESIGN.md). Every value is validated here so
+ * The environment variables of the public surface (README, *Configuration*). Every value is validated here so
  * that a typo fails at start with one line naming the variable, not deep inside a client library.
  */
 export interface HostPort {

@@ -4,7 +4,7 @@
  * With an output per input record a key holds about a second's worth of outputs until its write:
  * as objects (a record, its headers, its source string, its value Buffer) every one of them was
  * copied through the young generation into the old one, garbage collection's largest share of
- * the worker's time (docs/benchmarks.md). Here each output is encoded once, at emit time, into
+ * the worker's time (docs/experiments/2026-12-02-outputs-held-as-bytes.md). Here each output is encoded once, at emit time, into
  * one growable Buffer per key — exactly the bytes Kafka's v2 record format puts after a record's
  * offset delta (key, value, headers) — with three int32 per output beside it: where its bytes end,
  * its partition or its key's murmur2 hash, and its topic and how it is partitioned. The produce

@@ -76,7 +76,7 @@ const NO_HEADERS: RecordHeaders = Object.freeze({});
  *
  * Call `recover()` once (unless the flow is transient), then `handleBatch` per batch (awaiting it
  * if it returns a Promise), `triggerTimers` every so often (a second, say) and `persist` when the
- * workflow's persistEvery timer fires or on revoke/shutdown.
+ * owner's persist cadence calls for it (every persistEvery, idle, outputs) or on revoke/shutdown.
  *
  * Records are folded as they are routed, in offset order: a synchronous fold never queues. A key
  * whose fold returns a Promise (or that must first be read back from the store) becomes busy: its

@@ -55,7 +55,7 @@ export function planPersist<S, V>(s: PersistScope<S, V>, now: number, reason: Pe
   let othersMin = Number.POSITIVE_INFINITY;
   let evicted = 0;
   // A periodic persist also takes every key whose persistEvery has passed, not only those a
-  // timer has marked since: a key's timer and the workflow's persist run on their own clocks, and
+  // timer has marked since: a key's timer and the periodic persist run on their own clocks, and
   // waiting for the next timer would leave such a key (and the committed offset) a cycle behind.
   const every = policy.persistEvery;
   const persistedBefore = every === undefined ? Number.NEGATIVE_INFINITY : now - keys.epoch - every;

@@ -8,11 +8,12 @@ import type { PartitionPersistence } from './ports';
 import type { TimerPolicy } from './timers';
 
 /**
- * Why a persist runs. `periodic`: the keys whose timers are due (the workflow's persistEvery timer).
+ * Why a persist runs. `periodic`: the keys whose timers are due (every persistEvery, timed by the
+ * owning process's persist cadence, workers/runtime/persist-cadence.ts).
  * `outputs`: the keys with pending outputs (emitted records, dead letters), at least every
- * `outputEvery` (the owning process's flush, see README design notes); fails like `periodic`.
+ * `outputEvery` (the owning process's flush, see docs/design.md); fails like `periodic`.
  * `idle`: every dirty key, at once — the partition has caught up with its log end (the owning
- * process's idle flush, see README design notes); fails like `periodic`; a transient flow writes
+ * process's idle flush, see docs/design.md); fails like `periodic`; a transient flow writes
  * nothing and lets its commit pass nothing (as `periodic`).
  * `revoke`: every dirty key if a timer asked for flushOnRevoke, otherwise only pending deletes.
  * `shutdown`: every dirty key ("persist now"). Revoke and shutdown never throw for a failed write:

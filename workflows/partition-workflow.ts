@@ -89,7 +89,7 @@ export interface RetryStatus {
 export interface RevokeSignal {
   readonly generation: number;
   readonly memberId: string;
-  /** What the owner's flush on revoke did, when it flushed (it runs in-process; see README). */
+  /** What the owner's flush on revoke did, when it flushed (it runs in-process; see docs/design.md). */
   readonly flushed?: PersistResult;
   readonly reason: 'revoke' | 'shutdown';
 }

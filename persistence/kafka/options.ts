@@ -11,7 +11,7 @@ import { type Duration, durationSchema, toMillis } from '../../core/duration';
  * 2,048 (was 256, kafka-flow's): a persist of a partition with ≈ 1,700 dirty keys took 7
  * transactions, each a few round trips that wait for the event loop between slices of folding —
  * 2.1 s (median) per persist under full load, 0.29 s as one transaction (bench:throughput, see
- * docs/benchmarks.md). Still bounds a transaction's bytes (≈ cap × snapshot size; 20 MB at 10 KiB).
+ * docs/experiments/2026-12-02-throughput-persist-cadence.md). Still bounds a transaction's bytes (≈ cap × snapshot size; 20 MB at 10 KiB).
  */
 export const DEFAULT_MAX_WRITES_PER_TRANSACTION = 2048;
 

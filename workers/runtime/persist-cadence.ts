@@ -1,6 +1,6 @@
 /**
- * When one partition's engine persists on its owner, timed in the owning process (README design
- * notes, "The persist cadence lives in the owning process"):
+ * When one partition's engine persists on its owner, timed in the owning process (docs/design.md,
+ * "The persist cadence lives in the owning process"):
  * - periodic: every `everyMs` (persistEvery) after the previous periodic persist started — or,
  *   after a recovery, after the first batch was folded, so that the keys that batch created are due
  *   at the first persist instead of a cycle later;
@@ -10,7 +10,7 @@
  *   that is earlier than its fold: a backlog read up to a log end that has been quiet for
  *   `idleAfterMs` already (its last record is that old) is flushed at once instead of after another
  *   `idleAfterMs` — still at most once per `idleAfterMs`.
- * The partition workflow's persist activity no longer times persists: it reports them (and runs
+ * The partition workflow's persist activity does not time persists: it reports them (and runs
  * the periodic one itself if it comes first). Both go through the engine's serialized persist
  * chain, fenced by the generation like any persist.
  */

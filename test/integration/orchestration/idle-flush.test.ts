@@ -1,6 +1,6 @@
 import { FlowCluster } from './harness';
 
-// The idle flush (README design notes): a burst folded to the log end is persisted and committed at
+// The idle flush (docs/design.md, "Idle flush"): a burst folded to the log end is persisted and committed at
 // once, not at the next persistEvery. persistEvery is 30 s here: without the idle flush the first
 // commit comes 30 s after the first batch (and the keys created a little later, 30 s after that).
 test('a burst folded to the log end is written and committed at once, well before persistEvery (30 s)', async () => {
