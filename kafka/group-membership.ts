@@ -4,6 +4,7 @@
  * a stale generation after the next rebalance.
  */
 import type { Consumer } from 'kafkajs';
+import { InternalError } from '../config/errors';
 
 export interface GroupGeneration {
   groupId: string;
@@ -29,7 +30,7 @@ export class GroupMembership {
         ),
       };
       if (typeof generation.generationId !== 'number') {
-        throw new Error('GROUP_JOIN without generationId: is the kafkajs patch applied? (npm install runs patch-package)');
+        throw new InternalError('GROUP_JOIN without generationId: is the kafkajs patch applied? (npm install runs patch-package)');
       }
       this.latest = generation;
       for (const listener of this.listeners) listener(generation);

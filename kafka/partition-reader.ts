@@ -19,6 +19,7 @@ import {
   type RawMessage,
   withoutAborted,
 } from './internals';
+import { InternalError } from '../config/errors';
 
 export interface ReadRecord {
   offset: string;
@@ -191,7 +192,7 @@ export class PartitionReader {
       topics: [{ topic, partitions: [{ partition, timestamp }] }], // -1: latest, -2: earliest
     });
     const offset = responses.find((r) => r.topic === topic)?.partitions.find((p) => p.partition === partition)?.offset;
-    if (offset === undefined) throw new Error(`no offset for ${topic}/${partition} in ListOffsets response`);
+    if (offset === undefined) throw new InternalError(`no offset for ${topic}/${partition} in ListOffsets response`);
     return offset;
   }
 
@@ -209,7 +210,7 @@ export class PartitionReader {
         topics: [{ topic, partitions: [{ partition, fetchOffset, maxBytes }] }],
       });
       const data = responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
-      if (!data) throw new Error(`no data for ${topic}/${partition} in Fetch response`);
+      if (!data) throw new InternalError(`no data for ${topic}/${partition} in Fetch response`);
       if (data.errorCode !== 0) throw createErrorFromCode(data.errorCode);
       return data;
     } catch (err) {

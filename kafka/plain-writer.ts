@@ -8,6 +8,7 @@ import type { Producer, RecordMetadata } from 'kafkajs';
 import type { KafkaClient } from './client';
 import type { SentRecords } from './errors';
 import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES } from './request-size';
+import { ClosedError } from '../config/errors';
 
 /** A record to send; without a partition, kafkajs's default partitioner picks one by key. */
 export interface PlainMessage {
@@ -36,7 +37,7 @@ export class PlainWriter {
 
   /** Sends `messages` (acks=all) and resolves when every one is acknowledged. */
   async send(messages: readonly PlainMessage[]): Promise<SentRecords[]> {
-    if (this.closed) throw new Error('PlainWriter is closed');
+    if (this.closed) throw new ClosedError('PlainWriter');
     const producer = await this.currentProducer();
     const sent: SentRecords[] = [];
     for (const chunk of chunkByBytes(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {

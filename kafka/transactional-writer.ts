@@ -17,6 +17,7 @@ import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
 import { commitFailureOutcome, fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
 import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES, recordBytes } from './request-size';
+import { ClosedError, InternalError } from '../config/errors';
 
 export interface SnapshotMessage {
   topic: string;
@@ -130,7 +131,7 @@ export class TransactionalWriter {
    */
   init(): Promise<void> {
     return this.enqueue(async () => {
-      if (this.closed) throw new Error(`TransactionalWriter ${this.transactionalId} is closed`);
+      if (this.closed) throw new ClosedError(`TransactionalWriter ${this.transactionalId}`);
       await this.discardProducer(); // a producer initialized earlier would not bump the epoch again
       const producer = await this.currentProducer();
       try {
@@ -172,7 +173,7 @@ export class TransactionalWriter {
 
   private async commitNow(request: CommitRequest): Promise<CommitResult> {
     const { messages, offsets, generation } = request;
-    if (this.closed) throw new Error(`TransactionalWriter ${this.transactionalId} is closed`);
+    if (this.closed) throw new ClosedError(`TransactionalWriter ${this.transactionalId}`);
     const producer = await this.currentProducer();
     let transaction: Transaction | undefined;
     const sent = new Map<string, SentRecords>();
@@ -180,7 +181,7 @@ export class TransactionalWriter {
       transaction = await producer.transaction();
       const tx = transaction;
       if (typeof tx.addPartitions !== 'function') {
-        throw new Error('kafkajs transaction without addPartitions: is the kafkajs patch applied? (npm install runs patch-package)');
+        throw new InternalError('kafkajs transaction without addPartitions: is the kafkajs patch applied? (npm install runs patch-package)');
       }
       // Round trips, not bytes, are what a small transaction costs. The partitions and the group's
       // offsets are registered with the transaction coordinator first, both requests at once

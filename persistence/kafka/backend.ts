@@ -4,7 +4,7 @@
  * offsets, admin) and the snapshot topic.
  */
 import { Registry } from 'prom-client';
-import { ConfigError } from '../../config/errors';
+import { ClosedError, ConfigError } from '../../config/errors';
 import type { Codec } from '../../core/codec/codec';
 import { Compressor, compressorMetrics } from '../../core/codec/compressor';
 import { compressorCounters, type MetricsRegistry } from '../../core/codec/compressor-counters';
@@ -226,7 +226,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
    * returns, so the recovery read that follows sees only settled transactions of its own id.
    */
   async forPartition(a: KafkaPartitionAssignment): Promise<KafkaPartitionPersistence<S, V>> {
-    if (this.closed) throw new Error('KafkaSnapshotBackend is closed');
+    if (this.closed) throw new ClosedError('KafkaSnapshotBackend');
     if (a.topic !== this.inputTopic) {
       throw new RangeError(`this backend persists input topic "${this.inputTopic}", not "${a.topic}"`);
     }

@@ -26,6 +26,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { StoredSnapshot } from './recovery';
+import { InternalError } from '../../config/errors';
 
 export const LOCAL_STATE_FORMAT = 1;
 
@@ -240,7 +241,7 @@ export class LocalPartitionStore {
       framed.push([key, next ? frame(next) : undefined]);
     }
     const at = checkpoint ?? this.checkpoint;
-    if (at === undefined) throw new Error('local state: the first write needs a checkpoint');
+    if (at === undefined) throw new InternalError('local state: the first write needs a checkpoint');
     const body = { format: LOCAL_STATE_FORMAT, identity: { ...this.identity }, checkpoint: at, currentAt, keys, digest: digest.toString('hex') };
     const record: LocalCheckpoint = { ...body, checksum: checkpointChecksum(body) };
     const entries = this.entries!;

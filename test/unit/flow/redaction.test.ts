@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { createFlowActivities } from '../../../activities/flow-activities';
 import type { PartitionHost } from '../../../activities/partition-host';
 import { FailureTypes, type OwnerRequest } from '../../../activities/types';
-import { KafkaFlowError } from '../../../config/errors';
+import { ClosedError, InternalError, KafkaFlowError } from '../../../config/errors';
 import { redactingLogger } from '../../../core/logger';
 import { isSafeError, keyHash, REDACTED, setLogKeys, unredactedMessage, WithheldMessageError, withheld } from '../../../core/redact';
 import { FoldError, OffsetCommitFailedError, PersistFailedError } from '../../../flow/errors';
@@ -138,6 +138,9 @@ describe('PersistFailedError and OffsetCommitFailedError', () => {
     expect(codec.code).toBe('PERSIST_FAILED');
     expect(codec.message).toContain(`Error: ${REDACTED}`);
     expect(everything(codec)).not.toContain(VALUE);
+    // Our own stop races and broken invariants are typed, so an operator reads them without logKeys.
+    expect(new PersistFailedError('t', 0, 2, new ClosedError('KafkaSnapshotBackend')).message).toContain('failed: KafkaSnapshotBackend is closed: the worker is stopping');
+    expect(new PersistFailedError('t', 0, 2, new InternalError('no data for t/0 in Fetch response')).message).toContain('failed: no data for t/0 in Fetch response');
     const commit = new OffsetCommitFailedError('t', 0, '7', new Error(`odd ${VALUE}`));
     expect(commit.code).toBe('COMMIT_FAILED');
     expect(everything(commit)).not.toContain(VALUE);
