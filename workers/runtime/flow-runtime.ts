@@ -309,10 +309,9 @@ export class FlowRuntime implements PartitionHost {
         const r = flow.handleBatch(slice);
         if (r) await r;
       } catch (err) {
-        slot.state = 'failed';
-        slot.failure = err;
+        const failure = this.persists.failed(slot, err);
         pause();
-        this.log.error({ err: withheld(err), topic: batch.topic, partition: batch.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
+        this.log.error({ err: withheld(failure), topic: batch.topic, partition: batch.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
         return;
       }
       folded = slice[slice.length - 1]?.offset;
@@ -359,10 +358,9 @@ export class FlowRuntime implements PartitionHost {
         // Also how a partition that failed outside a batch (an async fold, pipelined) is noticed.
         slot.flow.triggerTimers();
       } catch (err) {
-        slot.state = 'failed';
-        slot.failure = err;
+        const failure = this.persists.failed(slot, err);
         this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
-        this.log.error({ err: withheld(err), topic: slot.topic, partition: slot.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
+        this.log.error({ err: withheld(failure), topic: slot.topic, partition: slot.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
         continue;
       }
       if (outputs && !slot.outputsFlush && !this.stopping && slot.flow.outputsDue()) void this.persists.flushOutputs(slot);

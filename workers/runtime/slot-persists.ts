@@ -140,6 +140,19 @@ export class SlotPersists {
     });
   }
 
+  /**
+   * The engine's failure met outside a persist (a batch or a timer): the partition is `failed`
+   * here. A failure a persist already recorded stays — the engine rethrows that same error
+   * unclassified, and a lost producer epoch must stay a failure to retry, not become a fence that
+   * waits for a newer owner who never comes; otherwise it is classified as a persist's would be.
+   */
+  failed(slot: Slot, caught: unknown): unknown {
+    const recorded = (slot.state === 'failed' || slot.state === 'fenced') && slot.failure !== undefined;
+    slot.failure = recorded ? slot.failure : this.classify(slot, caught);
+    slot.state = 'failed';
+    return slot.failure;
+  }
+
   /** A persist stopped the partition here: `fenced` or `failed`, paused; returns the error to throw. */
   private stopSlot(slot: Slot, caught: unknown): unknown {
     const err = this.classify(slot, caught);

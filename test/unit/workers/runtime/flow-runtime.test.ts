@@ -1,6 +1,7 @@
 import { KafkaJSConnectionError } from 'kafkajs';
 import { StaleGenerationError } from '../../../../activities/partition-host';
 import type { Owner } from '../../../../activities/types';
+import { ProducerEpochLostError, SnapshotWriteFencedError } from '../../../../core/fence-errors';
 import { defineFlow } from '../../../../index';
 import { silentLogger } from '../../../../core/logger';
 import { FlowMetrics } from '../../../../flow/metrics';
@@ -86,6 +87,13 @@ class FailingLaterSender extends InMemoryOutputSender {
     this.sends++;
     await this.gate;
     throw new KafkaJSConnectionError('broker away');
+  }
+}
+
+/** A sender whose producer lost its epoch (a stale process re-initialized the transactional.id). */
+class EpochLostSender extends InMemoryOutputSender {
+  override async send(): Promise<void> {
+    throw new SnapshotWriteFencedError('t', 0, 'INVALID_PRODUCER_EPOCH for transactional.id tx-0', { reason: 'producer-epoch', transactionalId: 'tx-0' });
   }
 }
 
@@ -468,6 +476,33 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(String(folding.poll().failure)).toMatch(/broker away/);
     expect(folding.poll().progress.position).toBe('60');
     expect(() => rt.runtime.persistReadiness(req(owner))).toThrow(/broker away/);
+  });
+
+  test('a lost producer epoch while the partition is still ours stays a failure to retry when the batch folding meanwhile meets it (not a fence: no newer owner would come)', async () => {
+    // One output per record, due at half of 4,000: the outputs persist starts after the batch's
+    // first slice of 2,000 and fails (its producer's epoch lost) before the second slice, which
+    // then meets the engine's failure. Both must leave the same, classified failure.
+    const emitting = defineFlow<number, { n: number }>({
+      name: 'counts',
+      groupId: 'counts',
+      topics: ['t'],
+      fold: (s, r, ctx) => {
+        ctx.emit({ topic: 'alerts', key: r.key, value: Number(r.offset) });
+        return (s ?? 0) + 1;
+      },
+      persistence: { backend: 'kafka', transactional: true },
+      outputTopics: ['alerts'],
+      outputEvery: '10 min',
+      maxPendingOutputs: 4_000,
+      timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 600_000 } },
+      idleFlush: false,
+    }) as never;
+    const { owner, folding } = await foldingWithOutputs(emitting, new EpochLostSender());
+    const batch = Array.from({ length: 3_000 }, (_, i) => ({ offset: i, key: `k${i % 7}`, value: { n: 1 } }));
+    await rt.consumer.deliver('t', 0, batch);
+    const failure = folding.poll().failure;
+    expect(failure).toBeInstanceOf(ProducerEpochLostError);
+    expect(() => rt.runtime.persistReadiness(req(owner))).toThrow(ProducerEpochLostError);
   });
 
   /** Replaces the runtime with one folding `flow` (memory persistence) on t-0 as member-1 (generation 1). */
