@@ -4,7 +4,7 @@
  * UNKNOWN_TOPIC_OR_PARTITION during auto-creation, so we never rely on auto-creation.)
  */
 import { type Admin, ConfigResourceTypes } from 'kafkajs';
-import type { KafkaClient } from './client';
+import { holdingTopicCreationErrors, type KafkaClient } from './client';
 
 export interface TopicSpec {
   topic: string;
@@ -40,17 +40,23 @@ export class KafkaAdmin {
     const missing = specs.filter((s) => !existing.has(s.topic));
     if (missing.length > 0) {
       try {
-        await this.admin.createTopics({
-          waitForLeaders: false,
-          topics: missing.map((s) => ({
-            topic: s.topic,
-            numPartitions: s.partitions,
-            replicationFactor: s.replicationFactor ?? 1,
-            configEntries: Object.entries(s.config ?? {}).map(([name, value]) => ({ name, value })),
-          })),
-        });
+        // A concurrent creator (another worker of the flow starting at the same time) may win the
+        // race: TOPIC_ALREADY_EXISTS is a normal outcome, logged nowhere; the leaders check below
+        // decides. Any other refusal is logged at error level (kafkajs's entry) and raised.
+        await holdingTopicCreationErrors(
+          () =>
+            this.admin.createTopics({
+              waitForLeaders: false,
+              topics: missing.map((s) => ({
+                topic: s.topic,
+                numPartitions: s.partitions,
+                replicationFactor: s.replicationFactor ?? 1,
+                configEntries: Object.entries(s.config ?? {}).map(([name, value]) => ({ name, value })),
+              })),
+            }),
+          isTopicExists,
+        );
       } catch (err) {
-        // A concurrent creator won the race: fine, the leaders check below decides.
         if (!isTopicExists(err)) throw err;
       }
     }

@@ -3,6 +3,7 @@
  * `KafkaClient` from here; nothing outside `kafka/` imports kafkajs. The brokers come from the
  * caller (`KAFKA_BROKERS` is parsed in config/env: `brokersFromEnv`).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Kafka, type logCreator, logLevel } from 'kafkajs';
 import type { KafkaSecurity } from '../config/security';
 import { type KafkaConnectionSecurity, kafkaConnectionSecurity } from './client-security';
@@ -73,14 +74,47 @@ function isRoutine(log: { message?: string; error?: unknown }): boolean {
 
 type KafkajsEntry = Parameters<ReturnType<logCreator>>[0];
 
-/** kafkajs's entries (minus the misleading and the routine ones) to `sink`: kafkajs's console, or a logger. */
+/**
+ * kafkajs logs every CreateTopics response that carries an error as an ERROR ("Topic creation
+ * errors", no topic, no reason) before anyone can tell what it was — TOPIC_ALREADY_EXISTS
+ * included, which its admin then returns as a success: two workers of a new flow starting at once
+ * both create its snapshot and output topics, and one of them printed that error every time. Inside
+ * `holdingTopicCreationErrors`, that entry is held back until the outcome is known.
+ */
+const heldTopicCreationErrors = new AsyncLocalStorage<Array<() => void>>();
+
+function isTopicCreationError(entry: KafkajsEntry): boolean {
+  const { message, error } = entry.log as { message?: unknown; error?: unknown };
+  return entry.level === logLevel.ERROR && error === 'Topic creation errors' && typeof message === 'string' && message.startsWith('Response CreateTopics');
+}
+
+/**
+ * Runs `create` (a kafkajs `createTopics`) with kafkajs's error entry of its CreateTopics
+ * response held: dropped when `create` succeeds (kafkajs's admin resolves when every topic it
+ * refused already existed) or fails with an error `isRace` calls a racing creator's; written as
+ * kafkajs wrote it, at error level, for any other failure (authorization, invalid config, …),
+ * which is then raised.
+ */
+export async function holdingTopicCreationErrors<T>(create: () => Promise<T>, isRace: (err: unknown) => boolean): Promise<T> {
+  const held: Array<() => void> = [];
+  try {
+    return await heldTopicCreationErrors.run(held, create);
+  } catch (err) {
+    if (!isRace(err)) for (const write of held) write();
+    throw err;
+  }
+}
+
+/** kafkajs's entries (minus the misleading and the routine ones, and a held CreateTopics error) to `sink`: kafkajs's console, or a logger. */
 function projectLogCreator(logger: Logger | undefined): logCreator {
   return (level) => {
     const log = logger ? toLogger(logger) : kafkajsConsoleLogCreator(level);
     return (entry) => {
       if (MISLEADING.has(entry.log.message)) return;
       if (entry.level !== logLevel.DEBUG && isRoutine(entry.log)) return;
-      log(entry);
+      const held = isTopicCreationError(entry) ? heldTopicCreationErrors.getStore() : undefined;
+      if (held) held.push(() => log(entry));
+      else log(entry);
     };
   };
 }
