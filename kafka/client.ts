@@ -75,45 +75,47 @@ function isRoutine(log: { message?: string; error?: unknown }): boolean {
 type KafkajsEntry = Parameters<ReturnType<logCreator>>[0];
 
 /**
- * kafkajs logs every CreateTopics response that carries an error as an ERROR ("Topic creation
- * errors", no topic, no reason) before anyone can tell what it was — TOPIC_ALREADY_EXISTS
- * included, which its admin then returns as a success: two workers of a new flow starting at once
- * both create its snapshot and output topics, and one of them printed that error every time. Inside
- * `holdingTopicCreationErrors`, that entry is held back until the outcome is known.
+ * kafkajs logs every response that carries an error as an ERROR before anyone can tell what it
+ * meant: TOPIC_ALREADY_EXISTS from a racing creator (two workers of a new flow starting at once
+ * both create its snapshot and output topics; kafkajs's admin then returns it as a success), or
+ * UNKNOWN_TOPIC_OR_PARTITION while a topic just created propagates. Inside `holdingKafkajsErrors`,
+ * the entries its `matches` picks are held back until the outcome is known.
  */
-const heldTopicCreationErrors = new AsyncLocalStorage<Array<() => void>>();
-
-function isTopicCreationError(entry: KafkajsEntry): boolean {
-  const { message, error } = entry.log as { message?: unknown; error?: unknown };
-  return entry.level === logLevel.ERROR && error === 'Topic creation errors' && typeof message === 'string' && message.startsWith('Response CreateTopics');
+interface Hold {
+  matches: (log: { message?: unknown; error?: unknown }) => boolean;
+  entries: Array<() => void>;
 }
+const holds = new AsyncLocalStorage<Hold>();
 
 /**
- * Runs `create` (a kafkajs `createTopics`) with kafkajs's error entry of its CreateTopics
- * response held: dropped when `create` succeeds (kafkajs's admin resolves when every topic it
- * refused already existed) or fails with an error `isRace` calls a racing creator's; written as
- * kafkajs wrote it, at error level, for any other failure (authorization, invalid config, …),
- * which is then raised.
+ * Runs `run` (kafkajs calls) with the error-level kafkajs entries `matches` picks held: dropped
+ * when `run` succeeds or fails with an error `expected` accepts (the caller's normal outcome: a
+ * topic a racing creator made, a metadata answer it retries); written as kafkajs wrote them, at
+ * error level, for any other failure (authorization, invalid config, …), which is then raised.
  */
-export async function holdingTopicCreationErrors<T>(create: () => Promise<T>, isRace: (err: unknown) => boolean): Promise<T> {
-  const held: Array<() => void> = [];
+export async function holdingKafkajsErrors<T>(
+  matches: Hold['matches'],
+  run: () => Promise<T>,
+  expected: (err: unknown) => boolean,
+): Promise<T> {
+  const hold: Hold = { matches, entries: [] };
   try {
-    return await heldTopicCreationErrors.run(held, create);
+    return await holds.run(hold, run);
   } catch (err) {
-    if (!isRace(err)) for (const write of held) write();
+    if (!expected(err)) for (const write of hold.entries) write();
     throw err;
   }
 }
 
-/** kafkajs's entries (minus the misleading and the routine ones, and a held CreateTopics error) to `sink`: kafkajs's console, or a logger. */
+/** kafkajs's entries (minus the misleading and the routine ones, and those held) to `sink`: kafkajs's console, or a logger. */
 function projectLogCreator(logger: Logger | undefined): logCreator {
   return (level) => {
     const log = logger ? toLogger(logger) : kafkajsConsoleLogCreator(level);
     return (entry) => {
       if (MISLEADING.has(entry.log.message)) return;
       if (entry.level !== logLevel.DEBUG && isRoutine(entry.log)) return;
-      const held = isTopicCreationError(entry) ? heldTopicCreationErrors.getStore() : undefined;
-      if (held) held.push(() => log(entry));
+      const hold = entry.level === logLevel.ERROR ? holds.getStore() : undefined;
+      if (hold?.matches(entry.log)) hold.entries.push(() => log(entry));
       else log(entry);
     };
   };
