@@ -4,7 +4,7 @@
 // every CreateTopics response error as one, before anyone can tell what it was), nor can the
 // wait for the new topic's leaders while the broker does not know it yet. A real error still is
 // logged at error level and raised.
-import { KafkaAdmin } from '../../../kafka/admin';
+import { KafkaAdmin, type TopicSpec } from '../../../kafka/admin';
 import { createKafkaClient, type KafkaClient } from '../../../kafka/client';
 import type { Logger } from '../../../core/logger';
 import { closeAll, requireBroker, unique } from './support';
@@ -76,7 +76,8 @@ describe('creating a topic a racing creator also creates', () => {
     // yet (seen on a loaded machine: both workers of a new flow logged it at error level). A topic
     // that is never created keeps answering so: the wait retries it quietly until its bound.
     const topic = unique('race-unknown');
-    await expect(admins[0]!['waitForLeaders']([{ topic, partitions: 1 }], 1500)).rejects.toThrow(
+    const waiting = admins[0] as unknown as { waitForLeaders(specs: TopicSpec[], timeoutMs: number): Promise<void> }; // private: the leaders check alone
+    await expect(waiting.waitForLeaders([{ topic, partitions: 1 }], 1500)).rejects.toThrow(
       `topics ${topic} have no leaders after 1500 ms: This server does not host this topic-partition`,
     );
     expect(entries.filter((e) => e.level === 'debug' && e.msg.startsWith('Response Metadata') && e.fields.error !== undefined).length).toBeGreaterThan(1);
