@@ -1,5 +1,6 @@
 // Two projects: `unit` (pure, in-memory, fast) and `integration` (real Kafka, Temporal and
-// Cassandra, started once per run by test/support/global-setup.ts when not already up).
+// Cassandra, started once per run by test/support/global-setup.ts when not already up, and
+// stopped by test/support/global-teardown.ts when the run ends unless KFT_TEST_KEEP_INFRA=1).
 //
 // Files run one at a time by default (`maxWorkers: 1`), the CI's setting. They can run side by side
 // (`npx jest --maxWorkers=3`: `npm test` in ≈ 500 s instead of ≈ 900 s on 2 cores): every
@@ -24,6 +25,7 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
       setupFilesAfterEnv: ['<rootDir>/test/support/integration-setup.ts'],
     },
   ],

@@ -4,7 +4,8 @@
  * UNKNOWN_TOPIC_OR_PARTITION during auto-creation, so we never rely on auto-creation.)
  */
 import { type Admin, ConfigResourceTypes } from 'kafkajs';
-import type { KafkaClient } from './client';
+import { holdingKafkajsErrors, type KafkaClient } from './client';
+import { createErrorFromCode } from './internals';
 
 export interface TopicSpec {
   topic: string;
@@ -40,17 +41,24 @@ export class KafkaAdmin {
     const missing = specs.filter((s) => !existing.has(s.topic));
     if (missing.length > 0) {
       try {
-        await this.admin.createTopics({
-          waitForLeaders: false,
-          topics: missing.map((s) => ({
-            topic: s.topic,
-            numPartitions: s.partitions,
-            replicationFactor: s.replicationFactor ?? 1,
-            configEntries: Object.entries(s.config ?? {}).map(([name, value]) => ({ name, value })),
-          })),
-        });
+        // A concurrent creator (another worker of the flow starting at the same time) may win the
+        // race: TOPIC_ALREADY_EXISTS is a normal outcome, logged nowhere; the leaders check below
+        // decides. Any other refusal is logged at error level (kafkajs's entry) and raised.
+        await holdingKafkajsErrors(
+          isCreateTopicsRefusal,
+          () =>
+            this.admin.createTopics({
+              waitForLeaders: false,
+              topics: missing.map((s) => ({
+                topic: s.topic,
+                numPartitions: s.partitions,
+                replicationFactor: s.replicationFactor ?? 1,
+                configEntries: Object.entries(s.config ?? {}).map(([name, value]) => ({ name, value })),
+              })),
+            }),
+          isTopicExists,
+        );
       } catch (err) {
-        // A concurrent creator won the race: fine, the leaders check below decides.
         if (!isTopicExists(err)) throw err;
       }
     }
@@ -100,7 +108,12 @@ export class KafkaAdmin {
     let lastError: unknown;
     while (Date.now() < deadline) {
       try {
-        const { topics } = await this.admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
+        // Not known yet, or no leader yet: what the loop waits out, logged nowhere (the timeout below says it).
+        const { topics } = await holdingKafkajsErrors(
+          isPropagatingMetadata,
+          () => this.admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) }),
+          isPropagating,
+        );
         const ready = specs.every((spec) => {
           const meta = topics.find((t) => t.name === spec.topic);
           return (
@@ -120,6 +133,23 @@ export class KafkaAdmin {
         (lastError instanceof Error ? `: ${lastError.message}` : ''),
     );
   }
+}
+
+/** kafkajs's error entry of a CreateTopics response that refused a topic (which topic and why are only in the error it throws). */
+function isCreateTopicsRefusal(log: { message?: unknown; error?: unknown }): boolean {
+  return log.error === 'Topic creation errors' && typeof log.message === 'string' && log.message.startsWith('Response CreateTopics');
+}
+
+/** A topic just created and not yet everywhere: UNKNOWN_TOPIC_OR_PARTITION (3), LEADER_NOT_AVAILABLE (5). */
+const PROPAGATING = new Map([3, 5].map((code) => [(createErrorFromCode(code) as { type?: string }).type, createErrorFromCode(code).message]));
+
+/** kafkajs's error entry of a Metadata response for such a topic. */
+function isPropagatingMetadata(log: { message?: unknown; error?: unknown }): boolean {
+  return typeof log.message === 'string' && log.message.startsWith('Response Metadata') && [...PROPAGATING.values()].includes(String(log.error));
+}
+
+function isPropagating(err: unknown): boolean {
+  return PROPAGATING.has((err as { type?: string }).type);
 }
 
 function isTopicExists(err: unknown): boolean {

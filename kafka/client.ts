@@ -3,6 +3,7 @@
  * `KafkaClient` from here; nothing outside `kafka/` imports kafkajs. The brokers come from the
  * caller (`KAFKA_BROKERS` is parsed in config/env: `brokersFromEnv`).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Kafka, type logCreator, logLevel } from 'kafkajs';
 import type { KafkaSecurity } from '../config/security';
 import { type KafkaConnectionSecurity, kafkaConnectionSecurity } from './client-security';
@@ -73,14 +74,49 @@ function isRoutine(log: { message?: string; error?: unknown }): boolean {
 
 type KafkajsEntry = Parameters<ReturnType<logCreator>>[0];
 
-/** kafkajs's entries (minus the misleading and the routine ones) to `sink`: kafkajs's console, or a logger. */
+/**
+ * kafkajs logs every response that carries an error as an ERROR before anyone can tell what it
+ * meant: TOPIC_ALREADY_EXISTS from a racing creator (two workers of a new flow starting at once
+ * both create its snapshot and output topics; kafkajs's admin then returns it as a success), or
+ * UNKNOWN_TOPIC_OR_PARTITION while a topic just created propagates. Inside `holdingKafkajsErrors`,
+ * the entries its `matches` picks are held back until the outcome is known.
+ */
+interface Hold {
+  matches: (log: { message?: unknown; error?: unknown }) => boolean;
+  entries: Array<() => void>;
+}
+const holds = new AsyncLocalStorage<Hold>();
+
+/**
+ * Runs `run` (kafkajs calls) with the error-level kafkajs entries `matches` picks held: dropped
+ * when `run` succeeds or fails with an error `expected` accepts (the caller's normal outcome: a
+ * topic a racing creator made, a metadata answer it retries); written as kafkajs wrote them, at
+ * error level, for any other failure (authorization, invalid config, …), which is then raised.
+ */
+export async function holdingKafkajsErrors<T>(
+  matches: Hold['matches'],
+  run: () => Promise<T>,
+  expected: (err: unknown) => boolean,
+): Promise<T> {
+  const hold: Hold = { matches, entries: [] };
+  try {
+    return await holds.run(hold, run);
+  } catch (err) {
+    if (!expected(err)) for (const write of hold.entries) write();
+    throw err;
+  }
+}
+
+/** kafkajs's entries (minus the misleading and the routine ones, and those held) to `sink`: kafkajs's console, or a logger. */
 function projectLogCreator(logger: Logger | undefined): logCreator {
   return (level) => {
     const log = logger ? toLogger(logger) : kafkajsConsoleLogCreator(level);
     return (entry) => {
       if (MISLEADING.has(entry.log.message)) return;
       if (entry.level !== logLevel.DEBUG && isRoutine(entry.log)) return;
-      log(entry);
+      const hold = entry.level === logLevel.ERROR ? holds.getStore() : undefined;
+      if (hold?.matches(entry.log)) hold.entries.push(() => log(entry));
+      else log(entry);
     };
   };
 }

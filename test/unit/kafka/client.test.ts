@@ -1,4 +1,4 @@
-import { createKafkaClient } from '../../../kafka/client';
+import { createKafkaClient, holdingKafkajsErrors } from '../../../kafka/client';
 
 describe('createKafkaClient logging', () => {
   it('drops kafkajs\'s misleading bounded-retries warning and its routine CONCURRENT_TRANSACTIONS retry errors, keeps the rest', () => {
@@ -51,5 +51,38 @@ describe('createKafkaClient with a logger', () => {
       { level: 'error', fields: { component: 'kafkajs', namespace: undefined, error: 'Broker not available', retryCount: 2 }, msg: 'Failed to send messages' },
       { level: 'info', fields: { component: 'kafkajs', namespace: undefined }, msg: 'joined' },
     ]);
+  });
+});
+
+describe('holdingKafkajsErrors', () => {
+  const createTopicsError = (client: ReturnType<typeof createKafkaClient>) =>
+    client.kafka.logger().namespace('Connection').error('Response CreateTopics(key: 19, version: 3)', { error: 'Topic creation errors' });
+
+  it('drops the error entries it matches when the call succeeds or fails as expected, writes them at error level otherwise', async () => {
+    const lines: Array<{ level: string; msg: string }> = [];
+    const at = (level: string) => (_fields: unknown, msg?: string) => void lines.push({ level, msg: msg ?? '' });
+    const client = createKafkaClient({ brokers: ['127.0.0.1:1'], clientId: 't', logger: { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') } });
+    const race = new Error('exists');
+    const isRace = (err: unknown) => err === race;
+    const matches = (log: { message?: unknown; error?: unknown }) => log.error === 'Topic creation errors';
+    const holding = <T>(run: () => Promise<T>) => holdingKafkajsErrors(matches, run, isRace);
+
+    // kafkajs's admin resolves (false) when every refusal was TOPIC_ALREADY_EXISTS.
+    const lostRace = async () => {
+      createTopicsError(client);
+      return false;
+    };
+    await expect(holding(lostRace)).resolves.toBe(false);
+    await expect(holding(async () => { createTopicsError(client); throw race; })).rejects.toBe(race);
+    expect(lines).toEqual([]);
+
+    const denied = new Error('Topic creation errors');
+    await expect(holding(async () => { createTopicsError(client); throw denied; })).rejects.toBe(denied);
+    expect(lines).toEqual([{ level: 'error', msg: 'Response CreateTopics(key: 19, version: 3)' }]);
+
+    // Outside it, and for any other entry inside it, nothing changes.
+    await holding(async () => client.kafka.logger().error('Failed to send messages', { error: 'Broker not available' }));
+    createTopicsError(client);
+    expect(lines.map((l) => l.msg)).toEqual(['Response CreateTopics(key: 19, version: 3)', 'Failed to send messages', 'Response CreateTopics(key: 19, version: 3)']);
   });
 });
