@@ -146,6 +146,8 @@ export interface WorkerEnv extends Env {
   exitWithParent: boolean;
   /** `KFT_REASSERT_AFTER_MS`: a partition held here but not folding for this long is signalled to its workflow again. */
   reassertAfterMs: number;
+  /** `KFT_WORKFLOW_REPORT_EVERY_MS`: partition workflows hear of the persists at most this often; undefined: every persistEvery. */
+  workflowReportEveryMs: number | undefined;
   /** `KFT_WORKFLOW_BUNDLE_DIR`: where the workflow bundle is cached; undefined (`off`): bundled at every start. */
   workflowBundleDir: string | undefined;
 }
@@ -163,6 +165,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
+    workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),
   };
 }

@@ -171,6 +171,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     logger: log,
     maxHistoryEvents: env.maxHistoryEvents,
     reassertAfterMs: env.reassertAfterMs,
+    workflowReportEveryMs: env.workflowReportEveryMs,
   });
   const activityWorkerCreated = Worker.create({
     connection,

@@ -135,6 +135,12 @@ export interface Limits {
   retryInitialMs: number;
   /** …up to this long. */
   retryMaxMs: number;
+  /**
+   * The running loop's persist report (an activity) waits at least this long, and at least
+   * persistEvery: the owning process persists on its own cadence whatever this is, so raising it
+   * only makes the workflow hear of the persists less often (KFT_WORKFLOW_REPORT_EVERY_MS).
+   */
+  reportEveryMinMs: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -144,6 +150,7 @@ export const DEFAULT_LIMITS: Limits = {
   ownerRetryMs: 10_000,
   retryInitialMs: 1_000,
   retryMaxMs: 5_000,
+  reportEveryMinMs: 0,
 };
 
 /** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */
@@ -392,7 +399,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     while (inOrder || !stop()) {
       if (historyFull()) break;
       const persisted = await raceStop(stop, () =>
-        acts.persist({ ...ref(input), owner: current, delayMs: input.persistEveryMs, reason: 'timer' }),
+        acts.persist({ ...ref(input), owner: current, delayMs: Math.max(input.persistEveryMs, limits.reportEveryMinMs), reason: 'timer' }),
       );
       if (persisted.kind === 'superseded') break;
       if (persisted.kind === 'failed') {

@@ -30,6 +30,8 @@ export interface FlowRuntimeOptions {
   logger: Logger;
   /** Continue-as-new threshold passed to new partition workflows (KFT_MAX_HISTORY_EVENTS). */
   maxHistoryEvents?: number;
+  /** The least time between a partition workflow's persist reports, passed to new partition workflows (KFT_WORKFLOW_REPORT_EVERY_MS). */
+  workflowReportEveryMs?: number;
   /**
    * A partition held here but not folding for this long has its assignment signalled again
    * (KFT_REASSERT_AFTER_MS, default 30 s): a live workflow ignores the repeat; a closed one (failed
@@ -261,14 +263,18 @@ export class FlowRuntime implements PartitionHost {
 
   private async signalAssignments(g: GroupGeneration): Promise<void> {
     const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
-    const maxHistoryEvents = this.o.maxHistoryEvents;
+    const { maxHistoryEvents, workflowReportEveryMs } = this.o;
+    const limits = {
+      ...(maxHistoryEvents ? { maxHistoryEvents } : {}),
+      ...(workflowReportEveryMs ? { reportEveryMinMs: workflowReportEveryMs } : {}),
+    };
     await Promise.all(
       Object.entries(g.assignment).flatMap(([topic, partitions]) =>
         partitions.map(async (partition) => {
           const ref = { flow: this.definition.name, topic, partition };
           await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
             this.o.signals.assigned(
-              { ...ref, persistEveryMs, limits: maxHistoryEvents ? { maxHistoryEvents } : undefined },
+              { ...ref, persistEveryMs, limits: Object.keys(limits).length > 0 ? limits : undefined },
               { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue, foldAwaitsRecovery: true },
             ),
           );

@@ -150,6 +150,17 @@ describe('partitionWorkflow on the real Temporal server', () => {
     return { handle, assign, status: () => handle.query(statusQuery) };
   }
 
+  test('reportEveryMinMs: the persist report waits that long when it is more than persistEvery (the owner persists on its own cadence meanwhile)', async () => {
+    const calls = newCalls();
+    const queue = await startOwner(calls);
+    const wf = await start({ reportEveryMinMs: 700 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: queue });
+    await eventually('a persist report', async () => ((await wf.status()).counters.persists >= 1 ? true : undefined));
+    expect(calls.persist.length).toBeGreaterThanOrEqual(1);
+    expect(calls.persist.every((p) => p.delayMs === 700)).toBe(true); // not persistEvery's 300
+    await wf.handle.terminate();
+  });
+
   test('an assignment recovers on the owner, folds, and persists on the timer cadence', async () => {
     const calls = newCalls();
     const queue = await startOwner(calls);

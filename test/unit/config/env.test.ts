@@ -72,6 +72,13 @@ describe('worker environment variables', () => {
     expect(env).toMatchObject({ logLevel: 'debug', temporalLogLevel: 'info', metricsPort: 0, stateDir: '/state', maxHistoryEvents: 60 });
   });
 
+  test('KFT_WORKFLOW_REPORT_EVERY_MS: unset or empty leaves the reports at persistEvery; else a positive integer', () => {
+    expect(readWorkerEnv({}).workflowReportEveryMs).toBeUndefined();
+    expect(readWorkerEnv({ KFT_WORKFLOW_REPORT_EVERY_MS: '' }).workflowReportEveryMs).toBeUndefined();
+    expect(readWorkerEnv({ KFT_WORKFLOW_REPORT_EVERY_MS: '10000' }).workflowReportEveryMs).toBe(10_000);
+    expect(() => readWorkerEnv({ KFT_WORKFLOW_REPORT_EVERY_MS: '-5' })).toThrow(/KFT_WORKFLOW_REPORT_EVERY_MS/);
+  });
+
   test('KFT_EXIT_WITH_PARENT: 1 on, 0 off, unset on under npm only', () => {
     expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js' }).exitWithParent).toBe(true);
     expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js', KFT_EXIT_WITH_PARENT: '0' }).exitWithParent).toBe(false);
