@@ -47,6 +47,7 @@ import {
   PARALLEL,
   PARTITIONS,
   PERSIST_EVERY_MS,
+  WORKFLOW_REPORT_EVERY_MS,
   PHASE_MS,
   PORT_BASE,
   PRODUCT_COMMIT,
@@ -143,6 +144,7 @@ async function main(): Promise<number> {
         CHAOS_MAX_WRITES: String(MAX_WRITES),
         CHAOS_MAX_PENDING_OUTPUTS: String(MAX_PENDING_OUTPUTS),
         TEMPORAL_LOG_LEVEL: 'warn',
+        ...(WORKFLOW_REPORT_EVERY_MS !== undefined ? { KFT_WORKFLOW_REPORT_EVERY_MS: String(WORKFLOW_REPORT_EVERY_MS) } : {}),
       };
       const pool = new WorkerPool({ id, logDir, env, stateRoot: spec.local ? path.join(dir, 'state') : undefined, event });
       const definition = chaosFlow({

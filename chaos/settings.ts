@@ -41,6 +41,8 @@ export const MAX_PENDING_OUTPUTS = positive('max-pending-outputs', 8);
 export const WORKERS = Number(flag('workers') ?? 2); // per mode, at the start
 export const SESSION_TIMEOUT_MS = 6_000; // the broker's group.min.session.timeout.ms
 export const PERSIST_EVERY_MS = 1_000;
+/** The workers' KFT_WORKFLOW_REPORT_EVERY_MS (`--workflow-report-every <ms>`); unset: the default (every persistEvery). */
+export const WORKFLOW_REPORT_EVERY_MS = flag('workflow-report-every') === undefined ? undefined : positive('workflow-report-every', 1);
 export const CATCH_UP_MS = QUICK ? 120_000 : 240_000;
 /** Catching up ends early when no partition has moved for this long. */
 export const CATCH_UP_IDLE_MS = 45_000;
