@@ -50,22 +50,24 @@ const alerting = defineFlow<number, { n: number }>({
   idleFlush: false, // (the tests with it are about outputEvery)
 }) as never;
 
-/** Emits one output per record (its offset); outputs are due only once the partition holds 50 of them (maxPendingOutputs), not by time. */
-const echoing = defineFlow<number, { n: number }>({
-  name: 'counts',
-  groupId: 'counts',
-  topics: ['t'],
-  fold: (s, r, ctx) => {
-    ctx.emit({ topic: 'alerts', key: r.key, value: Number(r.offset) });
-    return (s ?? 0) + 1;
-  },
-  persistence: { backend: 'kafka', transactional: true },
-  outputTopics: ['alerts'],
-  outputEvery: '10 min',
-  maxPendingOutputs: 50,
-  timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 600_000 } },
-  idleFlush: false, // (the tests with it are about maxPendingOutputs)
-}) as never;
+/** Emits one output per record (its offset); outputs are due only once the partition holds half of `maxPendingOutputs`, not by time. */
+const echoingFlow = (maxPendingOutputs: number) =>
+  defineFlow<number, { n: number }>({
+    name: 'counts',
+    groupId: 'counts',
+    topics: ['t'],
+    fold: (s, r, ctx) => {
+      ctx.emit({ topic: 'alerts', key: r.key, value: Number(r.offset) });
+      return (s ?? 0) + 1;
+    },
+    persistence: { backend: 'kafka', transactional: true },
+    outputTopics: ['alerts'],
+    outputEvery: '10 min',
+    maxPendingOutputs,
+    timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 600_000 } },
+    idleFlush: false, // (the tests with it are about maxPendingOutputs)
+  }) as never;
+const echoing = echoingFlow(50);
 
 /** An output sender whose broker is away (the Kafka client's error: its message is shown without logKeys). */
 class DownSender extends InMemoryOutputSender {
@@ -482,21 +484,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     // One output per record, due at half of 4,000: the outputs persist starts after the batch's
     // first slice of 2,000 and fails (its producer's epoch lost) before the second slice, which
     // then meets the engine's failure. Both must leave the same, classified failure.
-    const emitting = defineFlow<number, { n: number }>({
-      name: 'counts',
-      groupId: 'counts',
-      topics: ['t'],
-      fold: (s, r, ctx) => {
-        ctx.emit({ topic: 'alerts', key: r.key, value: Number(r.offset) });
-        return (s ?? 0) + 1;
-      },
-      persistence: { backend: 'kafka', transactional: true },
-      outputTopics: ['alerts'],
-      outputEvery: '10 min',
-      maxPendingOutputs: 4_000,
-      timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 600_000 } },
-      idleFlush: false,
-    }) as never;
+    const emitting = echoingFlow(4_000);
     const { owner, folding } = await foldingWithOutputs(emitting, new EpochLostSender());
     const batch = Array.from({ length: 3_000 }, (_, i) => ({ offset: i, key: `k${i % 7}`, value: { n: 1 } }));
     await rt.consumer.deliver('t', 0, batch);
