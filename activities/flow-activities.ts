@@ -52,16 +52,22 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
           throw typed(err);
         }
         try {
+          // The consumer hands this loop the partition's batches and waits while it folds each.
+          let beatAt = 0;
           for (;;) {
             const p = folding.poll();
             if (p.failure !== undefined) throw typed(p.failure);
             // Revoked, stopping, or another fold loop took over — but a revoke ends the loop only
             // once the workflow has been told (else it would take the ended loop for a lost owner).
             if (!p.running && !p.settling) return;
-            // Heartbeats are throttled by the SDK; polling often lets a revoke end the loop at once.
-            ctx.heartbeat(p.progress);
-            // Ends by cancellation (a newer owner, a revoke): the sleep rejects with CancelledFailure.
-            await ctx.sleep(POLL_MS);
+            // Heartbeats are throttled by the SDK; beating often lets a revoke end the loop at once.
+            if (Date.now() - beatAt >= POLL_MS) {
+              ctx.heartbeat(p.progress);
+              beatAt = Date.now();
+            }
+            await folding.foldNext(POLL_MS, ctx.cancellationSignal);
+            // Ends by cancellation (a newer owner, a revoke): rejects with the CancelledFailure.
+            if (ctx.cancellationSignal.aborted) await ctx.cancelled;
           }
         } finally {
           rt.stopFolding(request, folding.token);
@@ -100,7 +106,7 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
   };
 }
 
-/** How often the long-running activities look at their partition (a revoke ends them within this). */
+/** How often the long-running activities look at their partition and heartbeat (a revoke ends them within this). */
 const POLL_MS = 250;
 
 /** How often a fold loop scheduled with its recovery looks whether the recovery is done (its first batch waits for this). */

@@ -8,7 +8,7 @@ export class StaleGenerationError extends KafkaFlowError {
   }
 }
 
-/** A fold loop's hold on its partition: polled by the fold-loop activity until it should end. */
+/** A fold loop's hold on its partition: the fold-loop activity folds through it, polling it until it should end. */
 export interface FoldingHandle {
   readonly token: number;
   /**
@@ -16,6 +16,12 @@ export interface FoldingHandle {
    * signal not yet delivered — the loop should not end before it is.
    */
   poll(): { running: boolean; settling?: boolean; failure?: unknown; progress: Record<string, unknown> };
+  /**
+   * Folds the next batch the consumer hands to this loop, waiting up to `waitMs` for one (less if
+   * `signal` aborts): true when it folded one. The consumer waits for each batch's fold, so the
+   * loop is what folds the partition; when it ends, batches go back to the consumer unfolded.
+   */
+  foldNext(waitMs: number, signal?: AbortSignal): Promise<boolean>;
 }
 
 /**

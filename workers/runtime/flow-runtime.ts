@@ -14,8 +14,11 @@ import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
 import { PartitionSlots, type Slot } from './partition-slots';
 import { SlotPersists, withUnreported } from './slot-persists';
+import { BatchFold, hasOutputs } from './batch-fold';
+import { BatchHandoff } from './batch-handoff';
 
 export { StaleGenerationError } from '../../activities/partition-host';
+export { hasOutputs } from './batch-fold';
 
 export interface FlowRuntimeOptions {
   definition: FlowDefinition<unknown, unknown>;
@@ -64,12 +67,6 @@ interface EarlyRecovery {
   prepared: Promise<Prepared>;
 }
 
-/**
- * Records folded between two yields to the event loop (≈ 5–10 ms of work): a persist in flight
- * during folding took 1.6–1.9 s for 7 transactions without slices, ≈ 0.6 s with (measured).
- */
-const SLICE = 2_000;
-
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
 type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
 
@@ -97,6 +94,8 @@ export class FlowRuntime implements PartitionHost {
   private readonly log: Logger;
   /** One persist of a partition's engine, the in-process persists, and what the workflow is not told yet. */
   private readonly persists: SlotPersists;
+  /** Folds the batches the consumer hands to a partition's fold loop. */
+  private readonly folds: BatchFold;
   private timers?: NodeJS.Timeout;
   private watchdog?: NodeJS.Timeout;
   private stopping = false;
@@ -113,6 +112,7 @@ export class FlowRuntime implements PartitionHost {
     this.log = options.logger;
     this.consumer = options.consumer;
     this.persists = new SlotPersists({ definition: options.definition, consumer: options.consumer, log: options.logger, stopping: () => this.stopping });
+    this.folds = new BatchFold({ ...options, persists: this.persists, log: options.logger, stopping: () => this.stopping });
   }
 
   async start(): Promise<void> {
@@ -283,77 +283,14 @@ export class FlowRuntime implements PartitionHost {
     );
   }
 
-  private async eachBatch({ batch, resolveOffset, pause, heartbeat }: EachBatchPayload): Promise<void> {
-    const slot = this.slots.get(batch.topic, batch.partition);
-    const current = this.consumer.current();
-    const flow = slot?.flow;
-    if (slot?.state !== 'running' || !flow || !current || slot.generation !== current.generationId) {
-      pause(); // not (or no longer) ours to process: nothing resolved, so nothing is skipped
-      return;
-    }
-    slot.highWatermark = batch.highWatermark;
-    const messages = batch.messages;
-    const emits = hasOutputs(this.definition);
-    /** The last offset folded (what kafkajs may take as processed if the batch stops part way). */
-    let folded: string | undefined;
-    // In slices, yielding between them: the persist in flight (a transaction's requests and
-    // answers) and the Temporal workers' callbacks run between slices, not after the whole batch.
-    for (let from = 0; from < messages.length; from += SLICE) {
-      if (from > 0) await new Promise((resolve) => setImmediate(resolve));
-      if (flow.outputsFull()) {
-        if (folded !== undefined) resolveOffset(folded);
-        const waitStarted = performance.now();
-        const mayFold = await this.roomForOutputs(slot, flow, heartbeat);
-        this.o.metrics.outputsWait.labels({ flow: this.definition.name, topic: slot.topic, partition: String(slot.partition) }).inc((performance.now() - waitStarted) / 1000);
-        if (!mayFold) {
-          pause(); // revoked, stopping, or stopped by that persist: the rest of the batch is not ours to fold
-          return;
-        }
-      }
-      const slice = from === 0 && messages.length <= SLICE ? messages : messages.slice(from, from + SLICE);
-      try {
-        const r = flow.handleBatch(slice);
-        if (r) await r;
-      } catch (err) {
-        const failure = this.persists.failed(slot, err);
-        pause();
-        this.log.error({ err: withheld(failure), topic: batch.topic, partition: batch.partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying), unless a newer owner fenced it');
-        return;
-      }
-      folded = slice[slice.length - 1]?.offset;
-      // Half the bound held: an outputs persist starts now, while the batch folds on (see outputsDue).
-      if (emits && !slot.outputsFlush && !this.stopping && flow.outputsDue()) void this.persists.flushOutputs(slot);
-    }
-    if (folded !== undefined) resolveOffset(folded);
-    slot.cadence?.folded(flow.position, batch.highWatermark, messages[messages.length - 1]?.timestamp);
-    await heartbeat();
-    // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
-    // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run
-    // between batches instead of after the whole fetch.
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-
   /**
-   * maxPendingOutputs: the partition holds as many outputs not landed yet as it may. Runs an
-   * `outputs` persist at once (or waits for the one running) and returns once it made room, so
-   * the batch folds nothing more meanwhile. Still full after a persist that landed nothing (its
-   * writes failed under ignorePersistErrors): tries again after a short wait, heartbeating (a
-   * rebalance meanwhile makes the heartbeat throw, and kafkajs rejoins). False: the partition is
-   * not to be folded here any more — revoked, the process stopping, or stopped by that persist
-   * (a failed persist fails the partition as any outputs persist does).
+   * A fetched batch goes to the partition's fold-loop activity, which folds it (BatchFold); the
+   * callback returns once it is folded, so kafkajs goes on as if it had folded it itself.
    */
-  private async roomForOutputs(slot: Slot, flow: NonNullable<Slot['flow']>, heartbeat: () => Promise<void>): Promise<boolean> {
-    const mayFold = () =>
-      slot.state === 'running' && slot.flow === flow && flow.failed === undefined && !this.stopping && this.consumer.current()?.generationId === slot.generation;
-    while (flow.outputsFull()) {
-      if (!mayFold()) return false;
-      await this.persists.flushOutputs(slot);
-      if (!mayFold()) return false;
-      if (!flow.outputsFull()) break;
-      await heartbeat();
-      await new Promise((resolve) => setTimeout(resolve, Math.min(this.definition.outputEveryMs, 1000)));
-    }
-    return true;
+  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+    const slot = this.slots.get(payload.batch.topic, payload.batch.partition);
+    const handoff = slot?.state === 'running' ? slot.handoff : undefined;
+    if (!handoff || !(await handoff.hand(payload))) payload.pause(); // no fold loop (any more): nothing resolved, nothing skipped
   }
 
   private triggerTimers(): void {
@@ -564,17 +501,31 @@ export class FlowRuntime implements PartitionHost {
   }
 
   /**
-   * Starts processing for one fold-loop activity; returns its token and a function reporting
-   * progress and whether it should go on. A newer fold loop (after continue-as-new, or a retry of a
-   * lost owner) takes over the partition from an older one that has not learned of its
-   * cancellation yet.
+   * Starts processing for one fold-loop activity: the partition's batches are handed to it from
+   * now on (FoldingHandle.foldNext). A newer fold loop (after continue-as-new, or a retry of a lost
+   * owner) takes over the partition from an older one that has not learned of its cancellation yet.
    */
   startFolding(r: OwnerRequest): FoldingHandle {
     const slot = this.slotFor(r);
     const handle = this.slots.startFolding(slot, r, () => this.stopping);
+    const handoff = (slot.handoff ??= new BatchHandoff());
     slot.cadence?.start();
     this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
-    return handle;
+    const mine = () => slot.folding === handle.token && slot.handoff === handoff;
+    return {
+      ...handle,
+      foldNext: async (waitMs, signal) => {
+        const held = await handoff.take(waitMs, mine, signal);
+        if (!held) return false;
+        try {
+          await this.folds.fold(slot, held.batch);
+          held.done(true);
+        } catch (err) {
+          held.fail(err);
+        }
+        return true;
+      },
+    };
   }
 
   /** A fold loop ended (cancelled): stop fetching the partition, unless another loop took it over. */
@@ -628,15 +579,6 @@ export class FlowRuntime implements PartitionHost {
       }
     }
   }
-}
-
-/**
- * The flow can have outputs pending on its keys: records its fold emits (`outputTopics`) or
- * dead letters (a `dead-letter` policy). Both ride with their key's next write and both make the
- * key due within `outputEvery` (flow/partition-flow.ts `outputsDue`).
- */
-export function hasOutputs(definition: Pick<FlowDefinition<unknown, unknown>, 'outputTopics' | 'deadLetterTopics'>): boolean {
-  return definition.outputTopics.length > 0 || definition.deadLetterTopics !== undefined;
 }
 
 /**

@@ -3,6 +3,8 @@ import type { OwnerRequest } from '../../activities/types';
 import type { PartitionFlow } from '../../flow/partition-flow';
 import type { GroupGeneration } from '../../kafka';
 import { SnapshotWriteFencedError } from '../../core/fence-errors';
+import type { EachBatchPayload } from 'kafkajs';
+import type { BatchHandoff } from './batch-handoff';
 import type { PersistCadence } from './persist-cadence';
 
 /**
@@ -29,6 +31,8 @@ export interface Slot {
   failure?: unknown;
   /** Which fold-loop activity drives the partition now: a late cancellation of an older one must not pause it. */
   folding?: number;
+  /** Where the consumer hands the partition's batches to the fold loop driving it (until that loop ends). */
+  handoff?: BatchHandoff<EachBatchPayload>;
   /** Bumped by every full recovery as it starts: only the latest may install its engine. */
   recoverSeq: number;
   /** The recoverSeq whose engine is installed: the in-memory shortcut is safe only while no recovery started since. */
@@ -152,7 +156,7 @@ export class PartitionSlots {
    * A fold loop takes the partition over (from an older one that has not learned of its
    * cancellation yet, after continue-as-new or a retry): `running`, driven by the returned token.
    */
-  startFolding(slot: Slot, r: OwnerRequest, stopping: () => boolean): FoldingHandle {
+  startFolding(slot: Slot, r: OwnerRequest, stopping: () => boolean): Omit<FoldingHandle, 'foldNext'> {
     if (!slot.flow || slot.flowGeneration !== r.owner.generation) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} was not recovered for generation ${r.owner.generation}`);
     }
@@ -186,10 +190,16 @@ export class PartitionSlots {
     };
   }
 
-  /** A fold loop ended: true when it still drove the partition (which then waits for the next loop). */
+  /**
+   * A fold loop ended: true when it still drove the partition (which then waits for the next
+   * loop). A batch handed to it and not taken goes back to the consumer unfolded.
+   */
   stopFolding(r: OwnerRequest, token: number): boolean {
     const slot = this.get(r.topic, r.partition);
-    if (slot && slot.generation === r.owner.generation && slot.state === 'running' && slot.folding === token) {
+    if (!slot || slot.folding !== token) return false;
+    slot.handoff?.close();
+    slot.handoff = undefined;
+    if (slot.generation === r.owner.generation && slot.state === 'running') {
       slot.state = 'assigned';
       return true;
     }

@@ -1,6 +1,6 @@
 // The activities are thin adapters over a PartitionHost (the interface a worker's FlowRuntime
 // implements): here over a scripted host, in an activity context made by hand (no server).
-import { ApplicationFailure, asyncLocalStorage, Context } from '@temporalio/activity';
+import { ApplicationFailure, asyncLocalStorage, CancelledFailure, Context } from '@temporalio/activity';
 import { createFlowActivities } from '../../../activities/flow-activities';
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../../../activities/partition-host';
 import { FailureTypes, type OwnerRequest, type PersistResult, type RecoverResult } from '../../../activities/types';
@@ -22,7 +22,7 @@ function host(overrides: Partial<PartitionHost> = {}): PartitionHost & { calls: 
       return fn();
     },
     recover: async () => recovered,
-    startFolding: () => ({ token: 1, poll: () => ({ running: false, progress: {} }) }),
+    startFolding: () => ({ token: 1, poll: () => ({ running: false, progress: {} }), foldNext: async () => false }),
     stopFolding: (_r, token) => {
       calls.push(`stopFolding ${token}`);
     },
@@ -33,10 +33,11 @@ function host(overrides: Partial<PartitionHost> = {}): PartitionHost & { calls: 
 }
 
 /** Runs `fn` as an activity would run (Context.current() works), recording heartbeats. */
-function inActivity<T>(fn: () => Promise<T>, heartbeats: unknown[] = []): Promise<T> {
-  const cancelled = new Promise<never>(() => undefined);
+function inActivity<T>(fn: () => Promise<T>, heartbeats: unknown[] = [], abort = new AbortController()): Promise<T> {
+  const cancelled = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new CancelledFailure('CANCELLED'))));
+  cancelled.catch(() => undefined);
   const Ctor = Context as unknown as new (...args: unknown[]) => Context;
-  const ctx = new Ctor({}, cancelled, new AbortController().signal, (d: unknown) => heartbeats.push(d), undefined, undefined, undefined, {});
+  const ctx = new Ctor({}, cancelled, abort.signal, (d: unknown) => heartbeats.push(d), undefined, undefined, undefined, {});
   return asyncLocalStorage.run(ctx, fn);
 }
 
@@ -75,15 +76,41 @@ describe('flow activities over a PartitionHost', () => {
     expect([fenced.type, fenced.nonRetryable]).toEqual([FailureTypes.fenced, true]);
   });
 
-  test('the fold loop polls until the partition stops running here, then lets it go with its token', async () => {
+  test('the fold loop folds what the consumer hands it until the partition stops running here, then lets it go with its token', async () => {
     let polls = 0;
-    const folding: FoldingHandle = { token: 7, poll: () => ({ running: ++polls < 2, progress: { polls } }) };
+    const waits: number[] = [];
+    const folding: FoldingHandle = {
+      token: 7,
+      poll: () => ({ running: ++polls < 3, progress: { polls } }),
+      foldNext: async (waitMs) => {
+        waits.push(waitMs);
+        return true;
+      },
+    };
     const h = host({ startFolding: () => folding });
     const heartbeats: unknown[] = [];
     await inActivity(() => createFlowActivities(new Map([['sales', h]])).foldLoop(request), heartbeats);
-    expect(polls).toBe(2);
+    expect(polls).toBe(3);
+    expect(waits).toEqual([250, 250]);
+    // Heartbeats at most every 250 ms, not per batch.
     expect(heartbeats).toEqual([{ polls: 1 }]);
     expect(h.calls).toEqual(['activity', 'stopFolding 7']);
+  });
+
+  test('a cancelled fold loop (a newer owner, a revoke) ends with the cancellation, waking from its wait for a batch', async () => {
+    const abort = new AbortController();
+    const folding: FoldingHandle = {
+      token: 5,
+      poll: () => ({ running: true, progress: {} }),
+      foldNext: (_waitMs, signal) =>
+        new Promise((resolve) => {
+          signal?.addEventListener('abort', () => resolve(false));
+          setTimeout(() => abort.abort(), 5);
+        }),
+    };
+    const h = host({ startFolding: () => folding });
+    await expect(inActivity(() => createFlowActivities(new Map([['sales', h]])).foldLoop(request), [], abort)).rejects.toBeInstanceOf(CancelledFailure);
+    expect(h.calls).toEqual(['activity', 'stopFolding 5']);
   });
 
   test('a fold loop scheduled with its recovery waits for it (heartbeating) before folding; ends if it never comes; a stale generation fails it', async () => {
@@ -95,7 +122,7 @@ describe('flow activities over a PartitionHost', () => {
       },
       startFolding: () => {
         h.calls.push('startFolding');
-        return { token: 4, poll: () => ({ running: false, progress: {} }) };
+        return { token: 4, poll: () => ({ running: false, progress: {} }), foldNext: async () => false };
       },
     });
     const heartbeats: unknown[] = [];
@@ -119,7 +146,7 @@ describe('flow activities over a PartitionHost', () => {
 
   test('a partition that stopped here ends the fold loop with a persist failure (the workflow retries it)', async () => {
     const failure = new PersistFailedError('orders', 0, 1, new Error('broker down'));
-    const h = host({ startFolding: () => ({ token: 2, poll: () => ({ running: true, failure, progress: {} }) }) });
+    const h = host({ startFolding: () => ({ token: 2, poll: () => ({ running: true, failure, progress: {} }), foldNext: async () => false }) });
     const f = await failureOf(inActivity(() => createFlowActivities(new Map([['sales', h]])).foldLoop(request)));
     expect([f.type, f.nonRetryable]).toEqual([FailureTypes.persistFailed, true]);
     expect(h.calls).toEqual(['activity', 'stopFolding 2']);
