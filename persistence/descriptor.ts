@@ -1,0 +1,40 @@
+/**
+ * What a persistence backend tells the rest of the project about itself: one descriptor per backend
+ * (persistence/<backend>/descriptor.ts), listed in the registry (persistence/descriptors.ts).
+ * `defineFlow` and the worker ask the flow's descriptor instead of testing its backend's name.
+ */
+import type { z } from 'zod';
+import type { PersistenceMode } from '../core/persistence-types';
+import type { BackendFlow, PersistenceBackend, WorkerContext } from './backends';
+
+/** What every backend's resolved options carry: its name and the engine's persistence mode. */
+export interface ResolvedBackendOptions {
+  readonly backend: string;
+  readonly mode: PersistenceMode;
+}
+
+/** What a backend can do besides keeping state; a flow that asks for more is refused by `defineFlow`. */
+export interface BackendCapabilities {
+  /** Produces dead letters with the key writes that pass them (`onDecodeFailure`/`onFoldFailure: 'dead-letter'`). */
+  readonly deadLetters: boolean;
+  /** Produces the fold's emitted records with the key writes that pass them (`outputTopics`). */
+  readonly outputs: boolean;
+}
+
+/**
+ * One backend: `O` is what a flow gives as `persistence: { backend, … }`, `R` what `resolve` makes
+ * of it. `create` loads the backend's client when called, so that `defineFlow` loads no client library.
+ */
+export interface BackendDescriptor<O extends { backend: string }, R extends ResolvedBackendOptions> {
+  /** The `backend` value that selects it. */
+  readonly name: O['backend'];
+  /** How messages name it ("needs persistence to Kafka or Cassandra"). */
+  readonly title: string;
+  /** What `defineFlow` validates the options with: an object whose `backend` is the literal `name`. */
+  readonly schema: z.core.$ZodTypeDiscriminable;
+  readonly capabilities: BackendCapabilities;
+  /** The options with their defaults filled in and durations in ms; throws ConfigError for options that cannot go together. */
+  resolve(options: O): R;
+  /** The backend a worker builds for the flow. */
+  create<S, V>(definition: BackendFlow<V, R>, worker: WorkerContext): PersistenceBackend<S, V>;
+}

@@ -1,0 +1,14 @@
+/** The `kafka` backend: snapshots in compacted topics, written in transactions with the input offsets (docs/kafka-persistence.md). */
+import type { BackendDescriptor } from '../descriptor';
+import type * as Factory from './factory';
+import { type KafkaPersistenceOptions, kafkaPersistenceSchema, type ResolvedKafkaPersistence, resolveKafkaPersistence } from './options';
+
+// The factory is required when used: it loads kafkajs, which `defineFlow` does not need.
+export const kafkaDescriptor: BackendDescriptor<KafkaPersistenceOptions, ResolvedKafkaPersistence> = {
+  name: 'kafka',
+  title: 'Kafka',
+  schema: kafkaPersistenceSchema,
+  capabilities: { deadLetters: true, outputs: true },
+  resolve: resolveKafkaPersistence,
+  create: (definition, worker) => (require('./factory') as typeof Factory).kafkaBackend(definition, worker),
+};

@@ -1,0 +1,63 @@
+// The registry of persistence backends (persistence/descriptors.ts): every backend's descriptor
+// under its name, a typed refusal of an unknown name and what each backend can do, without loading
+// a backend's client library.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { ConfigError } from '../../../config/errors';
+import { backendDescriptors, backendsWith, descriptorOf, findDescriptor, lackOf, type ResolvedPersistence } from '../../../persistence/descriptors';
+
+test('each backend is registered under the name that selects it', () => {
+  expect(Object.keys(backendDescriptors)).toEqual(['memory', 'kafka', 'cassandra']);
+  for (const [name, descriptor] of Object.entries(backendDescriptors)) {
+    expect(descriptor.name).toBe(name);
+    expect(descriptorOf(name)).toBe(descriptor);
+    expect(findDescriptor(name)).toBe(descriptor);
+  }
+});
+
+test('an unknown backend is a ConfigError naming the known ones', () => {
+  expect(() => descriptorOf('redis')).toThrow(ConfigError);
+  expect(() => descriptorOf('redis')).toThrow('unknown persistence backend "redis" (known: memory, kafka, cassandra)');
+  expect(() => descriptorOf('toString')).toThrow(ConfigError); // an Object.prototype member is no backend
+  expect(findDescriptor('redis')).toBeUndefined();
+});
+
+test.each([
+  ['memory', { deadLetters: false, outputs: false }, 'memory'],
+  ['kafka', { deadLetters: true, outputs: true }, 'Kafka'],
+  ['cassandra', { deadLetters: true, outputs: true }, 'Cassandra'],
+])('%s: capabilities %j, titled %s', (name, capabilities, title) => {
+  const d = descriptorOf(name);
+  expect(d.capabilities).toEqual(capabilities);
+  expect(d.title).toBe(title);
+});
+
+test("messages list the backends that have a capability in the registry's order", () => {
+  expect(backendsWith('deadLetters')).toBe('Kafka or Cassandra');
+  expect(backendsWith('outputs')).toBe('Kafka or Cassandra');
+});
+
+test.each<[ResolvedPersistence, string | undefined]>([
+  [{ backend: 'memory', mode: 'snapshots' }, "backend 'memory'"],
+  [{ backend: 'memory', mode: 'none' }, "backend 'memory'"],
+  [{ backend: 'kafka', mode: 'none', transactional: true, maxWritesPerTransaction: 1, recoveryStallTimeoutMs: 1, snapshotTopic: undefined, compressionThreshold: 1, options: {} }, "mode 'none'"],
+  [{ backend: 'kafka', mode: 'snapshots', transactional: true, maxWritesPerTransaction: 1, recoveryStallTimeoutMs: 1, snapshotTopic: undefined, compressionThreshold: 1, options: {} }, undefined],
+  [{ backend: 'cassandra', mode: 'journal', compressionThreshold: 1, options: {} }, undefined],
+])('what keeps %j from producing outputs: %s', (persistence, lack) => {
+  expect(lackOf(persistence, 'outputs')).toBe(lack);
+  expect(lackOf(persistence, 'deadLetters')).toBe(lack);
+});
+
+test('defineFlow loads neither kafkajs nor the Cassandra driver (the descriptors require them when used)', () => {
+  const root = path.join(__dirname, '../../..');
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `require('./bin/ts-loader.js'); require('./define-flow.ts');` +
+        `console.log(Object.keys(require.cache).filter((k) => /node_modules\\/(kafkajs|cassandra-driver)\\//.test(k)).length)`,
+    ],
+    { cwd: root, encoding: 'utf8', timeout: 60_000 },
+  );
+  expect({ out: r.stdout.trim(), err: r.stderr }).toEqual({ out: '0', err: '' });
+});
