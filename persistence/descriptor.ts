@@ -1,7 +1,7 @@
 /**
  * What a persistence backend tells the rest of the project about itself: one descriptor per backend
  * (persistence/<backend>/descriptor.ts), listed in the registry (persistence/descriptors.ts).
- * `defineFlow` and the worker ask the flow's descriptor instead of testing its backend's name.
+ * `defineFlow`, the worker and `inspect` ask the flow's descriptor instead of testing its backend's name.
  */
 import type { z } from 'zod';
 import type { PersistenceMode } from '../core/persistence-types';
@@ -21,9 +21,26 @@ export interface BackendCapabilities {
   readonly outputs: boolean;
 }
 
+/** A persisted key as `inspect` prints it: one JSON line each. */
+export interface InspectedKey {
+  topic: string;
+  partition: number;
+  key: string;
+  offset: string;
+  state: unknown;
+}
+
+/** Which persisted keys `inspect` prints (every key when empty). */
+export interface InspectFilter {
+  topic?: string;
+  partition?: number;
+  key?: string;
+}
+
 /**
  * One backend: `O` is what a flow gives as `persistence: { backend, … }`, `R` what `resolve` makes
- * of it. `create` loads the backend's client when called, so that `defineFlow` loads no client library.
+ * of it. The members that need the backend's client (create, inspect) load it when
+ * called, so that `defineFlow` loads no client library.
  */
 export interface BackendDescriptor<O extends { backend: string }, R extends ResolvedBackendOptions> {
   /** The `backend` value that selects it. */
@@ -37,4 +54,9 @@ export interface BackendDescriptor<O extends { backend: string }, R extends Reso
   resolve(options: O): R;
   /** The backend a worker builds for the flow. */
   create<S, V>(definition: BackendFlow<V, R>, worker: WorkerContext): PersistenceBackend<S, V>;
+  /**
+   * The flow's persisted keys, read without joining its group (the `inspect` command); `worker()`
+   * reads the brokers and their security from the environment. Throws ConfigError when the backend keeps nothing to read.
+   */
+  inspect(definition: BackendFlow<unknown, R>, filter: InspectFilter, worker: () => WorkerContext): AsyncIterable<InspectedKey>;
 }

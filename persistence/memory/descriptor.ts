@@ -1,4 +1,5 @@
 /** The `memory` backend (for tests and trying things out): its state lives in the worker process only. */
+import { ConfigError } from '../../config/errors';
 import type { BackendDescriptor } from '../descriptor';
 import { memoryBackend } from './factory';
 import { type MemoryPersistenceOptions, memoryPersistenceSchema, type ResolvedMemoryPersistence, resolveMemoryPersistence } from './options';
@@ -11,4 +12,7 @@ export const memoryDescriptor: BackendDescriptor<MemoryPersistenceOptions, Resol
   capabilities: { deadLetters: false, outputs: false },
   resolve: resolveMemoryPersistence,
   create: (definition) => memoryBackend(definition),
+  inspect: (definition) => {
+    throw new ConfigError(`flow "${definition.name}" uses the memory backend: its state lives inside each worker process and cannot be inspected`);
+  },
 };

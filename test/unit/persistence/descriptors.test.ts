@@ -1,10 +1,14 @@
 // The registry of persistence backends (persistence/descriptors.ts): every backend's descriptor
-// under its name, a typed refusal of an unknown name and what each backend can do, without loading
-// a backend's client library.
+// under its name, a typed refusal of an unknown name, what each backend can do, and the memory
+// backend's refusal to be inspected — all without loading a backend's client library.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ConfigError } from '../../../config/errors';
+import { defineFlow } from '../../../define-flow';
 import { backendDescriptors, backendsWith, descriptorOf, findDescriptor, lackOf, type ResolvedPersistence } from '../../../persistence/descriptors';
+import { inspectFlow } from '../../../workers/cli/inspect';
+
+const base = { groupId: 'g', topics: ['t'], fold: (n: number | undefined) => (n ?? 0) + 1 };
 
 test('each backend is registered under the name that selects it', () => {
   expect(Object.keys(backendDescriptors)).toEqual(['memory', 'kafka', 'cassandra']);
@@ -46,6 +50,18 @@ test.each<[ResolvedPersistence, string | undefined]>([
 ])('what keeps %j from producing outputs: %s', (persistence, lack) => {
   expect(lackOf(persistence, 'outputs')).toBe(lack);
   expect(lackOf(persistence, 'deadLetters')).toBe(lack);
+});
+
+test('inspect refuses a memory flow and an unregistered backend with ConfigErrors', async () => {
+  const drain = async (flow: object) => {
+    for await (const _ of inspectFlow(flow as never));
+  };
+  const memory = defineFlow({ ...base, name: 'mem' });
+  await expect(drain(memory)).rejects.toThrow(
+    new ConfigError('flow "mem" uses the memory backend: its state lives inside each worker process and cannot be inspected'),
+  );
+  const other = { ...memory, persistence: { backend: 'redis', mode: 'snapshots' } };
+  await expect(drain(other)).rejects.toThrow(new ConfigError('inspect does not support the redis backend'));
 });
 
 test('defineFlow loads neither kafkajs nor the Cassandra driver (the descriptors require them when used)', () => {
