@@ -4,6 +4,8 @@
  * `defineFlow`, the worker and `inspect` ask the flow's descriptor instead of testing its backend's name.
  */
 import type { z } from 'zod';
+import type { WorkerEnv } from '../config/env';
+import type { Logger } from '../core/logger';
 import type { PersistenceMode } from '../core/persistence-types';
 import type { BackendFlow, PersistenceBackend, WorkerContext } from './backends';
 
@@ -39,7 +41,7 @@ export interface InspectFilter {
 
 /**
  * One backend: `O` is what a flow gives as `persistence: { backend, … }`, `R` what `resolve` makes
- * of it. The members that need the backend's client (create, inspect) load it when
+ * of it. The members that need the backend's client (create, inspect, checkAtStart) load it when
  * called, so that `defineFlow` loads no client library.
  */
 export interface BackendDescriptor<O extends { backend: string }, R extends ResolvedBackendOptions> {
@@ -56,7 +58,11 @@ export interface BackendDescriptor<O extends { backend: string }, R extends Reso
   create<S, V>(definition: BackendFlow<V, R>, worker: WorkerContext): PersistenceBackend<S, V>;
   /**
    * The flow's persisted keys, read without joining its group (the `inspect` command); `worker()`
-   * reads the brokers and their security from the environment. Throws ConfigError when the backend keeps nothing to read.
+   * gives the brokers and their security (read when called). Throws ConfigError when the backend keeps nothing to read.
    */
   inspect(definition: BackendFlow<unknown, R>, filter: InspectFilter, worker: () => WorkerContext): AsyncIterable<InspectedKey>;
+  /** A check at worker start, before the group is joined: it throws what must stop the worker, and logs the rest. */
+  checkAtStart?(definition: BackendFlow<unknown, R>, env: WorkerEnv, log: Logger): Promise<void>;
+  /** The fields the worker's `worker started` line adds for this backend. */
+  describe?(env: WorkerEnv): Readonly<Record<string, string>>;
 }

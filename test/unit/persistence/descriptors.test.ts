@@ -27,13 +27,15 @@ test('an unknown backend is a ConfigError naming the known ones', () => {
 });
 
 test.each([
-  ['memory', { deadLetters: false, outputs: false }, 'memory'],
-  ['kafka', { deadLetters: true, outputs: true }, 'Kafka'],
-  ['cassandra', { deadLetters: true, outputs: true }, 'Cassandra'],
-])('%s: capabilities %j, titled %s', (name, capabilities, title) => {
+  ['memory', { deadLetters: false, outputs: false }, 'memory', false, false],
+  ['kafka', { deadLetters: true, outputs: true }, 'Kafka', false, false],
+  ['cassandra', { deadLetters: true, outputs: true }, 'Cassandra', true, true],
+])('%s: capabilities %j, titled %s, start-up check %s, worker-started fields %s', (name, capabilities, title, checksAtStart, describes) => {
   const d = descriptorOf(name);
   expect(d.capabilities).toEqual(capabilities);
   expect(d.title).toBe(title);
+  expect(d.checkAtStart !== undefined).toBe(checksAtStart);
+  expect(d.describe !== undefined).toBe(describes);
 });
 
 test("messages list the backends that have a capability in the registry's order", () => {
@@ -50,6 +52,11 @@ test.each<[ResolvedPersistence, string | undefined]>([
 ])('what keeps %j from producing outputs: %s', (persistence, lack) => {
   expect(lackOf(persistence, 'outputs')).toBe(lack);
   expect(lackOf(persistence, 'deadLetters')).toBe(lack);
+});
+
+test("the cassandra backend's worker-started field describes its security", () => {
+  const env = { security: { cassandra: {} } } as Parameters<NonNullable<ReturnType<typeof descriptorOf>['describe']>>[0];
+  expect(Object.keys(descriptorOf('cassandra').describe?.(env) ?? {})).toEqual(['cassandraSecurity']);
 });
 
 test('inspect refuses a memory flow and an unregistered backend with ConfigErrors', async () => {
