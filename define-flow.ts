@@ -11,6 +11,7 @@ import type { Fold } from './flow/fold';
 import { defaultDeadLetterTopic, type PoisonPolicy } from './flow/poison';
 import type { FlowRecord } from './flow/record';
 import { type TimersOptions, timerPolicy } from './flow/timers';
+import { backendsWith, lackOf } from './persistence/descriptors';
 import {
   type CassandraPersistenceOptions,
   type KafkaPersistenceOptions,
@@ -191,18 +192,20 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
   const onDecodeFailure = options.onDecodeFailure ?? 'fail';
   const onFoldFailure = options.onFoldFailure ?? 'fail';
   const deadLetters = onDecodeFailure === 'dead-letter' || onFoldFailure === 'dead-letter';
-  if (deadLetters && (persistence.backend === 'memory' || persistence.mode === 'none')) {
+  const noDeadLetters = deadLetters ? lackOf(persistence, 'deadLetters') : undefined;
+  if (noDeadLetters) {
     const which = onDecodeFailure === 'dead-letter' ? 'onDecodeFailure' : 'onFoldFailure';
     throw new ConfigError(
-      `invalid flow definition "${options.name}": ${which}: 'dead-letter' needs persistence to Kafka or Cassandra ` +
-        `(dead letters are produced with the key writes that pass them), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
+      `invalid flow definition "${options.name}": ${which}: 'dead-letter' needs persistence to ${backendsWith('deadLetters')} ` +
+        `(dead letters are produced with the key writes that pass them), not ${noDeadLetters}`,
     );
   }
   const outputTopics = [...new Set(options.outputTopics ?? [])];
-  if (outputTopics.length > 0 && (persistence.backend === 'memory' || persistence.mode === 'none')) {
+  const noOutputs = outputTopics.length > 0 ? lackOf(persistence, 'outputs') : undefined;
+  if (noOutputs) {
     throw new ConfigError(
-      `invalid flow definition "${options.name}": outputTopics needs persistence to Kafka or Cassandra ` +
-        `(outputs are produced with the key writes that pass their records), not ${persistence.backend === 'memory' ? "backend 'memory'" : "mode 'none'"}`,
+      `invalid flow definition "${options.name}": outputTopics needs persistence to ${backendsWith('outputs')} ` +
+        `(outputs are produced with the key writes that pass their records), not ${noOutputs}`,
     );
   }
   const outputEveryMs = toMillis(options.outputEvery ?? 1000, 'outputEvery');

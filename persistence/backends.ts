@@ -1,27 +1,24 @@
-import type { KafkaSecurity } from '../config/security';
 /**
  * A flow's persistence backend in a worker process: what the worker (and `inspect`) asks of one,
- * and `createBackend`, which picks the flow's. Each backend's factory lives with the backend
- * (persistence/<backend>/factory.ts).
+ * and `createBackend`, which builds the flow's through its descriptor (persistence/descriptors.ts).
  */
+import type { KafkaSecurity } from '../config/security';
 import type { Codec } from '../core/codec/codec';
 import type { MetricsRegistry } from '../core/codec/compressor-counters';
 import type { Logger } from '../core/logger';
 import type { TopicPartition } from '../core/persistence-types';
 import type { PartitionPersistence } from '../flow/ports';
-import type * as CassandraFactory from './cassandra/factory';
+import type { ResolvedBackendOptions } from './descriptor';
+import { descriptorOf, type ResolvedPersistence } from './descriptors';
 import type { WriteGeneration } from './kafka/transactional-snapshot-writer';
-import { kafkaBackend } from './kafka/factory';
-import { memoryBackend } from './memory/factory';
 import type { OffsetCommitter } from './offset-committer';
-import type { ResolvedPersistence } from './options';
 
-/** What a backend reads of a defined flow (a FlowDefinition from `defineFlow` is one). */
-export interface BackendFlow<V> {
+/** What a backend reads of a defined flow (a FlowDefinition from `defineFlow` is one); `P`: its resolved persistence. */
+export interface BackendFlow<V, P extends ResolvedBackendOptions = ResolvedPersistence> {
   readonly name: string;
   readonly groupId: string;
   readonly topics: readonly string[];
-  readonly persistence: ResolvedPersistence;
+  readonly persistence: P;
   readonly valueCodec: Codec<V>;
   /** The dead-letter topic of each input topic, when a policy dead-letters (else undefined). */
   readonly deadLetterTopics: Readonly<Record<string, string>> | undefined;
@@ -80,14 +77,5 @@ export interface WorkerContext {
 }
 
 export function createBackend<S, V>(definition: BackendFlow<V>, worker: WorkerContext): PersistenceBackend<S, V> {
-  switch (definition.persistence.backend) {
-    case 'memory':
-      return memoryBackend(definition);
-    case 'kafka':
-      return kafkaBackend(definition, worker);
-    case 'cassandra':
-      // Required here, not at the top: the Cassandra driver takes a while to load and a worker
-      // of a Kafka or memory flow never needs it.
-      return (require('./cassandra/factory') as typeof CassandraFactory).cassandraBackend(definition, worker);
-  }
+  return descriptorOf(definition.persistence.backend).create<S, V>(definition, worker);
 }

@@ -1,34 +1,21 @@
 /**
- * A flow's `persistence` option: each backend's schema and resolution (persistence/<backend>/options.ts)
- * composed into the one union `defineFlow` validates and resolves. The engine (`flow/`) sees only
- * the resolved mode.
+ * A flow's `persistence` option: every registered backend's schema (persistence/descriptors.ts)
+ * composed into the one union `defineFlow` validates, and the resolution by the backend it names.
+ * The engine (`flow/`) sees only the resolved mode.
  */
 import { z } from 'zod';
-import {
-  type CassandraPersistenceOptions,
-  cassandraPersistenceSchema,
-  type ResolvedCassandraPersistence,
-  resolveCassandraPersistence,
-} from './cassandra/options';
-import { type KafkaPersistenceOptions, kafkaPersistenceSchema, type ResolvedKafkaPersistence, resolveKafkaPersistence } from './kafka/options';
-import { type MemoryPersistenceOptions, memoryPersistenceSchema, type ResolvedMemoryPersistence, resolveMemoryPersistence } from './memory/options';
+import type { CassandraPersistenceOptions } from './cassandra/options';
+import { backendDescriptors, descriptorOf, type PersistenceOptions, type ResolvedPersistence } from './descriptors';
+import type { KafkaPersistenceOptions } from './kafka/options';
+import type { MemoryPersistenceOptions } from './memory/options';
 
-export type { CassandraPersistenceOptions, KafkaPersistenceOptions, MemoryPersistenceOptions };
+export type { CassandraPersistenceOptions, KafkaPersistenceOptions, MemoryPersistenceOptions, PersistenceOptions, ResolvedPersistence };
 
-export type PersistenceOptions = MemoryPersistenceOptions | KafkaPersistenceOptions | CassandraPersistenceOptions;
+const [first, ...rest] = Object.values(backendDescriptors).map((d) => d.schema);
 
-/** Resolved persistence options: defaults filled in, durations in milliseconds. */
-export type ResolvedPersistence = ResolvedMemoryPersistence | ResolvedKafkaPersistence | ResolvedCassandraPersistence;
-
-export const persistenceOptionsSchema = z.discriminatedUnion('backend', [memoryPersistenceSchema, kafkaPersistenceSchema, cassandraPersistenceSchema]);
+/** `persistence: { backend, … }` as any registered backend takes it, told apart by `backend`. */
+export const persistenceOptionsSchema = z.discriminatedUnion('backend', [first!, ...rest]);
 
 export function resolvePersistence(p: PersistenceOptions): ResolvedPersistence {
-  switch (p.backend) {
-    case 'memory':
-      return resolveMemoryPersistence(p);
-    case 'kafka':
-      return resolveKafkaPersistence(p);
-    case 'cassandra':
-      return resolveCassandraPersistence(p);
-  }
+  return descriptorOf(p.backend).resolve(p);
 }

@@ -1,16 +1,15 @@
 import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
-import { describeCassandraSecurity, describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
+import { describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
 import { portOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from '../persistence/backends';
+import { descriptorOf } from '../persistence/descriptors';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './connect/errors';
 import { checkKafkaLogin, kafkaAuthFailure } from './connect/kafka-login';
-import type * as CassandraConnect from '../persistence/cassandra/connect-options';
-import type { Logger } from '../core/logger';
 import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './runtime/flow-consumer';
 import { FlowRuntime } from './runtime/flow-runtime';
@@ -67,6 +66,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const { env } = options;
   const startup = options.startup ?? new StartupMarks();
   startup.mark('runWorker');
+  const persistence = descriptorOf(definition.persistence.backend);
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
   // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
@@ -108,7 +108,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const kafkaChecked = (async () => {
     await assertKafkaReachable(env.kafkaBrokers);
     await checkKafkaLogin(brokers, env.security.kafka);
-    if (definition.persistence.backend === 'cassandra') await checkCassandraAtStart(definition, env, log);
+    await persistence.checkAtStart?.(definition, env, log);
     startup.mark('kafkaChecked');
   })();
   const temporalConnected = (async () => {
@@ -222,7 +222,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       kafkaSecurity: describeKafkaSecurity(env.security.kafka),
       temporal: temporal.address,
       temporalSecurity: describeTemporalSecurity(env.security.temporal),
-      ...(definition.persistence.backend === 'cassandra' ? { cassandraSecurity: describeCassandraSecurity(env.security.cassandra) } : {}),
+      ...persistence.describe?.(env),
       // ms since the process started at which each step of the start-up was done
       startup: startup.mark('started'),
     },
@@ -259,22 +259,6 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 }
 
 export { WORKFLOW_TASK_QUEUE };
-
-/**
- * Refused Cassandra credentials or TLS stop the worker at start with one line (retrying cannot
- * help); an unreachable Cassandra does not: the partitions connect on their next retry.
- */
-async function checkCassandraAtStart(definition: FlowDefinition<unknown, unknown>, env: WorkerEnv, log: Logger): Promise<void> {
-  const o = (definition.persistence as { options?: { contactPoints?: string[]; localDataCenter?: string } }).options ?? {};
-  const contactPoints = o.contactPoints ?? env.cassandraContactPoints.map(formatHostPort);
-  const dc = o.localDataCenter ?? env.security.cassandra.localDataCenter ?? 'datacenter1';
-  // Required here: only a Cassandra flow's worker loads the driver.
-  const { checkCassandraLogin } = require('../persistence/cassandra/connect-options') as typeof CassandraConnect;
-  const outcome = await checkCassandraLogin(contactPoints, dc, env.security.cassandra);
-  if (!outcome.ok) {
-    log.warn({ contactPoints, why: outcome.why }, 'Cassandra does not answer yet (or closed a plaintext connection: CASSANDRA_TLS?): the partitions connect when they are assigned, and retry');
-  }
-}
 
 /**
  * A start that failed part way: stops the Temporal workers that were created (they poll as soon
