@@ -80,10 +80,9 @@ export function createFlowActivities(runtimes: ReadonlyMap<string, PartitionHost
       const ctx = Context.current();
       return rt.activity(async () => {
         // Wait (heartbeating, cancellable) until persistEvery after the last periodic persist started
-        // here (or after this activity started), then report: the owner times its persists itself
-        // (workers/runtime/persist-cadence.ts) and runs the periodic one here if it is due and its timer
-        // has not fired yet. A partition revoked here meanwhile ends the wait: its revoke signal
-        // carries the flush.
+        // here (or after this activity started), then report: the owner's persist cadence alone
+        // decides when it persists (workers/runtime/persist-cadence.ts). A partition revoked here
+        // meanwhile ends the wait: its revoke signal carries the flush.
         const since = rt.lastPersistAt?.(request);
         const until = (since ?? Date.now()) + request.delayMs;
         for (;;) {

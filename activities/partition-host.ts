@@ -50,6 +50,6 @@ export interface PartitionHost {
   lastPersistAt?(r: OwnerRequest): number | undefined;
   /** `persist` now, `skip` (revoked here, the workflow told), or `wait` (revoked, not yet signalled). */
   persistReadiness(r: OwnerRequest): 'persist' | 'skip' | 'wait';
-  /** What the owner's persists landed since the last report (running the periodic one if it is due); throws if the partition stopped here. */
+  /** What the owner's persists landed since the last report (after the periodic one in flight or about to start); throws if the partition stopped here. */
   persist(r: OwnerRequest): Promise<PersistResult>;
 }

@@ -80,10 +80,10 @@ async function closeQuietly(p: PartitionPersistence<unknown, unknown>): Promise<
 
 /**
  * A flow in one worker process: its group consumer, the partitions it owns (PartitionSlots), their
- * engines. The consumer runs on its own; partition workflows drive recovery and persistence
- * through the activities, which call into this object (the activities' PartitionHost). What a
- * persist of a partition does here — the in-process cadence and outputs flush, fences, reports —
- * is SlotPersists (slot-persists.ts).
+ * engines. Partition workflows drive recovery, folding and persistence through the activities,
+ * which call into this object (the activities' PartitionHost): the consumer hands each batch to
+ * its partition's fold-loop activity, which folds it (BatchFold). What a persist of a partition
+ * does here — the in-process cadence and outputs flush, fences, reports — is SlotPersists.
  */
 export class FlowRuntime implements PartitionHost {
   readonly definition: FlowDefinition<unknown, unknown>;
@@ -557,8 +557,8 @@ export class FlowRuntime implements PartitionHost {
     if (!slot.flow || (slot.state !== 'running' && !recoveredHere)) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not running here (state ${slot.state})`);
     }
-    // The cadence runs in this process (PersistCadence); the workflow's persist reports it, and
-    // runs the periodic persist itself when it comes first.
+    // The cadence runs in this process (PersistCadence) and alone decides when a persist runs;
+    // the workflow's persist reports, after the periodic persist in flight or about to start.
     const due = slot.state === 'running' ? slot.cadence?.due() : undefined;
     if (due) await due;
     const after = slot.state as Slot['state']; // the persist may have stopped the partition

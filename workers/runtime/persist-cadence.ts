@@ -10,9 +10,10 @@
  *   that is earlier than its fold: a backlog read up to a log end that has been quiet for
  *   `idleAfterMs` already (its last record is that old) is flushed at once instead of after another
  *   `idleAfterMs` — still at most once per `idleAfterMs`.
- * The partition workflow's persist activity does not time persists: it reports them (and runs
- * the periodic one itself if it comes first). Both go through the engine's serialized persist
- * chain, fenced by the generation like any persist.
+ * This cadence alone decides when a partition persists (per-key timers decide which keys a
+ * persist takes; the partition workflow's persist activity only reports what the persists
+ * landed). Every persist goes through the engine's serialized persist chain, fenced by the
+ * generation like any persist.
  */
 export interface PersistCadenceOptions {
   /** persistEvery, ms. */
@@ -39,6 +40,8 @@ export class PersistCadence {
   lastPeriodicAt: number | undefined;
   /** When the last idle flush started (epoch ms). */
   private lastIdleAt: number | undefined;
+  /** Reports waiting for the periodic persist whose timer is about to fire (see due). */
+  private waiting: Array<() => void> = [];
 
   constructor(options: PersistCadenceOptions) {
     this.o = options;
@@ -90,13 +93,14 @@ export class PersistCadence {
   }
 
   /**
-   * The periodic persist that is due: the one running, or started now if its time has come.
-   * Undefined when none is due (the caller reports what the persists since its last report did).
+   * The periodic persist a report should wait for: the one running, or — its time come and its
+   * timer about to fire — the one that timer starts (resolved at once if it finds the partition
+   * not persistable). Undefined when none is due. It never starts a persist itself.
    */
   due(): Promise<void> | undefined {
     if (this.running) return this.running;
-    if (this.nextAt !== undefined && this.now() >= this.nextAt && this.o.mayPersist()) return this.runPeriodic();
-    return undefined;
+    if (this.nextAt === undefined || this.timer === undefined || this.now() < this.nextAt) return undefined;
+    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   /** The fold loop stopped, or the engine is replaced or the process stops: no more timed persists. */
@@ -106,6 +110,12 @@ export class PersistCadence {
     this.timer = undefined;
     this.idleTimer = undefined;
     this.nextAt = undefined;
+    this.release();
+  }
+
+  /** The reports waiting for the timer's persist go on (it ran, or there is none to run). */
+  private release(): void {
+    for (const resolve of this.waiting.splice(0)) resolve();
   }
 
   private rearm(): void {
@@ -118,10 +128,13 @@ export class PersistCadence {
 
   private fire(): void {
     this.timer = undefined;
-    if (this.running || this.nextAt === undefined) return;
     // Not ours to persist any more (revoked, failed, stopping): a new fold loop starts the cadence again.
-    if (!this.o.mayPersist()) return;
-    void this.runPeriodic();
+    if (this.running || this.nextAt === undefined || !this.o.mayPersist()) {
+      this.release();
+      return;
+    }
+    const run = this.runPeriodic();
+    void run.finally(() => this.release());
   }
 
   private runPeriodic(): Promise<void> {

@@ -52,7 +52,7 @@ describe('PersistCadence', () => {
     expect(runs[1]!.at - 3500).toBeLessThanOrEqual(1); // a timer of 0 ms runs after 1 ms
   });
 
-  test('due(): the persist running, or started now if its time has come; none before', async () => {
+  test('due(): the persist running, or the one its timer is about to start (never one of its own); none before', async () => {
     const { c, runs } = cadence({ persistMs: 100 });
     c.start();
     c.folded('1', '100');
@@ -60,11 +60,16 @@ describe('PersistCadence', () => {
     await jest.advanceTimersByTimeAsync(999);
     expect(c.due()).toBeUndefined();
     jest.setSystemTime(1_001_000); // due, its timer not run yet
-    const started = c.due();
-    expect(started).toBeDefined();
-    expect(c.due()).toBe(started); // the same run
+    let reported = false;
+    void c.due()!.then(() => (reported = true));
+    expect(runs).toEqual([]); // a report does not start it
+    await jest.advanceTimersByTimeAsync(1); // the timer starts it
+    expect(runs).toEqual([{ reason: 'periodic', at: 1001 }]);
+    expect(c.due()).toBeDefined(); // the run in flight
+    expect(reported).toBe(false);
     await jest.advanceTimersByTimeAsync(100);
-    expect(runs).toEqual([{ reason: 'periodic', at: 1000 }]); // the timer did not run it a second time
+    expect(reported).toBe(true); // once the timer's persist ended
+    expect(runs).toHaveLength(1);
   });
 
   test('stop() and a partition that may not be persisted here: no more periodic persists', async () => {
@@ -83,7 +88,7 @@ describe('PersistCadence', () => {
     expect(c.due()).toBeUndefined();
   });
 
-  test('a timer that finds the partition not persistable stops re-arming; the workflow persist (due) or a new fold loop (start) starts it again', async () => {
+  test('a timer that finds the partition not persistable stops re-arming until a new fold loop starts it again (a report never does)', async () => {
     let may = false;
     const { c, runs } = cadence({ may: () => may });
     c.start();
@@ -93,23 +98,23 @@ describe('PersistCadence', () => {
     may = true;
     await jest.advanceTimersByTimeAsync(5_000);
     expect(runs).toHaveLength(0); // nothing re-armed it by itself
-    // The workflow's persist activity asks: the overdue persist runs now, and the cadence goes on from it.
-    const overdue = c.due();
-    expect(overdue).toBeDefined();
-    await jest.advanceTimersByTimeAsync(0);
-    await overdue;
-    expect(runs).toEqual([{ reason: 'periodic', at: 10_000 }]);
+    expect(c.due()).toBeUndefined(); // nor does the workflow's report
+    // A new fold loop: start() re-arms from the last periodic persist (none: from now).
+    c.start();
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs).toEqual([{ reason: 'periodic', at: 11_000 }]);
     await jest.advanceTimersByTimeAsync(2_000);
-    expect(runs.map((r) => r.at)).toEqual([10_000, 11_000, 12_000]);
+    expect(runs.map((r) => r.at)).toEqual([11_000, 12_000, 13_000]);
 
-    // The same stall ended by a new fold loop: start() re-arms from the last periodic persist.
+    // The same stall once it has persisted: start() goes on from the last periodic persist.
     may = false;
     await jest.advanceTimersByTimeAsync(3_000);
     expect(runs).toHaveLength(3);
     may = true;
     c.start();
     await jest.advanceTimersByTimeAsync(0);
-    expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 15_000 }); // overdue since 13,000: at once
+    expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 16_000 }); // overdue since 14,000: at once
+    c.stop();
   });
 
   test('idle flush: caught up and then quiet for idleAfterMs; each batch restarts the wait; behind the log end or off, none', async () => {
