@@ -508,7 +508,8 @@ export class FlowRuntime implements PartitionHost {
   startFolding(r: OwnerRequest): FoldingHandle {
     const slot = this.slotFor(r);
     const handle = this.slots.startFolding(slot, r, () => this.stopping);
-    const handoff = (slot.handoff ??= new BatchHandoff());
+    slot.handoff ??= new BatchHandoff();
+    const handoff = slot.handoff;
     slot.cadence?.start();
     this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
     const mine = () => slot.folding === handle.token && slot.handoff === handoff;
