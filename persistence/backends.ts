@@ -10,8 +10,7 @@ import type { TopicPartition } from '../core/persistence-types';
 import type { PartitionPersistence } from '../flow/ports';
 import type { ResolvedBackendOptions } from './descriptor';
 import { descriptorOf, type ResolvedPersistence } from './descriptors';
-import type { WriteGeneration } from './kafka/transactional-snapshot-writer';
-import type { OffsetCommitter } from './offset-committer';
+import type { PartitionOwner } from './partition-owner';
 
 /** What a backend reads of a defined flow (a FlowDefinition from `defineFlow` is one); `P`: its resolved persistence. */
 export interface BackendFlow<V, P extends ResolvedBackendOptions = ResolvedPersistence> {
@@ -26,30 +25,10 @@ export interface BackendFlow<V, P extends ResolvedBackendOptions = ResolvedPersi
   readonly outputTopics: readonly string[];
 }
 
-/** What a backend needs from the worker to build one partition's persistence. */
-export interface PartitionOwnership extends TopicPartition {
-  readonly groupId: string;
-  readonly generation: number;
-  readonly memberId: string;
-  /** Commits the input offset with the consumer group's generation (non-transactional backends). */
-  readonly committer: OffsetCommitter;
-  /**
-   * The generation under which this process holds the partition now, read for each transaction:
-   * the assignment's, or a later one if the partition came back to this process and kept its
-   * state. A commit under it fails once the group has moved on without us.
-   */
-  readonly liveGeneration?: () => WriteGeneration;
-  /**
-   * The group's committed offset for this partition, as the worker reads it (a stable read started
-   * at assignment, overlapping the fence); called after the backend has fenced. A backend that
-   * seeds its transactions with the committed offset uses it instead of reading it again.
-   */
-  readonly committedOffset?: () => Promise<string | undefined>;
-}
-
 /** A flow's persistence backend in a worker process. */
 export interface PersistenceBackend<S, V> {
-  forPartition(ownership: PartitionOwnership): Promise<PartitionPersistence<S, V>>;
+  /** The partition's persistence for its owner; a fencing backend fences the partition's earlier owners before it returns. */
+  forPartition(owner: PartitionOwner): Promise<PartitionPersistence<S, V>>;
   /**
    * Work every partition needs first (the Kafka backend: creating or checking the snapshot
    * topic), started by the worker at start-up so that the first assignment does not wait for it.

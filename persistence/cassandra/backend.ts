@@ -50,7 +50,7 @@ export interface CassandraBackendOptions<S, V> extends CassandraFlowOptions {
   flowName?: string;
 }
 
-/** What a partition's persistence is built from: the worker's PartitionOwnership fits. */
+/** What a partition's persistence is built from (the backend's factory builds it from the worker's PartitionOwner). */
 export interface CassandraPartitionOwnership extends TopicPartition {
   /** The consumer generation the partition was assigned under: the 'lwt' fence's owner generation (plus fenceEpoch × 2³²). */
   readonly generation?: number;

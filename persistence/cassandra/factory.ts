@@ -27,9 +27,10 @@ export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<
       ? plainOutputs(definition, definition.deadLetterTopics ?? {}, definition.outputTopics, worker)
       : undefined;
   return {
-    forPartition: async (o) => {
-      await dead?.ensure(o.topic);
-      return (await backend()).forPartition({ topic: o.topic, partition: o.partition, generation: o.generation, committer: o.committer, outputs: dead?.producer });
+    forPartition: async (owner) => {
+      await dead?.ensure(owner.topic);
+      // Fenced by the generation of the assignment (LWT); offsets committed through the owner.
+      return (await backend()).forPartition({ topic: owner.topic, partition: owner.partition, generation: owner.assigned.generationId, committer: owner, outputs: dead?.producer });
     },
     close: async () => {
       await dead?.close();

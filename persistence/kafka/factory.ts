@@ -55,11 +55,17 @@ export function kafkaBackend<S, V>(definition: BackendFlow<V>, worker: WorkerCon
   if (definition.persistence.mode === 'none') return memoryBackend(definition);
   const backend = kafkaFlowBackend<S, V>(definition, { ...worker, localState: true });
   return {
-    forPartition: (o) => {
-      // The generation is read for each transaction: a live reader when the worker offers one
-      // (a rebalance that keeps the partition still bumps it), else the one captured at assignment.
-      return backend.forPartition({ ...o, generation: o.liveGeneration ?? { generationId: o.generation, memberId: o.memberId } });
-    },
+    // The owner's generation is read for each transaction (a rebalance that keeps the partition
+    // still bumps it); caching mode commits through the owner.
+    forPartition: (owner) =>
+      backend.forPartition({
+        topic: owner.topic,
+        partition: owner.partition,
+        groupId: owner.groupId,
+        generation: () => owner.generation(),
+        committer: owner,
+        ...(owner.committedOffset ? { committedOffset: () => owner.committedOffset!() } : {}),
+      }),
     release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
     prepare: () => backend.prepare(),
     close: () => backend.close(),

@@ -13,14 +13,14 @@ export function memoryBackend<S, V>(definition: BackendFlow<V>): PersistenceBack
   const journal = new InMemoryJournalStore<V>();
   const keys = new InMemoryKeyStore();
   return {
-    forPartition: async (o) =>
+    forPartition: async (owner) =>
       new StorePartitionPersistence<S, V>({
-        partition: { topic: o.topic, partition: o.partition },
+        partition: { topic: owner.topic, partition: owner.partition },
         mode: definition.persistence.mode,
         snapshots,
         journal,
         keys,
-        committer: o.committer,
+        committer: owner,
       }),
     close: async () => {},
   };

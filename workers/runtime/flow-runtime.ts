@@ -16,6 +16,7 @@ import { PartitionSlots, type Slot } from './partition-slots';
 import { SlotPersists, withUnreported } from './slot-persists';
 import { BatchFold, hasOutputs } from './batch-fold';
 import { BatchHandoff } from './batch-handoff';
+import { SlotOwner } from './partition-owner';
 
 export { StaleGenerationError } from '../../activities/partition-host';
 export { hasOutputs } from './batch-fold';
@@ -419,50 +420,12 @@ export class FlowRuntime implements PartitionHost {
   private async prepareRecovery(slot: Slot, owner: { generation: number; memberId: string }): Promise<Prepared> {
     const startedAt = performance.now();
     const { topic, partition } = slot;
-    // The group's committed offset is read while the backend fences (it was read after): a stable
-    // read (require_stable, see FlowConsumer.committedOffset) waits out a transaction still pending
-    // on it, and no earlier owner can move it after that, its commits carrying a generation the
-    // group has left. (The fence still comes before every read of the snapshots and every write.)
-    const committedRead = this.consumer.committedOffset(topic, partition);
-    let committedReadDone = false;
-    committedRead.then(
-      () => (committedReadDone = true),
-      () => (committedReadDone = true), // awaited below, unless the backend fails first
-    );
-    let settled: Promise<string | undefined> | undefined;
-    const afterFence = () => {
-      if (!settled) {
-        settled = committedRead;
-        if (!committedReadDone) {
-          // Still waiting, most likely on a transaction a dead owner left open that only the fence
-          // has just aborted: a read from now on answers at once, rather than after the read's backoff.
-          const again = this.consumer.committedOffset(topic, partition);
-          again.catch(() => undefined);
-          settled = Promise.race([committedRead, again]);
-        }
-      }
-      return settled;
-    };
-    const persistence = await this.o.backend.forPartition({
-      topic,
-      partition,
-      groupId: this.definition.groupId,
-      generation: owner.generation,
-      memberId: owner.memberId,
-      committer: {
-        commit: async (_tp, offset) => {
-          // kafkajs commits with the member's live generation, which the broker accepts even when
-          // the new generation gave this partition to someone else: check that we still hold it.
-          PartitionSlots.assertHolds(slot, this.consumer.current());
-          await this.consumer.commitOffsets([{ topic, partition, offset: String(offset) }]);
-        },
-      },
-      liveGeneration: () => ({ generationId: slot.flowGeneration ?? owner.generation, memberId: slot.memberId }),
-      // The Kafka backend seeds its transactions with it once fenced, instead of reading it again.
-      committedOffset: afterFence,
-    });
+    // The committed offset is read while the backend fences (SlotOwner); the fence still comes
+    // before every read of the snapshots and every write.
+    const partitionOwner = new SlotOwner(slot, owner, this.definition.groupId, this.consumer);
+    const persistence = await this.o.backend.forPartition(partitionOwner);
     const persistenceMs = performance.now() - startedAt;
-    const committed = await afterFence();
+    const committed = await partitionOwner.committedOffset();
     const committedMs = performance.now() - startedAt - persistenceMs;
     const assignedAt = committed ?? '0';
     const flow = createPartitionFlow(this.definition, {

@@ -10,6 +10,7 @@ import { TcpProxy } from '../../../chaos/tcp-proxy';
 import { cassandraBackend } from '../../../persistence/cassandra/factory';
 import { cassandraContactPoints, kafkaBrokers } from '../../support/servers';
 import { dropKeyspace, keyspaceName, requireCassandra } from './support';
+import { fixedOwner } from '../../../persistence/partition-owner';
 
 const keyspace = keyspaceName('kft_start_retry');
 
@@ -36,7 +37,8 @@ test('a failed start is retried by the next forPartition and succeeds once Cassa
     },
   });
   const backend = cassandraBackend(definition, { brokers: kafkaBrokers });
-  const ownership = { topic: 'orders', partition: 0, groupId: 'start-retry-group', generation: 1, memberId: 'm', committer: new InMemoryOffsetCommitter() };
+  const committer = new InMemoryOffsetCommitter();
+  const ownership = fixedOwner({ topic: 'orders', partition: 0, groupId: 'start-retry-group', generation: 1, memberId: 'm', commit: (tp, offset) => committer.commit(tp, offset) });
   try {
     const failed = await backend.forPartition(ownership).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(CassandraPersistenceError);

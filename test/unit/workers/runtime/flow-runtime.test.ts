@@ -107,7 +107,7 @@ function memoryWithOutputs(sent: InMemoryOutputSender): PersistenceBackend<unkno
   const snapshots = new InMemorySnapshotStore<unknown>();
   return {
     forPartition: async (o) =>
-      new StorePartitionPersistence({ partition: { topic: o.topic, partition: o.partition }, mode: 'snapshots', snapshots, committer: o.committer, outputs: sent }),
+      new StorePartitionPersistence({ partition: { topic: o.topic, partition: o.partition }, mode: 'snapshots', snapshots, committer: o, outputs: sent }),
     close: async () => {},
   };
 }
@@ -118,9 +118,9 @@ function recordingBackend(flow = definition) {
   const events: string[] = [];
   const backend: PersistenceBackend<unknown, unknown> = {
     forPartition: async (o) => {
-      events.push(`fence ${o.topic}-${o.partition} g${o.generation}`);
+      events.push(`fence ${o.topic}-${o.partition} g${o.assigned.generationId}`);
       const p = await inner.forPartition(o);
-      return Object.assign(Object.create(p), { close: async () => void events.push(`close ${o.topic}-${o.partition} g${o.generation}`) });
+      return Object.assign(Object.create(p), { close: async () => void events.push(`close ${o.topic}-${o.partition} g${o.assigned.generationId}`) });
     },
     close: () => inner.close(),
   };
