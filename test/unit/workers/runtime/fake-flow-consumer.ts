@@ -78,6 +78,11 @@ export class FakeFlowConsumer implements FlowConsumer {
   }
 
   /** One fetched batch; returns what the runtime resolved and whether it paused the partition. */
+  /** Hands the runtime a batch exactly as given (e.g. a value that does not decode). */
+  deliverPayload(payload: EachBatchPayload): Promise<void> {
+    return this.handlers!.eachBatch(payload);
+  }
+
   async deliver(topic: string, partition: number, records: Array<{ offset: number; key: string; value: unknown }>, highWatermark?: string) {
     let resolved: string | undefined;
     let pausedByBatch = false;

@@ -665,7 +665,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     const bad = await failing.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
     expect(bad.resolved).toBe('0');
     const payload = { batch: { topic: 't', partition: 0, highWatermark: '2', messages: [{ offset: '1', key: Buffer.from('a'), value: Buffer.from('{not json'), timestamp: '0', attributes: 0, headers: {} }] }, resolveOffset: () => undefined, pause: () => () => undefined, heartbeat: async () => undefined };
-    await (failing.runtime as unknown as { eachBatch: (p: unknown) => Promise<void> }).eachBatch(payload);
+    await failing.consumer.deliverPayload(payload as never);
     expect(folding.poll().failure).toBeDefined();
     expect(() => failing.runtime.persistReadiness(req(owner))).toThrow();
     await failing.runtime.stop(10);

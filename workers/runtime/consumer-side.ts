@@ -1,0 +1,165 @@
+import type { EachBatchPayload } from 'kafkajs';
+import type { PersistResult as WorkflowPersistResult } from '../../activities/types';
+import type { GroupGeneration, RevokedPartitions } from '../../kafka';
+import type { FlowConsumerHandlers } from './flow-consumer';
+import type { PartitionRecoveries } from './partition-recoveries';
+import { type RuntimeContext, RuntimeSide } from './runtime-side';
+import { withUnreported } from './slot-persists';
+
+/**
+ * A flow's consumer side in one process: what the group consumer calls back — a join (pause, signal
+ * the partition workflows, start recovering), each fetched batch (handed to its partition's fold
+ * loop), the awaited revoke point (flush, signal) — and the watchdog that signals the assignment
+ * of a partition held here but not folding again.
+ */
+export class ConsumerSide extends RuntimeSide {
+  constructor(
+    ctx: RuntimeContext,
+    private readonly recoveries: PartitionRecoveries,
+  ) {
+    super(ctx);
+  }
+
+  /** The handlers the group consumer starts with. */
+  handlers(): FlowConsumerHandlers {
+    return {
+      onJoin: (g) => this.onJoin(g),
+      onRevoke: (revoked) => this.onRevoke(revoked),
+      eachBatch: (payload) => this.eachBatch(payload),
+    };
+  }
+
+  onJoin(g: GroupGeneration): void {
+    // Synchronous: runs before the consumer fetches under the new generation, so every assigned
+    // partition is paused until its workflow has recovered it here.
+    for (const [topic, partitions] of Object.entries(g.assignment)) {
+      if (partitions.length > 0) this.consumer.pause([{ topic, partitions }]);
+    }
+    for (const slot of this.slots.join(g)) {
+      // revoked for good: its state and producer go
+      this.recoveries.drop(slot);
+      slot.cadence?.stop();
+      void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
+    }
+    this.log.info(
+      { generation: g.generationId, memberId: g.memberId, assignment: g.assignment },
+      'partitions assigned',
+    );
+    void this.signalAssignments(g).catch((err) => this.log.error({ err }, 'could not signal the partition workflows'));
+    if (this.o.recoverAtJoin !== false) this.recoveries.startAtJoin(g);
+  }
+
+  private async signalAssignments(g: GroupGeneration): Promise<void> {
+    const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
+    const { maxHistoryEvents, workflowReportEveryMs } = this.o;
+    const limits = {
+      ...(maxHistoryEvents ? { maxHistoryEvents } : {}),
+      ...(workflowReportEveryMs ? { reportEveryMinMs: workflowReportEveryMs } : {}),
+    };
+    await Promise.all(
+      Object.entries(g.assignment).flatMap(([topic, partitions]) =>
+        partitions.map(async (partition) => {
+          const ref = { flow: this.definition.name, topic, partition };
+          await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
+            this.o.signals.assigned(
+              { ...ref, persistEveryMs, limits: Object.keys(limits).length > 0 ? limits : undefined },
+              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue, foldAwaitsRecovery: true },
+            ),
+          );
+        }),
+      ),
+    );
+  }
+
+  /**
+   * A fetched batch goes to the partition's fold-loop activity, which folds it (BatchFold); the
+   * callback returns once it is folded, so kafkajs goes on as if it had folded it itself.
+   */
+  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+    const slot = this.slots.get(payload.batch.topic, payload.batch.partition);
+    const handoff = slot?.state === 'running' ? slot.handoff : undefined;
+    if (!handoff || !(await handoff.hand(payload))) payload.pause(); // no fold loop (any more): nothing resolved, nothing skipped
+  }
+
+  /** The awaited revoke point: in-flight batches are done; flush under the generation being given up. */
+  private async onRevoke(revoked: RevokedPartitions): Promise<void> {
+    const reason = revoked.reason === 'leave' ? 'shutdown' : 'revoke';
+    await Promise.all(
+      revoked.assignment.flatMap(({ topic, partitions }) =>
+        partitions.map(async (partition) => {
+          const slot = this.slots.get(topic, partition);
+          if (!slot || slot.generation !== revoked.generationId) return;
+          const wasRunning = slot.state === 'running';
+          if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
+          slot.cadence?.stop();
+          let flushed: WorkflowPersistResult | undefined;
+          if (wasRunning && slot.flow) {
+            try {
+              // With what the in-process persists landed since the workflow's last persist.
+              flushed = withUnreported(slot, await this.persists.persist(slot, reason));
+            } catch (err) {
+              // Fenced or failed: counted and logged; the next owner replays from the last commit.
+              this.log.warn({ err, topic, partition }, 'flush on revoke did not land');
+            }
+          }
+          await this.withRetry(`signal revoke of ${topic}-${partition}`, () =>
+            this.o.signals.revoked(
+              { flow: this.definition.name, topic, partition },
+              { generation: revoked.generationId, memberId: revoked.memberId, flushed, reason },
+            ),
+          )
+            .then(() => {
+              slot.revokeSignalled = revoked.generationId;
+            })
+            .catch((err) => {
+              slot.revokeUnsignalled = revoked.generationId;
+              this.log.warn({ err, topic, partition }, 'could not signal the revoke');
+            });
+        }),
+      ),
+    );
+  }
+
+  /**
+   * The orchestration's own self-healing: a partition this process holds (current generation)
+   * whose fold loop has not run for `afterMs` gets its assignment signalled again. Nothing changes
+   * for a workflow that is alive (it ignores an assignment it has); one that closed (failed on a
+   * nondeterminism error, or was terminated) is started afresh by the signal and recovers the
+   * partition here from its persisted state.
+   */
+  reassertStalled(afterMs: number): void {
+    const current = this.consumer.current();
+    if (!current || this.stopping) return;
+    const now = Date.now();
+    const stalled: Array<{ topic: string; partition: number }> = [];
+    for (const slot of this.slots.all()) {
+      if (slot.generation !== current.generationId || slot.state === 'running' || slot.state === 'revoked') {
+        slot.notFoldingSince = undefined;
+        continue;
+      }
+      slot.notFoldingSince ??= now;
+      if (now - slot.notFoldingSince < afterMs) continue;
+      slot.notFoldingSince = now; // again after another afterMs, not at every tick
+      stalled.push({ topic: slot.topic, partition: slot.partition });
+    }
+    if (stalled.length === 0) return;
+    this.log.warn({ partitions: stalled.map((p) => `${p.topic}-${p.partition}`), afterMs }, 'partitions held here but not folding: signalling their assignment again');
+    const assignment: Record<string, number[]> = {};
+    for (const p of stalled) assignment[p.topic] = [...(assignment[p.topic] ?? []), p.partition];
+    void this.signalAssignments({ ...current, assignment }).catch((err) => this.log.warn({ err }, 'could not signal the assignment again'));
+  }
+
+  private async withRetry<T>(what: string, fn: () => Promise<T>, attempts = 10): Promise<T> {
+    let delay = 200;
+    for (let i = 1; ; i++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (i >= attempts || this.stopping) throw err;
+        this.log.warn({ err, attempt: i }, `retrying: ${what}`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+}
