@@ -22,11 +22,12 @@ import type { PartitionSignals } from '../../../workers/runtime/partition-signal
 import { closeAll, requireBroker, testClient, unique, waitFor } from '../kafka/support';
 import { readCommitted } from './harness';
 import { recordPendingOutputs } from '../../support/pending-outputs';
+import { driveFolding } from '../../support/fold-loop';
 
 const RECORDS = 20_000;
 const KEYS = 50;
 const BOUND = 500;
-/** workers/runtime/flow-runtime.ts folds a batch in slices of this many records, checking the bound before each. */
+/** workers/runtime/batch-fold.ts folds a batch in slices of this many records, checking the bound before each. */
 const SLICE = 2_000;
 
 /** Recovers and folds each assignment at once, as the partition workflow's activities would. */
@@ -38,7 +39,7 @@ class ActivitiesInline implements PartitionSignals {
   async assigned(input: { flow: string; topic: string; partition: number }, owner: Owner): Promise<void> {
     const request = { flow: input.flow, topic: input.topic, partition: input.partition, owner };
     await this.runtime!.recover(request);
-    this.folding = this.runtime!.startFolding(request);
+    this.folding = driveFolding(this.runtime!.startFolding(request));
   }
 
   async revoked(_ref: unknown, signal: RevokeSignal): Promise<void> {

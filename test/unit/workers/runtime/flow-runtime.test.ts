@@ -1,5 +1,6 @@
 import { KafkaJSConnectionError } from 'kafkajs';
-import { type FoldingHandle, StaleGenerationError } from '../../../../activities/partition-host';
+import { StaleGenerationError } from '../../../../activities/partition-host';
+import { driveFolding } from '../../../support/fold-loop';
 import type { Owner } from '../../../../activities/types';
 import { ProducerEpochLostError, SnapshotWriteFencedError } from '../../../../core/fence-errors';
 import { defineFlow } from '../../../../index';
@@ -147,21 +148,6 @@ function setup(flow = definition, backend?: PersistenceBackend<unknown, unknown>
 }
 
 const req = (owner: Owner, partition = 0) => ({ flow: 'counts', topic: 't', partition, owner });
-
-/**
- * Folds what the consumer hands `folding` until it should end, as the fold-loop activity does
- * (activities/flow-activities.ts; its own tests cover the activity around it).
- */
-function drive(folding: FoldingHandle): FoldingHandle {
-  void (async () => {
-    for (;;) {
-      const p = folding.poll();
-      if (p.failure !== undefined || (!p.running && !p.settling)) return;
-      await folding.foldNext(5);
-    }
-  })();
-  return folding;
-}
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('FlowRuntime (fake consumer and signals)', () => {
@@ -175,7 +161,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    return { owner, folding: drive(rt.runtime.startFolding(req(owner))) };
+    return { owner, folding: driveFolding(rt.runtime.startFolding(req(owner))) };
   }
   beforeEach(async () => {
     rt = setup();
@@ -208,7 +194,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     // Fenced at the join, before any activity; nothing installed or folded yet.
     expect(events).toEqual(['fence t-0 g1', 'fence t-1 g1']);
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
-    expect(() => drive(rt.runtime.startFolding(req(owner)))).toThrow(/was not recovered/);
+    expect(() => driveFolding(rt.runtime.startFolding(req(owner)))).toThrow(/was not recovered/);
     const recovering = rt.runtime.recover({ ...req(owner), recovery: 'run/1' });
     await settle();
     expect(rt.runtime.recoveryDone({ ...req(owner), afterRecovery: 'run/1' })).toBe('waiting');
@@ -218,7 +204,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(events).toEqual(['fence t-0 g1', 'fence t-1 g1']); // taken over, not recovered again
     expect(rt.consumer.seeks).toEqual([{ topic: 't', partition: 0, offset: '5' }]);
     expect(rt.consumer.paused.has('t-0')).toBe(true); // until its fold loop starts
-    drive(rt.runtime.startFolding(req(owner)));
+    driveFolding(rt.runtime.startFolding(req(owner)));
     expect(await rt.consumer.deliver('t', 0, [{ offset: 5, key: 'a', value: { n: 1 } }])).toMatchObject({ resolved: '5' });
 
     // The activity's retry (a second recover of the same owner) recovers afresh: taken over once only.
@@ -246,7 +232,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await rt.runtime.recover(req(g2));
     expect(events.filter((e) => e.startsWith('fence'))).toHaveLength(3);
     // Generation 3 keeps generation 2's engine in memory: no recovery at the join.
-    drive(rt.runtime.startFolding(req(g2)));
+    driveFolding(rt.runtime.startFolding(req(g2)));
     rt.consumer.join(3, { t: [0] });
     await settle();
     expect(events.filter((e) => e.startsWith('fence'))).toHaveLength(3);
@@ -270,7 +256,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await expect(rt.runtime.recover(req({ generation: 1, memberId: 'member-1', taskQueue: 'tq-1' }))).rejects.toThrow(StaleGenerationError);
     await expect(rt.runtime.recover(req({ generation: 2, memberId: 'someone-else', taskQueue: 'tq-1' }))).rejects.toThrow(StaleGenerationError);
     await expect(rt.runtime.recover(req({ generation: 2, memberId: 'member-1', taskQueue: 'tq-1' }, 1))).rejects.toThrow(/not assigned to this process/);
-    expect(() => drive(rt.runtime.startFolding(req({ generation: 2, memberId: 'member-1', taskQueue: 'tq-1' })))).toThrow(/was not recovered/);
+    expect(() => driveFolding(rt.runtime.startFolding(req({ generation: 2, memberId: 'member-1', taskQueue: 'tq-1' })))).toThrow(/was not recovered/);
   });
 
   test('recover, fold, persist: from the committed offset, folding only what it is given, committing through the group', async () => {
@@ -285,7 +271,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     // Not folding yet: a batch fetched now is paused back, nothing resolved (nothing skipped).
     expect(await rt.consumer.deliver('t', 0, [{ offset: 5, key: 'a', value: { n: 1 } }])).toMatchObject({ resolved: undefined, pausedByBatch: true });
 
-    const folding = drive(rt.runtime.startFolding(req(owner)));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
     expect(rt.consumer.paused.has('t-0')).toBe(false);
     const batch = await rt.consumer.deliver('t', 0, [
       { offset: 5, key: 'a', value: { n: 1 } },
@@ -337,7 +323,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.runtime.persistReadiness(req(owner))).toBe('persist');
     await expect(rt.runtime.persist(req(owner))).resolves.toMatchObject({ persistedKeys: 0, committedOffset: '0' });
     // Then the fold loop starts as usual.
-    drive(rt.runtime.startFolding(req(owner)));
+    driveFolding(rt.runtime.startFolding(req(owner)));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
     await new Promise((r) => setTimeout(r, 5));
     expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 1, committedOffset: '1' });
@@ -350,7 +336,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    drive(rt.runtime.startFolding(req(owner)));
+    driveFolding(rt.runtime.startFolding(req(owner)));
     expect(rt.runtime.lastPersistAt(req(owner))).toBeUndefined(); // freshly recovered: wait a whole persistEvery
     const before = Date.now();
     await new Promise((r) => setTimeout(r, 5)); // past persistEvery (1 ms): the periodic persist ran, by its timer or by this one
@@ -369,7 +355,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    const folding = drive(rt.runtime.startFolding(req(owner)));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
     const positions: string[] = [];
     const sampler = setInterval(() => positions.push(String(folding.poll().progress.position)), 0);
     const records = Array.from({ length: 7_000 }, (_, i) => ({ offset: i, key: `k${i % 10}`, value: { n: 1 } }));
@@ -388,7 +374,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    const folding = drive(rt.runtime.startFolding(req(owner)));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 4 } }]);
     expect(rt.runtime.persistReadiness(req(owner))).toBe('persist');
     expect((await rt.runtime.persist(req(owner))).persistedKeys).toBe(0); // not due for a minute
@@ -433,7 +419,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
       rt.consumer.join(1, { t: [0] });
       const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
       await rt.runtime.recover(req(owner));
-      drive(rt.runtime.startFolding(req(owner)));
+      driveFolding(rt.runtime.startFolding(req(owner)));
       await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 12 } }]);
       const deadline = Date.now() + 2_000;
       while (sent.sent.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -516,7 +502,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    return { owner, folding: drive(rt.runtime.startFolding(req(owner))) };
+    return { owner, folding: driveFolding(rt.runtime.startFolding(req(owner))) };
   }
   const counting = (persistEvery: number, idleFlush: number | false) =>
     defineFlow<number, { n: number }>({
@@ -632,7 +618,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const g1 = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(g1));
-    const folding = drive(rt.runtime.startFolding(req(g1)));
+    const folding = driveFolding(rt.runtime.startFolding(req(g1)));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 4 } }, { offset: 1, key: 'a', value: { n: 1 } }]);
     rt.runtime.stopFolding(req(g1), folding.token);
     expect(rt.consumer.paused.has('t-0')).toBe(true);
@@ -660,7 +646,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     failing.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await failing.runtime.recover(req(owner));
-    const folding = drive(failing.runtime.startFolding(req(owner)));
+    const folding = driveFolding(failing.runtime.startFolding(req(owner)));
     // An undecodable value under the default `fail` policy.
     const bad = await failing.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
     expect(bad.resolved).toBe('0');
@@ -678,7 +664,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0, 1] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner, 1));
-    drive(rt.runtime.startFolding(req(owner, 1))); // partition 1 folds; partition 0's workflow never came
+    driveFolding(rt.runtime.startFolding(req(owner, 1))); // partition 1 folds; partition 0's workflow never came
     await settle();
     expect(rt.signals.assignedCalls.map(([i]) => i.partition)).toEqual([0, 1]);
     await new Promise((r) => setTimeout(r, 200));
@@ -692,7 +678,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
     await rt.runtime.recover(req(owner));
-    drive(rt.runtime.startFolding(req(owner)));
+    driveFolding(rt.runtime.startFolding(req(owner)));
     let release!: () => void;
     const activity = rt.runtime.activity(() => new Promise<void>((r) => (release = r)));
     const stopped = rt.runtime.stop(5_000);
