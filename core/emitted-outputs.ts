@@ -8,7 +8,7 @@
  * one growable Buffer per key — exactly the bytes Kafka's v2 record format puts after a record's
  * offset delta (key, value, headers) — with three int32 per output beside it: where its bytes end,
  * its partition or its key's murmur2 hash, and its topic and how it is partitioned. The produce
- * writer (the kafkajs patch's one-buffer writer) copies each output's bytes into its record batch.
+ * writer (kafka/protocol/produce-writer.ts) copies each output's bytes into its record batch.
  */
 import { murmur2 } from './murmur2';
 import type { OutputRecord } from './persistence-types';

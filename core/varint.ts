@@ -1,7 +1,8 @@
 /**
  * The varints of Kafka's v2 record format on a Buffer (record lengths and deltas, key, value and
  * header lengths): zigzag-encoded 32-bit signed values, seven bits a byte, least significant first
- * (kafkajs's `writeVarInt`'s bytes). Emitted outputs are written with them (emitted-outputs.ts).
+ * (kafkajs's `writeVarInt`'s bytes). Emitted outputs are written with them (emitted-outputs.ts),
+ * and so are produce requests (kafka/protocol/produce-records.ts).
  */
 
 const zigZag = (value: number): number => (value << 1) ^ (value >> 31);

@@ -7,12 +7,23 @@
  * processes, tests, benchmarks). A hook kafkajs calls before that throws
  * `KafkaJSExtensionNotRegisteredError`; nothing falls back.
  */
-import { extensionRegistry, type KafkajsProtocol } from './kafkajs-protocol';
 import { type OffsetFetchV7Args, type OffsetFetchV7Response, offsetFetchV7 } from './offset-fetch-v7';
+import { encoderHolding, extensionRegistry, type KafkajsEncoder, type KafkajsProtocol } from './kafkajs-protocol';
+import { plainTopicData } from './plain-message';
+import { type ProduceRequestBody, writeProduceBody } from './produce-writer';
+import { encodeRecord, type RecordFields } from './record-v0';
 import { type TxnOffsetCommitV3Args, type TxnOffsetCommitV3Response, txnOffsetCommitV3 } from './txn-offset-commit-v3';
+
+type TopicData = ProduceRequestBody['topicData'][number];
 
 /** The hooks, by the names the patched kafkajs calls them by. */
 export interface KafkajsExtensions {
+  /** Produce v3-v7 (produce/v3/request.js): the body in one buffer, or undefined to leave it to kafkajs's encoders. */
+  writeProduceBody(body: ProduceRequestBody): Promise<KafkajsEncoder | undefined>;
+  /** Produce v3-v7, for kafkajs's encoders: records encoded already made plain. */
+  plainTopicData(topicData: readonly TopicData[]): TopicData[];
+  /** Produce v3-v7, for kafkajs's encoders: one record. */
+  encodeRecord(fields: RecordFields): KafkajsEncoder;
   /** TxnOffsetCommit version 3 (txnOffsetCommit/index.js). */
   txnOffsetCommitV3(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response>;
   /** OffsetFetch version 7 (offsetFetch/index.js). */
@@ -20,6 +31,12 @@ export interface KafkajsExtensions {
 }
 
 export const kafkajsExtensions: KafkajsExtensions = {
+  writeProduceBody: async (body) => {
+    const bytes = await writeProduceBody(body);
+    return bytes && encoderHolding(bytes);
+  },
+  plainTopicData,
+  encodeRecord,
   txnOffsetCommitV3,
   offsetFetchV7,
 };

@@ -1,6 +1,7 @@
 /**
  * The kafkajs protocol pieces our protocol modules build on, typed narrowly: its Encoder and
- * Decoder, the response parsers whose error mapping we keep, and the patch's registry of our extensions (`src/protocol/extensions.js`). Like kafka/internals.ts,
+ * Decoder, its Long, its compression codecs, the response parsers whose error mapping we keep, and
+ * the patch's registry of our extensions (`src/protocol/extensions.js`). Like kafka/internals.ts,
  * this is the pinned, patched kafkajs 2.2.4 surface, not its public API.
  */
 import { createRequire } from 'node:module';
@@ -56,6 +57,35 @@ export interface KafkajsDecoder {
 
 export const Encoder = requireKafkajs('./src/protocol/encoder') as EncoderClass;
 export const Decoder = requireKafkajs('./src/protocol/decoder') as new (buffer: Buffer) => KafkajsDecoder;
+
+/** An encoder over `bytes`, as kafkajs hands encoded bytes around (no copy). */
+export function encoderHolding(bytes: Buffer): KafkajsEncoder {
+  const encoder = new Encoder(0);
+  encoder.buf = bytes;
+  encoder.offset = bytes.length;
+  return encoder;
+}
+
+const Long = requireKafkajs('./src/utils/long') as { fromValue(value: unknown): { getHighBits(): number; getLowBits(): number } };
+
+/** The two 32-bit halves of an INT64 field, as kafkajs's `writeInt64` computes them (and throws). */
+export function int64Halves(value: unknown): { high: number; low: number } {
+  const long = Long.fromValue(value);
+  return { high: long.getHighBits(), low: long.getLowBits() };
+}
+
+/** A compression codec (GZIP, or one a plugin registered): compresses the records an Encoder holds. */
+export interface KafkajsCodec {
+  compress(records: KafkajsEncoder): Promise<unknown>;
+}
+
+const compression = requireKafkajs('./src/protocol/message/compression') as {
+  lookupCodec(type: number): KafkajsCodec | null;
+  COMPRESSION_CODEC_MASK: number;
+};
+/** The codec of a compression type; throws kafkajs's KafkaJSNotImplemented for one it lacks. */
+export const lookupCodec = compression.lookupCodec;
+export const COMPRESSION_CODEC_MASK = compression.COMPRESSION_CODEC_MASK;
 
 export const API_KEYS = requireKafkajs('./src/protocol/requests/apiKeys') as Record<'OffsetFetch' | 'TxnOffsetCommit', number>;
 

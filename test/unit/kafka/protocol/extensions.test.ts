@@ -7,9 +7,12 @@ import { kafkajsExtensions } from '../../../../kafka/protocol/extensions';
 
 const root = path.join(__dirname, '../../../..');
 
+type ProduceRequest = (args: Record<string, unknown>) => { encode(): Promise<unknown> };
 type Protocol = { protocol(args: { version: number }): (args: Record<string, unknown>) => unknown };
 type Registry = { KafkaJSExtensionNotRegisteredError: new (hook: string) => Error };
 type KafkajsErrors = { KafkaJSNonRetriableError: new (message: string) => Error };
+
+const produce = { acks: -1, timeout: 1_000, topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [{ key: 'k', value: 'v' }] }] }] };
 
 /** Runs `run` with modules loaded afresh: a kafkajs nobody registered the hooks with yet. */
 function withFreshModules(run: () => Promise<void>): Promise<void> {
@@ -21,20 +24,23 @@ describe('before the hooks are registered', () => {
     await withFreshModules(async () => {
       const { KafkaJSExtensionNotRegisteredError } = require('kafkajs/src/protocol/extensions') as Registry;
       const { KafkaJSNonRetriableError } = require('kafkajs/src/errors') as KafkajsErrors;
+      const produceV3 = require('kafkajs/src/protocol/requests/produce/v3/request') as ProduceRequest;
       const txnOffsetCommit = require('kafkajs/src/protocol/requests/txnOffsetCommit') as Protocol;
       const offsetFetch = require('kafkajs/src/protocol/requests/offsetFetch') as Protocol;
 
-      const args = { groupId: 'g', topics: [], transactionalId: 't', producerId: 1, producerEpoch: 0 };
-      let failure: unknown;
-      try {
-        txnOffsetCommit.protocol({ version: 3 })(args);
-      } catch (err) {
-        failure = err;
-      }
+      const failure = await produceV3(produce)
+        .encode()
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
       expect(failure).toBeInstanceOf(KafkaJSExtensionNotRegisteredError);
       expect(failure).toBeInstanceOf(KafkaJSNonRetriableError);
-      expect(failure).toMatchObject({ name: 'KafkaJSExtensionNotRegisteredError', hook: 'txnOffsetCommitV3', retriable: false });
-      expect((failure as Error).message).toMatch(/"txnOffsetCommitV3" before the project registered it.*kafka\/client\.ts/);
+      expect(failure).toMatchObject({ name: 'KafkaJSExtensionNotRegisteredError', hook: 'writeProduceBody', retriable: false });
+      expect((failure as Error).message).toMatch(/"writeProduceBody" before the project registered it.*kafka\/client\.ts/);
+
+      const args = { groupId: 'g', topics: [], transactionalId: 't', producerId: 1, producerEpoch: 0 };
+      expect(() => txnOffsetCommit.protocol({ version: 3 })(args)).toThrow(KafkaJSExtensionNotRegisteredError);
       expect(() => offsetFetch.protocol({ version: 7 })(args)).toThrow(KafkaJSExtensionNotRegisteredError);
     });
   });
@@ -43,11 +49,10 @@ describe('before the hooks are registered', () => {
 describe('registration', () => {
   it('newKafka registers the hooks before making a client', async () => {
     await withFreshModules(async () => {
-      const txnOffsetCommit = require('kafkajs/src/protocol/requests/txnOffsetCommit') as Protocol;
+      const produceV3 = require('kafkajs/src/protocol/requests/produce/v3/request') as ProduceRequest;
       const { newKafka } = require('../../../../kafka/client') as typeof import('../../../../kafka/client');
       newKafka({ brokers: ['127.0.0.1:1'] });
-      const args = { groupId: 'g', topics: [], transactionalId: 't', producerId: 1, producerEpoch: 0 };
-      expect(txnOffsetCommit.protocol({ version: 3 })(args)).toHaveProperty('request.apiVersion', 3);
+      await expect(produceV3(produce).encode()).resolves.toHaveProperty('buf');
     });
   });
 

@@ -2,7 +2,8 @@
  * Produce requests for the writer's byte-for-byte tests: deterministic record sets (null and
  * undefined keys, null values, multi-byte text, Buffers, repeated and array headers, records
  * encoded already) and a fixed set whose bytes the writer must keep writing
- * (fixtures/produce-writer.json, written by the kafkajs patch's produceWriter.js).
+ * (fixtures/produce-writer.json, written by the kafkajs patch's produceWriter.js before it moved to
+ * kafka/protocol/produce-writer.ts).
  */
 import { kafkajsModule } from './wire';
 
