@@ -4,11 +4,12 @@
  * caller (`KAFKA_BROKERS` is parsed in config/env: `brokersFromEnv`).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Kafka, type logCreator, logLevel } from 'kafkajs';
+import { Kafka, type KafkaConfig, type logCreator, logLevel } from 'kafkajs';
 import type { KafkaSecurity } from '../config/security';
 import { type KafkaConnectionSecurity, kafkaConnectionSecurity } from './client-security';
 import type { Logger } from '../core/logger';
 import { kafkajsConsoleLogCreator } from './internals';
+import { registerKafkajsExtensions } from './protocol/extensions';
 
 export interface KafkaClientOptions {
   brokers: string[];
@@ -130,10 +131,20 @@ function toLogger(logger: Logger): (entry: KafkajsEntry) => void {
   };
 }
 
+/**
+ * A kafkajs client, with the kafkajs patch's hooks into our protocol code (kafka/protocol/)
+ * registered: every kafkajs client of the project is made here (the port's through
+ * `createKafkaClient`; the infrastructure's, benchmarks' and tests' own directly).
+ */
+export function newKafka(config: KafkaConfig): Kafka {
+  registerKafkajsExtensions();
+  return new Kafka(config);
+}
+
 export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
   const level = LOG_LEVELS[options.logLevel ?? 'warn'];
   const connection = kafkaConnectionSecurity(options.security);
   const logCreator = projectLogCreator(options.logger);
-  const kafka = new Kafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator, ...connection });
+  const kafka = newKafka({ brokers: options.brokers, clientId: options.clientId, logLevel: level, logCreator, ...connection });
   return { brokers: options.brokers, clientId: options.clientId, kafka, logLevel: level, logCreator, connection };
 }

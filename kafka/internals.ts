@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import type { KafkaClient } from './client';
+import { registerKafkajsExtensions } from './protocol/extensions';
 
 const requireKafkajs = createRequire(require.resolve('kafkajs'));
 
@@ -90,8 +91,12 @@ const { createErrorFromCode: createError } = requireKafkajs('./src/protocol/erro
   createErrorFromCode(code: number): Error;
 };
 
-/** A kafkajs cluster (metadata + broker connections) with no group, producer or consumer on it. */
+/**
+ * A kafkajs cluster (metadata + broker connections) with no group, producer or consumer on it; the
+ * kafkajs patch's hooks registered, as for every kafkajs client (`newKafka`).
+ */
 export function createCluster(client: KafkaClient, isolationLevel: number): InternalCluster {
+  registerKafkajsExtensions();
   return new Cluster({
     logger: createLogger({ level: client.logLevel, logCreator: client.logCreator }),
     socketFactory: defaultSocketFactory(),

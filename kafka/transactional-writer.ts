@@ -29,8 +29,8 @@ export interface SnapshotMessage {
   /**
    * A record encoded already (core/emitted-outputs.ts): its key, value and headers are
    * `encoded[encodedStart, encodedEnd)` in Kafka's v2 record format (what follows the offset
-   * delta); `key` and `value` are then ignored (kafkajs wants a value: null). The kafkajs patch's
-   * produce writer copies the bytes into the record batch.
+   * delta); `key` and `value` are then ignored (kafkajs wants a value: null). The produce writer
+   * (kafka/protocol/produce-writer.ts) copies the bytes into the record batch.
    */
   encoded?: Buffer;
   encodedStart?: number;

@@ -3,7 +3,8 @@
 // a running total of `amount` and a count per key (bench/flows/totals.ts, the Kafka Streams anchor
 // in bench/anchors/kafka-streams/).
 import { randomBytes } from 'node:crypto';
-import { CompressionTypes, Kafka, logLevel, type Message } from 'kafkajs';
+import { CompressionTypes, type Kafka, logLevel, type Message } from 'kafkajs';
+import { newKafka } from '../../kafka/client';
 import { brokersFromEnv } from '../../config/env';
 import { startProgress } from './progress';
 
@@ -44,7 +45,7 @@ export function uniqueName(prefix: string): string {
 
 /** A kafkajs client for the benchmarks: quiet, brokers from KAFKA_BROKERS. */
 export function benchKafka(clientId: string, brokers: string[] = brokersFromEnv()): Kafka {
-  return new Kafka({ brokers, clientId, logLevel: logLevel.ERROR });
+  return newKafka({ brokers, clientId, logLevel: logLevel.ERROR });
 }
 
 export interface ProduceOptions {

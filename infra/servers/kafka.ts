@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { logLevel } from 'kafkajs';
+import { newKafka } from '../../kafka/client';
 import { findJava17 } from '../java';
 import { classpath, fetchJars } from '../maven';
 import { portOpen, startDetached } from '../processes';
@@ -77,7 +78,7 @@ export function kafkaServer(s: InfraSettings): Server {
     },
     probe: async () => {
       if (!(await portOpen(k.host, k.port))) return false;
-      const admin = new Kafka({
+      const admin = newKafka({
         brokers: [address],
         logLevel: logLevel.NOTHING,
         connectionTimeout: 2000,
@@ -127,7 +128,7 @@ export function kafkaServer(s: InfraSettings): Server {
 }
 
 async function warmUpTransactions(address: string): Promise<void> {
-  const kafka = new Kafka({ brokers: [address], logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+  const kafka = newKafka({ brokers: [address], logLevel: logLevel.NOTHING, retry: { retries: 2 } });
   const admin = kafka.admin();
   const producer = kafka.producer({ transactionalId: 'kafka-flow-temporal-infra-warmup', idempotent: true, maxInFlightRequests: 1 });
   try {

@@ -18,8 +18,8 @@
  * listeners: TLS is not proxied).
  */
 import net from 'node:net';
-import { type ISocketFactory, Kafka } from 'kafkajs';
-import type { KafkaClient } from '../../kafka/client';
+import type { ISocketFactory } from 'kafkajs';
+import { type KafkaClient, newKafka } from '../../kafka/client';
 
 export const API_KEYS = { PRODUCE: 0, FIND_COORDINATOR: 10, INIT_PRODUCER_ID: 22, END_TXN: 26, TXN_OFFSET_COMMIT: 28 } as const;
 
@@ -255,7 +255,7 @@ export class KafkaCutProxy {
  * `proxy`; the group-less readers built on `client.brokers` still connect directly.
  */
 export function proxiedClient(client: KafkaClient, proxy: KafkaCutProxy, options: { requestTimeout?: number } = {}): KafkaClient {
-  const kafka = new Kafka({
+  const kafka = newKafka({
     brokers: [`127.0.0.1:${proxy.port}`],
     clientId: `${client.clientId}-proxied`,
     logLevel: client.logLevel,

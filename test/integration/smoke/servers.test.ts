@@ -1,13 +1,14 @@
 import { Client as CassandraClient, types } from 'cassandra-driver';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { Kafka, logLevel } from 'kafkajs';
+import { logLevel } from 'kafkajs';
+import { newKafka } from '../../../kafka/client';
 import { cassandraContactPoints, kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
 
 // Proof that each server is real: the behaviour checked here is what a fake would not have.
 
 describe('Kafka', () => {
-  const kafka = new Kafka({ clientId: 'smoke', brokers: kafkaBrokers, logLevel: logLevel.ERROR });
+  const kafka = newKafka({ clientId: 'smoke', brokers: kafkaBrokers, logLevel: logLevel.ERROR });
 
   test('a transaction with sendOffsets commits a record and a group offset together', async () => {
     const topic = unique('smoke-txn');

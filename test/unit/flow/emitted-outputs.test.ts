@@ -1,6 +1,6 @@
 // Emitted outputs held as bytes (core/emitted-outputs.ts): an emit is encoded at once into Kafka's
 // v2 record bytes (key, value, headers) with its key's murmur2 hash, a key's emits are one Buffer,
-// and the produce request written from them (the kafkajs patch's produce writer copying each
+// and the produce request written from them (kafka/protocol/produce-writer.ts copying each
 // output's bytes) must be byte for byte the request written from the same outputs as records —
 // which is what every output was before, and what kafkajs 2.2.4's own encoders write.
 import { createRequire } from 'node:module';
@@ -12,6 +12,7 @@ import { EmitBuffer, OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
 import type { EmitRecord } from '../../../flow/fold';
 import type { FlowRecord } from '../../../flow/record';
 import type { KafkaAdmin } from '../../../kafka/admin';
+import { plainMessage } from '../../../kafka/protocol/plain-message';
 import { OutputTopics } from '../../../persistence/kafka/dead-letter';
 import { kafkajsModule } from '../kafka/protocol/wire';
 
@@ -26,7 +27,6 @@ type ProduceRequest = (args: {
 }) => { encode(): Promise<{ buffer: Buffer }> };
 const ours = kafkajsModule<ProduceRequest>('protocol/requests/produce/v3/request');
 const original = requireHere('../kafka/protocol/kafkajs-2.2.4-original/produce-v3-request.js') as ProduceRequest;
-const { plainMessage } = kafkajsModule<{ plainMessage(m: Message): Message }>('protocol/recordBatch/v0/produceWriter');
 const kafkajsMurmur2 = kafkajsModule<(key: string | Buffer) => number>('producer/partitioners/default/murmur2');
 
 const NOW = 1_733_000_000_123;

@@ -1,27 +1,15 @@
-// OffsetFetch v7 (require_stable, KIP-447) against the spec: apache/kafka
-// clients/src/main/resources/common/message/OffsetFetch{Request,Response}.json
+// OffsetFetch v7 (require_stable, KIP-447, kafka/protocol/offset-fetch-v7.ts) against the spec:
+// apache/kafka clients/src/main/resources/common/message/OffsetFetch{Request,Response}.json
 // (flexible from v6; v7 adds RequireStable; GroupId/Topics are v0-7 fields).
-import { type EncodedRequest, hex, kafkajsModule, type ProtocolError, type ResponseCodec } from './wire';
+import { decodeOffsetFetchV7Response, offsetFetchV7, offsetFetchV7Request } from '../../../../kafka/protocol/offset-fetch-v7';
+import { type EncodedRequest, hex, kafkajsModule, type ProtocolError } from './wire';
 
-type RequestV7 = (args: {
-  groupId: string;
-  topics: Array<{ topic: string; partitions: Array<{ partition: number }> }> | null;
-  requireStable?: boolean;
-}) => EncodedRequest;
-
-interface DecodedV7 {
-  throttleTime: number;
-  clientSideThrottleTime: number;
-  errorCode: number;
-  responses: Array<{
-    topic: string;
-    partitions: Array<{ partition: number; offset: string; leaderEpoch: number; metadata: string | null; errorCode: number }>;
-  }>;
-}
-
-const request = kafkajsModule<RequestV7>('protocol/requests/offsetFetch/v7/request');
-const response = kafkajsModule<ResponseCodec<DecodedV7>>('protocol/requests/offsetFetch/v7/response');
-const { versions } = kafkajsModule<{ versions: string[] }>('protocol/requests/offsetFetch');
+const request = offsetFetchV7Request;
+const response = offsetFetchV7({ groupId: 'g' }).response;
+const { versions, protocol } = kafkajsModule<{
+  versions: string[];
+  protocol: (args: { version: number }) => (args: Record<string, unknown>) => { request: EncodedRequest; response: unknown };
+}>('protocol/requests/offsetFetch');
 
 describe('OffsetFetch v7 request', () => {
   it('encodes topics, partition indexes and require_stable byte for byte', async () => {
@@ -59,8 +47,12 @@ describe('OffsetFetch v7 request', () => {
     );
   });
 
-  it('is registered next to kafkajs v1-v4', () => {
+  it('is registered next to kafkajs v1-v4 (the kafkajs patch\'s hook)', async () => {
     expect(versions).toEqual(['1', '2', '3', '4', '7']);
+    const { request: req, response: codec } = protocol({ version: 7 })({ groupId: 'g', topics: [], requireStable: true });
+    expect(req).toMatchObject({ apiKey: 9, apiVersion: 7, apiName: 'OffsetFetch' });
+    expect((await req.encode()).buffer.toString('hex')).toBe(hex('00 02 67 00 01 00').toString('hex'));
+    expect(codec).toEqual({ decode: decodeOffsetFetchV7Response, parse: response.parse });
   });
 });
 

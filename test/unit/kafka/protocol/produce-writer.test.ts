@@ -1,39 +1,28 @@
-// The produce request written into one buffer (kafkajs patch: recordBatch/v0/produceWriter.js, used
-// by produce/v3/request.js for Produce v3-v7, and protocol/request.js framing it with one copy)
-// must be byte for byte what kafkajs 2.2.4's own encoders write. Those encoders are kept unpatched
-// under ./kafkajs-2.2.4-original/ (copied from the kafkajs 2.2.4 package, MIT), and every request
-// below is encoded by both and compared, then decoded with kafkajs's own record batch decoder.
+// The produce request written into one buffer (kafka/protocol/produce-writer.ts, which the
+// kafkajs patch's Produce v3-v7 request calls through its `writeProduceBody` hook, and
+// protocol/request.js framing it with one copy) must be byte for byte what kafkajs 2.2.4's own
+// encoders write. Those encoders are kept unpatched under ./kafkajs-2.2.4-original/ (copied from the
+// kafkajs 2.2.4 package, MIT), and every request below is encoded by both and compared, then
+// decoded with kafkajs's own record batch decoder; fixtures/produce-writer.json holds what the writer
+// wrote when it was JavaScript in the patch.
 import { createRequire } from 'node:module';
+import { crc32c } from '../../../../kafka/protocol/crc32c';
+import { type ProduceRequestBody, writeProduceBody } from '../../../../kafka/protocol/produce-writer';
+import fixture from './fixtures/produce-writer.json';
+import { encodedMessage, fixtureRequests, type Message, NOW, type ProduceArgs, REVERSE_CODEC_TYPE, random, request, reverseCodec, variedMessages } from './produce-cases';
 import { kafkajsModule } from './wire';
 
 const requireHere = createRequire(__filename);
 
 type Encoded = { buffer: Buffer };
-type Message = {
-  key?: unknown;
-  value?: unknown;
-  headers?: unknown;
-  timestamp?: unknown;
-  partition?: number;
-};
-type Partition = { partition: number; firstSequence?: number; messages: Message[] };
-type ProduceArgs = {
-  acks: number;
-  timeout: number;
-  transactionalId?: string | null;
-  producerId?: unknown;
-  producerEpoch?: number;
-  compression?: number;
-  topicData: Array<{ topic: string; partitions: Partition[] }>;
-};
 type ProduceRequest = (args: ProduceArgs) => { apiKey: number; apiVersion: number; encode(): Promise<Encoded> };
 type FramedRequest = (args: { correlationId: number; clientId: string; request: ReturnType<ProduceRequest> }) => Promise<Encoded>;
 
+/** The patched kafkajs request: the writer through the hook, kafkajs's encoders for other shapes. */
 const ours = kafkajsModule<ProduceRequest>('protocol/requests/produce/v3/request');
 const original = requireHere('./kafkajs-2.2.4-original/produce-v3-request.js') as ProduceRequest;
 const oursFramed = kafkajsModule<FramedRequest>('protocol/request');
 const originalFramed = requireHere('./kafkajs-2.2.4-original/request.js') as FramedRequest;
-const { crc32C } = kafkajsModule<{ crc32C(buf: Buffer, start: number, end: number): number }>('protocol/recordBatch/v0/produceWriter');
 const originalCrc32C = requireHere('./kafkajs-2.2.4-original/crc32c-index.js') as (buf: Buffer) => number;
 const Long = kafkajsModule<{ fromInt(n: number): unknown; fromValue(v: unknown): unknown }>('utils/long');
 const { Types: CompressionTypes, Codecs } = kafkajsModule<{ Types: Record<string, number>; Codecs: Record<number, unknown> }>(
@@ -45,7 +34,6 @@ const decodeRecordBatch = kafkajsModule<(d: unknown) => Promise<{ records: Decod
 );
 type DecodedRecord = { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer | Buffer[]>; offset: string; timestamp: string };
 
-const NOW = 1_733_000_000_123;
 beforeEach(() => {
   jest.spyOn(Date, 'now').mockReturnValue(NOW);
 });
@@ -53,43 +41,12 @@ afterEach(() => {
   jest.restoreAllMocks();
 });
 
-/** A deterministic pseudo-random sequence. */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1_664_525) + 1_013_904_223) >>> 0;
-    return s / 2 ** 32;
-  };
+/** The writer called directly, with the defaults kafkajs's Produce v3 request applies. */
+function writer(args: ProduceArgs): Promise<Buffer | undefined> {
+  return writeProduceBody({ transactionalId: null, producerId: Long.fromInt(-1), producerEpoch: 0, compression: 0, ...args } as ProduceRequestBody);
 }
 
-const TEXTS = ['', 'a', 'key-1', 'é', 'ü-umlaut', '日本語', '😀 emoji', 'lone \ud800 surrogate', 'x'.repeat(200)];
-
-function variedMessages(count: number, seed: number): Message[] {
-  const r = random(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
-  const text = () => pick(TEXTS) + String(Math.floor(r() * 1e6));
-  // Header keys decode as strings: no lone surrogate there (it would come back as U+FFFD).
-  const headerKey = () => pick(TEXTS.filter((t) => !t.includes('\ud800'))) + String(Math.floor(r() * 1e6));
-  const bytes = () => Buffer.from(Array.from({ length: Math.floor(r() * 64) }, () => Math.floor(r() * 256)));
-  return Array.from({ length: count }, (_, i) => {
-    const kind = r();
-    const key = kind < 0.1 ? null : kind < 0.15 ? undefined : kind < 0.6 ? text() : bytes();
-    const v = r();
-    const value = v < 0.1 ? null : v < 0.5 ? JSON.stringify({ i, s: text() }) : bytes();
-    const h = r();
-    const headers =
-      h < 0.25
-        ? undefined
-        : h < 0.35
-          ? {}
-          : h < 0.8
-            ? { 'kafka-flow-source': `in/3/${i}/0` }
-            : { 'kafka-flow-source': `in/3/${i}/1`, [headerKey()]: [text(), bytes()], b: bytes(), e: '' };
-    return { key, value, headers };
-  });
-}
-
-/** Encodes with both and expects the same bytes, or the same error from both. */
+/** Encodes with both and expects the same bytes, or the same error from both; and the writer's own bytes, unless it left the request to kafkajs's encoders. */
 async function expectSame(args: ProduceArgs): Promise<void> {
   let expected: { bytes: Buffer } | { error: string };
   try {
@@ -97,26 +54,33 @@ async function expectSame(args: ProduceArgs): Promise<void> {
   } catch (err) {
     expected = { error: (err as Error).message };
   }
-  if ('error' in expected) await expect(ours(args).encode()).rejects.toThrow(expected.error);
-  else expect((await ours(args).encode()).buffer.toString('hex')).toBe(expected.bytes.toString('hex'));
+  if ('error' in expected) {
+    await expect(ours(args).encode()).rejects.toThrow(expected.error);
+  } else {
+    expect((await ours(args).encode()).buffer.toString('hex')).toBe(expected.bytes.toString('hex'));
+    const direct = await writer(args);
+    if (direct) expect(direct.toString('hex')).toBe(expected.bytes.toString('hex'));
+  }
 }
 
+/** Both encodings, and the writer's: it takes every request of the common shape. */
 async function bothEncode(args: ProduceArgs): Promise<{ a: Buffer; b: Buffer }> {
   const a = (await original(args).encode()).buffer;
   const b = (await ours(args).encode()).buffer;
+  const direct = await writer(args);
+  expect(direct?.equals(b)).toBe(true);
   return { a, b };
 }
 
-function request(partitions: Partition[], extra: Partial<ProduceArgs> = {}): ProduceArgs {
-  return {
-    acks: -1,
-    timeout: 30_000,
-    transactionalId: 'kft-snapshot-3',
-    producerId: Long.fromInt(4242),
-    producerEpoch: 7,
-    topicData: [{ topic: 'outputs', partitions }],
-    ...extra,
-  };
+/** Runs `run` with `reverseCodec` registered as kafkajs plugins register theirs. */
+async function withReverseCodec(run: () => Promise<void>): Promise<void> {
+  const saved = Codecs[REVERSE_CODEC_TYPE];
+  Codecs[REVERSE_CODEC_TYPE] = () => reverseCodec;
+  try {
+    await run();
+  } finally {
+    Codecs[REVERSE_CODEC_TYPE] = saved;
+  }
 }
 
 /** Decodes the record batches of a produce request body (our bytes) with kafkajs's own decoder. */
@@ -148,11 +112,14 @@ const asBuffer = (v: unknown): Buffer | null => (v === null || v === undefined ?
 describe('the one-buffer produce writer', () => {
   test('varied records (null and undefined keys, null values, multi-byte text, Buffers, headers with arrays) are kafkajs 2.2.4\'s bytes and decode back', async () => {
     const messages = variedMessages(3_000, 1);
-    const args = request([
-      { partition: 0, firstSequence: 11, messages: messages.slice(0, 1_200) },
-      { partition: 4, firstSequence: 0, messages: messages.slice(1_200, 1_201) },
-      { partition: 5, messages: messages.slice(1_201) },
-    ]);
+    const args = request(
+      [
+        { partition: 0, firstSequence: 11, messages: messages.slice(0, 1_200) },
+        { partition: 4, firstSequence: 0, messages: messages.slice(1_200, 1_201) },
+        { partition: 5, messages: messages.slice(1_201) },
+      ],
+      { producerId: Long.fromInt(4242) }, // as kafkajs's producer passes it
+    );
     args.topicData.push({ topic: 'snapshots-é', partitions: [{ partition: 2, firstSequence: 3, messages: variedMessages(50, 2) }] });
     const { a, b } = await bothEncode(args);
     expect(b.equals(a)).toBe(true);
@@ -239,19 +206,13 @@ describe('the one-buffer produce writer', () => {
     const decoded = await decodeBody(g.b);
     expect(decoded[0]!.records.map((r) => r.value)).toEqual(messages.map((m) => asBuffer(m.value)));
 
-    // A plugin codec (as kafkajs-snappy or kafkajs-lz4 register themselves): it gets an Encoder
-    // holding the records and returns the compressed Buffer. This one reverses the bytes.
-    const reverse = { compress: async (e: { buffer: Buffer }) => Buffer.from(e.buffer).reverse(), decompress: async (b: Buffer) => Buffer.from(b).reverse() };
-    const saved = Codecs[CompressionTypes.Snappy!];
-    Codecs[CompressionTypes.Snappy!] = () => reverse;
-    try {
-      const s = await bothEncode(request([{ partition: 0, messages }], { compression: CompressionTypes.Snappy }));
+    // A plugin codec (as kafkajs-snappy or kafkajs-lz4 register themselves).
+    await withReverseCodec(async () => {
+      const s = await bothEncode(request([{ partition: 0, messages }], { compression: REVERSE_CODEC_TYPE }));
       expect(s.b.equals(s.a)).toBe(true);
       const back = await decodeBody(s.b);
       expect(back[0]!.records.map((r) => r.key)).toEqual(messages.map((m) => asBuffer(m.key)));
-    } finally {
-      Codecs[CompressionTypes.Snappy!] = saved;
-    }
+    });
   });
 
   test('an unimplemented codec fails as in kafkajs 2.2.4', async () => {
@@ -266,11 +227,28 @@ describe('the one-buffer produce writer', () => {
       [{ key: new Uint8Array([1, 2, 3]), value: 'v' }],
       [{ key: 'a', value: 'v', headers: { h: 42 } }],
     ];
-    for (const messages of odd) await expectSame(request([{ partition: 0, messages: [...variedMessages(5, 6), ...messages] }]));
+    for (const messages of odd) {
+      const args = request([{ partition: 0, messages: [...variedMessages(5, 6), ...messages] }]);
+      await expect(writer(args)).resolves.toBeUndefined();
+      await expectSame(args);
+    }
     // kafkajs fails on a null header value (Buffer.byteLength(null)): so do we, with its error.
     const nullHeader = request([{ partition: 0, messages: [{ key: 'a', value: 'v', headers: { h: null } }] }]);
     await expect(original(nullHeader).encode()).rejects.toThrow('Received null');
     await expectSame(nullHeader);
+  });
+
+  test('records encoded already go to kafkajs\'s encoders as plain key, value and headers when the request takes that path', async () => {
+    const encoded = [encodedMessage('k1', '{"n":1}', [['kafka-flow-source', 'in/0/1/0']]), encodedMessage(null, 'v', [['a', '1'], ['a', '2']])];
+    const plain = [
+      { key: Buffer.from('k1'), value: Buffer.from('{"n":1}'), headers: { 'kafka-flow-source': Buffer.from('in/0/1/0') } },
+      { key: null, value: Buffer.from('v'), headers: { a: [Buffer.from('1'), Buffer.from('2')] } },
+    ];
+    const odd = { key: new Uint8Array([1, 2, 3]), value: 'v' }; // not the writer's shape
+    const args = request([{ partition: 0, messages: [...encoded, odd] }]);
+    await expect(writer(args)).resolves.toBeUndefined();
+    const expected = (await original(request([{ partition: 0, messages: [...plain, odd] }])).encode()).buffer;
+    expect((await ours(args).encode()).buffer.equals(expected)).toBe(true);
   });
 
   test('the framed request (size, header, payload) is written with one copy and the same bytes', async () => {
@@ -284,11 +262,28 @@ describe('the one-buffer produce writer', () => {
   });
 });
 
-test('CRC-32C eight bytes at a time equals kafkajs\'s byte-at-a-time table, over any range', () => {
+test('CRC-32C eight bytes at a time equals kafkajs\'s byte-at-a-time table, over any range and alignment', () => {
   const r = random(9);
   for (const length of [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 1_000, 65_537]) {
-    const buf = Buffer.from(Array.from({ length: length + 5 }, () => Math.floor(r() * 256)));
-    expect(crc32C(buf, 3, 3 + length)).toBe(originalCrc32C(buf.subarray(3, 3 + length)));
+    for (const from of [0, 1, 2, 3, 5]) {
+      const buf = Buffer.from(Array.from({ length: length + 8 }, () => Math.floor(r() * 256)));
+      expect(crc32c(buf, from, from + length)).toBe(originalCrc32C(buf.subarray(from, from + length)));
+    }
   }
-  expect(crc32C(Buffer.from('123456789'), 0, 9)).toBe(0xe3069283); // the CRC-32C check value
+  expect(crc32c(Buffer.from('123456789'), 0, 9)).toBe(0xe3069283); // the CRC-32C check value
+});
+
+test('the bytes the writer wrote when it was JavaScript in the kafkajs patch (fixtures/produce-writer.json)', async () => {
+  const requests = fixtureRequests();
+  expect(Object.keys(requests)).toEqual(Object.keys(fixture));
+  await withReverseCodec(async () => {
+    for (const [name, args] of Object.entries(requests)) {
+      const hex = fixture[name as keyof typeof fixture];
+      expect([name, (await writer(args))?.toString('hex')]).toEqual([name, hex]);
+      expect([name, (await ours(args).encode()).buffer.toString('hex')]).toEqual([name, hex]);
+      // kafkajs 2.2.4's encoders do not know records encoded already
+      const plain = args.topicData.every((t) => t.partitions.every((p) => p.messages.every((m) => m.encoded === undefined)));
+      if (plain) expect([name, (await original(args).encode()).buffer.toString('hex')]).toEqual([name, hex]);
+    }
+  });
 });

@@ -1,15 +1,15 @@
-// The producer's record encoding (patched: each record written into one buffer of its exact size,
-// headers inline, varints in place, a small timestamp delta without Long objects, a record batch
-// sized once — the largest share of the worker's CPU when a fold emits an output per record,
-// bench:outputs). The bytes must be exactly kafkajs 2.2.4's: the golden values in
-// fixtures/record-encoding.json were encoded by the unpatched modules from the inputs below.
+// The records kafkajs's Produce request encodes for the requests the one-buffer writer leaves to it
+// (kafka/protocol/record-v0.ts, through the kafkajs patch's `encodeRecord` hook: each record written
+// into one Encoder of its exact size, headers inline, a small timestamp delta without Long objects).
+// The bytes must be exactly kafkajs 2.2.4's: the golden values in fixtures/record-encoding.json were
+// encoded by the unpatched modules from the inputs below.
+import { encodeRecord, type RecordFields } from '../../../../kafka/protocol/record-v0';
 import golden from './fixtures/record-encoding.json';
 import { hex, kafkajsModule } from './wire';
 
 type Encoded = { buffer: Buffer };
-type RecordInput = { offsetDelta?: number; timestampDelta?: number; key: string | Buffer | null; value: string | Buffer | null; headers?: Record<string, string | Buffer | Array<string | Buffer>> };
+type RecordInput = RecordFields & { key: string | Buffer | null; value: string | Buffer | null; headers?: Record<string, string | Buffer | Array<string | Buffer>> };
 
-const Record = kafkajsModule<(r: RecordInput) => Encoded>('protocol/recordBatch/record/v0');
 const produceV3 = kafkajsModule<(r: Record<string, unknown>) => { encode(): Promise<Encoded> }>('protocol/requests/produce/v3/request');
 const Long = kafkajsModule<{ fromInt(n: number): unknown }>('utils/long');
 
@@ -25,7 +25,7 @@ const records: RecordInput[] = [
 ];
 
 test('a record with an output header, field by field', () => {
-  expect(Record(records[0]!).buffer).toEqual(
+  expect(encodeRecord(records[0]!).buffer).toEqual(
     hex(`
       54                                      # length: 42 (zigzag varint)
       00                                      # attributes
@@ -41,7 +41,7 @@ test('a record with an output header, field by field', () => {
 });
 
 test('every record encodes to kafkajs 2.2.4\'s bytes', () => {
-  expect(records.map((r) => Record(r).buffer.toString('hex'))).toEqual(golden.records);
+  expect(records.map((r) => encodeRecord(r).buffer.toString('hex'))).toEqual(golden.records);
 });
 
 test('a produce request (two partitions of record batches, headers on some records) encodes to kafkajs 2.2.4\'s bytes', async () => {

@@ -1,33 +1,17 @@
-// TxnOffsetCommit v3 (KIP-447) against the spec: apache/kafka
-// clients/src/main/resources/common/message/TxnOffsetCommit{Request,Response}.json
+// TxnOffsetCommit v3 (KIP-447, kafka/protocol/txn-offset-commit-v3.ts) against the spec:
+// apache/kafka clients/src/main/resources/common/message/TxnOffsetCommit{Request,Response}.json
 // ("validVersions": "0-3" there, "flexibleVersions": "3+").
-import { type EncodedRequest, hex, kafkajsModule, type ProtocolError, type ResponseCodec } from './wire';
+import { decodeTxnOffsetCommitV3Response, txnOffsetCommitV3, txnOffsetCommitV3Request } from '../../../../kafka/protocol/txn-offset-commit-v3';
+import { type EncodedRequest, hex, kafkajsModule, type ProtocolError } from './wire';
 
-type RequestV3 = (args: {
-  transactionalId: string;
-  groupId: string;
-  producerId: number | string;
-  producerEpoch: number;
-  generationId?: number;
-  memberId?: string;
-  groupInstanceId?: string | null;
-  topics: Array<{ topic: string; partitions: Array<{ partition: number; offset: string; metadata?: string | null }> }>;
-}) => EncodedRequest;
-
-interface DecodedV3 {
-  throttleTime: number;
-  clientSideThrottleTime: number;
-  topics: Array<{ topic: string; partitions: Array<{ partition: number; errorCode: number }> }>;
-}
-
-const request = kafkajsModule<RequestV3>('protocol/requests/txnOffsetCommit/v3/request');
-const response = kafkajsModule<ResponseCodec<DecodedV3>>('protocol/requests/txnOffsetCommit/v3/response');
+const request = txnOffsetCommitV3Request;
+const response = txnOffsetCommitV3({ transactionalId: 'tx', groupId: 'g', producerId: 1, producerEpoch: 0, topics: [] }).response;
 const frame = kafkajsModule<
   (args: { correlationId: number; clientId: string; request: EncodedRequest }) => Promise<{ buffer: Buffer }>
 >('protocol/request');
 const { versions, protocol } = kafkajsModule<{
   versions: string[];
-  protocol: (args: { version: number }) => (args: Record<string, unknown>) => { request: EncodedRequest };
+  protocol: (args: { version: number }) => (args: Record<string, unknown>) => { request: EncodedRequest; response: unknown };
 }>('protocol/requests/txnOffsetCommit');
 
 const commit = {
@@ -113,10 +97,12 @@ describe('TxnOffsetCommit v3 request', () => {
     expect((await req.encode()).buffer.toString('hex')).toBe(golden.toString('hex'));
   });
 
-  it('is registered, so the broker-negotiated version picks it', () => {
+  it('is registered (the kafkajs patch\'s hook), so the broker-negotiated version picks it', async () => {
     expect(versions).toEqual(['0', '1', '3']);
-    const { request: req } = protocol({ version: 3 })(commit);
+    const { request: req, response: codec } = protocol({ version: 3 })(commit);
     expect(req.apiVersion).toBe(3);
+    expect((await req.encode()).buffer.toString('hex')).toBe(goldenBody.toString('hex'));
+    expect(codec).toEqual({ decode: decodeTxnOffsetCommitV3Response, parse: response.parse });
   });
 });
 

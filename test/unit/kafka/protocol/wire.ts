@@ -3,11 +3,16 @@
  * as annotated hex, one protocol field per line, so a reviewer can check them against the spec.
  */
 import { createRequire } from 'node:module';
+import { registerKafkajsExtensions } from '../../../../kafka/protocol/extensions';
 
 const requireFromHere = createRequire(__filename);
 
-/** Loads a (patched) kafkajs module by its path under `kafkajs/src/`. */
+/**
+ * Loads a (patched) kafkajs module by its path under `kafkajs/src/`, with the patch's hooks into
+ * kafka/protocol/ registered, as every kafkajs client of the project has them.
+ */
 export function kafkajsModule<T = unknown>(path: string): T {
+  registerKafkajsExtensions();
   return requireFromHere(`kafkajs/src/${path}`) as T;
 }
 

@@ -1,0 +1,47 @@
+/**
+ * The project's side of the kafkajs patch's hooks: the protocol code the patched kafkajs calls,
+ * registered with its registry (`node_modules/kafkajs/src/protocol/extensions.js`) by name.
+ * The project makes every kafkajs object that sends requests through kafka/client.ts (`newKafka`,
+ * `createKafkaClient`) or kafka/internals.ts (`createCluster`), and those register them first, so
+ * they are in place in every process that talks to Kafka (workers, the CLI and its child
+ * processes, tests, benchmarks). A hook kafkajs calls before that throws
+ * `KafkaJSExtensionNotRegisteredError`; nothing falls back.
+ */
+import { type OffsetFetchV7Args, type OffsetFetchV7Response, offsetFetchV7 } from './offset-fetch-v7';
+import { encoderHolding, extensionRegistry, type KafkajsEncoder, type KafkajsProtocol } from './kafkajs-protocol';
+import { plainTopicData } from './plain-message';
+import { type ProduceRequestBody, writeProduceBody } from './produce-writer';
+import { encodeRecord, type RecordFields } from './record-v0';
+import { type TxnOffsetCommitV3Args, type TxnOffsetCommitV3Response, txnOffsetCommitV3 } from './txn-offset-commit-v3';
+
+type TopicData = ProduceRequestBody['topicData'][number];
+
+/** The hooks, by the names the patched kafkajs calls them by. */
+export interface KafkajsExtensions {
+  /** Produce v3-v7 (produce/v3/request.js): the body in one buffer, or undefined to leave it to kafkajs's encoders. */
+  writeProduceBody(body: ProduceRequestBody): Promise<KafkajsEncoder | undefined>;
+  /** Produce v3-v7, for kafkajs's encoders: records encoded already made plain. */
+  plainTopicData(topicData: readonly TopicData[]): TopicData[];
+  /** Produce v3-v7, for kafkajs's encoders: one record. */
+  encodeRecord(fields: RecordFields): KafkajsEncoder;
+  /** TxnOffsetCommit version 3 (txnOffsetCommit/index.js). */
+  txnOffsetCommitV3(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response>;
+  /** OffsetFetch version 7 (offsetFetch/index.js). */
+  offsetFetchV7(args: OffsetFetchV7Args): KafkajsProtocol<OffsetFetchV7Response>;
+}
+
+export const kafkajsExtensions: KafkajsExtensions = {
+  writeProduceBody: async (body) => {
+    const bytes = await writeProduceBody(body);
+    return bytes && encoderHolding(bytes);
+  },
+  plainTopicData,
+  encodeRecord,
+  txnOffsetCommitV3,
+  offsetFetchV7,
+};
+
+/** Registers the hooks with kafkajs; idempotent (called wherever a kafkajs client is made). */
+export function registerKafkajsExtensions(): void {
+  extensionRegistry.registerExtensions(kafkajsExtensions);
+}
