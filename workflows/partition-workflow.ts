@@ -4,8 +4,6 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
-  defineQuery,
-  defineSignal,
   isCancellation,
   patched,
   proxyActivities,
@@ -14,10 +12,36 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { FlowActivities, Owner, PartitionRef, PersistResult, RecoverResult } from '../activities/types';
+import type { FlowActivities, Owner, PartitionRef } from '../activities/types';
 import { FailureTypes } from '../activities/types';
 import { committedAfter } from './committed-offset';
+import {
+  assignedSignal,
+  type Counters,
+  type OwnerRecord,
+  type PartitionWorkflowInput,
+  type Phase,
+  type RetryStatus,
+  type RevokeSignal,
+  revokedSignal,
+  statusQuery,
+} from './partition/contract';
+import { type Limits, limitsOf, retryDelay } from './partition/limits';
 import { searchAttributes } from './search-attributes';
+
+export {
+  assignedSignal,
+  type OwnerRecord,
+  type PartitionStatus,
+  type PartitionWorkflowInput,
+  type Phase,
+  partitionWorkflowId,
+  type RetryStatus,
+  type RevokeSignal,
+  revokedSignal,
+  statusQuery,
+} from './partition/contract';
+export { DEFAULT_LIMITS, type Limits, retryDelay } from './partition/limits';
 
 /**
  * One workflow per (flow, topic, partition), id `kafka-flow/<flow>/<topic>/<partition>`. It owns
@@ -26,140 +50,11 @@ import { searchAttributes } from './search-attributes';
  * but the workflow's.
  */
 
-/**
- * `retrying`: the partition stopped on its owner (a failed persist, fold or recovery) and is
- * recovered again on the same owner after a capped exponential backoff, until it runs or a newer
- * owner comes. `idle`: the owner left the group gracefully and nobody owns the partition yet.
- * `failed` is no longer entered (kept for histories recorded before `retrying` existed).
- */
-export type Phase = 'unassigned' | 'recovering' | 'running' | 'retrying' | 'revoked' | 'idle' | 'fenced' | 'owner-lost' | 'failed';
-
-export interface PartitionWorkflowInput extends PartitionRef {
-  readonly persistEveryMs: number;
-  /** Overrides of the defaults below (tests use short ones). */
-  readonly limits?: Partial<Limits>;
-  /** Carried across continueAsNew. */
-  readonly carried?: Carried;
-}
-
-export interface OwnerRecord extends Owner {
-  readonly at: number;
-}
-
-interface Carried {
-  readonly owner?: Owner;
-  readonly phase: Phase;
-  readonly ownerHistory: OwnerRecord[];
-  readonly committedOffset?: string;
-  readonly counters: Counters;
-  readonly lastPersist?: PersistResult;
-  readonly lastRecovery?: RecoverResult;
-  readonly retry?: RetryStatus;
-  /** Assignments not taken up yet, oldest first (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
-  readonly pending?: Owner[];
-  /** Revokes of assignments, by generation (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
-  readonly revoked?: Array<{ generation: number; reason: RevokeSignal['reason'] }>;
-}
-
-interface Counters {
-  persists: number;
-  fences: number;
-  recoveries: number;
-  ownerLosses: number;
-  /** Failures that stopped the partition on its owner (each followed by a retry). */
-  persistFailures: number;
-  runs: number;
-  /** Recoveries retried on the same owner after a failure. */
-  retries?: number;
-  /** Records handed to the dead-letter topic (decode or fold failures under the dead-letter policy). */
-  deadLetters?: number;
-  /** Records the fold emitted (ctx.emit) that landed in their output topics. */
-  outputs?: number;
-}
-
-/** Where the self-healing retry stands (phase `retrying`, kept until the next successful persist). */
-export interface RetryStatus {
-  /** Consecutive failed attempts since the partition last persisted successfully. */
-  readonly attempt: number;
-  readonly lastError: string;
-  /** When the next recovery starts (workflow time, ms since the epoch). */
-  readonly nextAt: number;
-}
-
-export interface RevokeSignal {
-  readonly generation: number;
-  readonly memberId: string;
-  /** What the owner's flush on revoke did, when it flushed (it runs in-process; see docs/design.md). */
-  readonly flushed?: PersistResult;
-  readonly reason: 'revoke' | 'shutdown';
-}
-
-export interface PartitionStatus extends PartitionRef {
-  readonly phase: Phase;
-  readonly owner?: Owner;
-  readonly ownerHistory: OwnerRecord[];
-  readonly committedOffset?: string;
-  readonly logEndOffset?: string;
-  readonly lag?: number;
-  readonly liveKeys?: number;
-  readonly lastPersist?: PersistResult;
-  readonly lastRecovery?: RecoverResult;
-  readonly lastError?: string;
-  readonly retry?: RetryStatus;
-  readonly counters: Counters;
-  readonly persistEveryMs: number;
-}
-
-export const assignedSignal = defineSignal<[Owner]>('assigned');
-export const revokedSignal = defineSignal<[RevokeSignal]>('revoked');
-export const statusQuery = defineQuery<PartitionStatus>('status');
-
-export const partitionWorkflowId = (p: PartitionRef): string => `kafka-flow/${p.flow}/${p.topic}/${p.partition}`;
-
 /** A fold loop that returned instead of failing or being cancelled. */
 const LOOP_ENDED = 'fold-loop-ended';
 
 /** Owner history kept in the status (the most recent owners). */
 const OWNER_HISTORY = 20;
-
-export interface Limits {
-  /** Continue as new past this many history events (well before Temporal's warning at 10,240). */
-  maxHistoryEvents: number;
-  /** An activity not picked up by its owner within this long means the owner is gone. */
-  scheduleToStartMs: number;
-  /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
-  heartbeatMs: number;
-  /** After losing its owner, try the same owner again after this long (unless a newer one came). */
-  ownerRetryMs: number;
-  /** After a failure on the owner, recover again after this long, doubling per attempt… */
-  retryInitialMs: number;
-  /** …up to this long. */
-  retryMaxMs: number;
-  /**
-   * The running loop's persist report (an activity) waits at least this long, and at least
-   * persistEvery: the owning process persists on its own cadence whatever this is, so raising it
-   * only makes the workflow hear of the persists less often (KFT_WORKFLOW_REPORT_EVERY_MS).
-   */
-  reportEveryMinMs: number;
-}
-
-export const DEFAULT_LIMITS: Limits = {
-  maxHistoryEvents: 2_000,
-  scheduleToStartMs: 30_000,
-  heartbeatMs: 10_000,
-  ownerRetryMs: 10_000,
-  retryInitialMs: 1_000,
-  retryMaxMs: 5_000,
-  reportEveryMinMs: 0,
-};
-
-/** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */
-const LEGACY_RETRY_MAX_MS = 60_000;
-
-/** The wait before retry `attempt` (1, 2, …): retryInitialMs doubling, capped at retryMaxMs. */
-export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>, attempt: number): number {
-  return Math.min(limits.retryMaxMs, limits.retryInitialMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
-}
 
 /**
  * A revoke and the next assignment often arrive in one workflow task. The phase `revoked` is now
@@ -213,7 +108,6 @@ const FOLD_WITH_RECOVERY_PATCH = 'fold-loop-with-recovery';
 const MONOTONIC_COMMITTED_PATCH = 'committed-offset-never-back';
 const keepCommitted = () => patched(MONOTONIC_COMMITTED_PATCH);
 
-
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
   // First, so that its marker is at the same place in every run (a patch asked for only on some
   // paths would itself be a command that differs between them).
@@ -224,7 +118,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   const c = input.carried;
   /** Names this run's recoveries for the fold loops scheduled with them. */
   let recoveries = 0;
-  const limits: Limits = { ...DEFAULT_LIMITS, ...(retryPerOwner ? {} : { retryMaxMs: LEGACY_RETRY_MAX_MS }), ...input.limits };
+  const limits: Limits = limitsOf(input.limits, retryPerOwner);
   const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
   let owner: Owner | undefined = c?.owner;
   let phase: Phase = c?.phase ?? 'unassigned';
