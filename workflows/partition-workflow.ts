@@ -1,20 +1,18 @@
 import {
   ActivityFailure,
   ApplicationFailure,
-  CancellationScope,
   condition,
   continueAsNew,
-  isCancellation,
   patched,
-  proxyActivities,
   setHandler,
   TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { FlowActivities, Owner, PartitionRef } from '../activities/types';
+import type { Owner } from '../activities/types';
 import { FailureTypes } from '../activities/types';
 import { committedAfter } from './committed-offset';
+import { activitiesOn, LOOP_ENDED, raceStop, ref, startFoldLoop } from './partition/activities';
 import {
   assignedSignal,
   type Counters,
@@ -49,9 +47,6 @@ export { DEFAULT_LIMITS, type Limits, retryDelay } from './partition/limits';
  * activities do the work on the owning process's own task queue. Deterministic: no I/O, no clock
  * but the workflow's.
  */
-
-/** A fold loop that returned instead of failing or being cancelled. */
-const LOOP_ENDED = 'fold-loop-ended';
 
 /** Owner history kept in the status (the most recent owners). */
 const OWNER_HISTORY = 20;
@@ -257,7 +252,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     // The fold loop scheduled with the recovery, on an owner whose loop waits for it there.
     const early =
       foldWithRecovery && recovering.foldAwaitsRecovery === true
-        ? startFoldLoop(acts, recovering, `${workflowInfo().runId}/${++recoveries}`)
+        ? startFoldLoop(acts, input, recovering, `${workflowInfo().runId}/${++recoveries}`)
         : undefined;
     const recovered = await raceStop(
       () => newerAssignment() || isRevoked(recovering.generation),
@@ -282,7 +277,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
 
     // The fold loop runs until this owner is superseded, revoked, or lost.
     const current = owner;
-    const foldLoop = early ?? startFoldLoop(acts, current);
+    const foldLoop = early ?? startFoldLoop(acts, input, current);
     const loopScope = foldLoop.scope;
     const loop = foldLoop.done;
     const stop = () => newerAssignment() || isRevoked(current.generation) || foldLoop.ended !== null;
@@ -338,21 +333,6 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     handleFailure(foldLoop.ended);
   }
 
-  /** Schedules the fold loop on `o` (after the recovery named `recovery`, when given) in its own cancellation scope. */
-  function startFoldLoop(acts: ReturnType<typeof activitiesOn>, o: Owner, recovery?: string): FoldLoop {
-    const scope = new CancellationScope();
-    const loop: FoldLoop = { scope, done: Promise.resolve(), ended: null, recovery };
-    loop.done = scope.run(() => acts.foldLoop({ ...ref(input), owner: o, ...(recovery !== undefined ? { afterRecovery: recovery } : {}) })).then(
-      () => {
-        loop.ended = LOOP_ENDED;
-      },
-      (err) => {
-        loop.ended = err;
-      },
-    );
-    return loop;
-  }
-
   function revokedPhase(generation?: number): Phase {
     const reason = inOrder && generation !== undefined ? revokes.get(generation) : revokedReason;
     return reason === 'shutdown' ? 'idle' : 'revoked';
@@ -384,56 +364,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       setPhase('retrying');
     }
   }
-
-  type Raced<T> = { kind: 'done'; value: T } | { kind: 'superseded' } | { kind: 'failed'; error: unknown };
-
-  /** Runs an activity, cancelling it when `stop` becomes true (e.g. a newer generation arrived). */
-  async function raceStop<T>(stopWhen: () => boolean, fn: () => Promise<T>): Promise<Raced<T>> {
-    const scope = new CancellationScope();
-    let outcome: Raced<T> | undefined;
-    const run = scope.run(fn).then(
-      (value) => {
-        outcome = { kind: 'done', value };
-      },
-      (error) => {
-        outcome = isCancellation(error) ? { kind: 'superseded' } : { kind: 'failed', error };
-      },
-    );
-    await condition(() => outcome !== undefined || stopWhen());
-    if (outcome === undefined) {
-      scope.cancel();
-      await run;
-      if (outcome === undefined || (outcome as Raced<T>).kind !== 'done') return { kind: 'superseded' };
-    }
-    return outcome;
-  }
 }
-
-/** A fold loop activity the workflow scheduled: `ended` is LOOP_ENDED or its failure once it is over. */
-interface FoldLoop {
-  readonly scope: CancellationScope;
-  done: Promise<void>;
-  ended: unknown;
-  readonly recovery?: string;
-}
-
-function activitiesOn(owner: Owner, limits: Limits) {
-  // Timeouts make a dead owner visible instead of waiting forever on its task queue: an activity
-  // not picked up, or one that stops heartbeating, ends as a TimeoutFailure: owner lost.
-  return proxyActivities<FlowActivities>({
-    taskQueue: owner.taskQueue,
-    scheduleToStartTimeout: limits.scheduleToStartMs,
-    startToCloseTimeout: '1 day',
-    heartbeatTimeout: limits.heartbeatMs,
-    retry: {
-      maximumAttempts: 3,
-      initialInterval: '1 second',
-      nonRetryableErrorTypes: [FailureTypes.fenced, FailureTypes.staleGeneration, FailureTypes.persistFailed],
-    },
-  });
-}
-
-const ref = (p: PartitionRef): PartitionRef => ({ flow: p.flow, topic: p.topic, partition: p.partition });
 
 function failureType(err: unknown): string | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : err;
