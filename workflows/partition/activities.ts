@@ -74,3 +74,9 @@ export function startFoldLoop(acts: OwnerActivities, partition: PartitionRef, ow
     );
   return loop;
 }
+
+/** Cancels the fold loop and waits until it is over. */
+export async function stopFoldLoop(loop: FoldLoop): Promise<void> {
+  loop.scope.cancel();
+  await loop.done;
+}
