@@ -1,164 +1,49 @@
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  CancellationScope,
-  condition,
-  continueAsNew,
-  defineQuery,
-  defineSignal,
-  isCancellation,
-  patched,
-  proxyActivities,
-  setHandler,
-  TimeoutFailure,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { FlowActivities, Owner, PartitionRef, PersistResult, RecoverResult } from '../activities/types';
-import { FailureTypes } from '../activities/types';
-import { committedAfter } from './committed-offset';
-import { searchAttributes } from './search-attributes';
+import { continueAsNew, patched } from '@temporalio/workflow';
+import { awaitOwner } from './partition/await-owner';
+import type { PartitionWorkflowInput } from './partition/contract';
+import { handleSignals } from './partition/intake';
+import { recoverOn } from './partition/recover';
+import { runFolding } from './partition/run-folding';
+import { type Patches, PartitionState } from './partition/state';
+
+export {
+  assignedSignal,
+  type OwnerRecord,
+  type PartitionStatus,
+  type PartitionWorkflowInput,
+  type Phase,
+  partitionWorkflowId,
+  type RetryStatus,
+  type RevokeSignal,
+  revokedSignal,
+  statusQuery,
+} from './partition/contract';
+export { DEFAULT_LIMITS, type Limits, retryDelay } from './partition/limits';
 
 /**
  * One workflow per (flow, topic, partition), id `kafka-flow/<flow>/<topic>/<partition>`. It owns
  * the partition's lifecycle — assignment, recovery, the persist cadence, revocation — while the
  * activities do the work on the owning process's own task queue. Deterministic: no I/O, no clock
- * but the workflow's.
+ * but the workflow's. Its steps are in partition/: the state it carries (state.ts), the signal
+ * intake (intake.ts), waiting for the next owner (await-owner.ts), recovering (recover.ts),
+ * running (run-folding.ts), failures (failure.ts).
  */
-
-/**
- * `retrying`: the partition stopped on its owner (a failed persist, fold or recovery) and is
- * recovered again on the same owner after a capped exponential backoff, until it runs or a newer
- * owner comes. `idle`: the owner left the group gracefully and nobody owns the partition yet.
- * `failed` is no longer entered (kept for histories recorded before `retrying` existed).
- */
-export type Phase = 'unassigned' | 'recovering' | 'running' | 'retrying' | 'revoked' | 'idle' | 'fenced' | 'owner-lost' | 'failed';
-
-export interface PartitionWorkflowInput extends PartitionRef {
-  readonly persistEveryMs: number;
-  /** Overrides of the defaults below (tests use short ones). */
-  readonly limits?: Partial<Limits>;
-  /** Carried across continueAsNew. */
-  readonly carried?: Carried;
+export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
+  const state = new PartitionState(input, askPatches());
+  handleSignals(state);
+  for (;;) {
+    if (state.historyFull()) await carryOver(state);
+    const next = await awaitOwner(state);
+    if (next === undefined) continue;
+    const recovered = await recoverOn(state, next);
+    if (recovered === undefined) continue;
+    if ((await runFolding(state, recovered)) === 'history-full') await carryOver(state);
+  }
 }
 
-export interface OwnerRecord extends Owner {
-  readonly at: number;
-}
-
-interface Carried {
-  readonly owner?: Owner;
-  readonly phase: Phase;
-  readonly ownerHistory: OwnerRecord[];
-  readonly committedOffset?: string;
-  readonly counters: Counters;
-  readonly lastPersist?: PersistResult;
-  readonly lastRecovery?: RecoverResult;
-  readonly retry?: RetryStatus;
-  /** Assignments not taken up yet, oldest first (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
-  readonly pending?: Owner[];
-  /** Revokes of assignments, by generation (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
-  readonly revoked?: Array<{ generation: number; reason: RevokeSignal['reason'] }>;
-}
-
-interface Counters {
-  persists: number;
-  fences: number;
-  recoveries: number;
-  ownerLosses: number;
-  /** Failures that stopped the partition on its owner (each followed by a retry). */
-  persistFailures: number;
-  runs: number;
-  /** Recoveries retried on the same owner after a failure. */
-  retries?: number;
-  /** Records handed to the dead-letter topic (decode or fold failures under the dead-letter policy). */
-  deadLetters?: number;
-  /** Records the fold emitted (ctx.emit) that landed in their output topics. */
-  outputs?: number;
-}
-
-/** Where the self-healing retry stands (phase `retrying`, kept until the next successful persist). */
-export interface RetryStatus {
-  /** Consecutive failed attempts since the partition last persisted successfully. */
-  readonly attempt: number;
-  readonly lastError: string;
-  /** When the next recovery starts (workflow time, ms since the epoch). */
-  readonly nextAt: number;
-}
-
-export interface RevokeSignal {
-  readonly generation: number;
-  readonly memberId: string;
-  /** What the owner's flush on revoke did, when it flushed (it runs in-process; see docs/design.md). */
-  readonly flushed?: PersistResult;
-  readonly reason: 'revoke' | 'shutdown';
-}
-
-export interface PartitionStatus extends PartitionRef {
-  readonly phase: Phase;
-  readonly owner?: Owner;
-  readonly ownerHistory: OwnerRecord[];
-  readonly committedOffset?: string;
-  readonly logEndOffset?: string;
-  readonly lag?: number;
-  readonly liveKeys?: number;
-  readonly lastPersist?: PersistResult;
-  readonly lastRecovery?: RecoverResult;
-  readonly lastError?: string;
-  readonly retry?: RetryStatus;
-  readonly counters: Counters;
-  readonly persistEveryMs: number;
-}
-
-export const assignedSignal = defineSignal<[Owner]>('assigned');
-export const revokedSignal = defineSignal<[RevokeSignal]>('revoked');
-export const statusQuery = defineQuery<PartitionStatus>('status');
-
-export const partitionWorkflowId = (p: PartitionRef): string => `kafka-flow/${p.flow}/${p.topic}/${p.partition}`;
-
-/** A fold loop that returned instead of failing or being cancelled. */
-const LOOP_ENDED = 'fold-loop-ended';
-
-/** Owner history kept in the status (the most recent owners). */
-const OWNER_HISTORY = 20;
-
-export interface Limits {
-  /** Continue as new past this many history events (well before Temporal's warning at 10,240). */
-  maxHistoryEvents: number;
-  /** An activity not picked up by its owner within this long means the owner is gone. */
-  scheduleToStartMs: number;
-  /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
-  heartbeatMs: number;
-  /** After losing its owner, try the same owner again after this long (unless a newer one came). */
-  ownerRetryMs: number;
-  /** After a failure on the owner, recover again after this long, doubling per attempt… */
-  retryInitialMs: number;
-  /** …up to this long. */
-  retryMaxMs: number;
-  /**
-   * The running loop's persist report (an activity) waits at least this long, and at least
-   * persistEvery: the owning process persists on its own cadence whatever this is, so raising it
-   * only makes the workflow hear of the persists less often (KFT_WORKFLOW_REPORT_EVERY_MS).
-   */
-  reportEveryMinMs: number;
-}
-
-export const DEFAULT_LIMITS: Limits = {
-  maxHistoryEvents: 2_000,
-  scheduleToStartMs: 30_000,
-  heartbeatMs: 10_000,
-  ownerRetryMs: 10_000,
-  retryInitialMs: 1_000,
-  retryMaxMs: 5_000,
-  reportEveryMinMs: 0,
-};
-
-/** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */
-const LEGACY_RETRY_MAX_MS = 60_000;
-
-/** The wait before retry `attempt` (1, 2, …): retryInitialMs doubling, capped at retryMaxMs. */
-export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>, attempt: number): number {
-  return Math.min(limits.retryMaxMs, limits.retryInitialMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+/** Continues as new with what the state carries (the history stays bounded). Never returns. */
+function carryOver(state: PartitionState): Promise<never> {
+  return continueAsNew<typeof partitionWorkflow>({ ...state.input, carried: state.carried() });
 }
 
 /**
@@ -211,348 +96,18 @@ const FOLD_WITH_RECOVERY_PATCH = 'fold-loop-with-recovery';
  * so runs recorded before it replay as they were.
  */
 const MONOTONIC_COMMITTED_PATCH = 'committed-offset-never-back';
-const keepCommitted = () => patched(MONOTONIC_COMMITTED_PATCH);
 
-
-export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {
-  // First, so that its marker is at the same place in every run (a patch asked for only on some
-  // paths would itself be a command that differs between them).
-  const sameCommands = patched(SAME_COMMANDS_PATCH);
-  const retryPerOwner = patched(RETRY_PER_OWNER_PATCH);
-  const inOrder = patched(ASSIGNMENTS_IN_ORDER_PATCH);
-  const foldWithRecovery = patched(FOLD_WITH_RECOVERY_PATCH);
-  const c = input.carried;
-  /** Names this run's recoveries for the fold loops scheduled with them. */
-  let recoveries = 0;
-  const limits: Limits = { ...DEFAULT_LIMITS, ...(retryPerOwner ? {} : { retryMaxMs: LEGACY_RETRY_MAX_MS }), ...input.limits };
-  const historyFull = () => workflowInfo().historyLength > limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
-  let owner: Owner | undefined = c?.owner;
-  let phase: Phase = c?.phase ?? 'unassigned';
-  const ownerHistory: OwnerRecord[] = c?.ownerHistory ?? [];
-  let committedOffset = c?.committedOffset;
-  let lastPersist = c?.lastPersist;
-  let lastRecovery = c?.lastRecovery;
-  let retry: RetryStatus | undefined = c?.retry;
-  let lastError: string | undefined = retry?.lastError;
-  const counters: Counters = c?.counters ?? { persists: 0, fences: 0, recoveries: 0, ownerLosses: 0, persistFailures: 0, runs: 0 };
-  counters.runs++;
-  /** The newest assignment seen; `owner` catches up with it in the main loop. */
-  let latest: Owner | undefined = owner;
-  let revokedGeneration = -1;
-  let revokedReason: RevokeSignal['reason'] = 'revoke';
-  /** In order (inOrder): assignments not taken up yet, and the revokes by generation. */
-  const pending: Owner[] = c?.pending ? [...c.pending] : [];
-  const revokes = new Map<number, RevokeSignal['reason']>((c?.revoked ?? []).map((r) => [r.generation, r.reason]));
-  const isRevoked = (generation: number) => (inOrder ? revokes.has(generation) : revokedGeneration === generation);
-
-  setHandler(assignedSignal, (o) => {
-    if (inOrder) {
-      const newest = pending.at(-1) ?? owner;
-      if (newest && o.generation <= newest.generation) return; // an older or repeated assignment
-      pending.push(o);
-      return;
-    }
-    if (latest && o.generation <= latest.generation) return; // an older or repeated assignment
-    latest = o;
-  });
-  setHandler(revokedSignal, (r) => {
-    // The owner, or the newest assignment not taken up yet (the owner may have left before the
-    // workflow recovered the partition on it): either way nobody should recover it there now.
-    const matches = (o: Owner | undefined) => o !== undefined && r.generation === o.generation && r.memberId === o.memberId;
-    if (inOrder) {
-      if (!matches(owner) && !pending.some(matches)) return;
-      revokes.set(r.generation, r.reason);
-    } else {
-      if (!matches(owner) && !matches(latest)) return;
-      revokedGeneration = r.generation;
-      revokedReason = r.reason;
-    }
-    if (r.flushed) {
-      lastPersist = r.flushed;
-      committedOffset = committedAfter(committedOffset, r.flushed.committedOffset, keepCommitted);
-      counters.persists++;
-      // Counters only (no commands): runs recorded before them replay the same.
-      if (r.flushed.outputs) counters.outputs = (counters.outputs ?? 0) + r.flushed.outputs;
-      if (r.flushed.deadLetters) counters.deadLetters = (counters.deadLetters ?? 0) + r.flushed.deadLetters;
-    }
-  });
-  setHandler(statusQuery, () => ({
-    flow: input.flow,
-    topic: input.topic,
-    partition: input.partition,
-    phase,
-    owner,
-    ownerHistory,
-    committedOffset,
-    logEndOffset: lastPersist?.logEndOffset,
-    lag: lastPersist?.lag,
-    liveKeys: lastPersist?.liveKeys,
-    lastPersist,
-    lastRecovery,
-    lastError,
-    retry,
-    counters,
-    persistEveryMs: input.persistEveryMs,
-  }));
-
-  const setPhase = (p: Phase) => {
-    phase = p;
-    upsertSearchAttributes([
-      { key: searchAttributes.phase, value: p },
-      { key: searchAttributes.generation, value: owner?.generation ?? -1 },
-      { key: searchAttributes.owner, value: owner?.memberId ?? '' },
-    ]);
+/**
+ * Every patch is asked first thing, in this order, so that its marker is at the same place in every
+ * run (a patch asked for only on some paths would itself be a command that differs between them).
+ * MONOTONIC_COMMITTED_PATCH is the exception: see there.
+ */
+function askPatches(): Patches {
+  return {
+    sameCommands: patched(SAME_COMMANDS_PATCH),
+    retryPerOwner: patched(RETRY_PER_OWNER_PATCH),
+    inOrder: patched(ASSIGNMENTS_IN_ORDER_PATCH),
+    foldWithRecovery: patched(FOLD_WITH_RECOVERY_PATCH),
+    keepCommitted: () => patched(MONOTONIC_COMMITTED_PATCH),
   };
-  const newerAssignment = () =>
-    inOrder ? pending.length > 0 : latest !== undefined && (owner === undefined || latest.generation > owner.generation);
-  /** What continue-as-new carries of the signals not acted on yet. */
-  const unhandled = () => (inOrder ? { pending: [...pending], revoked: [...revokes].map(([generation, reason]) => ({ generation, reason })) } : {});
-
-  for (;;) {
-    if (historyFull()) {
-      await continueAsNew<typeof partitionWorkflow>({
-        ...input,
-        carried: { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ...unhandled() },
-      });
-    }
-    let sameOwnerAgain = false;
-    // In order: the waits are entered even when what they wait for is already there (their timer
-    // started and cancelled within the task), so timer ids do not depend on the batching either.
-    if (phase !== 'running' && (inOrder || !newerAssignment())) {
-      if (phase === 'owner-lost' && owner) {
-        // The owner may be alive and only unreachable for a while — or Temporal itself was down
-        // and its timeouts fired on restart. Try it again, unless a newer owner comes first.
-        sameOwnerAgain = !(await condition(newerAssignment, limits.ownerRetryMs));
-      } else if (phase === 'retrying' && owner && retry) {
-        // Self-healing: the partition stopped on a live owner. Recover it there again from the
-        // persisted state after the backoff, unless a newer owner comes first.
-        sameOwnerAgain = !(await condition(newerAssignment, Math.max(0, retry.nextAt - Date.now())));
-      } else {
-        await condition(newerAssignment);
-      }
-    }
-    const previous = owner;
-    // After continueAsNew, or retrying on the same owner: the same owner, no new history entry.
-    const resuming = (phase === 'running' || sameOwnerAgain) && previous !== undefined && !newerAssignment();
-    owner = !inOrder ? latest! : resuming ? previous! : pending.shift()!;
-    if (!resuming) {
-      ownerHistory.push({ ...owner, at: Date.now() });
-      if (ownerHistory.length > OWNER_HISTORY) ownerHistory.shift();
-      if (retryPerOwner) retry = undefined; // a new owner: its backoff starts from the beginning
-    }
-    if (!inOrder && revokedGeneration === owner.generation) {
-      // Revoked (or left) before this workflow took the assignment up: nothing to recover there.
-      // (In order, it is announced first and its recovery superseded at once: the same commands
-      // as when the revoke comes in a later activation.)
-      setPhase(revokedPhase());
-      continue;
-    }
-    // Same process, next generation, nobody else in between: it keeps its in-memory state —
-    // unless the partition failed there (`retrying` recovers from the persisted state).
-    const keepFromGeneration =
-      previous && previous.taskQueue === owner.taskQueue && (phase === 'running' || phase === 'revoked' || phase === 'owner-lost')
-        ? previous.generation
-        : undefined;
-    const acts = activitiesOn(owner, limits);
-
-    // A run continued as new re-attaches to the fold loop still running in the same process: the
-    // operator sees `running` throughout (a brief `recovering` at every continue-as-new would be
-    // a false alarm). Same command either way, so recorded histories still replay.
-    setPhase(resuming && phase === 'running' ? 'running' : 'recovering');
-    const recovering = owner;
-    // The fold loop scheduled with the recovery, on an owner whose loop waits for it there.
-    const early =
-      foldWithRecovery && recovering.foldAwaitsRecovery === true
-        ? startFoldLoop(acts, recovering, `${workflowInfo().runId}/${++recoveries}`)
-        : undefined;
-    const recovered = await raceStop(
-      () => newerAssignment() || isRevoked(recovering.generation),
-      () => acts.recover({ ...ref(input), owner: recovering, keepFromGeneration, ...(early ? { recovery: early.recovery } : {}) }),
-    );
-    if (recovered.kind !== 'done' && early) {
-      early.scope.cancel();
-      await early.done;
-    }
-    if (recovered.kind === 'superseded') {
-      if ((sameCommands || !newerAssignment()) && isRevoked(recovering.generation)) setPhase(revokedPhase(recovering.generation));
-      continue;
-    }
-    if (recovered.kind === 'failed') {
-      handleFailure(recovered.error);
-      continue;
-    }
-    lastRecovery = recovered.value;
-    counters.recoveries++;
-    committedOffset = recovered.value.committedOffset ?? committedOffset;
-    setPhase('running');
-
-    // The fold loop runs until this owner is superseded, revoked, or lost.
-    const current = owner;
-    const foldLoop = early ?? startFoldLoop(acts, current);
-    const loopScope = foldLoop.scope;
-    const loop = foldLoop.done;
-    const stop = () => newerAssignment() || isRevoked(current.generation) || foldLoop.ended !== null;
-
-    // In order: the next persist is always scheduled, and cancelled at once when the loop should
-    // stop (nothing reaches the history): whether a signal is seen in the same activation as the
-    // last persist's result or in the next one, the activity ids that follow are the same.
-    while (inOrder || !stop()) {
-      if (historyFull()) break;
-      const persisted = await raceStop(stop, () =>
-        acts.persist({ ...ref(input), owner: current, delayMs: Math.max(input.persistEveryMs, limits.reportEveryMinMs), reason: 'timer' }),
-      );
-      if (persisted.kind === 'superseded') break;
-      if (persisted.kind === 'failed') {
-        handleFailure(persisted.error);
-        break;
-      }
-      if (persisted.value.skipped) continue; // the owner let go (its revoke signal is on its way)
-      lastPersist = persisted.value;
-      committedOffset = committedAfter(committedOffset, persisted.value.committedOffset, keepCommitted);
-      counters.persists++;
-      if (persisted.value.deadLetters) counters.deadLetters = (counters.deadLetters ?? 0) + persisted.value.deadLetters;
-      if (persisted.value.outputs) counters.outputs = (counters.outputs ?? 0) + persisted.value.outputs;
-      if (retry) {
-        // Healthy again: the next failure starts the backoff from the beginning.
-        retry = undefined;
-        lastError = undefined;
-      }
-    }
-    if (phase !== 'running') {
-      // a failure already decided the phase
-      loopScope.cancel();
-      await loop;
-      continue;
-    }
-    if (!stop()) {
-      // Continue as new while running: the fold loop keeps going in the process; the next run
-      // re-attaches to it without recovery.
-      loopScope.cancel();
-      await loop;
-      await continueAsNew<typeof partitionWorkflow>({
-        ...input,
-        carried: { owner, phase: 'running', ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ...unhandled() },
-      });
-    }
-    loopScope.cancel();
-    await loop;
-    if (isRevoked(current.generation) && (sameCommands || !newerAssignment())) {
-      setPhase(revokedPhase(current.generation));
-      continue;
-    }
-    if (newerAssignment()) continue;
-    handleFailure(foldLoop.ended);
-  }
-
-  /** Schedules the fold loop on `o` (after the recovery named `recovery`, when given) in its own cancellation scope. */
-  function startFoldLoop(acts: ReturnType<typeof activitiesOn>, o: Owner, recovery?: string): FoldLoop {
-    const scope = new CancellationScope();
-    const loop: FoldLoop = { scope, done: Promise.resolve(), ended: null, recovery };
-    loop.done = scope.run(() => acts.foldLoop({ ...ref(input), owner: o, ...(recovery !== undefined ? { afterRecovery: recovery } : {}) })).then(
-      () => {
-        loop.ended = LOOP_ENDED;
-      },
-      (err) => {
-        loop.ended = err;
-      },
-    );
-    return loop;
-  }
-
-  function revokedPhase(generation?: number): Phase {
-    const reason = inOrder && generation !== undefined ? revokes.get(generation) : revokedReason;
-    return reason === 'shutdown' ? 'idle' : 'revoked';
-  }
-
-  function handleFailure(err: unknown): void {
-    if (err === LOOP_ENDED) {
-      // The owner stopped folding without a failure (it is stopping, or another fold loop took
-      // over): like a lost owner, try it again unless a newer one comes.
-      lastError = 'the fold loop ended on the owner';
-      counters.ownerLosses++;
-      setPhase('owner-lost');
-      return;
-    }
-    const type = failureType(err);
-    lastError = describe(err);
-    if (type === FailureTypes.fenced || type === FailureTypes.staleGeneration) {
-      counters.fences++;
-      setPhase('fenced');
-    } else if (isOwnerLost(err)) {
-      counters.ownerLosses++;
-      setPhase('owner-lost');
-    } else {
-      // Self-healing: recover again on the same owner after a capped exponential backoff.
-      counters.persistFailures++;
-      counters.retries = (counters.retries ?? 0) + 1;
-      const attempt = (retry?.attempt ?? 0) + 1;
-      retry = { attempt, lastError: lastError ?? 'unknown', nextAt: Date.now() + retryDelay(limits, attempt) };
-      setPhase('retrying');
-    }
-  }
-
-  type Raced<T> = { kind: 'done'; value: T } | { kind: 'superseded' } | { kind: 'failed'; error: unknown };
-
-  /** Runs an activity, cancelling it when `stop` becomes true (e.g. a newer generation arrived). */
-  async function raceStop<T>(stopWhen: () => boolean, fn: () => Promise<T>): Promise<Raced<T>> {
-    const scope = new CancellationScope();
-    let outcome: Raced<T> | undefined;
-    const run = scope.run(fn).then(
-      (value) => {
-        outcome = { kind: 'done', value };
-      },
-      (error) => {
-        outcome = isCancellation(error) ? { kind: 'superseded' } : { kind: 'failed', error };
-      },
-    );
-    await condition(() => outcome !== undefined || stopWhen());
-    if (outcome === undefined) {
-      scope.cancel();
-      await run;
-      if (outcome === undefined || (outcome as Raced<T>).kind !== 'done') return { kind: 'superseded' };
-    }
-    return outcome;
-  }
-}
-
-/** A fold loop activity the workflow scheduled: `ended` is LOOP_ENDED or its failure once it is over. */
-interface FoldLoop {
-  readonly scope: CancellationScope;
-  done: Promise<void>;
-  ended: unknown;
-  readonly recovery?: string;
-}
-
-function activitiesOn(owner: Owner, limits: Limits) {
-  // Timeouts make a dead owner visible instead of waiting forever on its task queue: an activity
-  // not picked up, or one that stops heartbeating, ends as a TimeoutFailure: owner lost.
-  return proxyActivities<FlowActivities>({
-    taskQueue: owner.taskQueue,
-    scheduleToStartTimeout: limits.scheduleToStartMs,
-    startToCloseTimeout: '1 day',
-    heartbeatTimeout: limits.heartbeatMs,
-    retry: {
-      maximumAttempts: 3,
-      initialInterval: '1 second',
-      nonRetryableErrorTypes: [FailureTypes.fenced, FailureTypes.staleGeneration, FailureTypes.persistFailed],
-    },
-  });
-}
-
-const ref = (p: PartitionRef): PartitionRef => ({ flow: p.flow, topic: p.topic, partition: p.partition });
-
-function failureType(err: unknown): string | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
-}
-
-/** A killed worker's activity ends as a timeout (heartbeat or schedule-to-start), not a failure of ours. */
-function isOwnerLost(err: unknown): boolean {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  return cause instanceof TimeoutFailure;
-}
-
-function describe(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return `${err.cause.name}: ${err.cause.message}`;
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }

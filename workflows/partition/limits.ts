@@ -1,0 +1,43 @@
+export interface Limits {
+  /** Continue as new past this many history events (well before Temporal's warning at 10,240). */
+  maxHistoryEvents: number;
+  /** An activity not picked up by its owner within this long means the owner is gone. */
+  scheduleToStartMs: number;
+  /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
+  heartbeatMs: number;
+  /** After losing its owner, try the same owner again after this long (unless a newer one came). */
+  ownerRetryMs: number;
+  /** After a failure on the owner, recover again after this long, doubling per attempt… */
+  retryInitialMs: number;
+  /** …up to this long. */
+  retryMaxMs: number;
+  /**
+   * The running loop's persist report (an activity) waits at least this long, and at least
+   * persistEvery: the owning process persists on its own cadence whatever this is, so raising it
+   * only makes the workflow hear of the persists less often (KFT_WORKFLOW_REPORT_EVERY_MS).
+   */
+  reportEveryMinMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxHistoryEvents: 2_000,
+  scheduleToStartMs: 30_000,
+  heartbeatMs: 10_000,
+  ownerRetryMs: 10_000,
+  retryInitialMs: 1_000,
+  retryMaxMs: 5_000,
+  reportEveryMinMs: 0,
+};
+
+/** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */
+const LEGACY_RETRY_MAX_MS = 60_000;
+
+/** A run's limits: the defaults (with the legacy backoff cap for runs before RETRY_PER_OWNER_PATCH), then the input's overrides. */
+export function limitsOf(overrides: Partial<Limits> | undefined, retryPerOwner: boolean): Limits {
+  return { ...DEFAULT_LIMITS, ...(retryPerOwner ? {} : { retryMaxMs: LEGACY_RETRY_MAX_MS }), ...overrides };
+}
+
+/** The wait before retry `attempt` (1, 2, …): retryInitialMs doubling, capped at retryMaxMs. */
+export function retryDelay(limits: Pick<Limits, 'retryInitialMs' | 'retryMaxMs'>, attempt: number): number {
+  return Math.min(limits.retryMaxMs, limits.retryInitialMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+}
