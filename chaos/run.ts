@@ -1,4 +1,4 @@
-// The chaos suite (issue 13): real worker processes of test/fixtures/chaos-flow.ts, started
+// The chaos suite (issue 13): real worker processes of chaos/flow.ts, started
 // through the public CLI, on PRIVATE servers (their own ports and data dir; the shared ones are
 // never touched), under a seeded random schedule of faults — kill -9 / SIGSTOP past the session
 // timeout / graceful restarts / bursts of workers, kill -9 of the broker, restarts of Temporal and
@@ -20,7 +20,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
+import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from './flow';
 import { inspectFlow } from '../workers/cli/inspect';
 import { CheckoutWatch } from './checkout-watch';
 import type { FaultRecord } from './fault-log';
