@@ -13,7 +13,7 @@ import type { EmitRecord } from '../../../flow/fold';
 import type { FlowRecord } from '../../../flow/record';
 import type { KafkaAdmin } from '../../../kafka/admin';
 import { OutputTopics } from '../../../persistence/kafka/dead-letter';
-import { kafkajsModule } from '../kafka/protocol/wire';
+import { kafkajsModule } from '../patches/kafkajs/wire';
 
 const requireHere = createRequire(__filename);
 type Message = Record<string, unknown>;
@@ -25,7 +25,7 @@ type ProduceRequest = (args: {
   topicData: Array<{ topic: string; partitions: Array<{ partition: number; messages: Message[] }> }>;
 }) => { encode(): Promise<{ buffer: Buffer }> };
 const ours = kafkajsModule<ProduceRequest>('protocol/requests/produce/v3/request');
-const original = requireHere('../kafka/protocol/kafkajs-2.2.4-original/produce-v3-request.js') as ProduceRequest;
+const original = requireHere('../patches/kafkajs/kafkajs-2.2.4-original/produce-v3-request.js') as ProduceRequest;
 const { plainMessage } = kafkajsModule<{ plainMessage(m: Message): Message }>('protocol/recordBatch/v0/produceWriter');
 const kafkajsMurmur2 = kafkajsModule<(key: string | Buffer) => number>('producer/partitioners/default/murmur2');
 

@@ -1,4 +1,4 @@
-import { kafkaJvmArgs, kafkaServerProperties } from '../../../infra/servers/kafka';
+import { kafkaJvmArgs, kafkaServerProperties } from '../../../../infra/servers/kafka';
 
 const base = { host: '127.0.0.1', port: 9092, controllerPort: 9093, logDirs: '/data/log', comment: 'one\ntwo' };
 

@@ -4,25 +4,25 @@
 // never missing, fences stopping the partition, unanswered commits settled before going on, and
 // caching mode's commit-after-writes.
 import { Registry } from 'prom-client';
-import { ManualClock } from '../../../flow/clock';
-import { FlowMetrics } from '../../../flow/metrics';
-import { PartitionFlow } from '../../../flow/partition-flow';
-import type { InputMessage } from '../../../flow/record';
-import { isLazySnapshot, type RecoveredKey } from '../../../flow/ports';
-import { timerPolicy } from '../../../flow/timers';
-import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
-import type { ReadOptions } from '../../../kafka/partition-reader';
-import type { CommitRequest, CommitResult } from '../../../kafka/transactional-writer';
-import { CommitLandedLateError, SnapshotWriteFencedError } from '../../../core/fence-errors';
-import { EmittedOutputs, type PendingOutput } from '../../../core/emitted-outputs';
-import { jsonCodec } from '../../../core/codec/json';
-import type { OutputTopics } from '../../../persistence/kafka/dead-letter';
-import { MissingGenerationError } from '../../../persistence/kafka/errors';
-import { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
-import type { OutcomeProbe, SnapshotTransactions, WriteGeneration } from '../../../persistence/kafka/transactional-snapshot-writer';
-import { KafkaPersistenceMetrics } from '../../../persistence/kafka/metrics';
-import type { SnapshotLogReader } from '../../../persistence/kafka/recovery';
-import { snapshotFormat } from '../../../persistence/kafka/snapshot-format';
+import { ManualClock } from '../../../../flow/clock';
+import { FlowMetrics } from '../../../../flow/metrics';
+import { PartitionFlow } from '../../../../flow/partition-flow';
+import type { InputMessage } from '../../../../flow/record';
+import { isLazySnapshot, type RecoveredKey } from '../../../../flow/ports';
+import { timerPolicy } from '../../../../flow/timers';
+import { SnapshotCommitTimeoutError } from '../../../../kafka/errors';
+import type { ReadOptions } from '../../../../kafka/partition-reader';
+import type { CommitRequest, CommitResult } from '../../../../kafka/transactional-writer';
+import { CommitLandedLateError, SnapshotWriteFencedError } from '../../../../core/fence-errors';
+import { EmittedOutputs, type PendingOutput } from '../../../../core/emitted-outputs';
+import { jsonCodec } from '../../../../core/codec/json';
+import type { OutputTopics } from '../../../../persistence/kafka/dead-letter';
+import { MissingGenerationError } from '../../../../persistence/kafka/errors';
+import { KafkaPartitionPersistence } from '../../../../persistence/kafka/kafka-partition-persistence';
+import type { OutcomeProbe, SnapshotTransactions, WriteGeneration } from '../../../../persistence/kafka/transactional-snapshot-writer';
+import { KafkaPersistenceMetrics } from '../../../../persistence/kafka/metrics';
+import type { SnapshotLogReader } from '../../../../persistence/kafka/recovery';
+import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
 
 const INPUT = { topic: 'input', partition: 3 };
 const SNAPSHOTS = 'snapshots';

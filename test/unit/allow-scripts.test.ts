@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-const packageRoot = path.join(__dirname, '../../..');
+const packageRoot = path.join(__dirname, '../..');
 const read = (file: string) => JSON.parse(fs.readFileSync(path.join(packageRoot, file), 'utf8'));
 const pkg = read('package.json') as { allowScripts?: Record<string, boolean> };
 const lock = read('package-lock.json') as { packages: Record<string, { hasInstallScript?: boolean }> };

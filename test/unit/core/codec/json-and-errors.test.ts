@@ -1,14 +1,14 @@
-import { KafkaFlowError } from '../../../config/errors';
-import type { Codec } from '../../../core/codec/codec';
+import { KafkaFlowError } from '../../../../config/errors';
+import type { Codec } from '../../../../core/codec/codec';
 import {
   CompressionError,
   CorruptSnapshotError,
   DecodeError,
   decodeRecord,
   decodeSnapshot,
-} from '../../../core/codec/errors';
-import { jsonCodec } from '../../../core/codec/json';
-import { keyHash, setLogKeys, WithheldMessageError } from '../../../core/redact';
+} from '../../../../core/codec/errors';
+import { jsonCodec } from '../../../../core/codec/json';
+import { keyHash, setLogKeys, WithheldMessageError } from '../../../../core/redact';
 
 describe('jsonCodec', () => {
   const codec = jsonCodec<unknown>();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 
 // The reporter behind .ci/run's "N passed, N failed" line: a failed test counts once.
-const root = path.join(__dirname, '../../..');
+const root = path.join(__dirname, '../../../..');
 const reporterPath = path.join(root, 'test/support/totals-reporter.js');
 const { totals } = require(reporterPath) as { totals: (r: unknown) => { passed: number; failed: number; success: boolean } };
 

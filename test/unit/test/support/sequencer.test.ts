@@ -3,7 +3,7 @@ import path from 'node:path';
 
 // The order jest starts test files in (test/support/sequencer.js): the known long integration
 // files first, whatever jest's timing record says or lacks (a clean clone has none).
-const root = path.join(__dirname, '../../..');
+const root = path.join(__dirname, '../../../..');
 const sequencerPath = path.join(root, 'test/support/sequencer.js');
 const Sequencer = require(sequencerPath) as {
   new (options: unknown): { sort: (tests: { path: string; context: unknown }[]) => { path: string }[] };

@@ -1,7 +1,7 @@
-import type { KafkaAdmin } from '../../../kafka/admin';
-import { keyPartition } from '../../../kafka/internals';
-import { OutputTopics } from '../../../persistence/kafka/dead-letter';
-import type { OutputRecord } from '../../../core/persistence-types';
+import type { KafkaAdmin } from '../../../../kafka/admin';
+import { keyPartition } from '../../../../kafka/internals';
+import { OutputTopics } from '../../../../persistence/kafka/dead-letter';
+import type { OutputRecord } from '../../../../core/persistence-types';
 
 /** An in-memory stand-in for the admin client: topics and their partition counts, calls counted. */
 class FakeAdmin {

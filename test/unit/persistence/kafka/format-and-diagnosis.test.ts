@@ -1,13 +1,13 @@
 // The snapshot record format (kafka-flow's JSON KafkaSnapshot, framed by the engine's Compressor),
 // the stall diagnosis fed the observations real stalls produce, and the snapshot topic checks.
-import type { Codec } from '../../../core/codec/codec';
-import { Compressor } from '../../../core/codec/compressor';
-import type { ReadOptions } from '../../../kafka/partition-reader';
-import { diagnoseStall } from '../../../persistence/kafka/diagnose';
-import { RecoveryReadStalledError } from '../../../persistence/kafka/errors';
-import { readSnapshotPartition, type SnapshotLogReader } from '../../../persistence/kafka/recovery';
-import { snapshotFormat } from '../../../persistence/kafka/snapshot-format';
-import { defaultSnapshotTopic, defaultTransactionalIdPrefix, snapshotTopicProblems } from '../../../persistence/kafka/topic';
+import type { Codec } from '../../../../core/codec/codec';
+import { Compressor } from '../../../../core/codec/compressor';
+import type { ReadOptions } from '../../../../kafka/partition-reader';
+import { diagnoseStall } from '../../../../persistence/kafka/diagnose';
+import { RecoveryReadStalledError } from '../../../../persistence/kafka/errors';
+import { readSnapshotPartition, type SnapshotLogReader } from '../../../../persistence/kafka/recovery';
+import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
+import { defaultSnapshotTopic, defaultTransactionalIdPrefix, snapshotTopicProblems } from '../../../../persistence/kafka/topic';
 
 describe('snapshot record format', () => {
   const format = snapshotFormat<{ n: number; tags: string[] }>();

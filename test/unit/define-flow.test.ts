@@ -1,5 +1,5 @@
-import { ConfigError } from '../../../config/errors';
-import { defineFlow } from '../../../index';
+import { ConfigError } from '../../config/errors';
+import { defineFlow } from '../../index';
 
 const base = { name: 'sales', groupId: 'sales', topics: ['sales'], fold: (s: number | undefined) => (s ?? 0) + 1 };
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compressSync, uncompressSync } from 'lz4-napi';
 import { Counter, Registry } from 'prom-client';
-import { ConfigError } from '../../../config/errors';
+import { ConfigError } from '../../../../config/errors';
 import {
   Compressor,
   compressorMetrics,
@@ -10,9 +10,9 @@ import {
   lz4CompressBlock,
   lz4DecompressBlock,
   withCompression,
-} from '../../../core/codec/compressor';
-import { CompressionError } from '../../../core/codec/errors';
-import { jsonCodec } from '../../../core/codec/json';
+} from '../../../../core/codec/compressor';
+import { CompressionError } from '../../../../core/codec/errors';
+import { jsonCodec } from '../../../../core/codec/json';
 
 const hex = (h: string) => Buffer.from(h.replace(/\s+/g, ''), 'hex');
 const text = (s: string) => Buffer.from(s, 'utf8');

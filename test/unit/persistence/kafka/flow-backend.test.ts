@@ -1,9 +1,9 @@
 // How a kafka flow's definition becomes snapshot backends: names, one backend per input topic,
 // and the options defineFlow validates. No broker: nothing connects until a partition is assigned.
-import { defineFlow } from '../../../define-flow';
-import { createKafkaClient } from '../../../kafka/client';
-import { KafkaFlowBackend } from '../../../persistence/kafka/flow-backend';
-import { kafkaFlowBackend } from '../../../persistence/kafka/factory';
+import { defineFlow } from '../../../../define-flow';
+import { createKafkaClient } from '../../../../kafka/client';
+import { KafkaFlowBackend } from '../../../../persistence/kafka/flow-backend';
+import { kafkaFlowBackend } from '../../../../persistence/kafka/factory';
 
 const client = createKafkaClient({ brokers: ['127.0.0.1:1'], clientId: 'unit', logLevel: 'nothing' });
 

@@ -2,7 +2,7 @@
 // answers are retried, how often, and that the rest fail at once). The real node's side is in
 // test/integration/cassandra/outage.test.ts (reads right after a restart).
 import { type Client, errors, types } from 'cassandra-driver';
-import { CassandraSession, isTransientReadError } from '../../../persistence/cassandra/session';
+import { CassandraSession, isTransientReadError } from '../../../../persistence/cassandra/session';
 
 /** A fake driver client: answers `execute` with the next of `answers` (an Error is thrown). */
 function fakeClient(answers: Array<Error | types.ResultSet>): { client: Client; calls: () => number } {

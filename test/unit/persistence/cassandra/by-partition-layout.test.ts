@@ -4,8 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import fc from 'fast-check';
-import { ConfigError } from '../../../config/errors';
-import { defineFlow } from '../../../define-flow';
+import { ConfigError } from '../../../../config/errors';
+import { defineFlow } from '../../../../define-flow';
 import {
   bucketsComment,
   bucketsFromComment,
@@ -15,7 +15,7 @@ import {
   resolveCassandraOptions,
   schemaCql,
   snapshotsByPartitionTable,
-} from '../../../persistence/cassandra';
+} from '../../../../persistence/cassandra';
 
 describe('keyBucket: uint32 BE of MD5(UTF-8 key)[0..4] mod buckets', () => {
   // Expected values computed independently (Python's hashlib), so the rule is pinned, not our code.
@@ -32,7 +32,7 @@ describe('keyBucket: uint32 BE of MD5(UTF-8 key)[0..4] mod buckets', () => {
 
   test('the same in another process', () => {
     const keys = ['a', 'key-1', 'ключ', '🙂 emoji', 'x'.repeat(1000)];
-    const root = path.resolve(__dirname, '../../..');
+    const root = path.resolve(__dirname, '../../../..');
     const script = `require('./bin/ts-loader.js'); const { keyBucket } = require('./persistence/cassandra/buckets.ts'); process.stdout.write(JSON.stringify(${JSON.stringify(keys)}.map((k) => keyBucket(k, 256))));`;
     const out = execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual(keys.map((k) => keyBucket(k, 256)));

@@ -69,7 +69,7 @@ describe('withheld', () => {
     expect(Object.keys(w)).not.toContain('original');
     // The frames of where it was thrown (this file), under the withheld message.
     expect(w.stack).toMatch(/^WithheldMessageError: TypeError: \[redacted: logKeys is off\]/);
-    expect(w.stack).toContain('redaction.test.ts');
+    expect(w.stack).toContain('redact.test.ts');
     const all = everything(w);
     expect(all).not.toContain(VALUE);
     expect(all).not.toContain(KEY);

@@ -1,7 +1,7 @@
 // ConsumerOffsetCommitter without a broker: the local ownership check and the mapping of the
 // group coordinator's refusals to SnapshotWriteFencedError (the real broker: test/integration/cassandra).
-import { ConsumerOffsetCommitter, type MembershipView } from '../../../persistence/cassandra';
-import { SnapshotWriteFencedError } from '../../../core/fence-errors';
+import { ConsumerOffsetCommitter, type MembershipView } from '../../../../persistence/cassandra';
+import { SnapshotWriteFencedError } from '../../../../core/fence-errors';
 
 const P = { topic: 'orders', partition: 1 };
 

@@ -1,7 +1,7 @@
 // prepareBatch (pure): a key's outputs ride with its snapshot record, however many it holds.
-import type { OutputRecord } from '../../../core/persistence-types';
-import { prepareBatch } from '../../../persistence/kafka/snapshot-batch';
-import { snapshotFormat } from '../../../persistence/kafka/snapshot-format';
+import type { OutputRecord } from '../../../../core/persistence-types';
+import { prepareBatch } from '../../../../persistence/kafka/snapshot-batch';
+import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
 
 describe('prepareBatch', () => {
   it("keeps every output of a key holding more than a call takes arguments (a high maxPendingOutputs), in order", () => {

@@ -1,11 +1,11 @@
 // Snapshots recovered undecoded: the record's kind and offset read off the envelope's start (in
 // place when uncompressed), its state decoded when first read — with a CorruptSnapshotError at
 // the record's location if it does not decode — and a record in any other layout decoded at once.
-import { Compressor } from '../../../core/codec/compressor';
-import { CorruptSnapshotError } from '../../../core/codec/errors';
-import { isLazySnapshot } from '../../../flow/ports';
-import { SnapshotCache } from '../../../persistence/kafka/snapshot-cache';
-import { peekEnvelope, snapshotFormat } from '../../../persistence/kafka/snapshot-format';
+import { Compressor } from '../../../../core/codec/compressor';
+import { CorruptSnapshotError } from '../../../../core/codec/errors';
+import { isLazySnapshot } from '../../../../flow/ports';
+import { SnapshotCache } from '../../../../persistence/kafka/snapshot-cache';
+import { peekEnvelope, snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
 
 const format = snapshotFormat<{ n: number }>();
 const json = (text: string) => Buffer.from(text, 'utf8');

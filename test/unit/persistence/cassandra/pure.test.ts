@@ -1,8 +1,8 @@
 // The Cassandra backend's pure parts: kafka-flow's segment rule, the fence's next step, option
 // resolution, schema checks, and bounded concurrency.
 import fc from 'fast-check';
-import { ConfigError } from '../../../config/errors';
-import { defineFlow } from '../../../define-flow';
+import { ConfigError } from '../../../../config/errors';
+import { defineFlow } from '../../../../define-flow';
 import {
   columnProblems,
   javaStringHashCode,
@@ -15,7 +15,7 @@ import {
   schemaCql,
   segmentChunks,
   TABLE_SPECS,
-} from '../../../persistence/cassandra';
+} from '../../../../persistence/cassandra';
 
 describe('key segments: kafka-flow\'s abs(String.hashCode % segments)', () => {
   test.each([

@@ -2,10 +2,10 @@
 // `kafka-flow-temporal/testing` hands out the very classes of the root, not copies.
 import fs from 'node:fs';
 import path from 'node:path';
-import * as root from '../../../index';
-import * as testing from '../../../testing';
+import * as root from '../../index';
+import * as testing from '../../testing';
 
-const packageRoot = path.join(__dirname, '../../..');
+const packageRoot = path.join(__dirname, '../..');
 const pkg = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { main: string; exports: Record<string, string> };
 
 test('the entry points are the root index and testing', () => {
@@ -23,5 +23,5 @@ test('testing re-exports the root classes and points at the workflow code', () =
   expect(testing.InMemoryJournalStore).toBe(root.InMemoryJournalStore);
   expect(testing.InMemoryKeyStore).toBe(root.InMemoryKeyStore);
   expect(testing.InMemoryOffsetCommitter).toBe(root.InMemoryOffsetCommitter);
-  expect(testing.workflowsPath).toBe(require.resolve('../../../workflows'));
+  expect(testing.workflowsPath).toBe(require.resolve('../../workflows'));
 });

@@ -1,5 +1,5 @@
 import { policies } from 'cassandra-driver';
-import { backendClientOptions, RECONNECT_MAX_MS } from '../../../persistence/cassandra/client-options';
+import { backendClientOptions, RECONNECT_MAX_MS } from '../../../../persistence/cassandra/client-options';
 
 const base = { contactPoints: ['127.0.0.1:9042'], localDataCenter: 'datacenter1' };
 
