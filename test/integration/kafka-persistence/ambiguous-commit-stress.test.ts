@@ -12,7 +12,8 @@ import { timerPolicy } from '../../../flow/timers';
 import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
+import { isEndTxnCommit, type TcpProxy } from '../../../chaos/tcp-proxy';
+import { kafkaProxy, proxiedClient } from '../../support/servers';
 import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
 import { type Events, readCommitted, snapshotsOf, textCodec } from './harness';
 
@@ -35,7 +36,7 @@ function stressFold(topic: string): Fold<Events, string> {
 describe('ambiguous commits under load, on the real broker', () => {
   let client: KafkaClient;
   let admin: KafkaAdmin;
-  let proxy: KafkaCutProxy;
+  let proxy: TcpProxy;
   let member: RunningMember | undefined;
   const closers: Array<() => Promise<unknown>> = [];
 
@@ -56,7 +57,7 @@ describe('ambiguous commits under load, on the real broker', () => {
     const groupId = unique('group');
     await admin.ensureTopics([{ topic: input, partitions: 1 }]);
     closers.push(() => admin.deleteTopics([input, output, snapshotTopic]));
-    proxy = await KafkaCutProxy.before(client);
+    proxy = await kafkaProxy(client);
     member = await startMember(client, { groupId }, input);
     const m = member;
     await m.membership.waitForJoin(30_000);

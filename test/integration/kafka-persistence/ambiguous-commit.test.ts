@@ -11,14 +11,15 @@ import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { type CutAction, isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
+import { type CutAction, isEndTxnCommit, type TcpProxy } from '../../../chaos/tcp-proxy';
+import { kafkaProxy, proxiedClient } from '../../support/servers';
 import { closeAll, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
 import { emittingFold, type Events, readCommitted, snapshotsOf, textCodec, textOutputs } from './harness';
 
 describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
   let client: KafkaClient;
   let admin: KafkaAdmin;
-  let proxy: KafkaCutProxy;
+  let proxy: TcpProxy;
   let input: string;
   let output: string;
   let snapshotTopic: string;
@@ -34,7 +35,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     snapshotTopic = unique('snapshots');
     groupId = unique('group');
     await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    proxy = await KafkaCutProxy.before(client);
+    proxy = await kafkaProxy(client);
   });
 
   afterEach(async () => {

@@ -8,7 +8,8 @@ import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotCommitTimeoutError, SnapshotWriteFencedError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
-import { isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
+import { isEndTxnCommit } from '../../../chaos/tcp-proxy';
+import { kafkaProxy, proxiedClient } from '../../support/servers';
 import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from './support';
 
 async function readAll(client: KafkaClient, topic: string): Promise<string[]> {
@@ -202,7 +203,7 @@ describe('TransactionalWriter on the real broker', () => {
 
   it('an EndTxn(commit) whose connection is cut after it went out: outcome unknown (SnapshotCommitTimeoutError with what was sent), and it did commit', async () => {
     const groupId = unique('group');
-    const proxy = await KafkaCutProxy.before(client);
+    const proxy = await kafkaProxy(client);
     const writer = new TransactionalWriter({ client: proxiedClient(client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId });
     const offsets = new CommittedOffsets(client);
     let member: RunningMember | undefined;
