@@ -8,7 +8,8 @@ import { type Mode, ownerOf } from './modes';
 import { describeWrongKey, type InputLog, type OutputVerdict, type Verdict } from './oracle';
 import type { Outages } from './outages';
 import type { Sampler } from './sampler';
-import { countByType, FAULT_TYPES } from './schedule';
+import { FAULT_TYPES } from './faults';
+import { countByType } from './schedule';
 import type { PrivateServers } from './servers';
 import {
   KEYS,
