@@ -13,7 +13,8 @@ import path from 'node:path';
 export const WORKER_CODE_DIRS = ['activities', 'bin', 'config', 'core', 'flow', 'kafka', 'patches', 'persistence', 'workers', 'workflows'];
 /** The files the workers load from folders they otherwise do not: the chaos flow (the rest of chaos/ is the driver's). */
 export const WORKER_CODE_FILES = [path.join('chaos', 'flow.ts')];
-const ROOT_FILE = /\.(ts|js|json)$/;
+/** The root's sources and manifests; not its dotfiles (`.jest-results.json`, which every jest run in the checkout writes). */
+const ROOT_FILE = /^[^.].*\.(ts|js|json)$/;
 
 export class CheckoutWatch {
   /** Files changed since the watch started (relative to the root), in order, each once. */
