@@ -324,12 +324,30 @@ const until = async (what: () => boolean, ms = 2000) => {
   }
 };
 
+/** A Kafka-following proxy in front of a fake broker for `test`, both closed after it. */
+async function behindKafkaProxy(test: (proxy: TcpProxy, broker: Awaited<ReturnType<typeof fakeBroker>>) => Promise<void>): Promise<void> {
+  const broker = await fakeBroker();
+  const proxy = new TcpProxy('kafka', 0, { host: '127.0.0.1', port: broker.port }, '127.0.0.1', true);
+  await proxy.start();
+  try {
+    await test(proxy, broker);
+  } finally {
+    await proxy.close();
+    await broker.close();
+  }
+}
+
+/** A new connection passes: its END_TXN is answered. */
+async function passes(proxy: TcpProxy): Promise<void> {
+  const d = await kafkaClient(proxy.port);
+  d.socket.write(request(KAFKA_API.END_TXN, 4));
+  await until(() => d.answers.length === 1);
+  d.socket.destroy();
+}
+
 describe('TcpProxy triggers (a Kafka proxy, one-shot)', () => {
   it('cut: forwards the matching request, closes the client at once, and the broker side once answered', async () => {
-    const broker = await fakeBroker();
-    const proxy = new TcpProxy('kafka', 0, { host: '127.0.0.1', port: broker.port }, '127.0.0.1', true);
-    await proxy.start();
-    try {
+    await behindKafkaProxy(async (proxy, broker) => {
       const c = await kafkaClient(proxy.port);
       c.socket.write(request(KAFKA_API.PRODUCE, 1));
       await until(() => c.answers.length === 1);
@@ -341,22 +359,12 @@ describe('TcpProxy triggers (a Kafka proxy, one-shot)', () => {
       await until(() => proxy.fired[0]!.answered);
       expect(broker.received).toEqual([1, 2, 3]);
       expect(c.answers).toEqual([1]);
-      // Later connections pass.
-      const d = await kafkaClient(proxy.port);
-      d.socket.write(request(KAFKA_API.END_TXN, 4));
-      await until(() => d.answers.length === 1);
-      d.socket.destroy();
-    } finally {
-      await proxy.close();
-      await broker.close();
-    }
+      await passes(proxy); // later connections pass
+    });
   });
 
   it('stall: forwards the matching request and holds the answers on its connection', async () => {
-    const broker = await fakeBroker();
-    const proxy = new TcpProxy('kafka', 0, { host: '127.0.0.1', port: broker.port }, '127.0.0.1', true);
-    await proxy.start();
-    try {
+    await behindKafkaProxy(async (proxy, broker) => {
       const c = await kafkaClient(proxy.port);
       void proxy.arm({ apiKey: KAFKA_API.END_TXN, action: 'stall', match: (h) => h.correlationId === 6 });
       const frames = Buffer.concat([request(KAFKA_API.END_TXN, 5), request(KAFKA_API.END_TXN, 6)]);
@@ -368,17 +376,11 @@ describe('TcpProxy triggers (a Kafka proxy, one-shot)', () => {
       expect(c.answers.length).toBeLessThanOrEqual(1); // 5's answer may have passed before 6 went up; 6's never
       expect(c.answers).not.toContain(6);
       c.socket.destroy();
-    } finally {
-      await proxy.close();
-      await broker.close();
-    }
+    });
   });
 
   it('drop: the matching request never reaches the broker, the client is closed; refuse closes new connections', async () => {
-    const broker = await fakeBroker();
-    const proxy = new TcpProxy('kafka', 0, { host: '127.0.0.1', port: broker.port }, '127.0.0.1', true);
-    await proxy.start();
-    try {
+    await behindKafkaProxy(async (proxy, broker) => {
       const c = await kafkaClient(proxy.port);
       void proxy.arm({ apiKey: KAFKA_API.END_TXN, action: 'drop' });
       c.socket.write(Buffer.concat([request(KAFKA_API.PRODUCE, 1), request(KAFKA_API.END_TXN, 2), request(KAFKA_API.PRODUCE, 3)]));
@@ -392,13 +394,7 @@ describe('TcpProxy triggers (a Kafka proxy, one-shot)', () => {
       await refused.closed;
       expect(proxy.stats.refused).toBe(1);
       proxy.refuse(false);
-      const d = await kafkaClient(proxy.port);
-      d.socket.write(request(KAFKA_API.END_TXN, 4));
-      await until(() => d.answers.length === 1);
-      d.socket.destroy();
-    } finally {
-      await proxy.close();
-      await broker.close();
-    }
+      await passes(proxy);
+    });
   });
 });
