@@ -67,18 +67,16 @@ const fakeOutputTopics = {
   messages: async (outputs: readonly PendingOutput[]) => outputs.map((o) => ({ topic: 'alerts', partition: 0, key: Buffer.from(o instanceof EmittedOutputs ? 'run' : 'letter'), value: null })),
 } as unknown as OutputTopics;
 
+/** What every persistence of these tests shares: flow f's input partition, its snapshot topic, nothing to recover. */
+const partitionOf = { flow: 'f', input: INPUT, snapshotTopic: SNAPSHOTS, format, reader: emptyReader, recoveryStallTimeoutMs: 1000 };
+
 function transactional(o: { generation?: () => WriteGeneration | undefined; cap?: number; seed?: number; probe?: Partial<OutcomeProbe>; outputs?: boolean } = {}) {
   const tx = new FakeTransactions();
   const registry = new Registry();
   let gen: WriteGeneration | undefined = { generationId: 7, memberId: 'member-a' };
   const fences: SnapshotWriteFencedError[] = [];
   const persistence = new KafkaPartitionPersistence<number, string>({
-    flow: 'f',
-    input: INPUT,
-    snapshotTopic: SNAPSHOTS,
-    format,
-    reader: emptyReader,
-    recoveryStallTimeoutMs: 1000,
+    ...partitionOf,
     maxWritesPerBatch: o.cap ?? 256,
     mode: 'transactional',
     transactions: tx,
@@ -428,12 +426,7 @@ describe('caching mode', () => {
     const sent: unknown[][] = [];
     const order: string[] = [];
     const persistence = new KafkaPartitionPersistence<number, string>({
-      flow: 'f',
-      input: INPUT,
-      snapshotTopic: SNAPSHOTS,
-      format,
-      reader: emptyReader,
-      recoveryStallTimeoutMs: 1000,
+      ...partitionOf,
       maxWritesPerBatch: 4096,
       mode: 'caching',
       sender: {
