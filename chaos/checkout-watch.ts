@@ -10,8 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** What the workers load: the product's folders, the chaos flow, and the root's sources and manifests. */
-export const WORKER_CODE_DIRS = ['activities', 'bin', 'config', 'core', 'flow', 'kafka', 'patches', 'persistence', 'workers', 'workflows', path.join('test', 'fixtures')];
-const ROOT_FILE = /\.(ts|js|json)$/;
+export const WORKER_CODE_DIRS = ['activities', 'bin', 'config', 'core', 'flow', 'kafka', 'patches', 'persistence', 'workers', 'workflows'];
+/** The files the workers load from folders they otherwise do not: the chaos flow (the rest of chaos/ is the driver's). */
+export const WORKER_CODE_FILES = [path.join('chaos', 'flow.ts')];
+/** The root's sources and manifests; not its dotfiles (`.jest-results.json`, which every jest run in the checkout writes). */
+const ROOT_FILE = /^[^.].*\.(ts|js|json)$/;
 
 export class CheckoutWatch {
   /** Files changed since the watch started (relative to the root), in order, each once. */
@@ -31,6 +34,16 @@ export class CheckoutWatch {
         if (file && ROOT_FILE.test(String(file))) this.changed(String(file));
       }),
     );
+    // Through its folder: an editor's save may replace the file, which a watch of the file itself would lose.
+    for (const file of WORKER_CODE_FILES) {
+      const dir = path.dirname(file);
+      if (!fs.existsSync(path.join(this.root, dir))) continue;
+      this.watchers.push(
+        fs.watch(path.join(this.root, dir), (_event, name) => {
+          if (name && path.join(dir, String(name)) === file) this.changed(file);
+        }),
+      );
+    }
     return this;
   }
 

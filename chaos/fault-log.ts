@@ -1,5 +1,5 @@
 // What happened to each planned fault: when it started and healed, and how long recovery took.
-import type { FaultType } from './schedule';
+import type { FaultType } from './faults';
 
 export interface FaultRecord {
   index: number;

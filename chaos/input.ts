@@ -2,7 +2,7 @@
 import { OUTPUT_SOURCE_HEADER } from '../flow/emit';
 import { DEAD_LETTER_HEADERS } from '../flow/poison';
 import { type createKafkaClient, PartitionReader } from '../kafka';
-import type { ChaosValue } from '../test/fixtures/chaos-flow';
+import type { ChaosValue } from './flow';
 import { deadLetterSource, type ReadOutput, Reference } from './oracle';
 import { PARTITIONS } from './settings';
 

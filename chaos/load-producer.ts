@@ -1,7 +1,7 @@
 // The producer: a steady rate per mode, retrying on errors; only acknowledged sends are counted.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
-import type { ChaosValue } from '../test/fixtures/chaos-flow';
+import type { ChaosValue } from './flow';
 import { KEYS, RATE } from './settings';
 
 /** One record in this many is poison (dead-lettered): half of them not JSON, half `op: poison`. */

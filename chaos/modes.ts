@@ -1,5 +1,5 @@
 // The persistence modes a chaos run drives, each with its own topic, workers and producer.
-import type { ChaosBackend, chaosFlow } from '../test/fixtures/chaos-flow';
+import type { ChaosBackend, chaosFlow } from './flow';
 import type { LoadProducer } from './load-producer';
 import type { Server } from './outages';
 import type { WorkerPool } from './workers';

@@ -1,4 +1,4 @@
-import { type ChaosState, type ChaosValue, chaosOutput, chaosStep, isPoison, opCode } from '../test/fixtures/chaos-flow';
+import { type ChaosState, type ChaosValue, chaosOutput, chaosStep, isPoison, opCode } from './flow';
 
 /**
  * The oracle: a plain fold of the input topic as committed (read after the run), per key, with

@@ -8,7 +8,8 @@ import { type Mode, ownerOf } from './modes';
 import { describeWrongKey, type InputLog, type OutputVerdict, type Verdict } from './oracle';
 import type { Outages } from './outages';
 import type { Sampler } from './sampler';
-import { countByType, FAULT_TYPES } from './schedule';
+import { FAULT_TYPES } from './faults';
+import { countByType } from './schedule';
 import type { PrivateServers } from './servers';
 import {
   KEYS,
@@ -231,7 +232,7 @@ export function report(o: RunOutcome): number {
     recovery: 'from a fault healed until every partition of the affected mode(s) committed past its offset at the heal (or was at the log end)',
     lost_duplicated: 'per key, count (records folded since the key was last created) short of / beyond the reference',
     outputs:
-      'the fold emits on a deletion and when a record leaves the key hash divisible by 4 (test/fixtures/chaos-flow.ts chaosOutput); the output topic read read_committed after the run against the outputs of the reference fold: transactional modes (kafka, kafka-local) each exactly once; cassandra at least once, every copy of a kafka-flow-source the same value, so exactly once after deduplication by it (chaos_duplicated_outputs counts copies beyond the first in the transactional modes, chaos_outputs_redelivered those the deduplication removed in the at-least-once mode); wrong = no or unknown source, or another value',
+      'the fold emits on a deletion and when a record leaves the key hash divisible by 4 (chaos/flow.ts chaosOutput); the output topic read read_committed after the run against the outputs of the reference fold: transactional modes (kafka, kafka-local) each exactly once; cassandra at least once, every copy of a kafka-flow-source the same value, so exactly once after deduplication by it (chaos_duplicated_outputs counts copies beyond the first in the transactional modes, chaos_outputs_redelivered those the deduplication removed in the at-least-once mode); wrong = no or unknown source, or another value',
     fault_log: faultLog,
     events,
     stuck,

@@ -1,4 +1,4 @@
-// The chaos suite (issue 13): real worker processes of test/fixtures/chaos-flow.ts, started
+// The chaos suite (issue 13): real worker processes of chaos/flow.ts, started
 // through the public CLI, on PRIVATE servers (their own ports and data dir; the shared ones are
 // never touched), under a seeded random schedule of faults — kill -9 / SIGSTOP past the session
 // timeout / graceful restarts / bursts of workers, kill -9 of the broker, restarts of Temporal and
@@ -20,11 +20,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
 import { createKafkaClient, KafkaAdmin } from '../kafka';
-import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from '../test/fixtures/chaos-flow';
+import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from './flow';
 import { inspectFlow } from '../workers/cli/inspect';
 import { CheckoutWatch } from './checkout-watch';
 import type { FaultRecord } from './fault-log';
-import { executeFault } from './faults';
+import { executeFault, FAULT_KINDS } from './faults';
 import { readDeadLetters, readInput, readOutputs } from './input';
 import { LoadProducer } from './load-producer';
 import { type Mode, MODE_SPECS } from './modes';
@@ -32,9 +32,10 @@ import { compareStates, OutputCheck } from './oracle';
 import { Outages } from './outages';
 import { type ModeVerdict, report } from './report';
 import { Sampler } from './sampler';
-import { FAULT_KINDS, faultTarget, onlyWeights, planFaults, prng, splitPlan } from './schedule';
+import { faultTarget, onlyWeights, planFaults, prng, splitPlan } from './schedule';
 import { PrivateServers, portsFrom } from './servers';
 import {
+  CASSANDRA_KILL9,
   CATCH_UP_IDLE_MS,
   CATCH_UP_MS,
   FAULTS,
@@ -56,7 +57,6 @@ import {
   rel,
   SEED,
   SERVER_REST_MS,
-  SERVER_RESTARTS,
   SESSION_TIMEOUT_MS,
   STARTUP_MS,
   STATUS_EVERY_MS,
@@ -238,11 +238,13 @@ async function main(): Promise<number> {
         const target = faultTarget(f);
         const serial = FAULT_KINDS[f.type].target !== 'workers';
         const previous = serial ? (locks.get(target) ?? Promise.resolve()) : Promise.resolve();
-        const run = previous.then(() => executeFault(f, record, { modes: group, servers, proxies, sampler, outages, event }));
+        const run = previous.then(() =>
+          executeFault(f, record, { modes: group, servers, proxies, sampler, outages, event, rel, sessionTimeoutMs: SESSION_TIMEOUT_MS, graceMs: GRACE_MS, cassandraKill9: CASSANDRA_KILL9 }),
+        );
         // A restarted server is up for a little while before its next fault: a server crashing
         // again the moment it is back (what back-to-back restarts came to) measures nothing but
         // the outage. The next fault on it waits; the run's other faults go on meanwhile.
-        if (serial) locks.set(target, SERVER_RESTARTS.has(f.type) ? run.then(() => sleep(SERVER_REST_MS)) : run);
+        if (serial) locks.set(target, FAULT_KINDS[f.type].restart ? run.then(() => sleep(SERVER_REST_MS)) : run);
         running.push(run);
       }
       await Promise.all(running);

@@ -53,7 +53,6 @@ export const STARTUP_MS = Number(flag('startup-timeout') ?? (QUICK ? 90 : 150)) 
 export const STATUS_EVERY_MS = 5_000;
 /** After a server restart (or kill -9) is healed, its next fault waits this long. */
 export const SERVER_REST_MS = 2 * SESSION_TIMEOUT_MS;
-export const SERVER_RESTARTS: ReadonlySet<string> = new Set(['kafka-kill9', 'temporal-restart', 'cassandra-restart']);
 
 export const t0 = Date.now();
 /** The checkout's commit (and whether it has uncommitted changes): workers run the working tree. */

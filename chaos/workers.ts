@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const ROOT = path.resolve(__dirname, '..');
 const BIN = path.join(ROOT, 'bin', 'kafka-flow-temporal.js');
-export const CHAOS_FLOW_MODULE = path.join(ROOT, 'test', 'fixtures', 'chaos-flow.ts');
+export const CHAOS_FLOW_MODULE = path.join(ROOT, 'chaos', 'flow.ts');
 
 /** One `kafka-flow-temporal worker` process of the chaos flow, started through the public CLI. */
 export interface ChaosWorker {

@@ -25,7 +25,8 @@ import {
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { SnapshotWrite } from '../../../persistence/snapshot-store';
 import { cassandraContactPoints } from '../../support/servers';
-import { closeAll, dropKeyspace, expectedTallies, keyspaceName, rawClient, recoverStates, roundRobin, startBackend, step, type Tally, tallyFlow } from './support';
+import { closeAll, dropKeyspace, keyspaceName, rawClient } from '../../support/servers';
+import { expectedTallies, recoverStates, roundRobin, startBackend, step, type Tally, tallyFlow } from './support';
 
 const keyspace = keyspaceName('kft_bypart');
 const P = { topic: 'orders', partition: 0 };

@@ -6,18 +6,15 @@
 // and replays from the committed offset; every key must be what a plain fold of the input gives.
 import { ConsumerOffsetCommitter } from '../../../persistence/cassandra/consumer-offset-committer';
 import { chunkedPersistSuite, type Count } from '../kafka-persistence/chunked-persist-story';
-import { closeAll, dropKeyspace, keyspaceName, startBackend } from './support';
+import { cassandraScope } from '../../support/servers';
+import { startBackend } from './support';
 
-const keyspace = keyspaceName('kft_chunks');
+const { keyspace } = cassandraScope('kft_chunks');
 
 describe('multi-batch persists on the real Cassandra', () => {
-  afterAll(async () => {
-    await closeAll(() => dropKeyspace(keyspace));
-  });
-
   chunkedPersistSuite('cassandra-chunks', (env, maxWritesPerBatch) => async () => {
     const backend = await startBackend<Count, string>(keyspace, { groupId: env.groupId, maxWritesPerBatch });
-    env.closers.push(() => backend.close());
+    env.kafka.defer(() => backend.close());
     const committer = new ConsumerOffsetCommitter({ consumer: env.member.consumer, membership: env.member.membership });
     return backend.forPartition({ topic: env.input, partition: 0, generation: env.member.membership.current()!.generationId, committer });
   });

@@ -1,8 +1,4 @@
-// Fenced snapshot writes on the real Cassandra, with stale owners that are real second clients:
-// the conditional writes order rows by (generation, offset), and kafka-flow #732 — a stale owner
-// that keeps flushing after the new owner recovered and wrote newer state — corrupts the next
-// recovery with fencing 'none' and does not with 'lwt'.
-import type { Client } from 'cassandra-driver';
+
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
 import { type CassandraBackend, type CassandraPartitionPersistence, CassandraWriteRefusedError } from '../../../persistence/cassandra';
@@ -11,34 +7,12 @@ import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
 import type { SnapshotWrite } from '../../../persistence/snapshot-store';
 import type { TopicPartition } from '../../../core/persistence-types';
-import {
-  closeAll,
-  dropKeyspace,
-  expectedTallies,
-  keyspaceName,
-  rawClient,
-  recoverStates,
-  roundRobin,
-  startBackend,
-  step,
-  type Tally,
-  tallyFlow,
-} from './support';
+import { cassandraScope, closeAll, } from '../../support/servers';
+import { expectedTallies, recoverStates, roundRobin, startBackend, step, type Tally, tallyFlow } from './support';
 
-const keyspace = keyspaceName('kft_fencing');
+const cassandra = cassandraScope('kft_fencing');
+const { keyspace } = cassandra;
 const P = { topic: 'orders', partition: 0 };
-let raw: Client;
-
-beforeAll(async () => {
-  raw = await rawClient();
-});
-
-afterAll(async () => {
-  await closeAll(
-    () => raw?.shutdown(),
-    () => dropKeyspace(keyspace),
-  );
-});
 
 const put = (key: string, offset: number, n = offset): SnapshotWrite<{ n: number }> => ({
   kind: 'put',
@@ -48,7 +22,7 @@ const put = (key: string, offset: number, n = offset): SnapshotWrite<{ n: number
 const del = (key: string, offset: number): SnapshotWrite<{ n: number }> => ({ kind: 'delete', key, offset });
 
 async function storedRow(table: string, key: string) {
-  const rs = await raw.execute(
+  const rs = await cassandra.raw.execute(
     `SELECT offset, generation, value, TTL(offset) AS ttl FROM ${keyspace}.${table} WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = ?`,
     [key],
     { prepare: true },

@@ -1,37 +1,18 @@
-// Journal mode's purge on the real Cassandra, with a real stale second writer. A purge removes a
-// key's whole journal (its Cassandra partition), so a stale owner's purge of a key the new owner
-// has appended to since would wipe the new owner's events. Under `fencing: 'lwt'` the journal
-// carries the generation of its last writer (a static column) and the purge is a conditional
-// batch on it: a stale owner's purge is fenced (SnapshotWriteFencedError, nothing removed), the
-// owner's lands.
-import type { Client } from 'cassandra-driver';
+
 import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import type { JournalEvent } from '../../../core/persistence-types';
 import type { CassandraBackend, CassandraPartitionPersistence } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import { closeAll, dropKeyspace, keyspaceName, rawClient, startBackend } from './support';
+import { cassandraScope, } from '../../support/servers';
+import { startBackend } from './support';
 
-const keyspace = keyspaceName('kft_journal_purge');
+const cassandra = cassandraScope('kft_journal_purge');
+const { keyspace } = cassandra;
 const P = { topic: 'orders', partition: 0 };
 const tables = { journals: 'jp_records', keys: 'jp_keys', snapshots: 'jp_snapshots' };
-let raw: Client;
-const backends: CassandraBackend<number, number>[] = [];
-
-beforeAll(async () => {
-  raw = await rawClient();
-});
-
-afterAll(async () => {
-  await closeAll(
-    ...backends.map((b) => () => b.close()),
-    () => raw?.shutdown(),
-    () => dropKeyspace(keyspace),
-  );
-});
-
 async function process(options: Parameters<typeof startBackend<number, number>>[1] = {}) {
   const backend = await startBackend<number, number>(keyspace, { mode: 'journal', tables, ...options });
-  backends.push(backend);
+  cassandra.defer(() => backend.close());
   return backend;
 }
 
@@ -103,7 +84,7 @@ test("journals written without a generation (kafka-flow, fencing 'none') are pur
   const bare = await (await process({ fenceRowTtl: 0 })).forPartition({ ...P, generation: 4, committer });
   expect((await bare.write({ writes: [{ key: 'gone', events: [ev('gone', 20, 0)], addKey: true }] })).statuses).toEqual(['applied']);
   expect((await bare.write({ writes: [{ key: 'gone', purge: { offset: 20 } }] })).statuses).toEqual(['applied']);
-  const rs = await raw.execute(`SELECT * FROM ${keyspace}.jp_records WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'gone'`);
+  const rs = await cassandra.raw.execute(`SELECT * FROM ${keyspace}.jp_records WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'gone'`);
   expect(rs.rows).toHaveLength(0);
 });
 
@@ -117,6 +98,6 @@ test("journal+snapshots: the stale owner's purge is fenced before it touches the
   expect((await owner.write({ writes: [{ key: 'k', events: [ev('k', 5, 2)], snapshot: { state: 2, offset: 5 } }] })).statuses).toEqual(['applied']);
   await expect(stale.write({ writes: [{ key: 'k', purge: { offset: 1 } }] })).rejects.toBeInstanceOf(SnapshotWriteFencedError);
   expect(await owner.read('k')).toEqual({ key: 'k', snapshot: { state: 2, offset: 5 } });
-  const rs = await raw.execute(`SELECT offset FROM ${keyspace}.js_records WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'k'`);
+  const rs = await cassandra.raw.execute(`SELECT offset FROM ${keyspace}.js_records WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'k'`);
   expect(rs.rows.map((r) => String(r.get('offset')))).toEqual(['0', '1', '5']);
 });

@@ -1,11 +1,4 @@
-// Delete markers and fenceRowTtl on the real Cassandra. A marker stands for the records its key
-// has seen up to the deleting offset; losing it before the committed offset passes it lets a
-// replay from the old committed offset fold the key again from nothing. So a marker lives until
-// the engine purges it (the commit has passed it), whatever fenceRowTtl says; fenceRowTtl bounds
-// only the fence row a purge leaves behind (`fencing: 'lwt'`), which no replay can need. A row
-// whose cells all expired (a fence row over a row first INSERTed: its primary key outlives them)
-// reads as no row and is taken over by the next write.
-import type { Client } from 'cassandra-driver';
+
 import { ManualClock } from '../../../flow/clock';
 import type { Fold } from '../../../flow/fold';
 import { PartitionFlow } from '../../../flow/partition-flow';
@@ -14,31 +7,21 @@ import type { PartitionPersistence } from '../../../flow/ports';
 import type { CassandraBackend } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
-import { closeAll, dropKeyspace, keyspaceName, numberCodec, rawClient, startBackend } from './support';
+import { cassandraScope, closeAll, } from '../../support/servers';
+import { numberCodec, startBackend } from './support';
 
-const keyspace = keyspaceName('kft_marker_ttl');
+const cassandra = cassandraScope('kft_marker_ttl');
+const { keyspace } = cassandra;
 const P = { topic: 'orders', partition: 0 };
 /** A short TTL (whole seconds), long enough that a persist and a read on a busy machine fit in it; the test waits past it. */
 const FENCE_ROW_TTL = '3s';
 const PAST_TTL_MS = 4500;
-let raw: Client;
-
-beforeAll(async () => {
-  raw = await rawClient();
-});
-
-afterAll(async () => {
-  await closeAll(
-    () => raw?.shutdown(),
-    () => dropKeyspace(keyspace),
-  );
-});
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The key's row as stored; `bucket` in the by-partition layout. */
 async function storedRow(table: string, key: string, bucket?: number) {
-  const rs = await raw.execute(
+  const rs = await cassandra.raw.execute(
     `SELECT offset, generation, value, TTL(generation) AS ttl FROM ${keyspace}.${table} WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND ${bucket === undefined ? '' : 'bucket = ? AND '}key = ?`,
     bucket === undefined ? [key] : [bucket, key],
     { prepare: true },
@@ -147,7 +130,7 @@ test("an expired row's primary key left behind by earlier versions reads as no r
     const store = writer.snapshots!.withGeneration(3);
     expect(await store.writeBatch(P, [{ kind: 'put', key: 'g', snapshot: { state: 1, offset: 1 } }])).toEqual(['applied']);
     // What a marker with a TTL left when it expired: every cell gone, the INSERT's primary key not.
-    await raw.execute(
+    await cassandra.raw.execute(
       `UPDATE ${keyspace}.${table} USING TTL 1 SET offset = 2, created = toTimestamp(now()), metadata = null, value = null, generation = 3 WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'g'`,
     );
     await sleep(PAST_TTL_MS);

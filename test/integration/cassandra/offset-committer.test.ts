@@ -3,36 +3,23 @@
 // member id); once a second real member has joined and the group moved on without the first
 // (stuck in a batch, so evicted), the first's commit is rejected with SnapshotWriteFencedError and the
 // committed offset stays the new owner's.
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { ConsumerOffsetCommitter } from '../../../persistence/cassandra';
 import { SnapshotWriteFencedError } from '../../../core/fence-errors';
-import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
+import { closeAll, fillInput, kafkaScope, type RunningMember, startMember, unique, waitFor } from '../../support/servers';
 
 describe('ConsumerOffsetCommitter on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('cassandra-committer', { per: 'file' });
   let input: string;
 
   beforeAll(async () => {
-    client = await testClient('cassandra-committer');
-    admin = new KafkaAdmin(client);
-    input = unique('cassandra-input');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    await fillInput(client, input, [0], 100);
-  });
-
-  afterAll(async () => {
-    await closeAll(
-      () => admin.deleteTopics([input]),
-      () => admin.close(),
-    );
+    input = await kafka.topic('cassandra-input', 1);
+    await fillInput(kafka.client, input, [0], 100);
   });
 
   it("commits with the member's generation; a stale member's commit is rejected once a second member owns the group", async () => {
     const groupId = unique('cassandra-group');
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     let release: () => void = () => {};
     const stuck = new Promise<void>((resolve) => {
       release = resolve;
@@ -43,7 +30,7 @@ describe('ConsumerOffsetCommitter on the real broker', () => {
     try {
       // The first member gets a batch and stays inside it (a GC pause, a slow fold): no heartbeats,
       // no rejoin. Broker minimum session timeout: 6 s.
-      first = await startMember(client, { groupId, sessionTimeout: 6000, rebalanceTimeout: 6000 }, input, {
+      first = await startMember(kafka.client, { groupId, sessionTimeout: 6000, rebalanceTimeout: 6000 }, input, {
         eachBatch: async () => {
           inBatch = true;
           await stuck;
@@ -58,7 +45,7 @@ describe('ConsumerOffsetCommitter on the real broker', () => {
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('10');
 
       // A real second member joins; the group completes the rebalance without the stuck first member.
-      second = await startMember(client, { groupId }, input);
+      second = await startMember(kafka.client, { groupId }, input);
       const gen2 = await second.membership.waitForJoin(40_000, gen1.generationId);
       expect(gen2.assignment[input]).toEqual([0]);
       const owner = new ConsumerOffsetCommitter({ consumer: second.consumer, membership: second.membership });

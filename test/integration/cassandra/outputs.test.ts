@@ -7,50 +7,28 @@
 // (skipped). Deduplicated by the kafka-flow-source header, the outputs are exactly the expected set.
 import { SnapshotWriteConflictError } from '../../../core/fence-errors';
 import { OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { PlainWriter } from '../../../kafka/plain-writer';
-import type { CassandraBackend } from '../../../persistence/cassandra';
 import { OutputProducer, OutputTopics } from '../../../persistence/kafka/dead-letter';
-import { closeAll as closeKafka, testClient, unique } from '../kafka/support';
+import { cassandraScope, kafkaScope, unique } from '../../support/servers';
 import { type Events, type Owner, readCommitted } from '../kafka-persistence/harness';
 import { emittingOwner, expectOutputsAtLeastOnce, staleAndLostOwners } from '../kafka-persistence/outputs-story';
-import { closeAll, dropKeyspace, keyspaceName, startBackend } from './support';
+import { startBackend } from './support';
 
-const keyspace = keyspaceName('kft_outputs');
+const { keyspace } = cassandraScope('kft_outputs');
 
 describe('outputs with Cassandra persistence (issue 15): at least once, exact after deduplication', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('cassandra-outputs');
   let writer: PlainWriter;
   let input: string;
   let output: string;
   let groupId: string;
-  const owners: Owner[] = [];
-  const backends: CassandraBackend<Events, string>[] = [];
 
   beforeEach(async () => {
-    client = await testClient('cassandra-outputs');
-    admin = new KafkaAdmin(client);
-    writer = new PlainWriter({ client });
-    input = unique('input');
-    output = unique('alerts');
+    writer = new PlainWriter({ client: kafka.client });
+    kafka.defer(() => writer.close());
+    input = await kafka.topic('input', 1);
+    output = kafka.topicName('alerts');
     groupId = unique('group');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-  });
-
-  afterEach(async () => {
-    await closeKafka(
-      ...owners.splice(0).map((o) => () => o.stop()),
-      ...backends.splice(0).map((b) => () => b.close()),
-      () => writer.close(),
-      () => admin.deleteTopics([input, output]),
-      () => admin.close(),
-    );
-  });
-
-  afterAll(async () => {
-    await closeAll(() => dropKeyspace(keyspace));
   });
 
   /**
@@ -61,15 +39,15 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
    */
   async function owner(name: string, flushOnRevoke: boolean): Promise<Owner> {
     const backend = await startBackend<Events, string>(keyspace, { groupId });
-    backends.push(backend);
-    const outputs = new OutputTopics(admin);
-    const o = emittingOwner({ client, groupId, input, output }, name, flushOnRevoke, {
+    kafka.defer(() => backend.close());
+    const outputs = new OutputTopics(kafka.admin);
+    const o = emittingOwner({ client: kafka.client, groupId, input, output }, name, flushOnRevoke, {
       persistence: async ({ generation, committer }) => {
         await outputs.ensure(output, 1);
         return backend.forPartition({ topic: input, partition: 0, generation: generation.generationId, committer, outputs: new OutputProducer(outputs, writer) });
       },
     });
-    owners.push(o);
+    kafka.defer(() => o.stop());
     return o;
   }
 
@@ -80,10 +58,10 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
     // instead of throwing): nothing committed, and A's partition stops with what it held — k's
     // outputs of e4..e6 included.
     const { a, c } = await staleAndLostOwners({
-      client,
+      client: kafka.client,
       input,
       owner,
-      recovered: async () => expect((await admin.describeTopic(output))?.partitions).toBe(1),
+      recovered: async () => expect((await kafka.admin.describeTopic(output))?.partitions).toBe(1),
       staleFlushed: async (a) => {
         expect(a.revokes[0]!.result).toMatchObject({ failed: 1, fenced: true, committed: undefined });
         expect(a.flow!.failed).toBeInstanceOf(SnapshotWriteConflictError);
@@ -98,7 +76,7 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
     // folded and emitted once.
     expect(await c.persistPeriodically()).toMatchObject({ outputs: 1, committed: '9' });
 
-    const got = await readCommitted(client, output);
+    const got = await readCommitted(kafka.client, output);
     expect(got.every((r) => r.headers[OUTPUT_SOURCE_HEADER] !== undefined)).toBe(true);
     // At least once, and how: e4..e6 from B and from A's stale flush, the rest once.
     expectOutputsAtLeastOnce(got, input, (n) => ([4, 5, 6].includes(n) ? 1 + staleFlushes : 1));

@@ -4,7 +4,7 @@
 // own earlier write that landed late), a put over a delete marker at its own offset, and a row
 // that keeps changing under the write are CassandraWriteRefusedError — a failure the partition
 // recovers from on its owner, from what landed.
-import type { Client, types } from 'cassandra-driver';
+import type { types } from 'cassandra-driver';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { jsonCodec } from '../../../core/codec/json';
 import { PersistFailedError } from '../../../flow/errors';
@@ -17,48 +17,29 @@ import {
 } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { SnapshotWrite } from '../../../persistence/snapshot-store';
-import {
-  closeAll,
-  dropKeyspace,
-  expectedTallies,
-  keyspaceName,
-  rawClient,
-  recoverStates,
-  roundRobin,
-  startBackend,
-  step,
-  type Tally,
-  tallyFlow,
-} from './support';
+import { cassandraScope, closeAll, } from '../../support/servers';
+import { expectedTallies, recoverStates, roundRobin, startBackend, step, type Tally, tallyFlow } from './support';
 
-const keyspace = keyspaceName('kft_refusals');
+const cassandra = cassandraScope('kft_refusals');
+const { keyspace } = cassandra;
 const P = { topic: 'orders', partition: 0 };
 const TABLE = 'refusal_snapshots';
-let raw: Client;
 let a: CassandraBackend<{ n: number }, unknown>;
 let b: CassandraBackend<{ n: number }, unknown>;
 
 beforeAll(async () => {
-  raw = await rawClient();
   // Two processes on their own clients.
   a = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: TABLE } });
+  cassandra.defer(() => a.close());
   b = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: TABLE } });
-});
-
-afterAll(async () => {
-  await closeAll(
-    () => a?.close(),
-    () => b?.close(),
-    () => raw?.shutdown(),
-    () => dropKeyspace(keyspace),
-  );
+  cassandra.defer(() => b.close());
 });
 
 const put = (key: string, offset: number, n = offset): SnapshotWrite<{ n: number }> => ({ kind: 'put', key, snapshot: { state: { n }, offset } });
 const del = (key: string, offset: number): SnapshotWrite<{ n: number }> => ({ kind: 'delete', key, offset });
 
 async function storedRow(key: string, table = TABLE, partition = 0) {
-  const rs = await raw.execute(
+  const rs = await cassandra.raw.execute(
     `SELECT offset, generation, value FROM ${keyspace}.${table} WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = ? AND key = ?`,
     [partition, key],
     { prepare: true },

@@ -1,30 +1,15 @@
-// The schema on the real Cassandra: created on start with the configured replication and table
-// names, left alone when present, a kafka-flow snapshots table gets the generation column, and a
-// table whose columns do not match (or a missing one with autoCreate off) is a clear error; a
-// start racing another process's creation waits until the tables answer.
-import type { Client } from 'cassandra-driver';
+
 import { defineFlow } from '../../../define-flow';
 import { CassandraBackend, CassandraSchemaError, ensureSchema, type SchemaSettings, schemaCql } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import { cassandraContactPoints } from '../../support/servers';
-import { closeAll, dropKeyspace, keyspaceName, rawClient, recoverStates, startBackend } from './support';
+import { cassandraContactPoints, cassandraScope, closeAll, dropKeyspace, keyspaceName, rawClient } from '../../support/servers';
+import { recoverStates, startBackend } from './support';
 
-const keyspace = keyspaceName('kft_schema');
-let raw: Client;
-
-beforeAll(async () => {
-  raw = await rawClient();
-});
-
-afterAll(async () => {
-  await closeAll(
-    () => raw?.shutdown(),
-    () => dropKeyspace(keyspace),
-  );
-});
+const cassandra = cassandraScope('kft_schema');
+const { keyspace } = cassandra;
 
 async function columns(table: string): Promise<Record<string, string>> {
-  const rs = await raw.execute('SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [keyspace, table], {
+  const rs = await cassandra.raw.execute('SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [keyspace, table], {
     prepare: true,
   });
   return Object.fromEntries(rs.rows.map((r) => [String(r.get('column_name')), String(r.get('type'))]));
@@ -39,7 +24,7 @@ test('created on start with the replication and table names given; a second star
   try {
     expect(first.schema.created).toHaveLength(5); // keyspace, 3 tables, the keys table's created_date index
     expect(first.schema.created[0]).toMatch(new RegExp(`^CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication`));
-    const ks = (await raw.execute('SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?', [keyspace], { prepare: true })).first();
+    const ks = (await cassandra.raw.execute('SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?', [keyspace], { prepare: true })).first();
     expect(ks.get('replication')).toMatchObject({ class: 'org.apache.cassandra.locator.SimpleStrategy', replication_factor: '1' });
     expect(await columns('snaps')).toEqual({
       application_id: 'text',
@@ -67,7 +52,7 @@ test('created on start with the replication and table names given; a second star
 });
 
 test("a kafka-flow snapshots table (no generation column) gets it for fencing 'lwt'; not with 'none' or autoCreate off", async () => {
-  await raw.execute(
+  await cassandra.raw.execute(
     `CREATE TABLE ${keyspace}.kafka_flow_snapshots (application_id TEXT, group_id TEXT, topic TEXT, partition INT, key TEXT, offset BIGINT, created TIMESTAMP, metadata TEXT, value BLOB, PRIMARY KEY((application_id, group_id, topic, partition, key)))`,
   );
   const tables = { snapshots: 'kafka_flow_snapshots', keys: 'kf_keys' };
@@ -86,7 +71,7 @@ test("a kafka-flow snapshots table (no generation column) gets it for fencing 'l
 });
 
 test("a kafka-flow journals table (no generation column) gets a static one for fencing 'lwt' (its purge's fence)", async () => {
-  await raw.execute(
+  await cassandra.raw.execute(
     `CREATE TABLE ${keyspace}.kafka_flow_records (application_id TEXT, group_id TEXT, topic TEXT, partition INT, key TEXT, offset BIGINT, created TIMESTAMP, timestamp TIMESTAMP, timestamp_type TEXT, headers MAP<TEXT, TEXT>, metadata TEXT, value BLOB, PRIMARY KEY((application_id, group_id, topic, partition, key), offset))`,
   );
   const tables = { journals: 'kafka_flow_records', keys: 'kfr_keys' };
@@ -99,7 +84,7 @@ test("a kafka-flow journals table (no generation column) gets a static one for f
   const fenced = await startBackend(keyspace, { mode: 'journal', tables });
   await fenced.close();
   expect(fenced.schema.created).toEqual([`ALTER TABLE ${keyspace}.kafka_flow_records ADD generation bigint static`]);
-  const kind = await raw.execute(
+  const kind = await cassandra.raw.execute(
     "SELECT kind FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'kafka_flow_records' AND column_name = 'generation'",
     [keyspace],
     { prepare: true },
@@ -108,7 +93,7 @@ test("a kafka-flow journals table (no generation column) gets a static one for f
 });
 
 test('an existing table with other columns is refused, naming what differs', async () => {
-  await raw.execute(
+  await cassandra.raw.execute(
     `CREATE TABLE ${keyspace}.wrong_snapshots (application_id TEXT, group_id TEXT, topic TEXT, partition INT, key TEXT, offset INT, value TEXT, PRIMARY KEY((application_id, group_id, topic), partition, key))`,
   );
   const start = startBackend(keyspace, { tables: { snapshots: 'wrong_snapshots', keys: 'kf_keys' } });
@@ -171,7 +156,7 @@ test("forFlow: a defined flow's cassandra options reach the backend (application
     const event = { topic: 'sales', partition: 0, key: 'k', offset: '4', value: 'abc', timestamp: '0', headers: {} };
     await p.write({ writes: [{ key: 'k', snapshot: { state: { n: 3 }, offset: 4 }, events: [event], addKey: true }] });
     const row = (
-      await raw.execute(`SELECT application_id, group_id, value FROM ${keyspace}.flow_records WHERE application_id = 'sales' AND group_id = 'sales-group' AND topic = 'sales' AND partition = 0 AND key = 'k'`)
+      await cassandra.raw.execute(`SELECT application_id, group_id, value FROM ${keyspace}.flow_records WHERE application_id = 'sales' AND group_id = 'sales-group' AND topic = 'sales' AND partition = 0 AND key = 'k'`)
     ).first();
     expect((row.get('value') as Buffer).toString()).toBe('ABC'); // the flow's value codec
     expect([...(await recoverStates(p))]).toEqual([['k', { state: { n: 3 }, offset: 4, events: undefined }]]);
@@ -198,14 +183,14 @@ test('a start racing another process that creates the schema returns only once i
     })();
     creating.catch(() => undefined);
     const listed = async () =>
-      (await raw.execute('SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [racing, 'keys'], { prepare: true })).rows.length > 0;
+      (await cassandra.raw.execute('SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [racing, 'keys'], { prepare: true })).rows.length > 0;
     const deadline = Date.now() + 30_000;
     while (!(await listed())) {
       if (Date.now() > deadline) throw new Error(`the other process's CREATE TABLE ${racing}.keys never showed in system_schema`);
     }
-    const result = await ensureSchema(raw, settings, ['snapshots', 'keys'], true);
+    const result = await ensureSchema(cassandra.raw, settings, ['snapshots', 'keys'], true);
     expect(result.created).toEqual([]); // found, not created: this start only waited
-    for (const table of ['snapshots_v2', 'keys']) await raw.execute(`SELECT * FROM ${racing}.${table} LIMIT 1`);
+    for (const table of ['snapshots_v2', 'keys']) await cassandra.raw.execute(`SELECT * FROM ${racing}.${table} LIMIT 1`);
     await creating;
   } finally {
     await closeAll(

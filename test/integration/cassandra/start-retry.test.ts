@@ -8,16 +8,12 @@ import { CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
 import { cassandraBackend } from '../../../persistence/cassandra/factory';
-import { cassandraContactPoints, kafkaBrokers } from '../../support/servers';
-import { dropKeyspace, keyspaceName, requireCassandra } from './support';
+import { cassandraContactPoints, cassandraScope, kafkaBrokers } from '../../support/servers';
 import { fixedOwner } from '../../../persistence/partition-owner';
 
-const keyspace = keyspaceName('kft_start_retry');
-
-afterAll(() => dropKeyspace(keyspace));
+const { keyspace } = cassandraScope('kft_start_retry');
 
 test('a failed start is retried by the next forPartition and succeeds once Cassandra answers', async () => {
-  await requireCassandra();
   const [host, port] = cassandraContactPoints[0]!.split(/:(?=\d+$)/);
   const target = { host: host!, port: Number(port) };
   const probe = new TcpProxy('cassandra', 0, target); // only to find a free port

@@ -2,7 +2,6 @@
 // included), TTLs expire rows, large states are stored LZ4-compressed, corrupt bytes fail with a
 // typed error naming the key, and recovery lists exactly one partition's keys across segments.
 import { createHash } from 'node:crypto';
-import type { Client } from 'cassandra-driver';
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
 import { CorruptSnapshotError } from '../../../core/codec/errors';
@@ -10,9 +9,11 @@ import { keyHash } from '../../../core/redact';
 import { type CassandraBackend, CassandraPersistenceError, keySegment } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { JournalEvent } from '../../../core/persistence-types';
-import { closeAll, dropKeyspace, keyspaceName, rawClient, recoverStates, startBackend } from './support';
+import { cassandraScope, closeAll, dropKeyspace, keyspaceName } from '../../support/servers';
+import { recoverStates, startBackend } from './support';
 
-const keyspace = keyspaceName('kft_stores');
+const cassandra = cassandraScope('kft_stores');
+const { keyspace } = cassandra;
 const P0 = { topic: 'orders', partition: 0 };
 const P1 = { topic: 'orders', partition: 1 };
 const OTHER = { topic: 'payments', partition: 0 };
@@ -21,23 +22,10 @@ const R1 = { topic: 'recovery', partition: 1 };
 
 type State = { n: number; text?: string };
 
-let raw: Client;
 let backend: CassandraBackend<State, unknown>;
-/** More backends a test starts, closed after all. */
-const others: CassandraBackend<State, unknown>[] = [];
-
 beforeAll(async () => {
-  raw = await rawClient();
   backend = await startBackend<State>(keyspace, { mode: 'journal+snapshots' });
-});
-
-afterAll(async () => {
-  await closeAll(
-    () => backend?.close(),
-    ...others.map((o) => () => o.close()),
-    () => raw?.shutdown(),
-    () => dropKeyspace(keyspace),
-  );
+  cassandra.defer(() => backend.close());
 });
 
 function event(key: string, offset: number, value: unknown, headers: Record<string, unknown> = {}): JournalEvent<unknown> {
@@ -57,7 +45,7 @@ describe('CassandraSnapshotStore', () => {
 
     // kafka-flow's columns are filled in: created, metadata, value; plus the owner generation.
     const row = (
-      await raw.execute(
+      await cassandra.raw.execute(
         `SELECT offset, created, metadata, value, generation FROM ${keyspace}.snapshots_v2 WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'a'`,
       )
     ).first();
@@ -76,7 +64,7 @@ describe('CassandraSnapshotStore', () => {
     const text = 'the quick brown fox jumps over the lazy dog; '.repeat(25_000); // ≈ 1.1 MB
     await store.writeBatch(P0, [{ kind: 'put', key: 'big', snapshot: { state: { n: 7, text }, offset: 5 } }]);
     const stored = (
-      await raw.execute(
+      await cassandra.raw.execute(
         `SELECT value FROM ${keyspace}.snapshots_v2 WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'big'`,
       )
     ).first().get('value') as Buffer;
@@ -89,7 +77,7 @@ describe('CassandraSnapshotStore', () => {
   test('corrupt bytes fail with CorruptSnapshotError naming the key, in reads and in recovery', async () => {
     const store = backend.snapshots!.withGeneration(1);
     const where = `application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 3 AND key = 'broken'`;
-    await raw.execute(`UPDATE ${keyspace}.snapshots_v2 SET offset = 42, value = 0x000000ff010203 WHERE ${where}`);
+    await cassandra.raw.execute(`UPDATE ${keyspace}.snapshots_v2 SET offset = 42, value = 0x000000ff010203 WHERE ${where}`);
     await backend.keys!.add({ topic: 'orders', partition: 3 }, ['broken']);
 
     const read = store.read({ topic: 'orders', partition: 3 }, 'broken');
@@ -114,7 +102,7 @@ describe('CassandraSnapshotStore', () => {
         writes: [{ key: 't', snapshot: { state: { n: 1 }, offset: 1 }, events: [event('t', 1, { v: 1 })], addKey: true }],
       });
       const ttl = (
-        await raw.execute(
+        await cassandra.raw.execute(
           `SELECT TTL(value) AS ttl FROM ${ttlKeyspace}.snapshots_v2 WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 't'`,
         )
       ).first().get('ttl') as number;
@@ -219,7 +207,7 @@ describe('CassandraKeyStore and recovery', () => {
     const progress: unknown[] = [];
     const registry = new Registry();
     const measured = await startBackend<State>(keyspace, { mode: 'journal+snapshots', metrics: FlowMetrics.of(registry), flowName: 'sales' });
-    others.push(measured);
+    cassandra.defer(() => measured.close());
     const fresh = await measured.forPartition({ ...R0, generation: 2, committer, onProgress: (p) => progress.push(p) });
     const recovered = await recoverStates(fresh);
     const expected = new Set(keys0);
@@ -247,14 +235,14 @@ describe('CassandraKeyStore and recovery', () => {
     // Every 10th key deleted (a delete marker stays), and one listed key loses its row behind the
     // backend's back (as a TTL would): listed, not recovered.
     await p2.write({ writes: keys.filter((_, i) => i % 10 === 0).map((key, i) => ({ key, delete: { offset: 1000 + i } })) });
-    await raw.execute(
+    await cassandra.raw.execute(
       `DELETE FROM ${keyspace}.snapshots_v2 WHERE application_id = 'app' AND group_id = 'group' AND topic = 'recovery' AND partition = 2 AND key = ?`,
       [keys[7]],
       { prepare: true },
     );
     const recoverWith = async (recoveryBatchSize: number) => {
       const b = await startBackend<State>(keyspace, { mode: 'journal+snapshots', recoveryBatchSize });
-      others.push(b);
+      cassandra.defer(() => b.close());
       const persistence = await b.forPartition({ ...R2, generation: 2, committer });
       const found = new Map<string, unknown>();
       for await (const k of persistence.recover()) found.set(k.key, k.snapshot ?? k.deleted);
@@ -282,7 +270,7 @@ describe('CassandraKeyStore and recovery', () => {
       const listed: string[] = [];
       for await (const k of few.keys!.list(P0)) listed.push(k);
       expect(listed.sort()).toEqual(keys.slice(2).sort());
-      const segments = await raw.execute(`SELECT DISTINCT application_id, group_id, segment FROM ${fewKeyspace}.keys`);
+      const segments = await cassandra.raw.execute(`SELECT DISTINCT application_id, group_id, segment FROM ${fewKeyspace}.keys`);
       expect(new Set(segments.rows.map((r) => Number(r.get('segment')))).size).toBe(7);
     } finally {
       await closeAll(
@@ -296,7 +284,7 @@ describe('CassandraKeyStore and recovery', () => {
     const broken = await startBackend<State>(keyspaceName('kft_broken'), { mode: 'snapshots' });
     const ks = broken.settings.keyspace;
     try {
-      await raw.execute(`DROP TABLE ${ks}.snapshots_v2`);
+      await cassandra.raw.execute(`DROP TABLE ${ks}.snapshots_v2`);
       const store = broken.snapshots!.withGeneration(1);
       const write = store.writeBatch(P0, [{ kind: 'put', key: 'lost', snapshot: { state: { n: 1 }, offset: 1 } }]);
       await expect(write).rejects.toBeInstanceOf(CassandraPersistenceError);

@@ -1,13 +1,11 @@
 /**
- * Shared helpers of the Cassandra integration tests: the real server from
- * CASSANDRA_CONTACT_POINTS, a keyspace per test file (dropped after), backends on their own
- * clients, and a driver for PartitionFlows on a manual clock.
+ * The Cassandra integration tests' own fixtures (the set-up they share with the other files, a
+ * keyspace per file and raw clients, is test/support/servers.ts's): backends on their own clients,
+ * a tally fold and a driver for PartitionFlows on a manual clock, and a private node.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client } from 'cassandra-driver';
 import { ManualClock } from '../../../flow/clock';
 import type { Fold } from '../../../flow/fold';
 import { PartitionFlow } from '../../../flow/partition-flow';
@@ -17,57 +15,7 @@ import { CassandraBackend, type CassandraBackendOptions } from '../../../persist
 import type { PartitionPersistence } from '../../../flow/ports';
 import type { PersistenceMode } from '../../../core/persistence-types';
 import { freePort, privateCassandra } from '../../support/private-cassandra';
-import { cassandraContactPoints, unique } from '../../support/servers';
-
-export { unique };
-
-/** Fails (never skips) when Cassandra does not answer, saying how to start it. */
-export async function requireCassandra(contactPoints: readonly string[] = cassandraContactPoints): Promise<void> {
-  const [host, port] = splitHostPort(contactPoints[0] ?? '');
-  const ok = await new Promise<boolean>((resolve) => {
-    const socket = new Socket();
-    const done = (result: boolean) => {
-      socket.destroy();
-      resolve(result);
-    };
-    socket.setTimeout(2000, () => done(false));
-    socket.once('error', () => done(false));
-    socket.connect(port, host, () => done(true));
-  });
-  if (!ok) {
-    throw new Error(
-      `Cassandra does not answer at ${contactPoints.join(',')} (CASSANDRA_CONTACT_POINTS). Start it with \`npm run infra:up\`.`,
-    );
-  }
-}
-
-function splitHostPort(hp: string): [string, number] {
-  const i = hp.lastIndexOf(':');
-  return [hp.slice(0, i).replace(/^\[|\]$/g, '') || '127.0.0.1', Number(hp.slice(i + 1))];
-}
-
-/** A keyspace name no other test uses. */
-export function keyspaceName(prefix: string): string {
-  return unique(prefix).replace(/-/g, '_').toLowerCase();
-}
-
-/** A plain driver client for raw CQL in tests (the caller shuts it down). */
-export async function rawClient(contactPoints: readonly string[] = cassandraContactPoints): Promise<Client> {
-  await requireCassandra(contactPoints);
-  const client = new Client({ contactPoints: [...contactPoints], localDataCenter: 'datacenter1' });
-  await client.connect();
-  return client;
-}
-
-export async function dropKeyspace(keyspace: string): Promise<void> {
-  const client = new Client({ contactPoints: [...cassandraContactPoints], localDataCenter: 'datacenter1' });
-  try {
-    await client.connect();
-    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
-  } finally {
-    await client.shutdown().catch(() => undefined);
-  }
-}
+import { cassandraContactPoints, keyspaceName, requireCassandra } from '../../support/servers';
 
 /** A backend on its own client (a separate session, as another process would have). */
 export async function startBackend<S, V = unknown>(
@@ -82,17 +30,6 @@ export async function startBackend<S, V = unknown>(
     contactPoints: [...cassandraContactPoints],
     ...options,
   });
-}
-
-/** Closes every backend or client given, even when one throws. */
-export async function closeAll(...closers: Array<(() => Promise<unknown>) | undefined>): Promise<void> {
-  for (const close of closers) {
-    try {
-      await close?.();
-    } catch {
-      // keep closing the rest
-    }
-  }
 }
 
 /** Records for `keys` keys round-robin at offsets from..to−1; each value is its offset. */

@@ -1,23 +1,11 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { readInfraSettings } from '../../../infra/settings';
 import { freePort } from '../../../workers/observability/metrics-server';
+import { runCli } from '../../support/servers';
 
-const run = promisify(execFile);
-const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string }> {
-  try {
-    const r = await run(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, timeout: 120_000 });
-    return { code: 0, out: r.stdout + r.stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(args, env, { timeoutMs: 120_000 });
 
 describe('kafka-flow-temporal infra', () => {
   test('up is a no-op in seconds when everything already runs (globalSetup brought it up)', async () => {

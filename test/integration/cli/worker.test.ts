@@ -1,27 +1,16 @@
-import { execFile } from 'node:child_process';
+
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { TcpProxy } from '../../../chaos/tcp-proxy';
 import { pinoLine } from '../../support/pino-lines';
-import { kafkaBrokers } from '../../support/servers';
+import { kafkaBrokers, runCli } from '../../support/servers';
 
-const run = promisify(execFile);
 const [kafkaHost, kafkaPort] = ((broker: string) => [broker.slice(0, broker.lastIndexOf(':')), Number(broker.slice(broker.lastIndexOf(':') + 1))] as const)(kafkaBrokers[0]!);
 const root = path.join(__dirname, '../../..');
-const bin = path.join(root, 'bin/kafka-flow-temporal.js');
 const flow = path.join(root, 'test/fixtures/offset-hash-flow.ts');
 
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string }> {
-  try {
-    const r = await run(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
-    return { code: 0, out: r.stdout + r.stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(args, env);
 
 // The public CLI's failure modes: each a single line that names what to fix, never a stack trace.
 describe('kafka-flow-temporal worker / status / inspect errors', () => {

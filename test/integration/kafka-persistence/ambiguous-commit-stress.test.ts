@@ -9,11 +9,9 @@ import type { Fold } from '../../../flow/fold';
 import { ManualClock } from '../../../flow/clock';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
-import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
+import { isEndTxnCommit } from '../../../chaos/tcp-proxy';
+import { kafkaScope, proxiedClient, unique } from '../../support/servers';
 import { type Events, readCommitted, snapshotsOf, textCodec } from './harness';
 
 const KEYS = 40;
@@ -33,35 +31,18 @@ function stressFold(topic: string): Fold<Events, string> {
 }
 
 describe('ambiguous commits under load, on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
-  let proxy: KafkaCutProxy;
-  let member: RunningMember | undefined;
-  const closers: Array<() => Promise<unknown>> = [];
-
-  beforeEach(async () => {
-    client = await testClient('ambiguous-stress');
-    admin = new KafkaAdmin(client);
-  });
-
-  afterEach(async () => {
-    await closeAll(...closers.splice(0).reverse(), async () => member?.consumer.disconnect(), () => proxy?.close(), () => admin.close());
-    member = undefined;
-  });
+  const kafka = kafkaScope('ambiguous-stress');
 
   it('every output lands once and the snapshots are the plain fold, whatever commits were cut', async () => {
-    const input = unique('input');
-    const output = unique('outputs');
-    const snapshotTopic = unique('snapshots');
+    const input = await kafka.topic('input', 1);
+    const output = kafka.topicName('outputs');
+    const snapshotTopic = kafka.topicName('snapshots');
     const groupId = unique('group');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    closers.push(() => admin.deleteTopics([input, output, snapshotTopic]));
-    proxy = await KafkaCutProxy.before(client);
-    member = await startMember(client, { groupId }, input);
-    const m = member;
+    const proxy = await kafka.proxy();
+    const m = await kafka.member({ groupId }, input);
     await m.membership.waitForJoin(30_000);
     const backend = new KafkaSnapshotBackend<Events, string>({
-      client: proxiedClient(client, proxy),
+      client: proxiedClient(kafka.client, proxy),
       flowName: 'f',
       groupId,
       inputTopic: input,
@@ -72,7 +53,7 @@ describe('ambiguous commits under load, on the real broker', () => {
       maxWritesPerTransaction: 4,
       commitTimeoutMs: 60_000,
     });
-    closers.push(() => backend.close());
+    kafka.defer(() => backend.close());
 
     const records = Array.from({ length: RECORDS }, (_, i) => ({
       offset: String(i),
@@ -170,7 +151,7 @@ describe('ambiguous commits under load, on the real broker', () => {
     for (const r of records) expected.set(String(r.key), [...(expected.get(String(r.key)) ?? []), String(r.value)]);
     const snapshots = await snapshotsOf(backend);
     expect(new Map([...snapshots].map(([k, v]) => [k, v.state.events]))).toEqual(expected);
-    const sources = (await readCommitted(client, output)).map((r) => String(r.headers[OUTPUT_SOURCE_HEADER]));
+    const sources = (await readCommitted(kafka.client, output)).map((r) => String(r.headers[OUTPUT_SOURCE_HEADER]));
     const counts = new Map<string, number>();
     for (const s of sources) counts.set(s, (counts.get(s) ?? 0) + 1);
     const missing = records.filter((r) => !counts.has(`${input}/0/${r.offset}/0`)).map((r) => r.offset);

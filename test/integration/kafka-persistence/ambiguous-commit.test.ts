@@ -7,39 +7,27 @@
 import { ManualClock } from '../../../flow/clock';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { type CutAction, isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
-import { closeAll, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
+import { type CutAction, isEndTxnCommit, type TcpProxy } from '../../../chaos/tcp-proxy';
+import { kafkaScope, proxiedClient, type RunningMember, unique, waitFor } from '../../support/servers';
 import { emittingFold, type Events, readCommitted, snapshotsOf, textCodec, textOutputs } from './harness';
 
 describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
-  let proxy: KafkaCutProxy;
+  const kafka = kafkaScope('ambiguous');
+  let proxy: TcpProxy;
   let input: string;
   let output: string;
   let snapshotTopic: string;
   let groupId: string;
   let member: RunningMember | undefined;
-  const closers: Array<() => Promise<unknown>> = [];
 
   beforeEach(async () => {
-    client = await testClient('ambiguous');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    output = unique('alerts');
-    snapshotTopic = unique('snapshots');
+    input = await kafka.topic('input', 1);
+    output = kafka.topicName('alerts');
+    snapshotTopic = kafka.topicName('snapshots');
     groupId = unique('group');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    proxy = await KafkaCutProxy.before(client);
-  });
-
-  afterEach(async () => {
-    await closeAll(...closers.splice(0).reverse(), async () => member?.consumer.disconnect(), () => proxy.close(), () => admin.deleteTopics([input, output, snapshotTopic]), () => admin.close());
-    member = undefined;
+    proxy = await kafka.proxy();
   });
 
   /**
@@ -47,11 +35,11 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
    * written with the next persist) on the Kafka snapshot backend, its producer through the proxy.
    */
   async function emittingFlow(requestTimeout?: number, ignorePersistErrors = true) {
-    member = await startMember(client, { groupId }, input);
+    member = await kafka.member({ groupId }, input);
     const m = member;
     await m.membership.waitForJoin(30_000);
     const backend = new KafkaSnapshotBackend<Events, string>({
-      client: proxiedClient(client, proxy, requestTimeout !== undefined ? { requestTimeout } : {}),
+      client: proxiedClient(kafka.client, proxy, requestTimeout !== undefined ? { requestTimeout } : {}),
       flowName: 'f',
       groupId,
       inputTopic: input,
@@ -61,7 +49,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
       outputTopics: [output],
       commitTimeoutMs: 60_000, // not this writer's own timeout: the connection's failure is what ends the commit
     });
-    closers.push(() => backend.close());
+    kafka.defer(() => backend.close());
     const persistence = await backend.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const clock = new ManualClock(0);
     const flow = new PartitionFlow<Events, string>({
@@ -83,7 +71,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
   }
 
   async function committedOffset(): Promise<string | null | undefined> {
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     try {
       return (await offsets.fetch(groupId, input, [0])).get(0);
     } finally {
@@ -102,7 +90,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     await flow.handleBatch(records(2, ['e3']));
     await flow.persist(clock.now(), 'periodic');
 
-    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect((await readCommitted(kafka.client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
     expect(await committedOffset()).toBe('3');
     expect((await snapshotsOf(backend)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
     expect(persistence.stats.commitTimeouts).toBe(1);
@@ -127,7 +115,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     await flow.handleBatch(records(2, ['e3']));
     await flow.persist(clock.now(), 'periodic');
 
-    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect((await readCommitted(kafka.client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
     expect(await committedOffset()).toBe('3');
     expect((await snapshotsOf(backend)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
   });
@@ -142,7 +130,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     await flow.handleBatch(records(2, ['e3']));
     await flow.persist(clock.now(), 'periodic');
 
-    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect((await readCommitted(kafka.client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
     expect(await committedOffset()).toBe('3');
     expect((await snapshotsOf(backend)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
     expect(persistence.stats.commitTimeouts).toBe(1);
@@ -163,13 +151,13 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     proxy.refuse(false);
     // Reachable again: it learns the first transaction landed, after its outputs went back to their key.
     await expect(flow.persist(clock.now(), 'periodic')).rejects.toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 2, outputs: 2 });
-    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2']);
+    expect((await readCommitted(kafka.client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2']);
     expect(await committedOffset()).toBe('2');
 
     // The partition recovers from what landed (as the worker does): e3 is folded again, emitted once.
     const m = member!;
-    const again = new KafkaSnapshotBackend<Events, string>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: backend.transactionalIdPrefix, outputTopics: [output] });
-    closers.push(() => again.close());
+    const again = new KafkaSnapshotBackend<Events, string>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: backend.transactionalIdPrefix, outputTopics: [output] });
+    kafka.defer(() => again.close());
     const persistence = await again.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const recovered = new PartitionFlow<Events, string>({
       flow: 'f', topic: input, partition: 0, assignedAt: '2', fold: emittingFold(output), codec: textCodec, outputs: textOutputs(output), persistence, mode: 'snapshots',
@@ -179,7 +167,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
     expect(recovered.stateOf('k')).toEqual({ events: ['e1', 'e2'] });
     await recovered.handleBatch(records(2, ['e3']));
     await recovered.persist(clock.now(), 'periodic');
-    expect((await readCommitted(client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
+    expect((await readCommitted(kafka.client, output)).map((r) => String(r.value))).toEqual(['e1', 'e2', 'e3']);
     expect(await committedOffset()).toBe('3');
     expect((await snapshotsOf(again)).get('k')).toEqual({ offset: '2', state: { events: ['e1', 'e2', 'e3'] } });
   });

@@ -9,12 +9,10 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import type { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
-import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
+import { kafkaScope, type RunningMember, unique } from '../../support/servers';
 import { snapshotsOf } from './harness';
 
 const RECORDS = 2_000;
@@ -34,26 +32,22 @@ const messages = (from: number, to: number): InputMessage[] =>
   Array.from({ length: to - from }, (_, j) => ({ offset: String(from + j), key: keyOf(from + j), value: codec.encode(from + j), timestamp: '0' }));
 
 describe('async folds, pipelined, on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('async-folds', { per: 'file' });
   let offsets: CommittedOffsets;
   let member: RunningMember;
   let backend: KafkaSnapshotBackend<Offsets, number>;
-  const topics: string[] = [];
-  const input = unique('async-input');
+  let input: string;
   const groupId = unique('async-group');
-  const snapshotTopic = unique('async-snapshots');
+  const snapshotTopic = kafka.topicName('async-snapshots');
 
   beforeAll(async () => {
-    client = await testClient('async-folds');
-    admin = new KafkaAdmin(client);
-    offsets = new CommittedOffsets(client);
-    topics.push(input, snapshotTopic);
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    member = await startMember(client, { groupId }, input);
+    input = await kafka.topic('async-input', 1);
+    offsets = new CommittedOffsets(kafka.client);
+    kafka.defer(() => offsets.close());
+    member = await kafka.member({ groupId }, input);
     await member.membership.waitForJoin(30_000);
     backend = new KafkaSnapshotBackend<Offsets, number>({
-      client,
+      client: kafka.client,
       flowName: 'async',
       groupId,
       inputTopic: input,
@@ -62,16 +56,7 @@ describe('async folds, pipelined, on the real broker', () => {
       transactional: true,
       maxWritesPerTransaction: 16,
     });
-  });
-
-  afterAll(async () => {
-    await closeAll(
-      () => backend.close(),
-      () => member.consumer.disconnect(),
-      () => offsets.close(),
-      () => admin.deleteTopics(topics.splice(0)),
-      () => admin.close(),
-    );
+    kafka.defer(() => backend.close());
   });
 
   async function owner(): Promise<{ flow: PartitionFlow<Offsets, number>; persistence: KafkaPartitionPersistence<Offsets, number>; from: number }> {

@@ -8,7 +8,6 @@ import { ManualClock } from '../../../flow/clock';
 import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
-import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotCommitTimeoutError } from '../../../kafka/errors';
@@ -17,59 +16,43 @@ import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../..
 import { DEAD_LETTER_HEADERS } from '../../../flow/poison';
 import { SnapshotTopicMismatchError } from '../../../persistence/kafka/errors';
 import { KafkaFlowBackend } from '../../../persistence/kafka/flow-backend';
-import { closeAll, type RunningMember, sleep, startMember, testClient, unique } from '../kafka/support';
+import { kafkaScope, type RunningMember, sleep, unique } from '../../support/servers';
 import { decodedSnapshot, snapshotsOf } from './harness';
 
 describe('the Kafka snapshot backend on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('backend');
   let input: string;
   let groupId: string;
   let member: RunningMember | undefined;
-  const topics: string[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
 
   beforeEach(async () => {
-    client = await testClient('backend');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
+    input = await kafka.topic('input', 3);
     groupId = unique('group');
-    topics.push(input);
-    await admin.ensureTopics([{ topic: input, partitions: 3 }]);
-  });
-
-  afterEach(async () => {
-    const created = async () => {
-      const existing = new Set(await admin.listTopics());
-      return topics.splice(0).filter((t) => existing.has(t));
-    };
-    await closeAll(...closers.splice(0).reverse(), async () => member?.consumer.disconnect(), async () => admin.deleteTopics(await created()), () => admin.close());
     member = undefined;
   });
 
+  /** A backend on `snapshotTopic`, closed after the test (a snapshot topic from kafka.topicName is deleted then). */
   function backend(o: Partial<KafkaSnapshotBackendOptions<string>> & { snapshotTopic: string }): KafkaSnapshotBackend<string> {
-    if (!topics.includes(o.snapshotTopic)) topics.push(o.snapshotTopic);
-    const b = new KafkaSnapshotBackend<string>({ client, flowName: 'f', groupId, inputTopic: input, ...o });
-    closers.push(() => b.close());
+    const b = new KafkaSnapshotBackend<string>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, ...o });
+    kafka.defer(() => b.close());
     return b;
   }
 
   async function joined(): Promise<RunningMember> {
-    member ??= await startMember(client, { groupId }, input);
+    member ??= await kafka.member({ groupId }, input);
     await member.membership.waitForJoin(30_000);
     return member;
   }
 
   it('creates the snapshot topic compacted with the input topic\'s partition count, and refuses one that does not fit', async () => {
-    const snapshotTopic = unique('snapshots');
+    const snapshotTopic = kafka.topicName('snapshots');
     await backend({ snapshotTopic }).ensureTopic();
-    expect(await admin.describeTopic(snapshotTopic, ['cleanup.policy'])).toMatchObject({ partitions: 3, config: { 'cleanup.policy': 'compact' } });
+    expect(await kafka.admin.describeTopic(snapshotTopic, ['cleanup.policy'])).toMatchObject({ partitions: 3, config: { 'cleanup.policy': 'compact' } });
     await backend({ snapshotTopic }).ensureTopic(); // an existing topic that fits is fine
 
-    const fewer = unique('snapshots');
-    const deleting = unique('snapshots');
-    topics.push(fewer, deleting);
-    await admin.ensureTopics([
+    const fewer = kafka.topicName('snapshots');
+    const deleting = kafka.topicName('snapshots');
+    await kafka.admin.ensureTopics([
       { topic: fewer, partitions: 2, config: { 'cleanup.policy': 'compact' } },
       { topic: deleting, partitions: 3 },
     ]);
@@ -82,7 +65,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
 
   it('rolls from caching to transactional mode and back with no migration (one record format)', async () => {
     const m = await joined();
-    const snapshotTopic = unique('snapshots');
+    const snapshotTopic = kafka.topicName('snapshots');
     const committer = { commit: async (_tp: unknown, offset: number) => m.consumer.commitOffsets([{ topic: input, partition: 0, offset: String(offset) }]) };
     const caching = backend({ snapshotTopic, transactional: false });
     const c = await caching.forPartition({ topic: input, partition: 0, generation: () => m.membership.current(), committer });
@@ -110,9 +93,9 @@ describe('the Kafka snapshot backend on the real broker', () => {
    * transaction stays open until the next producer's initialization aborts it.
    */
   function silentCommits(mode: 'late' | 'lost'): KafkaClient {
-    const kafka = Object.create(client.kafka) as KafkaClient['kafka'];
-    kafka.producer = (config) => {
-      const producer = client.kafka.producer(config);
+    const flaky = Object.create(kafka.client.kafka) as KafkaClient['kafka'];
+    flaky.producer = (config) => {
+      const producer = kafka.client.kafka.producer(config);
       if (!config?.transactionalId) return producer;
       const begin = producer.transaction.bind(producer);
       producer.transaction = async () => {
@@ -123,12 +106,12 @@ describe('the Kafka snapshot backend on the real broker', () => {
       };
       return producer;
     };
-    return { ...client, kafka };
+    return { ...kafka.client, kafka: flaky };
   }
 
   it('an unanswered commit that landed: the producer is rebuilt, the outcome learned, the write succeeds', async () => {
     const m = await joined();
-    const snapshotTopic = unique('snapshots');
+    const snapshotTopic = kafka.topicName('snapshots');
     const registry = new Registry();
     const b = backend({ snapshotTopic, client: silentCommits('late'), transactional: true, transactionalIdPrefix: unique('app'), commitTimeoutMs: 300, metrics: FlowMetrics.of(registry) });
     const p = await b.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
@@ -137,7 +120,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     expect(await p.write({ writes: [], commitOffset: 9 })).toEqual({ statuses: [], committed: true });
     expect(p.stats.commitTimeouts).toBe(2);
     expect(await registry.getSingleMetricAsString('kafka_flow_snapshot_commit_timeouts_total')).toMatch(/outcome="committed"} 2/);
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     try {
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('9');
     } finally {
@@ -148,7 +131,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
 
   it('an unanswered commit that never happened: the rebuilt producer aborts it, the write fails, nothing landed', async () => {
     const m = await joined();
-    const snapshotTopic = unique('snapshots');
+    const snapshotTopic = kafka.topicName('snapshots');
     const b = backend({ snapshotTopic, client: silentCommits('lost'), transactional: true, transactionalIdPrefix: unique('app'), commitTimeoutMs: 300 });
     const p = await b.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const error = await p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 } }], commitOffset: 8 }).catch((e: unknown) => e);
@@ -157,7 +140,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     expect(p.fenced).toBeUndefined(); // not a rejection: the partition goes on
     expect(await p.read('k')).toBeUndefined();
     expect((await snapshotsOf(b)).size).toBe(0);
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     try {
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBeNull();
     } finally {
@@ -167,15 +150,14 @@ describe('the Kafka snapshot backend on the real broker', () => {
 
   it('an unanswered commit that landed, learned only at the next write: that write stops the partition instead of producing its dead letter twice', async () => {
     const m = await joined();
-    const snapshotTopic = unique('snapshots');
-    const deadLetterTopic = unique('dead-letters');
-    topics.push(deadLetterTopic);
+    const snapshotTopic = kafka.topicName('snapshots');
+    const deadLetterTopic = kafka.topicName('dead-letters');
     // Producer 1: the broker commits, the answer comes 2 s late; producer 2 (the rebuild that
     // would learn the outcome) cannot connect; producer 3 and later are fine.
-    const kafka = Object.create(client.kafka) as KafkaClient['kafka'];
+    const flaky = Object.create(kafka.client.kafka) as KafkaClient['kafka'];
     let created = 0;
-    kafka.producer = (config) => {
-      const producer = client.kafka.producer(config);
+    flaky.producer = (config) => {
+      const producer = kafka.client.kafka.producer(config);
       if (!config?.transactionalId) return producer;
       created++;
       if (created === 1) {
@@ -194,7 +176,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
       return producer;
     };
     const prefix = unique('app');
-    const b = backend({ snapshotTopic, client: { ...client, kafka }, transactional: true, transactionalIdPrefix: prefix, commitTimeoutMs: 300, deadLetterTopic });
+    const b = backend({ snapshotTopic, client: { ...kafka.client, kafka: flaky }, transactional: true, transactionalIdPrefix: prefix, commitTimeoutMs: 300, deadLetterTopic });
     const p = await b.forPartition({ topic: input, partition: 1, generation: () => m.membership.current() });
     const letter = { topic: deadLetterTopic, key: Buffer.from('k'), value: Buffer.from('{bad'), headers: { [DEAD_LETTER_HEADERS.offset]: '7', [DEAD_LETTER_HEADERS.reason]: 'decode' } };
     await expect(p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 }, outputs: [letter] }], commitOffset: 8 })).rejects.toThrow(/ECONNREFUSED/);
@@ -203,7 +185,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     expect(error).toMatchObject({ code: 'COMMIT_LANDED_LATE', offset: 8, outputs: 1 });
     expect(created).toBe(3);
 
-    const reader = new PartitionReader(client);
+    const reader = new PartitionReader(kafka.client);
     const got: ReadRecord[] = [];
     try {
       await reader.read({ topic: deadLetterTopic, partition: 1, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });
@@ -221,12 +203,10 @@ describe('the Kafka snapshot backend on the real broker', () => {
   });
 
   it('inspects every input topic\'s snapshots without a group; a multi-topic flow gets a snapshot topic per input topic', async () => {
-    const second = unique('input');
-    topics.push(second);
-    await admin.ensureTopics([{ topic: second, partitions: 1 }]);
-    const flow = new KafkaFlowBackend<string>({ client, flowName: 'f', groupId, topics: [input, second], transactional: false });
-    closers.push(() => flow.close());
-    for (const b of flow.backends.values()) topics.push(b.snapshotTopic);
+    const second = await kafka.topic('input', 1);
+    const flow = new KafkaFlowBackend<string>({ client: kafka.client, flowName: 'f', groupId, topics: [input, second], transactional: false });
+    kafka.defer(() => flow.close());
+    for (const b of flow.backends.values()) kafka.deleteAfter(b.snapshotTopic);
     expect(flow.forTopic(second).snapshotTopic).toBe(`${groupId}-f-${second}-snapshots`);
     const commits: number[] = [];
     const committer = { commit: async (_tp: unknown, offset: number) => void commits.push(offset) };
@@ -241,12 +221,12 @@ describe('the Kafka snapshot backend on the real broker', () => {
       { topic: second, partition: 0, key: 'y', offset: '3', state: 'y0' },
     ]);
     expect(commits).toEqual([12, 4]);
-    expect(() => new KafkaFlowBackend<string>({ client, flowName: 'f', groupId, topics: [input, second], snapshotTopic: 'one' })).toThrow(/cannot be set/);
+    expect(() => new KafkaFlowBackend<string>({ client: kafka.client, flowName: 'f', groupId, topics: [input, second], snapshotTopic: 'one' })).toThrow(/cannot be set/);
   });
 
   it('a state-dependent delete keeps its dedupe: the marker survives a crash with the commit below it, and is purged once passed', async () => {
     const m = await joined();
-    const snapshotTopic = unique('snapshots');
+    const snapshotTopic = kafka.topicName('snapshots');
     const prefix = unique('app');
     type Count = { n: number };
     const fold = (s: Count | undefined, r: { value: string }): Count | undefined => {
@@ -255,8 +235,8 @@ describe('the Kafka snapshot backend on the real broker', () => {
     };
     const clock = new ManualClock(0);
     const flowOn = async (assignedAt: string) => {
-      const b2 = new KafkaSnapshotBackend<Count, string>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: prefix });
-      closers.push(() => b2.close());
+      const b2 = new KafkaSnapshotBackend<Count, string>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: prefix });
+      kafka.defer(() => b2.close());
       const persistence = await b2.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
       const flow = new PartitionFlow<Count, string>({
         flow: 'f', topic: input, partition: 0, assignedAt, fold, codec: { encode: (v) => Buffer.from(v), decode: (b) => b.toString() },
@@ -267,7 +247,6 @@ describe('the Kafka snapshot backend on the real broker', () => {
     };
     const msgs = (from: number, kv: Array<[string, string]>) => kv.map(([k, v], i) => ({ offset: String(from + i), key: Buffer.from(k), value: Buffer.from(v), timestamp: '0' }));
     const input0 = msgs(0, [['a', 'inc'], ['h', 'inc'], ['a', 'dec'], ['a', 'inc']]);
-    topics.push(snapshotTopic);
 
     const first = await flowOn('0');
     await first.flow.handleBatch(input0.slice(0, 1));
@@ -294,12 +273,11 @@ describe('the Kafka snapshot backend on the real broker', () => {
 
   it('dead letters travel in the snapshot transaction: they land with the key write, and a fenced transaction lands none', async () => {
     const m = await joined();
-    const snapshotTopic = unique('snapshots');
-    const deadLetterTopic = unique('dead-letters');
-    topics.push(deadLetterTopic);
+    const snapshotTopic = kafka.topicName('snapshots');
+    const deadLetterTopic = kafka.topicName('dead-letters');
     const b = backend({ snapshotTopic, transactional: true, transactionalIdPrefix: unique('app'), deadLetterTopic });
     const p = await b.forPartition({ topic: input, partition: 2, generation: () => m.membership.current() });
-    expect((await admin.describeTopic(deadLetterTopic))?.partitions).toBe(3); // created like the input topic
+    expect((await kafka.admin.describeTopic(deadLetterTopic))?.partitions).toBe(3); // created like the input topic
     const letter = {
       topic: deadLetterTopic,
       key: Buffer.from('k'),
@@ -315,7 +293,7 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const error = await s2.write({ writes: [{ key: 'x', snapshot: { state: 'w', offset: 43 }, outputs: [{ ...letter, key: Buffer.from('x') }] }], commitOffset: 44 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'FENCED' });
 
-    const reader = new PartitionReader(client);
+    const reader = new PartitionReader(kafka.client);
     const got: ReadRecord[] = [];
     try {
       await reader.read({ topic: deadLetterTopic, partition: 2, fromOffset: '0', stallTimeoutMs: 10_000, onRecords: (rs) => void got.push(...rs) });

@@ -13,10 +13,9 @@ import { PartitionFlow, type PersistResult } from '../../../flow/partition-flow'
 import type { PartitionPersistence, WriteBatch, WriteBatchResult } from '../../../flow/ports';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
-import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
-import { closeAll, fillInput, type RunningMember, startMember, testClient, unique } from '../kafka/support';
+import { fillInput, type KafkaScope, kafkaScope, type RunningMember, unique } from '../../support/servers';
 import { textCodec } from './harness';
 
 /** A key's count of `v` records; the third deletes it (a delete that depends on the state), and so does `del`. */
@@ -170,10 +169,8 @@ export interface SuiteEnv {
   readonly input: string;
   readonly groupId: string;
   readonly member: RunningMember;
-  /** Topics to delete after the test (the input is already there). */
-  readonly topics: string[];
-  /** Run after the test, before the member leaves (backends to close). */
-  readonly closers: Array<() => Promise<unknown>>;
+  /** The test's Kafka: topics to delete after it (`deleteAfter`, `topicName`), backends to close (`defer`). */
+  readonly kafka: KafkaScope;
 }
 
 /**
@@ -183,31 +180,20 @@ export interface SuiteEnv {
  * persistence at `maxWrites` key writes a chunk (a new one per call, as after an assignment).
  */
 export function chunkedPersistSuite(name: string, persistence: (env: SuiteEnv, maxWrites: number) => () => Promise<PartitionPersistence<Count, string>>): void {
+  const kafka = kafkaScope(name);
   let env: SuiteEnv;
-  let admin: KafkaAdmin;
   let offsets: CommittedOffsets;
 
   beforeEach(async () => {
-    const client = await testClient(name);
-    admin = new KafkaAdmin(client);
+    const { client } = kafka;
     offsets = new CommittedOffsets(client);
-    const input = unique('input');
+    kafka.defer(() => offsets.close());
+    const input = await kafka.topic('input', 1);
     const groupId = unique('group');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
     await fillInput(client, input, [0], 20);
-    const member = await startMember(client, { groupId }, input);
+    const member = await kafka.member({ groupId }, input);
     await member.membership.waitForJoin(30_000);
-    env = { client, input, groupId, member, topics: [input], closers: [] };
-  });
-
-  afterEach(async () => {
-    await closeAll(
-      ...env.closers.splice(0),
-      () => env.member.consumer.disconnect(),
-      () => offsets.close(),
-      () => admin.deleteTopics(env.topics.splice(0)),
-      () => admin.close(),
-    );
+    env = { client, input, groupId, member, kafka };
   });
 
   const ports = (maxWrites: number): StoryPorts => {

@@ -4,13 +4,12 @@
 // offset commit passes its deletion. After A's persist, B recovers and replays from the committed
 // offset; every key must be what a plain fold of the whole input gives.
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { unique } from '../kafka/support';
+import { unique } from '../../support/servers';
 import { chunkedPersistSuite, type Count } from './chunked-persist-story';
 
 describe('multi-transaction persists on the real broker', () => {
   chunkedPersistSuite('chunked-persist', (env, maxWritesPerTransaction) => {
-    const snapshotTopic = unique('snapshots');
-    env.topics.push(snapshotTopic);
+    const snapshotTopic = env.kafka.topicName('snapshots');
     const transactionalIdPrefix = unique('app');
     return async () => {
       const backend = new KafkaSnapshotBackend<Count, string>({
@@ -23,7 +22,7 @@ describe('multi-transaction persists on the real broker', () => {
         transactional: true,
         maxWritesPerTransaction,
       });
-      env.closers.push(() => backend.close());
+      env.kafka.defer(() => backend.close());
       return backend.forPartition({ topic: env.input, partition: 0, generation: () => env.member.membership.current() });
     };
   });

@@ -4,35 +4,24 @@
 // back on its "next assignment". Hundreds of fences in a row: partition 1 of the same backend
 // keeps committing throughout, nothing acknowledged is lost, nothing fenced becomes visible, and
 // no promise is left rejected unhandled.
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
+import { closeAll, kafkaScope, unique } from '../../support/servers';
 import { snapshotsOf } from './harness';
 
 const FENCES = 200;
 
 describe('a fence storm on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('storm');
   let input: string;
   let snapshotTopic: string;
   let groupId: string;
-  let member: RunningMember | undefined;
 
   beforeEach(async () => {
-    client = await testClient('storm');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    snapshotTopic = unique('snapshots');
+    input = await kafka.topic('input', 2);
+    snapshotTopic = kafka.topicName('snapshots');
     groupId = unique('group');
-    await admin.ensureTopics([{ topic: input, partitions: 2 }]);
-  });
-
-  afterEach(async () => {
-    await closeAll(async () => member?.consumer.disconnect(), () => admin.deleteTopics([input, snapshotTopic]), () => admin.close());
   });
 
   it(`tolerates ${FENCES} fences in a row on one partition while the other goes on, losing nothing`, async () => {
@@ -40,13 +29,12 @@ describe('a fence storm on the real broker', () => {
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     const prefix = unique('app');
-    const backend = new KafkaSnapshotBackend<number>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactionalIdPrefix: prefix, transactional: true });
-    const rival = new TransactionalWriter({ client, transactionalIdPrefix: prefix, partition: 0, groupId });
-    const reader = new KafkaSnapshotBackend<number>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });
+    const backend = new KafkaSnapshotBackend<number>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactionalIdPrefix: prefix, transactional: true });
+    const rival = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 0, groupId });
+    const reader = new KafkaSnapshotBackend<number>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });
     try {
-      member = await startMember(client, { groupId }, input);
-      await member.membership.waitForJoin(30_000);
-      const m = member;
+      const m = await kafka.member({ groupId }, input);
+      await m.membership.waitForJoin(30_000);
       const assign = (partition: number) => backend.forPartition({ topic: input, partition, generation: () => m.membership.current() });
       const other = await assign(1);
       const acknowledged = new Map<string, number>();

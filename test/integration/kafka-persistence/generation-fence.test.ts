@@ -4,60 +4,43 @@
 // (4) an offset commit (a transaction with no writes) from a stale generation is rejected;
 // (5) a stale writer's very FIRST snapshot flush, which carries no offset of its own, is rejected
 //     too, because every transaction commits the offset seeded at assignment.
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import type { GroupGeneration } from '../../../kafka/group-membership';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
 import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from '../kafka/support';
+import { fillInput, kafkaScope, unique, waitFor } from '../../support/servers';
 import { snapshotsOf } from './harness';
 
 describe('the consumer-generation fence on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('genfence');
   let input: string;
   let snapshotTopic: string;
   let groupId: string;
   let prefix: string;
   let backend: KafkaSnapshotBackend<number>;
   let offsets: CommittedOffsets;
-  const members: RunningMember[] = [];
 
   beforeEach(async () => {
-    client = await testClient('genfence');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    snapshotTopic = unique('snapshots');
+    input = await kafka.topic('input', 1);
+    snapshotTopic = kafka.topicName('snapshots');
     groupId = unique('group');
     prefix = unique('app');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    await fillInput(client, input, [0], 10);
-    backend = new KafkaSnapshotBackend<number>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactionalIdPrefix: prefix, transactional: true });
-    offsets = new CommittedOffsets(client);
-  });
-
-  afterEach(async () => {
-    await closeAll(
-      ...members.splice(0).map((m) => () => m.consumer.disconnect()),
-      () => backend.close(),
-      () => offsets.close(),
-      () => admin.deleteTopics([input, snapshotTopic]),
-      () => admin.close(),
-    );
+    await fillInput(kafka.client, input, [0], 10);
+    backend = new KafkaSnapshotBackend<number>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactionalIdPrefix: prefix, transactional: true });
+    offsets = new CommittedOffsets(kafka.client);
+    kafka.defer(() => offsets.close());
+    kafka.defer(() => backend.close());
   });
 
   /** A joins; returns A's generation as captured then, and a function that moves the group on (B joins, A rejoins). */
   async function memberA(): Promise<{ captured: GroupGeneration; rebalance: () => Promise<void> }> {
-    const a = await startMember(client, { groupId }, input);
-    members.push(a);
+    const a = await kafka.member({ groupId }, input);
     const captured = await a.membership.waitForJoin(30_000);
     return {
       captured,
       rebalance: async () => {
-        const b = await startMember(client, { groupId }, input);
-        members.push(b);
+        const b = await kafka.member({ groupId }, input);
         await b.membership.waitForJoin(30_000, captured.generationId);
         await waitFor('A to rejoin the next generation', () => (a.membership.current()?.generationId ?? 0) > captured.generationId);
       },
@@ -97,7 +80,7 @@ describe('the consumer-generation fence on the real broker', () => {
     expect((await snapshotsOf(backend)).size).toBe(0); // nothing landed
 
     // The control: the same stale write in a transaction WITHOUT an offset commit is not gated and lands.
-    const ungated = new TransactionalWriter({ client, transactionalIdPrefix: unique('ungated'), partition: 0, groupId });
+    const ungated = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('ungated'), partition: 0, groupId });
     try {
       await ungated.commit({
         messages: [{ topic: snapshotTopic, partition: 0, key: 'k', value: backend.format.encode({ state: 666, offset: 5 }) }],

@@ -6,13 +6,11 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import type { InputMessage } from '../../../flow/record';
 import { timerPolicy } from '../../../flow/timers';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReader } from '../../../kafka/partition-reader';
 import type { WriteBatch } from '../../../flow/ports';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { closeAll, type RunningMember, startMember, testClient, unique } from '../kafka/support';
+import { kafkaScope, type RunningMember, unique } from '../../support/servers';
 import { snapshotsOf, textCodec } from './harness';
 
 const KEYS = 600;
@@ -22,42 +20,28 @@ const oneEach = (n: number): InputMessage[] =>
   Array.from({ length: n }, (_, i) => ({ offset: String(i), key: `k${i}`, value: Buffer.from(`v${i}`), timestamp: '0' }));
 
 describe('group-committed snapshot transactions on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('groupcommit');
   let reader: PartitionReader;
   let offsets: CommittedOffsets;
   let input: string;
   let groupId: string;
   let member: RunningMember;
-  const topics: string[] = [];
 
   beforeEach(async () => {
-    client = await testClient('groupcommit');
-    admin = new KafkaAdmin(client);
-    reader = new PartitionReader(client);
-    offsets = new CommittedOffsets(client);
-    input = unique('input');
+    reader = new PartitionReader(kafka.client);
+    kafka.defer(() => reader.close());
+    offsets = new CommittedOffsets(kafka.client);
+    kafka.defer(() => offsets.close());
+    input = await kafka.topic('input', 1);
     groupId = unique('group');
-    topics.push(input);
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    member = await startMember(client, { groupId }, input);
+    member = await kafka.member({ groupId }, input);
     await member.membership.waitForJoin(30_000);
   });
 
-  afterEach(async () => {
-    await closeAll(
-      () => member.consumer.disconnect(),
-      () => reader.close(),
-      () => offsets.close(),
-      () => admin.deleteTopics(topics.splice(0)),
-      () => admin.close(),
-    );
-  });
-
   async function flush(snapshotTopic: string, cap: number, check: (batch: WriteBatch<string, string>) => Promise<void>) {
-    topics.push(snapshotTopic);
+    kafka.deleteAfter(snapshotTopic);
     const backend = new KafkaSnapshotBackend<string, string>({
-      client,
+      client: kafka.client,
       flowName: 'f',
       groupId,
       inputTopic: input,

@@ -22,7 +22,7 @@ import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../..
 import type { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
 import type { PartitionPersistence } from '../../../flow/ports';
-import { fastGroup, waitFor } from '../kafka/support';
+import { fastGroup, waitFor } from '../../support/servers';
 
 /** The test flow's state: every event value folded into the key, in order. */
 export interface Events {

@@ -13,13 +13,11 @@ import { silentLogger } from '../../../core/logger';
 import { defineFlow } from '../../../define-flow';
 import { OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
 import { FlowMetrics } from '../../../flow/metrics';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { createBackend } from '../../../persistence/backends';
 import { KafkaFlowConsumer } from '../../../workers/runtime/flow-consumer';
 import { FlowRuntime } from '../../../workers/runtime/flow-runtime';
 import type { PartitionSignals } from '../../../workers/runtime/partition-signals';
-import { closeAll, requireBroker, testClient, unique, waitFor } from '../kafka/support';
+import { kafkaScope, requireBroker, unique, waitFor } from '../../support/servers';
 import { readCommitted } from './harness';
 import { recordPendingOutputs } from '../../support/pending-outputs';
 import { driveFolding } from '../../support/fold-loop';
@@ -48,18 +46,16 @@ class ActivitiesInline implements PartitionSignals {
 }
 
 describe('maxPendingOutputs on the real broker (transactional outputs)', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
-  const input = unique('backpressure-input');
-  const output = unique('backpressure-outputs');
+  const kafka = kafkaScope('output-backpressure', { per: 'file' });
+  let input: string;
+  const output = kafka.topicName('backpressure-outputs');
   const groupId = unique('backpressure-group');
   const name = unique('backpressure');
+  kafka.deleteAfter(`${groupId}-${name}-snapshots`);
 
   beforeAll(async () => {
-    client = await testClient('output-backpressure');
-    admin = new KafkaAdmin(client);
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    const producer = client.kafka.producer();
+    input = await kafka.topic('backpressure-input', 1);
+    const producer = kafka.client.kafka.producer();
     await producer.connect();
     try {
       for (let from = 0; from < RECORDS; from += 2_000) {
@@ -69,13 +65,6 @@ describe('maxPendingOutputs on the real broker (transactional outputs)', () => {
     } finally {
       await producer.disconnect();
     }
-  });
-
-  afterAll(async () => {
-    await closeAll(
-      () => admin.deleteTopics([input, output, `${groupId}-${name}-snapshots`]),
-      () => admin.close(),
-    );
   });
 
   it('never holds more than the bound plus a slice, and lands every output exactly once', async () => {
@@ -128,7 +117,7 @@ describe('maxPendingOutputs on the real broker (transactional outputs)', () => {
     expect(outputsPersists).toBeGreaterThanOrEqual(Math.floor(RECORDS / (BOUND + SLICE)));
     expect(signals.revokes.map((r) => r.reason)).toEqual(['shutdown']);
 
-    const got = await readCommitted(client, output);
+    const got = await readCommitted(kafka.client, output);
     const seen = new Map<number, number>();
     for (const r of got) {
       expect(r.headers[OUTPUT_SOURCE_HEADER]).toBeDefined();

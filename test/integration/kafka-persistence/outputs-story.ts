@@ -1,6 +1,6 @@
 import type { KafkaClient } from '../../../kafka/client';
 import type { ReadRecord } from '../../../kafka';
-import { waitFor } from '../kafka/support';
+import { waitFor } from '../../support/servers';
 import { countBySource, dedupeBySource, emittingFold, events, Owner, type OwnerOptions, produce, textOutputs } from './harness';
 
 /**

@@ -7,59 +7,48 @@
 // once: the stale owner's flush produces its outputs before its (unfenced) writes, so some land
 // twice, and deduplicating by the kafka-flow-source header gives exactly the expected set.
 import { OUTPUT_SOURCE_HEADER } from '../../../flow/emit';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotWriteFencedError } from '../../../core/fence-errors';
-import { closeAll, testClient, unique } from '../kafka/support';
+import { kafkaScope, unique } from '../../support/servers';
 import { events, type Owner, readCommitted } from './harness';
 import { emittingOwner, expectOutputsAtLeastOnce, staleAndLostOwners } from './outputs-story';
 
 describe('outputs on the real broker (issue 15)', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('outputs');
   let input: string;
   let output: string;
   let snapshotTopic: string;
   let groupId: string;
   let prefix: string;
-  const owners: Owner[] = [];
 
   beforeEach(async () => {
-    client = await testClient('outputs');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    output = unique('alerts');
-    snapshotTopic = unique('snapshots');
+    input = await kafka.topic('input', 1);
+    output = kafka.topicName('alerts');
+    snapshotTopic = kafka.topicName('snapshots');
     groupId = unique('group');
     prefix = unique('app');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-  });
-
-  afterEach(async () => {
-    await closeAll(...owners.splice(0).map((o) => () => o.stop()), () => admin.deleteTopics([input, output, snapshotTopic]), () => admin.close());
   });
 
   /** An owner of the story (outputs-story.ts), persisting to the Kafka snapshot backend. */
   function owner(name: string, flushOnRevoke: boolean, transactional = true): Owner {
-    const o = emittingOwner({ client, groupId, input, output }, name, flushOnRevoke, {
+    const o = emittingOwner({ client: kafka.client, groupId, input, output }, name, flushOnRevoke, {
       backend: { flowName: 'f', snapshotTopic, transactionalIdPrefix: prefix, transactional, recoveryStallTimeoutMs: 20_000, outputTopics: [output] },
     });
-    owners.push(o);
+    kafka.defer(() => o.stop());
     return o;
   }
 
-  const readOutputs = () => readCommitted(client, output);
+  const readOutputs = () => readCommitted(kafka.client, output);
   const range = events;
 
   it('a read_committed consumer sees each output once: stale owner fenced, lost owner re-emitted once, replays skipped', async () => {
     // B's recovery fences A's producer, so A's flush on revoke, carrying e4..e6's outputs, is
     // fenced; so is its next outputs persist.
     const { c } = await staleAndLostOwners({
-      client,
+      client: kafka.client,
       input,
       owner,
-      recovered: async () => expect((await admin.describeTopic(output))?.partitions).toBe(1), // created with the input's count
+      recovered: async () => expect((await kafka.admin.describeTopic(output))?.partitions).toBe(1), // created with the input's count
       staleFlushed: async (a) => {
         expect(a.revokes[0]!.result).toMatchObject({ written: 0, fenced: true });
         await expect(a.flow!.persist(Date.now(), 'outputs')).rejects.toBeInstanceOf(SnapshotWriteFencedError);
@@ -72,7 +61,7 @@ describe('outputs on the real broker (issue 15)', () => {
     const got = await readOutputs();
     expect(got.map((r) => String(r.value))).toEqual(range(1, 8)); // each once, in order
     expect(got.map((r) => String(r.headers[OUTPUT_SOURCE_HEADER]))).toEqual(range(1, 8).map((_, i) => `${input}/0/${i + 1}/0`));
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     try {
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('9');
     } finally {
@@ -84,7 +73,7 @@ describe('outputs on the real broker (issue 15)', () => {
     // Nothing fences A's flush on revoke in caching mode, so its outputs of e4..e6 are produced (a
     // second time) before its stale snapshot @6 — which overwrites B's @7 (kafka-flow#732, what
     // transactional mode fences); only its offset commit is refused.
-    const { c } = await staleAndLostOwners({ client, input, owner: (name, flushOnRevoke) => owner(name, flushOnRevoke, false), staleFlushed: async () => {} });
+    const { c } = await staleAndLostOwners({ client: kafka.client, input, owner: (name, flushOnRevoke) => owner(name, flushOnRevoke, false), staleFlushed: async () => {} });
     // C recovered k @6 (A's stale write, a prefix of the truth) from the committed offset 0: e7 is
     // folded and emitted again, e8 for the first time.
     expect(await c.persistPeriodically()).toMatchObject({ outputs: 2, committed: '9' });

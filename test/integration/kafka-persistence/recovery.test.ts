@@ -16,55 +16,39 @@ import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { PartitionReader } from '../../../kafka/partition-reader';
 import { snapshotTransactionalId } from '../../../kafka/transactional-writer';
 import { KafkaSnapshotBackend, type KafkaSnapshotBackendOptions } from '../../../persistence/kafka/backend';
 import { RecoveryReadStalledError } from '../../../persistence/kafka/errors';
 import type { KafkaPartitionPersistence } from '../../../persistence/kafka/kafka-partition-persistence';
-import { closeAll, type RunningMember, sleep, startMember, testClient, unique, waitFor } from '../kafka/support';
+import { kafkaScope, type RunningMember, sleep, unique, waitFor } from '../../support/servers';
 import { decodedSnapshot, recordingLogger, textCodec } from './harness';
 
 type State = string;
 
 describe('snapshot recovery on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('recovery');
   let reader: PartitionReader;
   let input: string;
   let snapshotTopic: string;
   let groupId: string;
   let prefix: string;
   let member: RunningMember;
-  const closers: Array<() => Promise<unknown>> = [];
 
   beforeEach(async () => {
-    client = await testClient('recovery');
-    admin = new KafkaAdmin(client);
-    reader = new PartitionReader(client);
-    input = unique('input');
-    snapshotTopic = unique('snapshots');
+    reader = new PartitionReader(kafka.client);
+    kafka.defer(() => reader.close());
+    input = await kafka.topic('input', 1);
+    snapshotTopic = kafka.topicName('snapshots');
     groupId = unique('group');
     prefix = unique('app');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-    member = await startMember(client, { groupId }, input);
+    member = await kafka.member({ groupId }, input);
     await member.membership.waitForJoin(30_000);
   });
 
-  afterEach(async () => {
-    await closeAll(
-      ...closers.splice(0).reverse(),
-      () => member.consumer.disconnect(),
-      () => reader.close(),
-      () => admin.deleteTopics([input, snapshotTopic]),
-      () => admin.close(),
-    );
-  });
-
   function backend(extra: Partial<KafkaSnapshotBackendOptions<State>> = {}): KafkaSnapshotBackend<State> {
-    const b = new KafkaSnapshotBackend<State>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactionalIdPrefix: prefix, transactional: true, ...extra });
-    closers.push(() => b.close());
+    const b = new KafkaSnapshotBackend<State>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactionalIdPrefix: prefix, transactional: true, ...extra });
+    kafka.defer(() => b.close());
     return b;
   }
 
@@ -84,9 +68,9 @@ describe('snapshot recovery on the real broker', () => {
 
   /** A producer of another transactional.id that opens a transaction on the snapshot partition and leaves it open. */
   async function foreignOpenTransaction(b: KafkaSnapshotBackend<State>, key: string, transactionTimeout: number, transactionalId = unique('foreign')) {
-    const producer: Producer = client.kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout });
+    const producer: Producer = kafka.client.kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout });
     await producer.connect();
-    closers.push(() => producer.disconnect());
+    kafka.defer(() => producer.disconnect());
     const transaction: Transaction = await producer.transaction();
     await transaction.send({ topic: snapshotTopic, messages: [{ partition: 0, key, value: b.format.encode({ state: `${key}-uncommitted`, offset: 99 }) }] });
     return { producer, transaction };
@@ -199,12 +183,12 @@ describe('snapshot recovery on the real broker', () => {
     const reading = recoverAll(takeover).catch((e: unknown) => e);
     await sleep(500);
     // The disaster: every record of the partition is gone and its log end starts over at 0.
-    await admin.deleteTopics([snapshotTopic]);
+    await kafka.admin.deleteTopics([snapshotTopic]);
     const deadline = Date.now() + 20_000;
     for (;;) {
       try {
-        await admin.ensureTopics([{ topic: snapshotTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } }]);
-        const described = await admin.describeTopic(snapshotTopic);
+        await kafka.admin.ensureTopics([{ topic: snapshotTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } }]);
+        const described = await kafka.admin.describeTopic(snapshotTopic);
         if (described?.partitions === 1) break;
       } catch (err) {
         if (Date.now() > deadline) throw err;
@@ -249,9 +233,9 @@ describe('snapshot recovery on the real broker', () => {
     const first = await assign(owner);
     await put(first, 'good', 'g', 1);
     // A damaged record of 'bad' on the snapshot topic: its envelope starts as ours do, its state is cut off.
-    const producer = client.kafka.producer();
+    const producer = kafka.client.kafka.producer();
     await producer.connect();
-    closers.push(() => producer.disconnect());
+    kafka.defer(() => producer.disconnect());
     const damaged = new Compressor({ compressionThreshold: Number.POSITIVE_INFINITY }).compress(Buffer.from('{"offset":1,"metadata":"","value":"b'));
     const [sent] = await producer.send({ topic: snapshotTopic, messages: [{ partition: 0, key: 'bad', value: damaged }] });
     await settledOffsets();
@@ -286,8 +270,8 @@ describe('snapshot recovery on the real broker', () => {
     expect(flow.failed).toBe(error);
     expect(flow.stateOf('good')).toBe('g24'); // folded up to the bad key's record, not past it
     await expect(flow.persist(Date.now(), 'periodic')).rejects.toBe(error);
-    const offsets = new CommittedOffsets(client);
-    closers.push(() => offsets.close());
+    const offsets = new CommittedOffsets(kafka.client);
+    kafka.defer(() => offsets.close());
     expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('4'); // a replay starts before the bad key's record
 
     // What was stored is all still there, the damaged record included: a retry stops at the same place.

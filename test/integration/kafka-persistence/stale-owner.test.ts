@@ -5,49 +5,38 @@
 // (2) transactional mode: the same flush is fenced and the new owner's snapshot survives;
 // (3) a stale writer's next periodic flush fails fast (generation fence alone: the new owner has
 //     not initialized its producer, so no producer-epoch fence is involved).
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
-import { closeAll, testClient, unique, waitFor } from '../kafka/support';
+import { closeAll, kafkaScope, unique, waitFor } from '../../support/servers';
 import { type Events, Owner, produce, snapshotsOf } from './harness';
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `e${from + i}`);
 
 describe('a stale owner on the real broker (kafka-flow #732)', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('stale');
   let input: string;
   let snapshotTopic: string;
   let groupId: string;
   let prefix: string;
-  const owners: Owner[] = [];
 
   beforeEach(async () => {
-    client = await testClient('stale');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    snapshotTopic = unique('snapshots');
+    input = await kafka.topic('input', 1);
+    snapshotTopic = kafka.topicName('snapshots');
     groupId = unique('group');
     prefix = unique('app');
-    await admin.ensureTopics([{ topic: input, partitions: 1 }]);
-  });
-
-  afterEach(async () => {
-    await closeAll(...owners.splice(0).map((o) => () => o.stop()), () => admin.deleteTopics([input, snapshotTopic]), () => admin.close());
   });
 
   function owner(name: string, transactional: boolean): Owner {
     const o = new Owner({
-      client,
+      client: kafka.client,
       name,
       groupId,
       input,
       flushOnRevoke: true,
       backend: { flowName: 'f', snapshotTopic, transactionalIdPrefix: prefix, transactional, recoveryStallTimeoutMs: 20_000 },
     });
-    owners.push(o);
+    kafka.defer(() => o.stop());
     return o;
   }
 
@@ -61,10 +50,10 @@ describe('a stale owner on the real broker (kafka-flow #732)', () => {
     await a.start();
     const genA = await a.owns();
     await a.recover();
-    await produce(client, input, 'k', range(1, 5));
+    await produce(kafka.client, input, 'k', range(1, 5));
     await a.folded(5);
     a.freeze();
-    await produce(client, input, 'k', range(6, 6));
+    await produce(kafka.client, input, 'k', range(6, 6));
     await waitFor('A to freeze inside eachBatch after folding e6', () => a.stuck);
     expect(a.flow!.stateOf('k')).toEqual({ events: range(1, 6) });
 
@@ -73,17 +62,17 @@ describe('a stale owner on the real broker (kafka-flow #732)', () => {
     await b.owns(30_000, genA); // A misses the rebalance: evicted, B owns the partition
     await b.recover();
     await b.folded(6);
-    await produce(client, input, 'k', range(7, 10));
+    await produce(kafka.client, input, 'k', range(7, 10));
     await b.folded(10);
     const persisted = await b.persistPeriodically();
     expect(persisted).toMatchObject({ committed: '10', written: 1, fenced: false });
 
     a.thaw(); // A wakes up: its batch ends, kafkajs finds it was evicted, the revoke point flushes
     await waitFor('A\'s flush on revoke', () => a.revokes.length > 0, 30_000);
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     try {
       const committed = (await offsets.fetch(groupId, input, [0])).get(0);
-      const reader = new KafkaSnapshotBackend<Events>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });
+      const reader = new KafkaSnapshotBackend<Events>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });
       try {
         return { a, b, revoke: a.revokes[0]!, committed, stored: (await snapshotsOf(reader)).get('k') };
       } finally {
@@ -119,12 +108,12 @@ describe('a stale owner on the real broker (kafka-flow #732)', () => {
     await a.start();
     const genA = await a.owns();
     await a.recover();
-    await produce(client, input, 'k', range(1, 3));
+    await produce(kafka.client, input, 'k', range(1, 3));
     await a.folded(3);
     expect(await a.persistPeriodically()).toMatchObject({ committed: '3', written: 1 });
 
     a.freeze();
-    await produce(client, input, 'k', range(4, 4));
+    await produce(kafka.client, input, 'k', range(4, 4));
     await waitFor('A to freeze after folding e4', () => a.stuck);
     // B takes the partition over but does not recover it yet: its producer has not fenced A's.
     const b = owner('B', true);
@@ -146,8 +135,8 @@ describe('a stale owner on the real broker (kafka-flow #732)', () => {
     expect(a.flow!.failed).toBe(error); // the partition stopped here
     expect(() => a.flow!.handleBatch([])).toThrow(SnapshotWriteFencedError);
 
-    const offsets = new CommittedOffsets(client);
-    const reader = new KafkaSnapshotBackend<Events>({ client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });
+    const offsets = new CommittedOffsets(kafka.client);
+    const reader = new KafkaSnapshotBackend<Events>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic });
     try {
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('3');
       expect((await snapshotsOf(reader)).get('k')).toEqual({ offset: '2', state: { events: range(1, 3) } });

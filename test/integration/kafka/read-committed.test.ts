@@ -2,14 +2,13 @@
 // aborted transactions of two producers, ending in reverse order), the group-less partition
 // reader up to a bound, and committed offsets read with require_stable.
 import type { Producer } from 'kafkajs';
-import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReadStalledError } from '../../../kafka/errors';
 import { decodeFetchResponse, FetchedRecord } from '../../../kafka/fetch-decoder';
 import { createBatch, createCluster, type FetchPartitionData, ISOLATION, type RawMessage } from '../../../kafka/internals';
 import { PartitionReader } from '../../../kafka/partition-reader';
-import { closeAll, fillInput, sleep, testClient, unique, waitFor } from './support';
+import { closeAll, fillInput, kafkaScope, sleep, unique, waitFor } from '../../support/servers';
 
 /**
  * kafkajs 2.2.4's filter as shipped (consumer/filterAbortedMessages.js before our patch), kept
@@ -38,31 +37,23 @@ function transactional(client: KafkaClient, id: string): Producer {
 }
 
 describe('read_committed on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('rc');
   let topic: string;
 
   beforeEach(async () => {
-    client = await testClient('rc');
-    admin = new KafkaAdmin(client);
-    topic = unique('rc');
-    await admin.ensureTopics([{ topic, partitions: 1 }]);
-  });
-
-  afterEach(async () => {
-    await closeAll(() => admin.deleteTopics([topic]), () => admin.close());
+    topic = await kafka.topic('rc', 1);
   });
 
   it('drops overlapping aborted transactions of two producers that unpatched kafkajs leaked', async () => {
-    const p1 = transactional(client, unique('p1'));
-    const p2 = transactional(client, unique('p2'));
-    const p3 = transactional(client, unique('p3'));
-    const cluster = createCluster(client, ISOLATION.READ_COMMITTED);
-    const reader = new PartitionReader(client);
-    const consumer = client.kafka.consumer({ groupId: unique('rc-group'), maxWaitTimeInMs: 200 });
+    const p1 = transactional(kafka.client, unique('p1'));
+    const p2 = transactional(kafka.client, unique('p2'));
+    const p3 = transactional(kafka.client, unique('p3'));
+    const cluster = createCluster(kafka.client, ISOLATION.READ_COMMITTED);
+    const reader = new PartitionReader(kafka.client);
+    const consumer = kafka.client.kafka.consumer({ groupId: unique('rc-group'), maxWaitTimeInMs: 200 });
     // The flow's group consumer opts in to our decoder (the kafkajs patch's fetchResponseDecoder).
     let ourDecodes = 0;
-    const flowLike = client.kafka.consumer({
+    const flowLike = kafka.client.kafka.consumer({
       groupId: unique('rc-group-ours'),
       maxWaitTimeInMs: 200,
       fetchResponseDecoder: (raw: Buffer, apiVersion: number) => {
@@ -175,8 +166,8 @@ describe('read_committed on the real broker', () => {
   });
 
   it('the partition reader reads exactly the committed records up to the bound, waiting out open transactions', async () => {
-    const producer = transactional(client, unique('w'));
-    const reader = new PartitionReader(client);
+    const producer = transactional(kafka.client, unique('w'));
+    const reader = new PartitionReader(kafka.client);
     try {
       await producer.connect();
       const send = async (values: string[], outcome: 'commit' | 'abort') => {
@@ -237,8 +228,8 @@ describe('read_committed on the real broker', () => {
   });
 
   it('the partition reader fails with PartitionReadStalledError when an open transaction outlives its deadline', async () => {
-    const producer = transactional(client, unique('w'));
-    const reader = new PartitionReader(client);
+    const producer = transactional(kafka.client, unique('w'));
+    const reader = new PartitionReader(kafka.client);
     try {
       await producer.connect();
       const open = await producer.transaction();
@@ -259,10 +250,10 @@ describe('read_committed on the real broker', () => {
 
   it('reads committed offsets with require_stable: waits out a pending transactional commit', async () => {
     const groupId = unique('group');
-    await fillInput(client, topic, [0], 20);
-    const producer = transactional(client, unique('w'));
-    const offsets = new CommittedOffsets(client);
-    const kafkaAdmin = client.kafka.admin();
+    await fillInput(kafka.client, topic, [0], 20);
+    const producer = transactional(kafka.client, unique('w'));
+    const offsets = new CommittedOffsets(kafka.client);
+    const kafkaAdmin = kafka.client.kafka.admin();
     try {
       await producer.connect();
       await kafkaAdmin.connect();

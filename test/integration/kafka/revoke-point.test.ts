@@ -2,32 +2,19 @@
 // in-flight eachBatch finishes, then its onPartitionsRevoked runs (and is awaited) with the old
 // generation, and a flush committed there under the old generation succeeds, before the group
 // completes the rebalance.
-import { KafkaAdmin } from '../../../kafka/admin';
-import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { type RevokedPartitions, withRevokePoint } from '../../../kafka/revoke-point';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
-import { closeAll, fillInput, type RunningMember, sleep, startMember, testClient, unique, waitFor } from './support';
+import { closeAll, fillInput, kafkaScope, type RunningMember, sleep, startMember, unique, waitFor } from '../../support/servers';
 
 describe('revoke point on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('revoke');
   let input: string;
   let snapshots: string;
 
   beforeEach(async () => {
-    client = await testClient('revoke');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    snapshots = unique('snapshots');
-    await admin.ensureTopics([
-      { topic: input, partitions: 2 },
-      { topic: snapshots, partitions: 2 },
-    ]);
-  });
-
-  afterEach(async () => {
-    await closeAll(() => admin.deleteTopics([input, snapshots]), () => admin.close());
+    input = await kafka.topic('input', 2);
+    snapshots = await kafka.topic('snapshots', 2);
   });
 
   it('runs flushOnRevoke under the old generation after eachBatch and before the rejoin completes', async () => {
@@ -35,8 +22,8 @@ describe('revoke point on the real broker', () => {
     const events: string[] = [];
     const revoked: RevokedPartitions[] = [];
     const flushErrors: unknown[] = [];
-    const writer = new TransactionalWriter({ client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
-    const offsets = new CommittedOffsets(client);
+    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const offsets = new CommittedOffsets(kafka.client);
     let first: RunningMember | undefined;
     let second: RunningMember | undefined;
     let batchesInFlight = 0;
@@ -57,7 +44,7 @@ describe('revoke point on the real broker', () => {
         await sleep(500); // a slow flush: the rejoin must wait for it
         events.push('revoke-end');
       });
-      first = await startMember(client, config, input, {
+      first = await startMember(kafka.client, config, input, {
         eachBatch: async () => {
           batchesInFlight += 1;
           events.push('batch-start');
@@ -69,9 +56,9 @@ describe('revoke point on the real broker', () => {
       });
       const gen1 = await first.membership.waitForJoin(30_000);
 
-      await fillInput(client, input, [0, 1], 10);
+      await fillInput(kafka.client, input, [0, 1], 10);
       await waitFor('a batch in flight', () => events.includes('batch-start'));
-      second = await startMember(client, { groupId }, input, {
+      second = await startMember(kafka.client, { groupId }, input, {
         onJoin: (g) => events.push(`second-joined:${g.generationId}`),
       });
       const gen2 = await second.membership.waitForJoin(30_000, gen1.generationId);
@@ -116,7 +103,7 @@ describe('revoke point on the real broker', () => {
     let member: RunningMember | undefined;
     try {
       member = await startMember(
-        client,
+        kafka.client,
         withRevokePoint({ groupId }, async (r) => {
           revoked.push(r);
         }),
@@ -156,13 +143,13 @@ describe('revoke point on the real broker', () => {
   // (chaos seed 2: a wrong `deleted` output). A commit there must land, or fail.
   it('a commit at the leave revoke point lands (or fails): never resolves without committing', async () => {
     const groupId = unique('group');
-    const offsets = new CommittedOffsets(client);
+    const offsets = new CommittedOffsets(kafka.client);
     const outcomes: string[] = [];
     let member: RunningMember | undefined;
     try {
-      await fillInput(client, input, [0], 10);
+      await fillInput(kafka.client, input, [0], 10);
       member = await startMember(
-        client,
+        kafka.client,
         withRevokePoint({ groupId }, async (r) => {
           if (r.reason !== 'leave') return;
           try {

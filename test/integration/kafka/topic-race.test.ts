@@ -7,7 +7,7 @@
 import { KafkaAdmin, type TopicSpec } from '../../../kafka/admin';
 import { createKafkaClient, type KafkaClient } from '../../../kafka/client';
 import type { Logger } from '../../../core/logger';
-import { closeAll, requireBroker, unique } from './support';
+import { closeAll, requireBroker, unique } from '../../support/servers';
 
 interface Entry {
   level: 'error' | 'warn' | 'info' | 'debug';

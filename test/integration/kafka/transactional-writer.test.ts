@@ -2,14 +2,13 @@
 // epoch) reject a stale write with a typed SnapshotWriteFencedError and leave nothing visible,
 // back-to-back transactions that start with sendOffsets all succeed (AddOffsetsToTxn retried), and
 // an EndTxn whose answer is cut off is reported as an unknown outcome, not as a failure.
-import { KafkaAdmin } from '../../../kafka/admin';
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotCommitTimeoutError, SnapshotWriteFencedError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
 import { TransactionalWriter } from '../../../kafka/transactional-writer';
-import { isEndTxnCommit, KafkaCutProxy, proxiedClient } from '../../support/kafka-cut-proxy';
-import { closeAll, fillInput, type RunningMember, startMember, testClient, unique, waitFor } from './support';
+import { isEndTxnCommit } from '../../../chaos/tcp-proxy';
+import { closeAll, fillInput, kafkaScope, kafkaProxy, proxiedClient, type RunningMember, startMember, unique, waitFor } from '../../support/servers';
 
 async function readAll(client: KafkaClient, topic: string): Promise<string[]> {
   const reader = new PartitionReader(client);
@@ -31,35 +30,24 @@ async function readAll(client: KafkaClient, topic: string): Promise<string[]> {
 }
 
 describe('TransactionalWriter on the real broker', () => {
-  let client: KafkaClient;
-  let admin: KafkaAdmin;
+  const kafka = kafkaScope('writer');
   let input: string;
   let snapshots: string;
 
   beforeEach(async () => {
-    client = await testClient('writer');
-    admin = new KafkaAdmin(client);
-    input = unique('input');
-    snapshots = unique('snapshots');
-    await admin.ensureTopics([
-      { topic: input, partitions: 2 },
-      { topic: snapshots, partitions: 2, config: { 'cleanup.policy': 'compact' } },
-    ]);
-    await fillInput(client, input, [0, 1], 50);
-  });
-
-  afterEach(async () => {
-    await closeAll(() => admin.deleteTopics([input, snapshots]), () => admin.close());
+    input = await kafka.topic('input', 2);
+    snapshots = await kafka.topic('snapshots', 2, { 'cleanup.policy': 'compact' });
+    await fillInput(kafka.client, input, [0, 1], 50);
   });
 
   it('fences a stale consumer generation: typed error, aborted, nothing visible', async () => {
     const groupId = unique('group');
-    const writer = new TransactionalWriter({ client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
-    const offsets = new CommittedOffsets(client);
+    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const offsets = new CommittedOffsets(kafka.client);
     let first: RunningMember | undefined;
     let second: RunningMember | undefined;
     try {
-      first = await startMember(client, { groupId }, input);
+      first = await startMember(kafka.client, { groupId }, input);
       const gen1 = await first.membership.waitForJoin(30_000);
 
       await writer.commit({
@@ -69,7 +57,7 @@ describe('TransactionalWriter on the real broker', () => {
       });
 
       // A real second member joins: the group moves to a new generation.
-      second = await startMember(client, { groupId }, input);
+      second = await startMember(kafka.client, { groupId }, input);
       const firstMember = first;
       await second.membership.waitForJoin(30_000, gen1.generationId);
       await waitFor('the first member to rejoin', () => (firstMember.membership.current()?.generationId ?? 0) > gen1.generationId);
@@ -82,7 +70,7 @@ describe('TransactionalWriter on the real broker', () => {
       await expect(stale).rejects.toBeInstanceOf(SnapshotWriteFencedError);
       await expect(stale).rejects.toMatchObject({ code: 'FENCED', reason: 'generation', topic: input, partition: 0 });
 
-      expect(await readAll(client, snapshots)).toEqual(['v1']);
+      expect(await readAll(kafka.client, snapshots)).toEqual(['v1']);
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('10');
 
       // An unknown member with the current generation is fenced too.
@@ -102,7 +90,7 @@ describe('TransactionalWriter on the real broker', () => {
         generation: current,
       });
       expect(writer.producersCreated).toBe(3);
-      expect(await readAll(client, snapshots)).toEqual(['v1', 'v4']);
+      expect(await readAll(kafka.client, snapshots)).toEqual(['v1', 'v4']);
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('40');
     } finally {
       await closeAll(
@@ -117,12 +105,12 @@ describe('TransactionalWriter on the real broker', () => {
   it('fences a stale producer epoch: a second writer with the same transactional.id wins', async () => {
     const groupId = unique('group');
     const prefix = unique('app');
-    const old = new TransactionalWriter({ client, transactionalIdPrefix: prefix, partition: 1, groupId });
-    const taker = new TransactionalWriter({ client, transactionalIdPrefix: prefix, partition: 1, groupId });
-    const offsets = new CommittedOffsets(client);
+    const old = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 1, groupId });
+    const taker = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 1, groupId });
+    const offsets = new CommittedOffsets(kafka.client);
     let member: RunningMember | undefined;
     try {
-      member = await startMember(client, { groupId }, input);
+      member = await startMember(kafka.client, { groupId }, input);
       const generation = await member.membership.waitForJoin(30_000);
       expect(old.transactionalId).toBe(`${prefix}-snapshot-1`);
 
@@ -144,7 +132,7 @@ describe('TransactionalWriter on the real broker', () => {
         }),
       ).rejects.toMatchObject({ name: 'SnapshotWriteFencedError', code: 'FENCED', reason: 'producer-epoch' });
 
-      const reader = new PartitionReader(client);
+      const reader = new PartitionReader(kafka.client);
       try {
         const values: string[] = [];
         await reader.read({
@@ -173,11 +161,11 @@ describe('TransactionalWriter on the real broker', () => {
 
   it('commits 30 back-to-back transactions that start with sendOffsets (AddOffsetsToTxn retried)', async () => {
     const groupId = unique('group');
-    const writer = new TransactionalWriter({ client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
-    const offsets = new CommittedOffsets(client);
+    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const offsets = new CommittedOffsets(kafka.client);
     let member: RunningMember | undefined;
     try {
-      member = await startMember(client, { groupId }, input);
+      member = await startMember(kafka.client, { groupId }, input);
       const generation = await member.membership.waitForJoin(30_000);
       const failures: unknown[] = [];
       const deadline = Date.now() + 60_000;
@@ -202,12 +190,12 @@ describe('TransactionalWriter on the real broker', () => {
 
   it('an EndTxn(commit) whose connection is cut after it went out: outcome unknown (SnapshotCommitTimeoutError with what was sent), and it did commit', async () => {
     const groupId = unique('group');
-    const proxy = await KafkaCutProxy.before(client);
-    const writer = new TransactionalWriter({ client: proxiedClient(client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId });
-    const offsets = new CommittedOffsets(client);
+    const proxy = await kafkaProxy(kafka.client);
+    const writer = new TransactionalWriter({ client: proxiedClient(kafka.client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const offsets = new CommittedOffsets(kafka.client);
     let member: RunningMember | undefined;
     try {
-      member = await startMember(client, { groupId }, input);
+      member = await startMember(kafka.client, { groupId }, input);
       const generation = await member.membership.waitForJoin(30_000);
       const fired = proxy.arm({ apiKey: 26, action: 'cut', match: isEndTxnCommit });
       const error = await writer
@@ -219,7 +207,7 @@ describe('TransactionalWriter on the real broker', () => {
       expect((error as Error).message).toMatch(/got no answer \(KafkaJS\w+: /);
       // The next producer's initialization completes what the coordinator has: here, the commit.
       await writer.init();
-      expect(await readAll(client, snapshots)).toEqual(['v1']);
+      expect(await readAll(kafka.client, snapshots)).toEqual(['v1']);
       expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('12');
       expect(writer.producersCreated).toBe(2);
     } finally {

@@ -1,13 +1,9 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { keyHash } from '../../../core/redact';
-import { createKafkaClient, KafkaAdmin } from '../../../kafka';
 import { flowStatus } from '../../../workers/cli/flow-status';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
-import { captureOutput } from '../../support/captured-child';
 import { eventually } from '../../support/eventually';
-import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
+import { historyText, startCli, topicWith, unique } from '../../support/servers';
 
 /**
  * A real worker (the CLI) runs a flow whose fold throws `Error(\`bad ${value} for key ${key}\`)`
@@ -20,56 +16,16 @@ import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../
  * the history then hold the key and the value.
  */
 const root = path.join(__dirname, '../../..');
-const bin = path.join(root, 'bin/kafka-flow-temporal.js');
 const flowModule = path.join(root, 'test/fixtures/secret-fold-flow.ts');
 
-function startWorker(env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [bin, 'worker', flowModule], {
-    env: { ...process.env, KFT_EXIT_WITH_PARENT: '0', LOG_LEVEL: 'debug', TEMPORAL_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const { output, exited } = captureOutput(child);
-  return {
-    child,
-    output,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
-}
-
-/** Every string of a workflow history, payloads decoded as UTF-8 text (they are JSON). */
-async function historyText(workflowId: string): Promise<string> {
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    const history = await new Client({ connection, namespace: temporalNamespace }).workflow.getHandle(workflowId).fetchHistory();
-    return JSON.stringify(history, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v));
-  } finally {
-    await connection.close();
-  }
-}
+const startWorker = (env: NodeJS.ProcessEnv) => startCli(['worker', flowModule], { KFT_EXIT_WITH_PARENT: '0', LOG_LEVEL: 'debug', TEMPORAL_LOG_LEVEL: 'info', ...env });
 
 /** A one-partition topic holding a good record and, after it, the record the fold (or the filter) refuses. */
-async function produceInput(topic: string, key: string, secretValue: string, refusedBy: 'fold' | 'filter'): Promise<void> {
-  const client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('redaction-input'), logLevel: 'nothing' });
-  const admin = new KafkaAdmin(client);
-  await admin.connect();
-  await admin.ensureTopics([{ topic, partitions: 1 }]);
-  await admin.close();
-  const producer = client.kafka.producer();
-  await producer.connect();
-  await producer.send({
-    topic,
-    messages: [
-      { key: `${key}-good`, value: JSON.stringify('fine') },
-      { key, value: JSON.stringify(`${refusedBy === 'fold' ? 'refuse' : 'unfilterable'} ${secretValue}`) },
-    ],
-  });
-  await producer.disconnect();
+function produceInput(topic: string, key: string, secretValue: string, refusedBy: 'fold' | 'filter'): Promise<void> {
+  return topicWith(topic, 1, [
+    { key: `${key}-good`, value: JSON.stringify('fine') },
+    { key, value: JSON.stringify(`${refusedBy === 'fold' ? 'refuse' : 'unfilterable'} ${secretValue}`) },
+  ]);
 }
 
 async function failingWorker(logKeys: boolean, refusedBy: 'fold' | 'filter' = 'fold') {

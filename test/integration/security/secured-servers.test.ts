@@ -1,8 +1,5 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
 import { readKafkaSecurity } from '../../../config/security';
 import { portOpen } from '../../../config/net';
 import { keyHash } from '../../../core/redact';
@@ -12,8 +9,7 @@ import { readInfraSettings } from '../../../infra/settings';
 import { createKafkaClient, KafkaAdmin } from '../../../kafka';
 import { assertFencedTxnOffsetCommit } from '../../../kafka/broker-versions';
 import { eventually } from '../../support/eventually';
-import { kafkaBrokers, temporalAddress, temporalNamespace, unique } from '../../support/servers';
-import { captureOutput } from '../../support/captured-child';
+import { historyText, kafkaBrokers, runCli, startCli, temporalAddress, topicWith, unique } from '../../support/servers';
 
 /**
  * Production connectivity on real secured servers (README, Production connectivity): the broker's
@@ -23,9 +19,7 @@ import { captureOutput } from '../../support/captured-child';
  * variables only, and their every log line and their workflows' histories are searched for the
  * secrets and for the records' keys and values.
  */
-const run = promisify(execFile);
 const root = path.join(__dirname, '../../..');
-const bin = path.join(root, 'bin/kafka-flow-temporal.js');
 const flowModule = path.join(root, 'test/fixtures/secured-flow.ts');
 const settings = readInfraSettings();
 const host = settings.kafka.host;
@@ -77,65 +71,16 @@ const cassandraEnv = () => ({
 /** No variable of the shell leaks in: only what a test sets (plus PATH/HOME for node). */
 const baseEnv = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: process.env.HOME, KFT_EXIT_WITH_PARENT: '0', KAFKAJS_NO_PARTITIONER_WARNING: '1' });
 
-async function cli(args: string[], env: NodeJS.ProcessEnv, timeout = 90_000): Promise<{ code: number; out: string }> {
-  try {
-    const r = await run(process.execPath, [bin, ...args], { env: { ...baseEnv(), ...env }, timeout });
-    return { code: 0, out: r.stdout + r.stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
-
-interface RunningCli {
-  readonly child: ChildProcess;
-  output(): string;
-  stop(): Promise<number | null>;
-}
-
-function startWorker(env: NodeJS.ProcessEnv, extraArgs: string[] = []): RunningCli {
-  const child = spawn(process.execPath, [bin, 'worker', flowModule, ...extraArgs], { env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const { output, exited } = captureOutput(child);
-  return {
-    child,
-    output,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
-}
-
-/** Every string of a workflow history, payloads decoded as UTF-8 text (they are JSON). */
-async function historyText(workflowId: string): Promise<string> {
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    const history = await new Client({ connection, namespace: temporalNamespace }).workflow.getHandle(workflowId).fetchHistory();
-    return JSON.stringify(history, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v));
-  } finally {
-    await connection.close();
-  }
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv) => runCli(args, env, { timeoutMs: 90_000, inherit: baseEnv() });
+const startWorker = (env: NodeJS.ProcessEnv, extraArgs: string[] = []) => startCli(['worker', flowModule, ...extraArgs], env, baseEnv());
 
 /** The flow's input: partition 0 holds a record the fold refuses, partition 1 good records and one that is not JSON. */
-async function produceInput(topic: string, keyPrefix: string, valueMark: string, goodKeys: string[]) {
-  const client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('secured-input'), logLevel: 'nothing' });
-  const admin = new KafkaAdmin(client);
-  await admin.connect();
-  await admin.ensureTopics([{ topic, partitions: 2 }]);
-  await admin.close();
-  const producer = client.kafka.producer();
-  await producer.connect();
-  const messages = [
+function produceInput(topic: string, keyPrefix: string, valueMark: string, goodKeys: string[]): Promise<void> {
+  return topicWith(topic, 2, [
     { partition: 0, key: `${keyPrefix}-refused`, value: JSON.stringify({ amount: 1, refuse: true, note: valueMark }) },
     ...goodKeys.flatMap((key) => [1, 2, 3, 4, 5].map((amount) => ({ partition: 1, key, value: JSON.stringify({ amount, note: valueMark }) }))),
     { partition: 1, key: `${keyPrefix}-undecodable`, value: `this is not JSON: ${valueMark}` },
-  ];
-  await producer.send({ topic, messages });
-  await producer.disconnect();
+  ]);
 }
 
 async function inspected(env: NodeJS.ProcessEnv, key: string): Promise<unknown> {

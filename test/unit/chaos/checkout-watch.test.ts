@@ -13,7 +13,7 @@ describe('CheckoutWatch', () => {
 
   beforeEach(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-checkout-'));
-    for (const dir of ['flow', path.join('test', 'fixtures'), '.cache', 'docs']) fs.mkdirSync(path.join(root, dir), { recursive: true });
+    for (const dir of ['flow', 'chaos', '.cache', 'docs']) fs.mkdirSync(path.join(root, dir), { recursive: true });
     fs.writeFileSync(path.join(root, 'flow', 'persist-plan.ts'), 'export const a = 1;\n');
   });
 
@@ -26,17 +26,19 @@ describe('CheckoutWatch', () => {
     watch = new CheckoutWatch(root).start();
     fs.writeFileSync(path.join(root, 'flow', 'persist-plan.ts'), 'export const a = 2;\n');
     fs.writeFileSync(path.join(root, 'flow', 'persist-plan.ts'), 'export const a = 1;\n'); // put back: still a change
-    fs.writeFileSync(path.join(root, 'test', 'fixtures', 'chaos-flow.ts'), 'export {};\n');
+    fs.writeFileSync(path.join(root, 'chaos', 'flow.ts'), 'export {};\n');
     fs.writeFileSync(path.join(root, 'define-flow.ts'), 'export {};\n');
     await settle();
-    expect([...watch.changes].sort()).toEqual([path.join('flow', 'persist-plan.ts'), 'define-flow.ts', path.join('test', 'fixtures', 'chaos-flow.ts')].sort());
+    expect([...watch.changes].sort()).toEqual([path.join('flow', 'persist-plan.ts'), 'define-flow.ts', path.join('chaos', 'flow.ts')].sort());
   });
 
-  it('leaves out caches, docs and other files at the root', async () => {
+  it('leaves out caches, docs, other files and dotfiles at the root, and the chaos driver', async () => {
     watch = new CheckoutWatch(root).start();
     fs.writeFileSync(path.join(root, '.cache', 'bundle.js'), 'x');
     fs.writeFileSync(path.join(root, 'docs', 'notes.md'), 'x');
     fs.writeFileSync(path.join(root, 'README.md'), 'x');
+    fs.writeFileSync(path.join(root, '.jest-results.json'), '{}'); // a jest run's totals
+    fs.writeFileSync(path.join(root, 'chaos', 'report.ts'), 'x'); // the driver's own code: not the workers'
     await settle();
     expect(watch.changes).toEqual([]);
   });

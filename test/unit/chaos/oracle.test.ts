@@ -1,5 +1,5 @@
 import { compareOutputs, compareStates, deadLetterSource, describeWrongKey, type InputRecord, outputSource, type ReadOutput, Reference, referenceFold, referenceOutputs } from '../../../chaos/oracle';
-import { type ChaosState, chaosOutput, chaosStep, isPoison } from '../../fixtures/chaos-flow';
+import { type ChaosState, chaosOutput, chaosStep, isPoison } from '../../../chaos/flow';
 
 const rec = (offset: number, key: string, op: 'inc' | 'dec', partition = 0): InputRecord => ({ partition, offset: String(offset), key, value: { op } });
 

@@ -1,4 +1,7 @@
-import { countByType, FAULT_KINDS, FAULT_TYPES, faultTarget, onlyWeights, planFaults, prng, splitPlan } from '../../../chaos/schedule';
+import { FAULT_KINDS, FAULT_TYPES, type FaultType } from '../../../chaos/faults';
+import { countByType, faultTarget, onlyWeights, planFaults, prng, splitPlan } from '../../../chaos/schedule';
+
+const onWorkers = (t: FaultType) => FAULT_KINDS[t].target === 'workers';
 
 const base = { seed: 42, faults: 120, phaseMs: 600_000, modes: 3, cassandra: true, sessionTimeoutMs: 6000 };
 
@@ -42,7 +45,7 @@ describe('chaos schedule', () => {
       expect(f.pick).toBeGreaterThanOrEqual(0);
       expect(f.pick).toBeLessThan(1);
       if (f.type === 'worker-sigstop') expect(f.durationMs).toBeGreaterThan(base.sessionTimeoutMs);
-      if (f.type.startsWith('worker-')) {
+      if (onWorkers(f.type)) {
         expect(f.mode).toBeGreaterThanOrEqual(0);
         expect(f.mode).toBeLessThan(3);
         expect(faultTarget(f)).toBe(`workers-${f.mode}`);
@@ -50,8 +53,9 @@ describe('chaos schedule', () => {
       if (f.type.endsWith('-delay')) expect(f.delayMs).toBeGreaterThan(0);
       if (f.type === 'worker-burst') expect(f.size).toBeGreaterThanOrEqual(1);
       if (f.type === 'worker-kafka-cut' || f.type === 'worker-temporal-cut') expect(f.durationMs).toBeGreaterThanOrEqual(2_000);
-      if (f.type === 'kafka-kill9' || f.type.startsWith('kafka-proxy')) expect(faultTarget(f)).toBe('kafka');
-      if (f.type.startsWith('temporal-')) expect(faultTarget(f)).toBe('temporal');
+      if (!onWorkers(f.type)) expect(faultTarget(f)).toBe(FAULT_KINDS[f.type].target);
+      if (f.type === 'kafka-kill9' || f.type === 'kafka-proxy-stall') expect(faultTarget(f)).toBe('kafka');
+      if (f.type === 'temporal-restart' || f.type === 'temporal-proxy-drop') expect(faultTarget(f)).toBe('temporal');
     }
   });
 
@@ -59,8 +63,25 @@ describe('chaos schedule', () => {
     expect(FAULT_TYPES).toEqual(Object.keys(FAULT_KINDS));
     for (const t of FAULT_TYPES) {
       expect(FAULT_KINDS[t].weight).toBeGreaterThan(0);
-      expect(t.startsWith('worker-')).toBe(FAULT_KINDS[t].target === 'workers');
+      expect(FAULT_KINDS[t].about).not.toBe('');
     }
+  });
+
+  test("the descriptors: a victim and an owner's outage only on workers, a restart only on a server, Cassandra's kinds only on Cassandra", () => {
+    for (const t of FAULT_TYPES) {
+      const k = FAULT_KINDS[t];
+      if (k.victim) expect(k.target).toBe('workers');
+      if (k.restart) expect(k.target).not.toBe('workers');
+      if (k.restart) expect(k.outage).toBe('until-healed');
+      if (k.outage === 'session-timeout') expect(k.victim).toBe(true);
+      if (k.modes === 'cassandra') expect(k.target).toBe('cassandra');
+    }
+    // The schedule's order and kinds, as the seeds of earlier runs planned them.
+    expect(FAULT_TYPES.filter(onWorkers)).toEqual(['worker-kill9', 'worker-sigstop', 'worker-restart', 'worker-burst', 'worker-kafka-cut', 'worker-commit-cut', 'worker-temporal-cut']);
+    expect(FAULT_TYPES.filter((t) => FAULT_KINDS[t].restart)).toEqual(['kafka-kill9', 'temporal-restart', 'cassandra-restart']);
+    expect(FAULT_TYPES.filter((t) => FAULT_KINDS[t].modes === 'cassandra')).toEqual(['cassandra-restart']);
+    expect(FAULT_TYPES.filter((t) => FAULT_KINDS[t].outage === 'session-timeout')).toEqual(['worker-kill9', 'worker-sigstop']);
+    expect(FAULT_TYPES.filter((t) => !FAULT_KINDS[t].outage)).toEqual(['worker-restart', 'worker-burst', 'worker-commit-cut', 'kafka-proxy-delay', 'temporal-proxy-delay']);
   });
 
   test('weights: a zero weight removes a type', () => {
@@ -91,11 +112,11 @@ describe('chaos schedule split (modes one after the other)', () => {
         expect(f.index).toBe(i);
         expect(f.at).toBeGreaterThanOrEqual(0);
         expect(f.at).toBeLessThan(30_000);
-        if (f.type.startsWith('worker-')) expect(f.mode).toBe(0);
+        if (onWorkers(f.type)) expect(f.mode).toBe(0);
       });
     }
     expect(split[0]!.concat(split[1]!).some((f) => f.type === 'cassandra-restart')).toBe(false);
     const workerFaultsOfMode1 = plan.filter((f) => f.mode === 1).length;
-    expect(split[1]!.filter((f) => f.type.startsWith('worker-'))).toHaveLength(workerFaultsOfMode1);
+    expect(split[1]!.filter((f) => onWorkers(f.type))).toHaveLength(workerFaultsOfMode1);
   });
 });

@@ -2,7 +2,7 @@
 // consumer generation. We cannot run a Kafka older than 2.5 here, so the old broker is a fake
 // ApiVersions answer (the real broker's answer is checked in test/integration/security/).
 import { BrokerTooOldError, requireFencedTxnOffsetCommit } from '../../../kafka/broker-versions';
-import { negotiatedVersion } from './protocol/wire';
+import { negotiatedVersion } from '../patches/kafkajs/wire';
 
 const TXN_OFFSET_COMMIT = 28;
 /** TxnOffsetCommit ranges in ApiVersions answers: Kafka 2.4 stops at v2, 2.5 adds v3, 4.3 goes to v5. */
