@@ -12,11 +12,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { Client as CassandraClient } from 'cassandra-driver';
-import { type Consumer, type ConsumerConfig, type EachBatchPayload, type ISocketFactory, Kafka, type Message } from 'kafkajs';
+import type { Consumer, ConsumerConfig, EachBatchPayload, ISocketFactory, Message } from 'kafkajs';
 import { TcpProxy } from '../../chaos/tcp-proxy';
 import { formatHostPort, readEnv } from '../../config/env';
 import { KafkaAdmin, type TopicSpec } from '../../kafka/admin';
-import { createKafkaClient, type KafkaClient } from '../../kafka/client';
+import { createKafkaClient, type KafkaClient, newKafka } from '../../kafka/client';
 import { type GroupGeneration, GroupMembership } from '../../kafka/group-membership';
 import { captureOutput } from './captured-child';
 
@@ -249,7 +249,7 @@ export async function kafkaProxy(client: KafkaClient): Promise<TcpProxy> {
  */
 export function proxiedClient(client: KafkaClient, proxy: TcpProxy, options: { requestTimeout?: number } = {}): KafkaClient {
   const socketFactory: ISocketFactory = ({ onConnect }) => net.connect({ host: '127.0.0.1', port: proxy.port }, onConnect);
-  const kafka = new Kafka({
+  const kafka = newKafka({
     brokers: [`127.0.0.1:${proxy.port}`],
     clientId: `${client.clientId}-proxied`,
     logLevel: client.logLevel,

@@ -26,7 +26,7 @@ type ProduceRequest = (args: {
   topicData: Array<{ topic: string; partitions: Array<{ partition: number; messages: Message[] }> }>;
 }) => { encode(): Promise<{ buffer: Buffer }> };
 const ours = kafkajsModule<ProduceRequest>('protocol/requests/produce/v3/request');
-const original = requireHere('../patches/kafkajs/kafkajs-2.2.4-original/produce-v3-request.js') as ProduceRequest;
+const original = requireHere('../kafka/protocol/kafkajs-2.2.4-original/produce-v3-request.js') as ProduceRequest;
 const kafkajsMurmur2 = kafkajsModule<(key: string | Buffer) => number>('producer/partitioners/default/murmur2');
 
 const NOW = 1_733_000_000_123;

@@ -5,7 +5,7 @@
  * (fixtures/produce-writer.json, written by the kafkajs patch's produceWriter.js before it moved to
  * kafka/protocol/produce-writer.ts).
  */
-import { kafkajsModule } from './wire';
+import { kafkajsModule } from '../../patches/kafkajs/wire';
 
 const Encoder = kafkajsModule<new () => { writeVarInt(n: number): { buffer: Buffer } }>('protocol/encoder');
 

@@ -5,7 +5,7 @@
 // encoded by the unpatched modules from the inputs below.
 import { encodeRecord, type RecordFields } from '../../../../kafka/protocol/record-v0';
 import golden from './fixtures/record-encoding.json';
-import { hex, kafkajsModule } from './wire';
+import { hex, kafkajsModule } from '../../patches/kafkajs/wire';
 
 type Encoded = { buffer: Buffer };
 type RecordInput = RecordFields & { key: string | Buffer | null; value: string | Buffer | null; headers?: Record<string, string | Buffer | Array<string | Buffer>> };

@@ -2,7 +2,7 @@
 // apache/kafka clients/src/main/resources/common/message/OffsetFetch{Request,Response}.json
 // (flexible from v6; v7 adds RequireStable; GroupId/Topics are v0-7 fields).
 import { decodeOffsetFetchV7Response, offsetFetchV7, offsetFetchV7Request } from '../../../../kafka/protocol/offset-fetch-v7';
-import { type EncodedRequest, hex, kafkajsModule, type ProtocolError } from './wire';
+import { type EncodedRequest, hex, kafkajsModule, type ProtocolError } from '../../patches/kafkajs/wire';
 
 const request = offsetFetchV7Request;
 const response = offsetFetchV7({ groupId: 'g' }).response;

@@ -2,7 +2,7 @@
 // apache/kafka clients/src/main/resources/common/message/TxnOffsetCommit{Request,Response}.json
 // ("validVersions": "0-3" there, "flexibleVersions": "3+").
 import { decodeTxnOffsetCommitV3Response, txnOffsetCommitV3, txnOffsetCommitV3Request } from '../../../../kafka/protocol/txn-offset-commit-v3';
-import { type EncodedRequest, hex, kafkajsModule, type ProtocolError } from './wire';
+import { type EncodedRequest, hex, kafkajsModule, type ProtocolError } from '../../patches/kafkajs/wire';
 
 const request = txnOffsetCommitV3Request;
 const response = txnOffsetCommitV3({ transactionalId: 'tx', groupId: 'g', producerId: 1, producerEpoch: 0, topics: [] }).response;

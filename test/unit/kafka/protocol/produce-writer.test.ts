@@ -10,7 +10,7 @@ import { crc32c } from '../../../../kafka/protocol/crc32c';
 import { type ProduceRequestBody, writeProduceBody } from '../../../../kafka/protocol/produce-writer';
 import fixture from './fixtures/produce-writer.json';
 import { encodedMessage, fixtureRequests, type Message, NOW, type ProduceArgs, REVERSE_CODEC_TYPE, random, request, reverseCodec, variedMessages } from './produce-cases';
-import { kafkajsModule } from './wire';
+import { kafkajsModule } from '../../patches/kafkajs/wire';
 
 const requireHere = createRequire(__filename);
 
