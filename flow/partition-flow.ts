@@ -12,7 +12,7 @@ import { KeyFlow } from './key-flow';
 import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
-import { formatOffset, parseOffset } from './offsets';
+import { offsetFromKafka, offsetText } from './offsets';
 import { PartitionKeys } from './partition-keys';
 import { PartitionPersister } from './partition-persister';
 import { PendingOutputs } from './pending-outputs';
@@ -140,7 +140,7 @@ export class PartitionFlow<S, V> {
     this.log = options.logger ?? silentLogger;
     this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
     this.journaling = persistsJournal(options.mode);
-    this.nextOffset = parseOffset(options.assignedAt);
+    this.nextOffset = offsetFromKafka(options.assignedAt);
     const keys = new PartitionKeys<S, V>(this.epoch);
     this.keys = keys.live;
     this.unloaded = keys.unloaded;
@@ -253,7 +253,7 @@ export class PartitionFlow<S, V> {
         // from there, without a Buffer view each (the same text, the same value or error), and
         // give their offset as a number.
         const src = m.bytes;
-        const offset = src === undefined ? parseOffset(m.offset) : m.offsetNumber!;
+        const offset = src === undefined ? offsetFromKafka(m.offset) : m.offsetNumber!;
         lastOffset = offset;
         let key: string;
         if (src === undefined) {
@@ -512,17 +512,17 @@ export class PartitionFlow<S, V> {
   /** The offset it is safe to commit if it moved past the last commit, else undefined. */
   offsetToCommit(): string | undefined {
     const c = this.persister.committable();
-    return c > this.persister.committed ? formatOffset(c) : undefined;
+    return c > this.persister.committed ? offsetText(c) : undefined;
   }
 
   /** The last committed offset (the assigned offset until this flow commits). */
   get committedOffset(): string {
-    return formatOffset(this.persister.committed);
+    return offsetText(this.persister.committed);
   }
 
   /** One past the last offset handled. */
   get position(): string {
-    return formatOffset(this.nextOffset);
+    return offsetText(this.nextOffset);
   }
 
   get liveKeys(): number {
@@ -547,7 +547,7 @@ export class PartitionFlow<S, V> {
   /** The offset a key holds back from commit, if it is in memory. */
   holdingOf(key: string): string | undefined {
     const h = this.keys.get(key)?.holding;
-    return h === undefined ? undefined : formatOffset(h);
+    return h === undefined ? undefined : offsetText(h);
   }
 
   /** Live keys and their states. */
