@@ -71,7 +71,7 @@ export class PartitionPersister<S, V> {
     if (tally.evicted > 0) this.s.metrics.keysEvicted.inc(tally.evicted);
     this.s.metrics.keysLive.set(this.s.keys.live.size);
     return {
-      committed: tally.committedNow === undefined ? undefined : offsetText(tally.committedNow),
+      committed: tally.committedNow,
       written: tally.written,
       deleted: tally.deletes,
       deadLetters: tally.deadLetters,

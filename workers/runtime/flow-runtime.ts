@@ -7,6 +7,7 @@ import type { FlowDefinition } from '../../define-flow';
 import type { Logger } from '../../core/logger';
 import { withheld } from '../../core/redact';
 import type { FlowMetrics } from '../../flow/metrics';
+import { offsetText, offsetToKafka } from '../../flow/offsets';
 import type { GroupGeneration, RevokedPartitions } from '../../kafka';
 import type { PartitionPersistence } from '../../flow/ports';
 import type { PersistenceBackend } from '../../persistence/backends';
@@ -366,10 +367,10 @@ export class FlowRuntime implements PartitionHost {
       slot.flowGeneration = r.owner.generation;
       slot.recovery = r.recovery;
       slot.cadence ??= this.persists.cadenceFor(slot, flow);
-      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
+      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: offsetToKafka(flow.position) });
       this.consumer.pause(tp);
       this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
-      return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: flow.committedOffset };
+      return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: offsetText(flow.committedOffset) };
     }
     const seq = ++slot.recoverSeq;
     // Started at the join for this very owner (recoverAtJoin): take it over — unless it failed,
@@ -454,7 +455,7 @@ export class FlowRuntime implements PartitionHost {
           // kafkajs commits with the member's live generation, which the broker accepts even when
           // the new generation gave this partition to someone else: check that we still hold it.
           PartitionSlots.assertHolds(slot, this.consumer.current());
-          await this.consumer.commitOffsets([{ topic, partition, offset: String(offset) }]);
+          await this.consumer.commitOffsets([{ topic, partition, offset: offsetToKafka(offset) }]);
         },
       },
       liveGeneration: () => ({ generationId: slot.flowGeneration ?? owner.generation, memberId: slot.memberId }),
