@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     const p0 = process.hrtime.bigint();
     const result = await flow.persist(Date.now(), 'shutdown');
     persistTimes.push(Number(process.hrtime.bigint() - p0) / 1e6);
-    if (result.written !== KEYS || result.committed !== String(RECORDS)) throw new Error(`unexpected persist: ${JSON.stringify(result)}`);
+    if (result.written !== KEYS || result.committed !== RECORDS) throw new Error(`unexpected persist: ${JSON.stringify(result)}`);
   }
 
   const plainMs = median(plainTimes);

@@ -112,7 +112,7 @@ async function burst(s: Shared, mode: { transactional: false } | { transactional
     const ms = await measure(async () => {
       const result = await flow.persist(Date.now(), 'shutdown');
       written = result.written;
-      if (result.failed > 0 || result.committed !== String(BURST)) throw new Error(`flush failed: ${JSON.stringify(result)}`);
+      if (result.failed > 0 || result.committed !== BURST) throw new Error(`flush failed: ${JSON.stringify(result)}`);
     });
     if (written !== BURST) throw new Error(`${written} of ${BURST} keys written`);
     let stored = 0;

@@ -1,6 +1,6 @@
 /**
  * The vocabulary shared by the engine (`flow/`) and every backend. Offsets are plain numbers here
- * (the engine asserts they stay below 2^53); the Kafka edge turns them back into strings.
+ * (the engine asserts they stay below 2^53); each edge turns them into strings through flow/offsets.ts.
  */
 
 /** One input partition. Stores are scoped by it: a partition's keys never mix with another's. */

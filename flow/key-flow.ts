@@ -2,6 +2,7 @@ import type { EmitBuffer } from './emit';
 import type { LazySnapshot } from './ports';
 import { FoldError } from './errors';
 import { discardingContext, type Fold, isPromise } from './fold';
+import { offsetFromRecord } from './offsets';
 import { appendOutputs, type PendingOutput } from '../core/emitted-outputs';
 import type { FlowRecord, InputMessage } from './record';
 import type { KeyTimes } from './timers';
@@ -246,7 +247,7 @@ export class KeyFlow<S, V> implements KeyTimes {
     let state = this.state;
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;
-      const offset = Number(event.offset);
+      const offset = offsetFromRecord(event.offset);
       if (offset <= this.lastOffset) continue;
       let next: S | undefined | Promise<S | undefined>;
       try {
@@ -273,7 +274,7 @@ export class KeyFlow<S, V> implements KeyTimes {
     } catch (err) {
       throw new FoldError(event.topic, event.partition, event.key, event.offset, err);
     }
-    this.lastOffset = Number(event.offset);
+    this.lastOffset = offsetFromRecord(event.offset);
     await this.replay(fold, events.slice(index + 1));
   }
 

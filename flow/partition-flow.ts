@@ -12,7 +12,7 @@ import { KeyFlow } from './key-flow';
 import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
-import { formatOffset, parseOffset } from './offsets';
+import { offsetFromKafka } from './offsets';
 import { PartitionKeys } from './partition-keys';
 import { PartitionPersister } from './partition-persister';
 import { PendingOutputs } from './pending-outputs';
@@ -29,7 +29,7 @@ export interface PartitionFlowOptions<S, V> {
   readonly flow: string;
   readonly topic: string;
   readonly partition: number;
-  /** The committed offset when the partition was assigned: the next offset to consume. */
+  /** The committed offset when the partition was assigned (the next offset to consume), as kafkajs reads it: converted once, here. */
   readonly assignedAt: string;
   readonly fold: Fold<S, V>;
   readonly codec: Codec<V>;
@@ -140,7 +140,7 @@ export class PartitionFlow<S, V> {
     this.log = options.logger ?? silentLogger;
     this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
     this.journaling = persistsJournal(options.mode);
-    this.nextOffset = parseOffset(options.assignedAt);
+    this.nextOffset = offsetFromKafka(options.assignedAt);
     const keys = new PartitionKeys<S, V>(this.epoch);
     this.keys = keys.live;
     this.unloaded = keys.unloaded;
@@ -253,7 +253,7 @@ export class PartitionFlow<S, V> {
         // from there, without a Buffer view each (the same text, the same value or error), and
         // give their offset as a number.
         const src = m.bytes;
-        const offset = src === undefined ? parseOffset(m.offset) : m.offsetNumber!;
+        const offset = src === undefined ? offsetFromKafka(m.offset) : m.offsetNumber!;
         lastOffset = offset;
         let key: string;
         if (src === undefined) {
@@ -510,19 +510,19 @@ export class PartitionFlow<S, V> {
   }
 
   /** The offset it is safe to commit if it moved past the last commit, else undefined. */
-  offsetToCommit(): string | undefined {
+  offsetToCommit(): number | undefined {
     const c = this.persister.committable();
-    return c > this.persister.committed ? formatOffset(c) : undefined;
+    return c > this.persister.committed ? c : undefined;
   }
 
   /** The last committed offset (the assigned offset until this flow commits). */
-  get committedOffset(): string {
-    return formatOffset(this.persister.committed);
+  get committedOffset(): number {
+    return this.persister.committed;
   }
 
   /** One past the last offset handled. */
-  get position(): string {
-    return formatOffset(this.nextOffset);
+  get position(): number {
+    return this.nextOffset;
   }
 
   get liveKeys(): number {
@@ -545,9 +545,8 @@ export class PartitionFlow<S, V> {
   }
 
   /** The offset a key holds back from commit, if it is in memory. */
-  holdingOf(key: string): string | undefined {
-    const h = this.keys.get(key)?.holding;
-    return h === undefined ? undefined : formatOffset(h);
+  holdingOf(key: string): number | undefined {
+    return this.keys.get(key)?.holding;
   }
 
   /** Live keys and their states. */

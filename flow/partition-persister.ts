@@ -1,6 +1,6 @@
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../core/fence-errors';
 import { OffsetCommitFailedError, PersistFailedError } from './errors';
-import { formatOffset } from './offsets';
+import { offsetText } from './offsets';
 import { type PersistPlan, planPersist } from './persist-plan';
 import { type PersistReason, type PersistResult, type PersistScope, timed } from './persist-types';
 import { type PersistTally, writePlanned } from './persist-writes';
@@ -71,7 +71,7 @@ export class PartitionPersister<S, V> {
     if (tally.evicted > 0) this.s.metrics.keysEvicted.inc(tally.evicted);
     this.s.metrics.keysLive.set(this.s.keys.live.size);
     return {
-      committed: tally.committedNow === undefined ? undefined : formatOffset(tally.committedNow),
+      committed: tally.committedNow,
       written: tally.written,
       deleted: tally.deletes,
       deadLetters: tally.deadLetters,
@@ -123,7 +123,7 @@ export class PartitionPersister<S, V> {
     if (t.commitError !== undefined) {
       if (strict) {
         this.s.metrics.persists(reason, 'failed').inc();
-        throw this.fail(new OffsetCommitFailedError(this.s.topic, this.s.partition, formatOffset(this.committable()), t.commitError));
+        throw this.fail(new OffsetCommitFailedError(this.s.topic, this.s.partition, offsetText(this.committable()), t.commitError));
       }
       this.s.log.warn({ topic: this.s.topic, partition: this.s.partition, err: t.commitError }, 'offset commit failed');
     }
@@ -153,7 +153,7 @@ export class PartitionPersister<S, V> {
         if (timed(reason)) throw err;
         return { committed: undefined, written: t.written, failed: t.failed, evicted: t.evicted, fenced: true };
       }
-      if (strict) throw this.fail(new OffsetCommitFailedError(this.s.topic, this.s.partition, formatOffset(c), err));
+      if (strict) throw this.fail(new OffsetCommitFailedError(this.s.topic, this.s.partition, offsetText(c), err));
       this.s.log.warn({ topic: this.s.topic, partition: this.s.partition, offset: c, err }, 'offset commit failed');
     }
     return undefined;

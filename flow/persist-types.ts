@@ -23,7 +23,7 @@ export type PersistReason = 'periodic' | 'outputs' | 'idle' | 'revoke' | 'shutdo
 
 export interface PersistResult {
   /** The offset committed by this run, if it committed one. */
-  readonly committed: string | undefined;
+  readonly committed: number | undefined;
   /** Key writes that landed (snapshots, journals, delete markers and purges). */
   readonly written: number;
   /** Of those, delete markers and purges. */

@@ -13,6 +13,7 @@
  */
 import { fenceReason, protocolErrorType } from '../../kafka/errors';
 import { SnapshotWriteFencedError } from '../../core/fence-errors';
+import { offsetToKafka } from '../../flow/offsets';
 import type { OffsetCommitter } from '../offset-committer';
 import type { TopicPartition } from '../../core/persistence-types';
 
@@ -57,7 +58,7 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
       );
     }
     try {
-      await this.o.consumer.commitOffsets([{ topic, partition: partition.partition, offset: String(offset) }]);
+      await this.o.consumer.commitOffsets([{ topic, partition: partition.partition, offset: offsetToKafka(offset) }]);
     } catch (err) {
       const fence = fenceReason(err);
       if (fence === 'generation' || fence === 'member') {

@@ -1,6 +1,7 @@
 /** `inspect` of a Cassandra flow: each input partition's keys from the keys table, then their snapshots (recovery's path). */
 import { createKafkaClient } from '../../kafka/client';
 import { KafkaAdmin } from '../../kafka/admin';
+import { offsetText } from '../../flow/offsets';
 import type { BackendFlow, WorkerContext } from '../backends';
 import type { InspectedKey, InspectFilter } from '../descriptor';
 import { CassandraBackend } from './backend';
@@ -24,7 +25,7 @@ export async function* inspectCassandra(
         const persistence = await backend.forPartition({ topic, partition, committer: { commit: async () => {} } });
         for await (const found of persistence.recover()) {
           if (filter.key !== undefined && found.key !== filter.key) continue;
-          if (found.snapshot) yield { topic, partition, key: found.key, offset: String(found.snapshot.offset), state: found.snapshot.state };
+          if (found.snapshot) yield { topic, partition, key: found.key, offset: offsetText(found.snapshot.offset), state: found.snapshot.state };
         }
       }
     }

@@ -2,6 +2,7 @@ import type { types } from 'cassandra-driver';
 import type { Codec } from '../../core/codec/codec';
 import { decodeRecord } from '../../core/codec/errors';
 import { SnapshotWriteFencedError } from '../../core/fence-errors';
+import { offsetFromRecord, offsetText } from '../../flow/offsets';
 import type { JournalStore } from '../journal-store';
 import type { JournalEvent, TopicPartition } from '../../core/persistence-types';
 import { CassandraPersistenceError, CassandraWriteRefusedError } from './errors';
@@ -75,8 +76,8 @@ export class CassandraJournalStore<V> implements JournalStore<V> {
         const value = e.value === null || e.value === undefined ? null : this.o.codec.encode(e.value);
         const set = [this.o.ttlSeconds, now, toDate(e.timestamp), null, headersToMap(e.headers), '', value];
         const [query, params] = this.fenced
-          ? [this.q.appendWithGeneration, [...set, long(this.generation!), ...pk, long(Number(e.offset))]]
-          : [this.q.append, [...set, ...pk, long(Number(e.offset))]];
+          ? [this.q.appendWithGeneration, [...set, long(this.generation!), ...pk, long(offsetFromRecord(e.offset))]]
+          : [this.q.append, [...set, ...pk, long(offsetFromRecord(e.offset))]];
         return this.o.session.write(query, params, this.o.consistency.write);
       }),
     );
@@ -98,7 +99,7 @@ export class CassandraJournalStore<V> implements JournalStore<V> {
       // A purged journal's fence (its static generation alone) reads as a row without an offset.
       const stored = toNumberOrNull(row.get('offset'));
       if (stored === null) continue;
-      const offset = String(stored);
+      const offset = offsetText(stored);
       const bytes = row.get('value') as Buffer | null;
       const value =
         bytes === null ? (null as V) : decodeRecord(this.o.codec, bytes, { topic: partition.topic, partition: partition.partition, key, offset });

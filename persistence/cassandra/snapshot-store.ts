@@ -3,6 +3,7 @@ import { types } from 'cassandra-driver';
 import type { Codec } from '../../core/codec/codec';
 import { decodeSnapshot } from '../../core/codec/errors';
 import { type Logger, silentLogger } from '../../core/logger';
+import { offsetText } from '../../flow/offsets';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
 import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
 import { CassandraPersistenceError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
@@ -234,7 +235,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       topic: partition.topic,
       partition: partition.partition,
       key,
-      offset: String(offset),
+      offset: offsetText(offset),
     });
     return { state, offset };
   }

@@ -11,6 +11,7 @@ import { compressorCounters, type MetricsRegistry } from '../../core/codec/compr
 import { decodeSnapshot } from '../../core/codec/errors';
 import type { Logger } from '../../core/logger';
 import { silentLogger } from '../../core/logger';
+import { offsetFromKafka, offsetText } from '../../flow/offsets';
 import { KafkaAdmin } from '../../kafka/admin';
 import type { KafkaClient } from '../../kafka/client';
 import { CommittedOffsets } from '../../kafka/committed-offsets';
@@ -290,7 +291,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       await persistence.fenceNow();
       const seed =
         a.assignedOffset ?? (a.committedOffset ? await a.committedOffset() : (await this.offsets.fetch(groupId, a.topic, [a.partition])).get(a.partition)) ?? 0;
-      persistence.seedOffset(Number(seed));
+      persistence.seedOffset(typeof seed === 'number' ? seed : offsetFromKafka(seed));
     } else {
       if (!a.committer) throw new TypeError('caching mode needs the consumer\'s OffsetCommitter');
       this.plain ??= new PlainWriter({ client: this.o.client, maxRequestBytes: this.o.maxRequestBytes });
@@ -333,7 +334,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
             offset: stored.offset,
           });
           if (isDeleteMarker(snapshot)) continue; // a deleted key awaiting its purge
-          yield { topic: this.inputTopic, partition: p, key, offset: String(snapshot.offset), state: snapshot.state };
+          yield { topic: this.inputTopic, partition: p, key, offset: offsetText(snapshot.offset), state: snapshot.state };
         }
       }
     } finally {
@@ -391,7 +392,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       },
       committedOffset: async () => {
         const offset = (await this.offsets.fetch(groupId, topic, [partition])).get(partition);
-        return offset === null || offset === undefined ? undefined : Number(offset);
+        return offset === null || offset === undefined ? undefined : offsetFromKafka(offset);
       },
     };
   }

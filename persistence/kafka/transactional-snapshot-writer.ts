@@ -14,6 +14,7 @@
 import { CommitLandedLateError, SnapshotWriteFencedError } from '../../core/fence-errors';
 import { outputCount, type PendingOutput } from '../../core/emitted-outputs';
 import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
+import { offsetToKafka } from '../../flow/offsets';
 import { type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
 import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/transactional-writer';
 import type { MessagePool, OutputTopics } from './dead-letter';
@@ -146,7 +147,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     try {
       result = await this.t.transactions.commit({
         messages: outputs.length > 0 ? prepared.messages.concat(outputs) : prepared.messages,
-        offsets: [{ topic: input.topic, partition: input.partition, offset: String(offset) }],
+        offsets: [{ topic: input.topic, partition: input.partition, offset: offsetToKafka(offset) }],
         generation: { generationId: generation.generationId, memberId: generation.memberId },
       });
     } catch (err) {

@@ -3,6 +3,7 @@ import type { Logger } from '../../core/logger';
 import { withheld } from '../../core/redact';
 import type { FlowDefinition } from '../../define-flow';
 import type { FlowMetrics } from '../../flow/metrics';
+import { logEndFromKafka } from '../../flow/offsets';
 import type { FlowConsumer } from './flow-consumer';
 import type { Slot } from './partition-slots';
 import type { SlotPersists } from './slot-persists';
@@ -40,7 +41,8 @@ export class BatchFold {
       pause(); // not (or no longer) ours to process: nothing resolved, so nothing is skipped
       return;
     }
-    slot.highWatermark = batch.highWatermark;
+    const highWatermark = logEndFromKafka(batch.highWatermark);
+    slot.highWatermark = highWatermark;
     const messages = batch.messages;
     const emits = hasOutputs(this.o.definition);
     /** The last offset folded (what kafkajs may take as processed if the batch stops part way). */
@@ -74,7 +76,7 @@ export class BatchFold {
       if (emits && !slot.outputsFlush && !this.o.stopping() && flow.outputsDue()) void this.o.persists.flushOutputs(slot);
     }
     if (folded !== undefined) resolveOffset(folded);
-    slot.cadence?.folded(flow.position, batch.highWatermark, messages[messages.length - 1]?.timestamp);
+    slot.cadence?.folded(flow.position, highWatermark, messages[messages.length - 1]?.timestamp);
     await heartbeat();
     // kafkajs hands the batches of one fetch over back to back in microtasks: yield after each, so
     // the Temporal workers' callbacks (the persist activity's timer, its start and completion) run

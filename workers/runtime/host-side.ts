@@ -1,6 +1,7 @@
 import { type FoldingHandle, type PartitionHost, StaleGenerationError } from '../../activities/partition-host';
 import type { FoldLoopRequest, OwnerRequest, PersistResult as WorkflowPersistResult, RecoverRequest, RecoverResult } from '../../activities/types';
 import { withheld } from '../../core/redact';
+import { offsetText, offsetToKafka } from '../../flow/offsets';
 import { BatchFold, hasOutputs } from './batch-fold';
 import { BatchHandoff } from './batch-handoff';
 import { closeQuietly, type PartitionRecoveries, type RecoveryFigures } from './partition-recoveries';
@@ -66,10 +67,10 @@ export class HostSide extends RuntimeSide implements PartitionHost {
       slot.flowGeneration = r.owner.generation;
       slot.recovery = r.recovery;
       slot.cadence ??= this.persists.cadenceFor(slot, flow);
-      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: flow.position });
+      this.consumer.seek({ topic: r.topic, partition: r.partition, offset: offsetToKafka(flow.position) });
       this.consumer.pause(tp);
       this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation }, 'kept in-memory state');
-      return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: flow.committedOffset };
+      return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: offsetText(flow.committedOffset) };
     }
     const seq = ++slot.recoverSeq;
     // Started at the join for this very owner (recoverAtJoin): take it over — unless it failed,

@@ -1,3 +1,4 @@
+import { offsetToKafka } from '../../flow/offsets';
 import type { PartitionOwner } from '../../persistence/partition-owner';
 import type { WriteGeneration } from '../../persistence/kafka/transactional-snapshot-writer';
 import type { TopicPartition } from '../../core/persistence-types';
@@ -46,7 +47,7 @@ export class SlotOwner implements PartitionOwner {
    */
   async commit(_partition: TopicPartition, offset: number): Promise<void> {
     PartitionSlots.assertHolds(this.slot, this.consumer.current());
-    await this.consumer.commitOffsets([{ topic: this.topic, partition: this.partition, offset: String(offset) }]);
+    await this.consumer.commitOffsets([{ topic: this.topic, partition: this.partition, offset: offsetToKafka(offset) }]);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { type FoldingHandle, StaleGenerationError } from '../../activities/partition-host';
 import type { OwnerRequest } from '../../activities/types';
+import { offsetText } from '../../flow/offsets';
 import type { PartitionFlow } from '../../flow/partition-flow';
 import type { GroupGeneration } from '../../kafka';
 import { SnapshotWriteFencedError } from '../../core/fence-errors';
@@ -26,7 +27,8 @@ export interface Slot {
   flow?: PartitionFlow<unknown, unknown>;
   /** The generation the engine's state was recovered or adopted under. */
   flowGeneration?: number;
-  highWatermark?: string;
+  /** The log end the partition's last fetch reported (its high watermark). */
+  highWatermark?: number;
   /** Why the partition stopped here (state 'failed'). */
   failure?: unknown;
   /** Which fold-loop activity drives the partition now: a late cancellation of an older one must not pause it. */
@@ -180,10 +182,10 @@ export class PartitionSlots {
             slot.revokeUnsignalled !== r.owner.generation,
           failure: slot.state === 'failed' ? (slot.failure ?? flow.failed ?? new Error('partition failed')) : undefined,
           progress: {
-            position: flow.position,
-            committed: flow.committedOffset,
+            position: offsetText(flow.position),
+            committed: offsetText(flow.committedOffset),
             liveKeys: flow.liveKeys,
-            highWatermark: slot.highWatermark,
+            highWatermark: slot.highWatermark === undefined ? undefined : offsetText(slot.highWatermark),
           },
         };
       },

@@ -60,7 +60,7 @@ export class PersistCadence {
    * A batch was folded (up to `position`); `highWatermark`: the log end its fetch reported;
    * `lastTimestamp`: its last record's timestamp (epoch ms, as kafkajs gives it), if known.
    */
-  folded(position: string, highWatermark: string | undefined, lastTimestamp?: string): void {
+  folded(position: number, highWatermark: number | undefined, lastTimestamp?: string): void {
     if (this.awaitingFirstBatch) {
       this.awaitingFirstBatch = false;
       if (this.lastPeriodicAt === undefined) {
@@ -72,7 +72,7 @@ export class PersistCadence {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
     const after = this.o.idleAfterMs;
-    if (after !== undefined && highWatermark !== undefined && BigInt(position) >= BigInt(highWatermark)) {
+    if (after !== undefined && highWatermark !== undefined && position >= highWatermark) {
       this.idleTimer = setTimeout(() => this.idle(), this.quietLeft(after, lastTimestamp));
       this.idleTimer.unref?.();
     }

@@ -2,6 +2,7 @@ import type { PersistResult as WorkflowPersistResult } from '../../activities/ty
 import { ProducerEpochLostError, SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { Logger } from '../../core/logger';
 import type { FlowDefinition } from '../../define-flow';
+import { offsetText } from '../../flow/offsets';
 import type { PersistReason } from '../../flow/partition-flow';
 import type { FlowConsumer } from './flow-consumer';
 import type { Slot, Unreported } from './partition-slots';
@@ -128,7 +129,7 @@ export class SlotPersists {
       throw this.stopSlot(slot, fence ?? new SnapshotWriteFencedError(slot.topic, slot.partition, 'the persist was fenced'));
     }
     this.o.log.debug(
-      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: flow.committedOffset, ms: Math.round(performance.now() - started) },
+      { topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason, written: result.written, committed: offsetText(flow.committedOffset), ms: Math.round(performance.now() - started) },
       'persisted',
     );
     return resultOf(slot, flow, {
@@ -212,10 +213,10 @@ function resultOf(slot: Slot, flow: NonNullable<Slot['flow']>, counts: Unreporte
     deletedKeys: counts.deletedKeys,
     deadLetters: counts.deadLetters || undefined,
     outputs: counts.outputs || undefined,
-    committedOffset: flow.committedOffset,
+    committedOffset: offsetText(flow.committedOffset),
     liveKeys: flow.liveKeys,
-    logEndOffset: hw,
-    lag: hw !== undefined ? Math.max(0, Number(hw) - Number(flow.position)) : undefined,
+    logEndOffset: hw === undefined ? undefined : offsetText(hw),
+    lag: hw !== undefined ? Math.max(0, hw - flow.position) : undefined,
     ms: counts.ms,
     at: Date.now(),
   };

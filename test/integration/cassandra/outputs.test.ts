@@ -74,7 +74,7 @@ describe('outputs with Cassandra persistence (issue 15): at least once, exact af
 
     // C recovered k @7 (B's; A's was refused) from the committed offset 0: e1..e7 skipped, e8
     // folded and emitted once.
-    expect(await c.persistPeriodically()).toMatchObject({ outputs: 1, committed: '9' });
+    expect(await c.persistPeriodically()).toMatchObject({ outputs: 1, committed: 9 });
 
     const got = await readCommitted(kafka.client, output);
     expect(got.every((r) => r.headers[OUTPUT_SOURCE_HEADER] !== undefined)).toBe(true);

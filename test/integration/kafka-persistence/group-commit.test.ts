@@ -102,7 +102,7 @@ describe('group-committed snapshot transactions on the real broker', () => {
     expect(stats.transactions).toBe(3);
     expect(checks.map((c) => c.committed)).toEqual([256, 512, 600]);
     expect(checks.every((c) => c.missing === 0)).toBe(true);
-    expect(result).toMatchObject({ committed: '600', written: KEYS, failed: 0 });
+    expect(result).toMatchObject({ committed: 600, written: KEYS, failed: 0 });
     expect(stored.size).toBe(KEYS);
     expect(stored.get('k599')).toEqual({ offset: '599', state: 'v599' });
     expect(logEnd).toBe(KEYS + 3); // the records and one commit marker per transaction
@@ -111,7 +111,7 @@ describe('group-committed snapshot transactions on the real broker', () => {
   it('600 dirty keys at cap 1: 600 transactions', async () => {
     const { result, stats, stored, logEnd } = await flush(unique('snapshots'), 1, async () => {});
     expect(stats.transactions).toBe(KEYS);
-    expect(result).toMatchObject({ committed: '600', written: KEYS });
+    expect(result).toMatchObject({ committed: 600, written: KEYS });
     expect(stored.size).toBe(KEYS);
     expect(logEnd).toBe(2 * KEYS);
     expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe('600');

@@ -203,7 +203,7 @@ export class Owner {
 
   /** Waits until the engine has handled every offset below `offset`. */
   folded(offset: number, timeoutMs = 30_000): Promise<void> {
-    return waitFor(`${this.o.name} to fold up to offset ${offset}`, () => Number(this.flow?.position ?? 0) >= offset, timeoutMs);
+    return waitFor(`${this.o.name} to fold up to offset ${offset}`, () => (this.flow?.position ?? 0) >= offset, timeoutMs);
   }
 
   /** The next batch with records blocks after it was folded, until thaw(). */

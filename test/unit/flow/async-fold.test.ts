@@ -55,7 +55,7 @@ describe('async folds', () => {
     await h.flow.handleBatch(interleaved(4, ['fast', 'slow', 'other']));
     await tick();
     expect(h.flow.stateOf('fast')).toEqual(['1', '2', '4']);
-    expect(h.flow.position).toBe('7');
+    expect(h.flow.position).toBe(7);
 
     const persisted = await h.flow.persist(h.clock.now(), 'shutdown');
     expect(persisted.written).toBe(2); // fast and other; the slow key is still folding

@@ -8,10 +8,10 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     const h = await harness<string[]>({ fold: (s, r) => [...(s ?? []), r.value], mode: 'journal', assignedAt: 1 });
     await h.flow.handleBatch(records('key', 1, ['event1', 'event2', 'event3']));
     expect(h.flow.stateOf('key')).toEqual(['event1', 'event2', 'event3']);
-    expect(h.flow.holdingOf('key')).toBe('1');
+    expect(h.flow.holdingOf('key')).toBe(1);
     await h.flow.persist(h.clock.now(), 'shutdown');
     expect(h.backend.journal.events(TP, 'key').map((e) => e.offset)).toEqual(['1', '2', '3']);
-    expect(h.flow.holdingOf('key')).toBe('4');
+    expect(h.flow.holdingOf('key')).toBe(4);
   });
 
   test('is small: one object per key, clocks as small integers, no sub-objects on the common path', async () => {
@@ -32,7 +32,7 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     expect(restarted.flow.stateOf('key')).toEqual({ offset: '4', count: 4 });
     await restarted.flow.persist(restarted.clock.now(), 'shutdown');
     expect(h.backend.journal.events(TP, 'key').map((e) => e.offset)).toEqual(['2', '3', '4']);
-    expect(restarted.flow.holdingOf('key')).toBe('5');
+    expect(restarted.flow.holdingOf('key')).toBe(5);
   });
 
   test('restores by replaying its journal (journal mode)', async () => {
@@ -63,11 +63,11 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     finish = true;
     await h.flow.handleBatch(records('key', 2, ['c']));
     // Still holding its old offset until the delete lands.
-    expect(h.flow.holdingOf('key')).toBe('2');
+    expect(h.flow.holdingOf('key')).toBe(2);
     expect(h.flow.offsetToCommit()).toBeUndefined();
     // This backend commits apart from its writes: a delete marker first, its purge once committed past.
     const result = await h.flow.persist(h.clock.now(), 'periodic');
-    expect(result).toMatchObject({ written: 1, committed: '3' });
+    expect(result).toMatchObject({ written: 1, committed: 3 });
     expect(h.backend.snapshots.markers(TP).get('key')).toBe(2);
     await h.flow.persist(h.clock.now(), 'periodic');
     expect(h.backend.snapshots.entries(TP).size).toBe(0);
@@ -84,7 +84,7 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     await h.flow.persist(h.clock.now(), 'shutdown');
     finish = true;
     await h.flow.handleBatch(records('key', 2, ['c']));
-    expect(await h.flow.persist(h.clock.now(), 'periodic')).toMatchObject({ written: 1, committed: '3' });
+    expect(await h.flow.persist(h.clock.now(), 'periodic')).toMatchObject({ written: 1, committed: 3 });
     expect(h.backend.snapshots.entries(TP).size).toBe(0);
     expect(h.backend.snapshots.markers(TP).size).toBe(0);
     expect(h.flow.liveKeys).toBe(0);
@@ -152,7 +152,7 @@ describe('KeyFlow (kafka-flow KeyFlowSpec)', () => {
     const h = await harness({ fold: countingFold(1_000_000), mode: 'none', assignedAt: 1, timers: { persistPeriodically: { fireEvery: 0, persistEvery: 0 } } });
     await h.step(records('key', 1, ['event1']));
     await h.step(keyless(2, 100_000));
-    expect(h.flow.holdingOf('key')).toBe('1');
+    expect(h.flow.holdingOf('key')).toBe(1);
     expect(h.flow.offsetToCommit()).toBeUndefined();
     expect(h.backend.snapshots.writes).toBe(0);
     expect(h.committed()).toBeUndefined();

@@ -73,7 +73,7 @@ describe('lazily decoded recovery', () => {
     h.clock.advance(MINUTE);
     h.flow.triggerTimers();
     const persisted = await h.flow.persist(h.clock.now(), 'periodic');
-    expect(persisted).toMatchObject({ written: 1, committed: '7' });
+    expect(persisted).toMatchObject({ written: 1, committed: 7 });
     expect(persistence.written.map((w) => w.key)).toEqual(['a']);
     expect(await h.flow.persist(h.clock.now(), 'shutdown')).toMatchObject({ written: 0 });
     expect(persistence.decoded).toEqual(['a']);
@@ -91,7 +91,7 @@ describe('lazily decoded recovery', () => {
     // Until a record for it comes, the partition runs and commits: the bad key is never decoded.
     await h.flow.handleBatch(records('good', 10, ['x']));
     h.clock.advance(MINUTE);
-    expect(await h.flow.persist(h.clock.now(), 'periodic')).toMatchObject({ written: 1, committed: '11' });
+    expect(await h.flow.persist(h.clock.now(), 'periodic')).toMatchObject({ written: 1, committed: 11 });
     expect(persistence.decoded).toEqual(['good']);
 
     const batch = [...records('other', 11, ['x']), ...records('bad', 12, ['y']), ...records('later', 13, ['z'])];
@@ -106,7 +106,7 @@ describe('lazily decoded recovery', () => {
     expect(error).toMatchObject({ code: 'CORRUPT_SNAPSHOT', topic: 'snapshots', partition: 0, offset: '7', key: 'bad' });
     expect(h.flow.failed).toBe(error);
     // The bad key's record was not taken, nor anything after it; a later persist refuses to run.
-    expect(h.flow.position).toBe('11');
+    expect(h.flow.position).toBe(11);
     expect(h.flow.stateOf('later')).toBeUndefined();
     await expect(h.flow.persist(h.clock.now(), 'periodic')).rejects.toBe(error);
     expect(persistence.committed).toBe(11);

@@ -29,7 +29,7 @@ describe('emitted outputs (ctx.emit)', () => {
     await h.flow.handleBatch(records('k', 0, ['4', '7', '1', '5']));
     expect(h.backend.outputs.sent).toHaveLength(0); // held on the key until its write
     const r = await h.flow.persist(h.clock.now(), 'periodic'); // due though persistEvery has not passed
-    expect(r).toMatchObject({ written: 1, outputs: 1, committed: '4' });
+    expect(r).toMatchObject({ written: 1, outputs: 1, committed: 4 });
     expect(values(h.backend.outputs.sent)).toEqual([{ total: 11, at: '1' }]);
     expect(h.backend.outputs.sent[0]).toMatchObject({ kind: 'emitted', topic: 'alerts', key: 'k', headers: { [OUTPUT_SOURCE_HEADER]: `${TP.topic}/0/1/0` } });
     expect(await h.backend.snapshots.read(TP, 'k')).toEqual({ state: 17, offset: 3 });

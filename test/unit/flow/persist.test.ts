@@ -64,7 +64,7 @@ describe('PartitionFlow persist', () => {
     await h.flow.handleBatch([...records('a', 0, ['e', 'e']), ...records('b', 2, ['e'])]);
     expect(await h.flow.persist(t0 + 10, 'periodic')).toMatchObject({ written: 0 }); // not due for a minute
     expect(h.committed()).toBeUndefined();
-    expect(await h.flow.persist(t0 + 20, 'idle')).toMatchObject({ written: 2, committed: '3', failed: 0 });
+    expect(await h.flow.persist(t0 + 20, 'idle')).toMatchObject({ written: 2, committed: 3, failed: 0 });
     expect(h.committed()).toBe(3);
     expect(await h.backend.snapshots.read(TP, 'a')).toMatchObject({ offset: 1 });
     // Nothing dirty: nothing written, nothing more to commit.
@@ -94,7 +94,7 @@ describe('PartitionFlow persist', () => {
       { keys: ['k2', 'k3'], commitOffset: 4 },
       { keys: ['k4'], commitOffset: 5 },
     ]);
-    expect(result).toMatchObject({ committed: '5', written: 5, failed: 0 });
+    expect(result).toMatchObject({ committed: 5, written: 5, failed: 0 });
     expect(backend.committer.history.map((c) => c.offset)).toEqual([2, 4, 5]);
   });
 
@@ -177,7 +177,7 @@ describe('PartitionFlow persist', () => {
     expect(h.flow.stateOf('a')).toBe('124');
     expect(h.flow.stateOf('b')).toBe('3');
     expect(seen.filter((s) => s.startsWith('a'))).toEqual(['a0', 'a1', 'a3']);
-    expect(h.flow.position).toBe('4');
+    expect(h.flow.position).toBe(4);
   });
 
   test('a throwing fold stops the partition with FoldError', async () => {
@@ -270,7 +270,7 @@ describe('PartitionFlow persist', () => {
     const h = await harness({ fold: countingFold(100) });
     await h.flow.handleBatch(records(null, 0, ['a', 'b']));
     expect(h.flow.liveKeys).toBe(0);
-    expect(h.flow.offsetToCommit()).toBe('2');
+    expect(h.flow.offsetToCommit()).toBe(2);
     expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_keyless_records_dropped_total')).toMatch(/} 2/);
     expect(await h.metrics.registry.getSingleMetricAsString('kafka_flow_keys_live')).toMatch(/} 0/);
   });

@@ -46,7 +46,7 @@ describe.each(unloadVariants)('%s (kafka-flow TimerFlowOfSpec)', (_, timers) => 
   test('holds commits when started', async () => {
     const f = await fixture(timers(), 1234);
     await f.flow.handleBatch(records('key', 1234, ['e']));
-    expect(f.flow.holdingOf('key')).toBe('1234');
+    expect(f.flow.holdingOf('key')).toBe(1234);
     expect(f.flow.offsetToCommit()).toBeUndefined();
     expect(f.flushed()).toBe(0);
     expect(f.removed()).toBe(false);
@@ -103,7 +103,7 @@ describe.each(unloadVariants)('%s (kafka-flow TimerFlowOfSpec)', (_, timers) => 
     await f.flow.persist(f.clock.now(), 'revoke');
     expect(f.flushed()).toBe(0);
     expect(f.committed()).toBeUndefined();
-    expect(f.flow.holdingOf('key')).toBe('100');
+    expect(f.flow.holdingOf('key')).toBe(100);
   });
 
   test('flushes after the offset difference is exceeded even if flushOnRevoke is on', async () => {
@@ -127,7 +127,7 @@ describe.each(persistVariants)('%s (kafka-flow TimerFlowOfSpec)', (_, timers) =>
   test('holds commits when started', async () => {
     const f = await fixture(timers(), 1234);
     await f.flow.handleBatch(records('key', 1234, ['e']));
-    expect(f.flow.holdingOf('key')).toBe('1234');
+    expect(f.flow.holdingOf('key')).toBe(1234);
     expect(f.flushed()).toBe(0);
     expect(f.removed()).toBe(false);
   });
@@ -148,7 +148,7 @@ describe.each(persistVariants)('%s (kafka-flow TimerFlowOfSpec)', (_, timers) =>
     }
     expect(f.flushed()).toBe(3);
     expect(f.removed()).toBe(false);
-    expect(f.flow.holdingOf('key')).toBe('104');
+    expect(f.flow.holdingOf('key')).toBe(104);
     expect(f.committed()).toBe(104);
   });
 
@@ -196,7 +196,7 @@ describe.each(persistVariants)('%s (kafka-flow TimerFlowOfSpec)', (_, timers) =>
     await f.step(keyless(102, 1));
     expect(f.flushed()).toBe(0);
     expect(f.removed()).toBe(false);
-    expect(f.flow.holdingOf('key')).toBe('100');
+    expect(f.flow.holdingOf('key')).toBe(100);
     expect(f.committed()).toBeUndefined();
     expect(await f.metrics.registry.getSingleMetricAsString('kafka_flow_persisted_keys_total')).toMatch(/outcome="failed"} 2/);
   });

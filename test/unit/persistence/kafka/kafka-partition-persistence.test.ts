@@ -243,8 +243,8 @@ describe('transactional mode', () => {
     flow.triggerTimers(0);
     const result = await flow.persist(0, 'periodic');
     expect(result).toMatchObject({ written: 0, failed: 1, fenced: false });
-    expect(flow.holdingOf('k0')).toBe('0');
-    expect(flow.committedOffset).toBe('0');
+    expect(flow.holdingOf('k0')).toBe(0);
+    expect(flow.committedOffset).toBe(0);
     expect(await persistence.read('k0')).toBeUndefined();
     // the partition goes on: the next persist writes the key
     await flow.persist(0, 'shutdown');
@@ -326,7 +326,7 @@ describe('transactional mode', () => {
     flow.triggerTimers(0);
     await expect(flow.persist(0, 'periodic')).rejects.toBeInstanceOf(CommitLandedLateError);
     expect(tx.commits.flatMap((c) => c.messages.filter((m) => m.topic === 'alerts'))).toEqual([]);
-    expect(flow.committedOffset).toBe('0');
+    expect(flow.committedOffset).toBe(0);
   });
 
   it('a commit whose connection was lost after EndTxn went out is settled like a timeout: landed, its outputs are not handed back', async () => {
@@ -351,7 +351,7 @@ describe('transactional mode', () => {
     expect(await flow.persist(0, 'periodic')).toMatchObject({ written: 2, failed: 0, outputs: 2 });
     expect(flow.pendingOutputs).toBe(0);
     expect(probed).toEqual(['snapshots/3@0']); // the snapshot record is the witness when there is one
-    expect(flow.committedOffset).toBe('2');
+    expect(flow.committedOffset).toBe(2);
     await flow.handleBatch(oneEach(1, 2));
     await flow.persist(0, 'shutdown');
     expect(tx.commits.flatMap((c) => c.messages.filter((m) => m.topic === 'alerts'))).toHaveLength(1); // only the new record's

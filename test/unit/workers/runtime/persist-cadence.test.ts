@@ -25,7 +25,7 @@ describe('PersistCadence', () => {
     const { c, runs } = cadence({ persistMs: 300 });
     c.start();
     await jest.advanceTimersByTimeAsync(200);
-    c.folded('10', '100'); // the first batch, 200 ms after the fold loop started: the cadence starts here
+    c.folded(10, 100); // the first batch, 200 ms after the fold loop started: the cadence starts here
     await jest.advanceTimersByTimeAsync(3_100);
     expect(runs).toEqual([
       { reason: 'periodic', at: 1200 },
@@ -36,7 +36,7 @@ describe('PersistCadence', () => {
     // A later fold loop (continue-as-new, the in-memory shortcut) goes on from the last one: no re-anchoring.
     c.stop();
     c.start();
-    c.folded('20', '100');
+    c.folded(20, 100);
     await jest.advanceTimersByTimeAsync(1_000);
     expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 4200 });
   });
@@ -44,7 +44,7 @@ describe('PersistCadence', () => {
   test('a persist longer than everyMs: the next one starts as soon as it ends', async () => {
     const { c, runs } = cadence({ persistMs: 2_500 });
     c.start();
-    c.folded('1', '100');
+    c.folded(1, 100);
     await jest.advanceTimersByTimeAsync(4_000);
     expect(runs).toHaveLength(2);
     expect(runs[0]!.at).toBe(1000);
@@ -55,7 +55,7 @@ describe('PersistCadence', () => {
   test('due(): the persist running, or the one its timer is about to start (never one of its own); none before', async () => {
     const { c, runs } = cadence({ persistMs: 100 });
     c.start();
-    c.folded('1', '100');
+    c.folded(1, 100);
     expect(c.due()).toBeUndefined();
     await jest.advanceTimersByTimeAsync(999);
     expect(c.due()).toBeUndefined();
@@ -76,7 +76,7 @@ describe('PersistCadence', () => {
     let may = true;
     const { c, runs } = cadence({ may: () => may });
     c.start();
-    c.folded('1', '100');
+    c.folded(1, 100);
     await jest.advanceTimersByTimeAsync(1_000);
     may = false;
     await jest.advanceTimersByTimeAsync(3_000);
@@ -92,7 +92,7 @@ describe('PersistCadence', () => {
     let may = false;
     const { c, runs } = cadence({ may: () => may });
     c.start();
-    c.folded('1', '100');
+    c.folded(1, 100);
     await jest.advanceTimersByTimeAsync(5_000);
     expect(runs).toHaveLength(0); // the timer fired once, persisted nothing, did not re-arm
     may = true;
@@ -120,23 +120,23 @@ describe('PersistCadence', () => {
   test('idle flush: caught up and then quiet for idleAfterMs; each batch restarts the wait; behind the log end or off, none', async () => {
     const { c, runs } = cadence({ everyMs: 60_000, idleAfterMs: 250 });
     c.start();
-    c.folded('50', '100'); // behind
+    c.folded(50, 100); // behind
     await jest.advanceTimersByTimeAsync(1_000);
     expect(runs).toEqual([]);
-    c.folded('100', '100'); // caught up
+    c.folded(100, 100); // caught up
     await jest.advanceTimersByTimeAsync(200);
-    c.folded('101', '101'); // more came: the quiet time starts again
+    c.folded(101, 101); // more came: the quiet time starts again
     await jest.advanceTimersByTimeAsync(200);
     expect(runs).toEqual([]);
     await jest.advanceTimersByTimeAsync(50);
     expect(runs).toEqual([{ reason: 'idle', at: 1450 }]);
-    c.folded('150', '200'); // behind again: nothing
+    c.folded(150, 200); // behind again: nothing
     await jest.advanceTimersByTimeAsync(1_000);
     expect(runs).toHaveLength(1);
 
     const off = cadence({ everyMs: 60_000 });
     off.c.start();
-    off.c.folded('100', '100');
+    off.c.folded(100, 100);
     await jest.advanceTimersByTimeAsync(1_000);
     expect(off.runs).toEqual([]);
     c.stop();
@@ -148,19 +148,19 @@ describe('PersistCadence', () => {
     c.start();
     const stamp = (agoMs: number) => String(Date.now() - agoMs);
     // A backlog read up to a log end quiet for a second already: flushed at once.
-    c.folded('100', '100', stamp(1_000));
+    c.folded(100, 100, stamp(1_000));
     await jest.advanceTimersByTimeAsync(1);
     expect(runs).toEqual([{ reason: 'idle', at: 0 }]);
     // Another quiet log end 100 ms later: not before idleAfterMs past the previous idle flush.
     await jest.advanceTimersByTimeAsync(99);
-    c.folded('110', '110', stamp(5_000));
+    c.folded(110, 110, stamp(5_000));
     await jest.advanceTimersByTimeAsync(149);
     expect(runs).toHaveLength(1);
     await jest.advanceTimersByTimeAsync(1);
     expect(runs.at(-1)).toEqual({ reason: 'idle', at: 250 });
     // A record appended 100 ms ago: 150 ms more; each batch still restarts the wait.
     await jest.advanceTimersByTimeAsync(1_000);
-    c.folded('120', '120', stamp(100));
+    c.folded(120, 120, stamp(100));
     await jest.advanceTimersByTimeAsync(149);
     expect(runs).toHaveLength(2);
     await jest.advanceTimersByTimeAsync(1);
@@ -170,7 +170,7 @@ describe('PersistCadence', () => {
       await jest.advanceTimersByTimeAsync(1_000);
       const before = runs.length;
       const at = Date.now() - 1_000_000;
-      c.folded('130', '130', ts());
+      c.folded(130, 130, ts());
       await jest.advanceTimersByTimeAsync(249);
       expect(runs).toHaveLength(before);
       await jest.advanceTimersByTimeAsync(1);
@@ -178,7 +178,7 @@ describe('PersistCadence', () => {
     }
     // Behind the log end an old record changes nothing: no idle flush.
     const count = runs.length;
-    c.folded('150', '200', stamp(10_000));
+    c.folded(150, 200, stamp(10_000));
     await jest.advanceTimersByTimeAsync(1_000);
     expect(runs).toHaveLength(count);
     c.stop();
