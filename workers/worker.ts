@@ -163,7 +163,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
   const runtime = new FlowRuntime({
     definition,
-    consumer: new KafkaFlowConsumer(definition, brokers, env.security.kafka, log),
+    consumer: KafkaFlowConsumer.of(definition, brokers, env.security.kafka, log),
     signals,
     taskQueue,
     backend,

@@ -1,6 +1,6 @@
-import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { Consumer, ConsumerRunConfig, EachBatchPayload } from 'kafkajs';
 import type { KafkaSecurity } from '../../config/security';
-import type { Logger } from '../../core/logger';
+import { type Logger, silentLogger } from '../../core/logger';
 import type { FlowDefinition } from '../../define-flow';
 import {
   CommittedOffsets,
@@ -8,6 +8,7 @@ import {
   decodeFetchResponse,
   type GroupGeneration,
   GroupMembership,
+  type KafkaClient,
   type RevokedPartitions,
   withRevokePoint,
 } from '../../kafka';
@@ -52,21 +53,42 @@ export interface FlowConsumer {
   committedOffset(topic: string, partition: number): Promise<string | undefined>;
 }
 
-/** The kafkajs group consumer of one flow, with its revoke point and join tracking. */
+/** The first wait before the consumer rejoins after an error kafkajs does not retry; doubled each time, up to the last. */
+export const REJOIN_FIRST_MS = 1_000;
+export const REJOIN_MAX_MS = 30_000;
+
+/**
+ * The kafkajs group consumer of one flow, with its revoke point and join tracking.
+ *
+ * kafkajs restarts its consumer after a retriable error only: after one it does not retry (its
+ * coordinator lookup giving up while the only broker is out of reach — KafkaJSGroupCoordinatorNotFound
+ * — is the common one) the consumer has left the group and stays stopped, and a worker would go on
+ * polling Temporal with nothing to fold. So this consumer rejoins by itself, after 1 s, 2 s, … up
+ * to 30 s between attempts, until `stop()`: its partitions were revoked when kafkajs stopped it
+ * (the revoke point ran), and the rejoin assigns and recovers them as any rebalance does.
+ */
 export class KafkaFlowConsumer implements FlowConsumer {
   private readonly consumer: Consumer;
   private readonly membership = new GroupMembership();
   private readonly committed: CommittedOffsets;
   private handlers?: FlowConsumerHandlers;
+  private runConfig?: ConsumerRunConfig;
+  private stopping = false;
+  /** Rejoins since the last join. */
+  private rejoins = 0;
+  private rejoinTimer?: NodeJS.Timeout;
+
+  /** A consumer of `definition`'s group on its own client of `brokers` (the worker's). */
+  static of(definition: FlowDefinition<unknown, unknown>, brokers: string[], security?: KafkaSecurity, logger?: Logger): KafkaFlowConsumer {
+    return new KafkaFlowConsumer(definition, createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security, logger }), logger);
+  }
 
   constructor(
     private readonly definition: FlowDefinition<unknown, unknown>,
-    brokers: string[],
-    security?: KafkaSecurity,
-    /** Where kafkajs logs (the worker's logger); default kafkajs's console. */
-    logger?: Logger,
+    kafka: KafkaClient,
+    /** Where the consumer's own warnings go (the worker's logger; kafkajs's lines go where `kafka` sends them). */
+    private readonly log: Logger = silentLogger,
   ) {
-    const kafka = createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security, logger });
     this.committed = new CommittedOffsets(kafka);
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(
@@ -103,18 +125,46 @@ export class KafkaFlowConsumer implements FlowConsumer {
   async start(handlers: FlowConsumerHandlers): Promise<void> {
     this.handlers = handlers;
     this.membership.attach(this.consumer);
-    this.membership.onJoin((g) => handlers.onJoin(g));
+    this.membership.onJoin((g) => {
+      this.rejoins = 0;
+      handlers.onJoin(g);
+    });
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) this.rejoinLater(payload.error);
+    });
     await this.consumer.connect();
     for (const topic of this.definition.topics) await this.consumer.subscribe({ topic, fromBeginning: true });
-    await this.consumer.run({
+    this.runConfig = {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 4,
       eachBatch: (payload) => handlers.eachBatch(payload),
-    });
+    };
+    await this.consumer.run(this.runConfig);
+  }
+
+  /** After a crash kafkajs does not restart from: run again (kafkajs reconnects and joins) after a growing pause. */
+  private rejoinLater(error: Error): void {
+    if (this.stopping || this.rejoinTimer || !this.runConfig) return;
+    const inMs = Math.min(REJOIN_MAX_MS, REJOIN_FIRST_MS * 2 ** this.rejoins);
+    this.rejoins += 1;
+    this.log.warn(
+      { err: error, inMs, attempt: this.rejoins },
+      `the Kafka consumer stopped on an error kafkajs does not retry (${error.name}): rejoining the group in ${inMs} ms`,
+    );
+    this.rejoinTimer = setTimeout(() => {
+      this.rejoinTimer = undefined;
+      if (this.stopping || !this.runConfig) return;
+      // A failed start crashes again (the CRASH listener schedules the next attempt).
+      this.consumer.run(this.runConfig).catch((err: Error) => this.rejoinLater(err));
+    }, inMs);
+    this.rejoinTimer.unref();
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.rejoinTimer);
+    this.rejoinTimer = undefined;
     await this.consumer.disconnect();
   }
 

@@ -87,7 +87,7 @@ describe('maxPendingOutputs on the real broker (transactional outputs)', () => {
     const signals = new ActivitiesInline();
     const runtime = new FlowRuntime({
       definition,
-      consumer: new KafkaFlowConsumer(definition, brokers, undefined, silentLogger),
+      consumer: KafkaFlowConsumer.of(definition, brokers, undefined, silentLogger),
       signals,
       taskQueue: 'not-used',
       backend: createBackend(definition, { brokers, logger: silentLogger }),

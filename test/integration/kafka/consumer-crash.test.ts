@@ -1,0 +1,100 @@
+// A worker's group consumer after an error kafkajs does not retry: with its only broker out of
+// reach, kafkajs's coordinator lookup gives up (KafkaJSGroupCoordinatorNotFound, a non-retriable
+// error), its consumer disconnects and never starts again on its own — the worker would stay up,
+// polling Temporal, folding nothing. Here a flow runtime's consumer reaches the real broker through
+// a proxy that drops its connections and cuts its coordinator lookups until that crash happens;
+// once they pass again, the records produced meanwhile must be folded (the consumer rejoined, the partition was
+// assigned, recovered and folded again). The workflow's part is played by the test, as in
+// output-backpressure.test.ts.
+import { Registry } from 'prom-client';
+import type { FoldingHandle } from '../../../activities/partition-host';
+import type { Owner } from '../../../activities/types';
+import type { Logger, LogFn } from '../../../core/logger';
+import { silentLogger } from '../../../core/logger';
+import { defineFlow } from '../../../define-flow';
+import { FlowMetrics } from '../../../flow/metrics';
+import { createBackend } from '../../../persistence/backends';
+import { KafkaFlowConsumer } from '../../../workers/runtime/flow-consumer';
+import { FlowRuntime } from '../../../workers/runtime/flow-runtime';
+import type { PartitionSignals } from '../../../workers/runtime/partition-signals';
+import { driveFolding } from '../../support/fold-loop';
+import { KAFKA_API } from '../../../chaos/tcp-proxy';
+import { kafkaScope, proxiedClient, requireBroker, send, sleep, unique, waitFor } from '../../support/servers';
+
+/** Recovers and folds each assignment at once, as the partition workflow's activities would. */
+class ActivitiesInline implements PartitionSignals {
+  runtime: FlowRuntime | undefined;
+  folding: FoldingHandle | undefined;
+  assignments = 0;
+
+  async assigned(input: { flow: string; topic: string; partition: number }, owner: Owner): Promise<void> {
+    this.assignments += 1;
+    const request = { flow: input.flow, topic: input.topic, partition: input.partition, owner };
+    await this.runtime!.recover(request);
+    this.folding = driveFolding(this.runtime!.startFolding(request));
+  }
+
+  async revoked(): Promise<void> {}
+}
+
+/** The lines logged at warn level and above, with their fields. */
+function capturingLogger(lines: Array<{ level: string; fields: unknown; message?: string }>): Logger {
+  const at =
+    (level: string): LogFn =>
+    (fields, message) =>
+      void lines.push({ level, fields, message });
+  return { ...silentLogger, warn: at('warn'), error: at('error') };
+}
+
+describe('the group consumer after an error kafkajs does not retry', () => {
+  const kafka = kafkaScope('consumer-crash');
+
+  it('rejoins once the broker is back: records produced meanwhile are folded', async () => {
+    const input = await kafka.topic('crash-input', 1);
+    const name = unique('crash');
+    const groupId = unique('crash-group');
+    kafka.deleteAfter(`${groupId}-${name}-snapshots`);
+    const definition = defineFlow<number, string>({
+      name,
+      groupId,
+      topics: [input],
+      fold: (s) => (s ?? 0) + 1,
+      persistence: { backend: 'kafka', transactional: true },
+      consumer: { sessionTimeout: 6_000, heartbeatInterval: 500 },
+    }) as never;
+    const brokers = await requireBroker();
+    const proxy = await kafka.proxy();
+    const lines: Array<{ level: string; fields: unknown; message?: string }> = [];
+    const signals = new ActivitiesInline();
+    const runtime = new FlowRuntime({
+      definition,
+      consumer: new KafkaFlowConsumer(definition, proxiedClient(kafka.client, proxy), capturingLogger(lines)),
+      signals,
+      taskQueue: 'not-used',
+      backend: createBackend(definition, { brokers, logger: silentLogger }),
+      metrics: FlowMetrics.of(new Registry()),
+      logger: silentLogger,
+    });
+    signals.runtime = runtime;
+    kafka.defer(() => runtime.stop());
+    const position = () => signals.folding?.poll().progress.position;
+
+    await send(kafka.client, input, Array.from({ length: 10 }, (_, i) => ({ key: `k${i % 3}`, value: `${i}` })));
+    await runtime.start();
+    await waitFor('the first 10 records folded', () => position() === '10', 60_000);
+
+    // The consumer's connections dropped, and each coordinator lookup it makes to rejoin cut
+    // before its answer (as while a restarted broker is out of reach): kafkajs gives up on it.
+    proxy.cutAfter(process.pid, [KAFKA_API.FIND_COORDINATOR]);
+    proxy.setMode('drop');
+    await sleep(500);
+    proxy.setMode('pass');
+    await waitFor('the consumer to stop on a non-retriable error', () => lines.some((l) => /rejoining the group/.test(l.message ?? '')), 60_000);
+    await send(kafka.client, input, Array.from({ length: 10 }, (_, i) => ({ key: `k${i % 3}`, value: `${10 + i}` })));
+    proxy.stopCutAfter(process.pid);
+
+    await waitFor('the records produced during the outage folded', () => position() === '20', 90_000);
+    expect(signals.assignments).toBeGreaterThanOrEqual(2);
+    expect(signals.folding!.poll().failure).toBeUndefined();
+  }, 240_000);
+});
