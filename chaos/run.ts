@@ -11,7 +11,7 @@
 // exactly once (transactional Kafka, read_committed) or at least once and exactly once after
 // deduplication by their kafka-flow-source header (Cassandra).
 //
-// npm run chaos [-- --quick] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra]
+// npm run chaos [-- --quick] [--parallel | --sequential] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra]
 //                [--port-base 23000] [--keep-servers]
 // npm run bench:chaos [-- --quick]   the same, writing bench/results/chaos.json
 import fs from 'node:fs';
