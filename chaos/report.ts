@@ -69,6 +69,13 @@ export interface RunOutcome {
   checkoutChanges: readonly string[];
 }
 
+/** The `q` quantile of busy shares (0–1) as a whole percentage; 0 when there are none. */
+function percentOf(shares: number[], q: number): number {
+  if (shares.length === 0) return 0;
+  const sorted = [...shares].sort((a, b) => a - b);
+  return Math.round(100 * sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!);
+}
+
 /** Prints the report and writes the results; the exit code: 1 when the oracle failed. */
 export function report(o: RunOutcome): number {
   const { outages, dir, logDir, servers, modes, samplers, faultLog, events, startupProblems, stuck, unrecovered, caughtUp, offsetsAtEnd, exits, timeline, verdicts, driverErrors, checkoutChanges } = o;
@@ -132,6 +139,9 @@ export function report(o: RunOutcome): number {
     chaos_owner_gone_s: ownerGoneS,
     chaos_recovery_p99_s: p99,
     chaos_recovery_with_outages_p99_s: p99Wall,
+    // The machine's busy share over the samples (all cores; cpu.log in the run directory).
+    chaos_cpu_busy_median_pct: percentOf(samplers.flatMap((x) => x.cpu?.busyShares ?? []), 0.5),
+    chaos_cpu_busy_p10_pct: percentOf(samplers.flatMap((x) => x.cpu?.busyShares ?? []), 0.1),
     chaos_unrecovered_faults: unrecovered.length,
     chaos_records: verdicts.reduce((a, v) => a + v.records, 0),
     chaos_worker_crashes: crashes,

@@ -23,6 +23,7 @@ import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from './flow';
 import { inspectFlow } from '../workers/cli/inspect';
 import { CheckoutWatch } from './checkout-watch';
+import { CpuLog } from './cpu';
 import type { FaultRecord } from './fault-log';
 import { executeFault, FAULT_KINDS } from './faults';
 import { readDeadLetters, readInput, readOutputs } from './input';
@@ -202,7 +203,7 @@ async function main(): Promise<number> {
       if (startup.length === 0) say('every partition is running');
       startupProblems.push(...startup);
 
-      const sampler = new Sampler(group, brokers, outages, path.join(dir, 'offsets.log'));
+      const sampler = new Sampler(group, brokers, outages, path.join(dir, 'offsets.log'), new CpuLog(path.join(dir, 'cpu.log')));
       samplers.push(sampler);
       sampler.start();
       // The partitions' workflow status every few seconds, for evidence (phase, owner, last error).

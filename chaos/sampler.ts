@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin } from 'kafkajs';
 import { createKafkaClient } from '../kafka';
+import type { CpuLog } from './cpu';
 import type { FaultRecord } from './fault-log';
 import { type Mode, serversNeeded } from './modes';
 import { type Outages, recoveryFigures, type Server } from './outages';
@@ -55,6 +56,8 @@ export class Sampler {
      * after the run without reading the group's offsets topic.
      */
     private readonly offsetsFile?: string,
+    /** The machine's CPU, sampled with the offsets (cpu.log). */
+    readonly cpu?: CpuLog,
   ) {}
 
   start(): void {
@@ -129,6 +132,7 @@ export class Sampler {
     }
     this.samples++;
     const now = Date.now();
+    this.cpu?.sample(rel(now));
     if (this.offsetsFile) {
       const lines = this.modes.flatMap((m, i) => [...all[i]!].map(([p, o]) => `${rel(now)} ${m.spec.id}/${p} ${o.committed} ${o.end}`));
       fs.appendFileSync(this.offsetsFile, `${lines.join('\n')}\n`);
