@@ -48,3 +48,17 @@ export class Outages {
     return this.spans.map((s) => ({ server: s.server, fromS: (s.from - t0) / 1000, toS: s.to === undefined ? undefined : (s.to - t0) / 1000 }));
   }
 }
+
+/**
+ * A fault's recovery from its heal (`healedAt`) to its partitions' progress (`now`), in seconds:
+ * `recoveryS` leaves out the time within it when a server the affected modes need was out or an
+ * owner's session had not yet expired — a later fault's outage, like the stall figure does —
+ * and `wallS` counts everything. With a fault every few seconds, a fault's recovery otherwise
+ * absorbs the outages of the faults after it (the committed run of seed 29001: the kafka mode's
+ * recovery p99 147.6 s wall, 71.5 s with them left out).
+ */
+export function recoveryFigures(outages: Outages, servers: readonly Server[], healedAt: number, now: number): { recoveryS: number; wallS: number } {
+  const wallMs = Math.max(0, now - healedAt);
+  const heldMs = outages.downMs(servers, healedAt, now);
+  return { recoveryS: Number(((wallMs - heldMs) / 1000).toFixed(1)), wallS: Number((wallMs / 1000).toFixed(1)) };
+}

@@ -23,6 +23,7 @@ import { createKafkaClient, KafkaAdmin } from '../kafka';
 import { type ChaosState, chaosDeadLetterTopic, chaosFlow, chaosOutputTopic } from './flow';
 import { inspectFlow } from '../workers/cli/inspect';
 import { CheckoutWatch } from './checkout-watch';
+import { CpuLog } from './cpu';
 import type { FaultRecord } from './fault-log';
 import { executeFault, FAULT_KINDS } from './faults';
 import { readDeadLetters, readInput, readOutputs } from './input';
@@ -202,7 +203,7 @@ async function main(): Promise<number> {
       if (startup.length === 0) say('every partition is running');
       startupProblems.push(...startup);
 
-      const sampler = new Sampler(group, brokers, outages);
+      const sampler = new Sampler(group, brokers, outages, path.join(dir, 'offsets.log'), new CpuLog(path.join(dir, 'cpu.log')));
       samplers.push(sampler);
       sampler.start();
       // The partitions' workflow status every few seconds, for evidence (phase, owner, last error).
@@ -274,12 +275,8 @@ async function main(): Promise<number> {
       } else say(`caught up ${caughtUpS.toFixed(1)} s after the producers stopped`);
       await cleanups.pop()!();
       const samplingEnd = Date.now();
-      // A fault whose recovery was never seen counts with the time from its heal to the end of the
-      // sampling (a lower bound): leaving it out would flatter the figure.
-      for (const f of sampler.unrecovered()) {
-        unrecovered.push(f);
-        if (f.healedS !== undefined) f.recoveryCensoredS = Number((rel(samplingEnd) - f.healedS).toFixed(1));
-      }
+      // A fault whose recovery was never seen counts from its heal to the end of the sampling.
+      unrecovered.push(...sampler.censor(samplingEnd));
       caughtUp.push(caughtUpS);
 
       say('stopping the workers gracefully (SIGTERM)');

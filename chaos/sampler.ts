@@ -1,10 +1,12 @@
 // Committed offsets vs log end, sampled every second: stalls and recoveries.
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin } from 'kafkajs';
 import { createKafkaClient } from '../kafka';
+import type { CpuLog } from './cpu';
 import type { FaultRecord } from './fault-log';
 import { type Mode, serversNeeded } from './modes';
-import type { Outages } from './outages';
+import { type Outages, recoveryFigures, type Server } from './outages';
 import { PARTITIONS, rel, SAMPLE_EVERY_MS } from './settings';
 
 export interface Offsets {
@@ -48,6 +50,14 @@ export class Sampler {
     private readonly modes: Mode[],
     private readonly brokers: string[],
     private readonly outages: Outages,
+    /**
+     * Where every sample's committed offset and log end per partition go (`<s> <mode>/<p>
+     * <committed> <end>`, s since the run's start), so that a stall or a recovery can be traced
+     * after the run without reading the group's offsets topic.
+     */
+    private readonly offsetsFile?: string,
+    /** The machine's CPU, sampled with the offsets (cpu.log). */
+    readonly cpu?: CpuLog,
   ) {}
 
   start(): void {
@@ -74,6 +84,24 @@ export class Sampler {
 
   unrecovered(): FaultRecord[] {
     return this.pending.map((p) => p.record);
+  }
+
+  /** The servers the modes at `indices` need (a fault's recovery leaves out the time they were out). */
+  private serversOf(indices: number[]): Server[] {
+    return [...new Set(indices.flatMap((i) => serversNeeded(this.modes[i]!.spec)))];
+  }
+
+  /**
+   * Faults whose recovery was never seen count with the time from their heal to `end` (a lower
+   * bound: leaving them out would flatter the figure), outages meanwhile left out as for the others.
+   */
+  censor(end: number): FaultRecord[] {
+    for (const r of this.pending) {
+      const { recoveryS, wallS } = recoveryFigures(this.outages, this.serversOf(r.modes), r.healedAt, end);
+      r.record.recoveryCensoredS = recoveryS;
+      r.record.recoveryCensoredWallS = wallS;
+    }
+    return this.unrecovered();
   }
 
   private async offsets(m: Mode): Promise<Map<number, Offsets>> {
@@ -104,6 +132,11 @@ export class Sampler {
     }
     this.samples++;
     const now = Date.now();
+    this.cpu?.sample(rel(now));
+    if (this.offsetsFile) {
+      const lines = this.modes.flatMap((m, i) => [...all[i]!].map(([p, o]) => `${rel(now)} ${m.spec.id}/${p} ${o.committed} ${o.end}`));
+      fs.appendFileSync(this.offsetsFile, `${lines.join('\n')}\n`);
+    }
     this.modes.forEach((m, i) => {
       for (const [p, o] of all[i]!) {
         const key = `${m.spec.id}/${p}`;
@@ -131,7 +164,9 @@ export class Sampler {
         return o !== undefined && (o.committed > r.baseline!.get(k)! || o.committed >= o.end);
       });
       if (done) {
-        r.record.recoveryS = Number(((now - r.healedAt) / 1000).toFixed(1));
+        const { recoveryS, wallS } = recoveryFigures(this.outages, this.serversOf(r.modes), r.healedAt, now);
+        r.record.recoveryS = recoveryS;
+        r.record.recoveryWallS = wallS;
         this.pending.splice(this.pending.indexOf(r), 1);
       }
     }

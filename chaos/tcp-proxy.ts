@@ -42,7 +42,7 @@ export interface ProxyStats {
 }
 
 /** Kafka api keys the triggers name. */
-export const KAFKA_API = { PRODUCE: 0, OFFSET_COMMIT: 8, FIND_COORDINATOR: 10, INIT_PRODUCER_ID: 22, END_TXN: 26, TXN_OFFSET_COMMIT: 28 } as const;
+export const KAFKA_API = { PRODUCE: 0, LIST_OFFSETS: 2, OFFSET_COMMIT: 8, OFFSET_FETCH: 9, FIND_COORDINATOR: 10, INIT_PRODUCER_ID: 22, END_TXN: 26, TXN_OFFSET_COMMIT: 28 } as const;
 
 /** The fixed fields at the start of a request header (every version has them). */
 export interface RequestHeader {

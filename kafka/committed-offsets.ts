@@ -6,7 +6,7 @@
  */
 import type { KafkaClient } from './client';
 import { protocolErrorType } from './errors';
-import { createCluster, type InternalCluster, ISOLATION } from './internals';
+import { createCluster, ISOLATION, ResettingCluster } from './internals';
 
 const COORDINATOR_MOVED = new Set(['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'GROUP_LOAD_IN_PROGRESS']);
 
@@ -18,11 +18,19 @@ export interface CommittedOffsetsOptions {
 }
 
 export class CommittedOffsets {
-  private readonly cluster: InternalCluster;
-  private connected = false;
+  /**
+   * Its connections, new ones after a request timed out (ResettingCluster). A fresh cluster knows no
+   * broker but its seed: without the metadata, kafkajs's findGroupCoordinator fails with
+   * BrokerNotFound, refreshes it and retries only after its initial retry time (≈ 300 ms, measured
+   * as most of a worker's first recovery beyond a warm one): it is read once connected.
+   */
+  private readonly clusters: ResettingCluster;
 
   constructor(client: KafkaClient) {
-    this.cluster = createCluster(client, ISOLATION.READ_COMMITTED);
+    this.clusters = new ResettingCluster(
+      () => createCluster(client, ISOLATION.READ_COMMITTED),
+      (cluster) => cluster.refreshMetadata(),
+    );
   }
 
   /**
@@ -35,24 +43,17 @@ export class CommittedOffsets {
     partitions: number[],
     options: CommittedOffsetsOptions = {},
   ): Promise<Map<number, string | null>> {
-    if (!this.connected) {
-      await this.cluster.connect();
-      // A fresh cluster knows no broker but its seed: without the metadata, kafkajs's
-      // findGroupCoordinator fails with BrokerNotFound, refreshes it and retries only after its
-      // initial retry time (≈ 300 ms, measured as most of a worker's first recovery beyond a warm one).
-      await this.cluster.refreshMetadata();
-      this.connected = true;
-    }
     const deadline = Date.now() + (options.deadlineMs ?? 120_000);
     let pause = 20;
     for (;;) {
       try {
-        const coordinator = await this.cluster.findGroupCoordinator({ groupId });
-        const { responses } = await coordinator.offsetFetch({
-          groupId,
-          topics: [{ topic, partitions: partitions.map((partition) => ({ partition })) }],
-          requireStable: true,
-        });
+        const { responses } = await this.clusters.run(async (cluster) =>
+          (await cluster.findGroupCoordinator({ groupId })).offsetFetch({
+            groupId,
+            topics: [{ topic, partitions: partitions.map((partition) => ({ partition })) }],
+            requireStable: true,
+          }),
+        );
         const result = new Map<number, string | null>(partitions.map((p) => [p, null]));
         for (const response of responses) {
           if (response.topic !== topic) continue;
@@ -66,7 +67,7 @@ export class CommittedOffsets {
         const retriable = type === 'UNSTABLE_OFFSET_COMMIT' || (type !== undefined && COORDINATOR_MOVED.has(type));
         if (!retriable || Date.now() + pause > deadline) throw err;
         if (type === 'UNSTABLE_OFFSET_COMMIT') options.onUnstable?.();
-        else await this.cluster.refreshMetadata();
+        else await this.clusters.run((cluster) => cluster.refreshMetadata());
         await new Promise((r) => setTimeout(r, pause));
         pause = Math.min(pause * 2, 500);
       }
@@ -74,7 +75,6 @@ export class CommittedOffsets {
   }
 
   async close(): Promise<void> {
-    if (this.connected) await this.cluster.disconnect();
-    this.connected = false;
+    await this.clusters.close();
   }
 }

@@ -112,6 +112,73 @@ export function createCluster(client: KafkaClient, isolationLevel: number): Inte
   });
 }
 
+/** Whether `err`, or an error it was caused by, is kafkajs's request timeout (no answer within requestTimeout). */
+export function isRequestTimeout(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
+    if (e.name === 'KafkaJSRequestTimeoutError') return true;
+  }
+  return false;
+}
+
+/**
+ * A group-less cluster that drops its connections after a request of it timed out, so that the next
+ * request opens new ones. kafkajs keeps a connection whose request timed out, and one that stopped
+ * answering altogether (half-open after a network fault, or its stream out of step: kafkajs logs
+ * "Response without match") then fails every later request after the same timeout: the chaos run of
+ * seed 29101 had 12 partitions of a live worker `recovering` for its last 65 s, each recovery retry
+ * timing out on the same dead connection. Dropping them costs the cluster's other requests in flight
+ * a retry; on a dead connection they would have timed out too.
+ */
+export class ResettingCluster {
+  private connectedCluster?: Promise<InternalCluster>;
+
+  constructor(
+    private readonly make: () => InternalCluster,
+    /** After connecting, before the first request (e.g. a metadata refresh). */
+    private readonly afterConnect?: (cluster: InternalCluster) => Promise<void>,
+  ) {}
+
+  /** The connected cluster (connecting a new one after a reset). */
+  get(): Promise<InternalCluster> {
+    if (!this.connectedCluster) {
+      const cluster = this.make();
+      const connecting = (async () => {
+        await cluster.connect();
+        await this.afterConnect?.(cluster);
+        return cluster;
+      })();
+      this.connectedCluster = connecting;
+      // A failed connect is not kept: the next request tries again.
+      connecting.catch(() => {
+        if (this.connectedCluster === connecting) this.connectedCluster = undefined;
+      });
+    }
+    return this.connectedCluster;
+  }
+
+  /** Runs `request` on the connected cluster; a request timeout drops its connections (above) and is rethrown. */
+  async run<T>(request: (cluster: InternalCluster) => Promise<T>): Promise<T> {
+    const current = this.get();
+    const cluster = await current;
+    try {
+      return await request(cluster);
+    } catch (err) {
+      if (isRequestTimeout(err) && this.connectedCluster === current) {
+        this.connectedCluster = undefined;
+        await cluster.disconnect().catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    const current = this.connectedCluster;
+    this.connectedCluster = undefined;
+    const cluster = await current?.catch(() => undefined);
+    await cluster?.disconnect();
+  }
+}
+
 export function createBatch(topic: string, fetchedOffset: string, data: FetchPartitionData): InternalBatch {
   return new Batch(topic, fetchedOffset, data);
 }

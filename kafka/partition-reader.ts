@@ -17,6 +17,7 @@ import {
   type InternalCluster,
   ISOLATION,
   type RawMessage,
+  ResettingCluster,
   withoutAborted,
 } from './internals';
 import { InternalError } from '../config/errors';
@@ -79,11 +80,11 @@ const RETRIABLE_FETCH_ERRORS = new Set([
 ]);
 
 export class PartitionReader {
-  private readonly cluster: InternalCluster;
-  private connected = false;
+  /** Its connections, new ones after a request timed out (ResettingCluster). */
+  private readonly clusters: ResettingCluster;
 
   constructor(client: KafkaClient) {
-    this.cluster = createCluster(client, ISOLATION.READ_COMMITTED);
+    this.clusters = new ResettingCluster(() => createCluster(client, ISOLATION.READ_COMMITTED));
   }
 
   /** The log end offset (high watermark, read_uncommitted): includes open transactions. */
@@ -161,36 +162,28 @@ export class PartitionReader {
   }
 
   async close(): Promise<void> {
-    if (this.connected) await this.cluster.disconnect();
-    this.connected = false;
+    await this.clusters.close();
   }
 
-  private async connect(topic: string): Promise<void> {
-    if (!this.connected) {
-      await this.cluster.connect();
-      this.connected = true;
-    }
-    await this.cluster.addTargetTopic(topic);
-  }
-
-  private async leader(topic: string, partition: number) {
-    await this.connect(topic);
-    const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
+  private async leader(cluster: InternalCluster, topic: string, partition: number) {
+    await cluster.addTargetTopic(topic);
+    const leaders = cluster.findLeaderForPartitions(topic, [partition]);
     const nodeId = Object.keys(leaders)[0];
     if (nodeId === undefined) {
-      await this.cluster.refreshMetadata().catch(() => undefined);
+      await cluster.refreshMetadata().catch(() => undefined);
       // Typed like the broker's answer, so a read waits for a leader instead of failing.
       throw Object.assign(new Error(`no leader known for ${topic}/${partition}`), { type: 'LEADER_NOT_AVAILABLE' });
     }
-    return this.cluster.findBroker({ nodeId });
+    return cluster.findBroker({ nodeId });
   }
 
   private async listOffset(topic: string, partition: number, isolationLevel: number, timestamp = -1): Promise<string> {
-    const broker = await this.leader(topic, partition);
-    const { responses } = await broker.listOffsets({
-      isolationLevel,
-      topics: [{ topic, partitions: [{ partition, timestamp }] }], // -1: latest, -2: earliest
-    });
+    const { responses } = await this.clusters.run(async (cluster) =>
+      (await this.leader(cluster, topic, partition)).listOffsets({
+        isolationLevel,
+        topics: [{ topic, partitions: [{ partition, timestamp }] }], // -1: latest, -2: earliest
+      }),
+    );
     const offset = responses.find((r) => r.topic === topic)?.partitions.find((p) => p.partition === partition)?.offset;
     if (offset === undefined) throw new InternalError(`no offset for ${topic}/${partition} in ListOffsets response`);
     return offset;
@@ -199,16 +192,17 @@ export class PartitionReader {
   /** One read_committed fetch; undefined after a leadership change (metadata refreshed). */
   private async fetchOnce(topic: string, partition: number, fetchOffset: string, maxBytes: number) {
     try {
-      const broker = await this.leader(topic, partition);
-      const { responses } = await broker.fetch({
-        // Record batches decoded by us, not by kafkajs (its Long per record is most of a read's CPU).
-        decodeResponse: decodeFetchResponse,
-        isolationLevel: ISOLATION.READ_COMMITTED,
-        maxWaitTime: 500,
-        minBytes: 1,
-        maxBytes,
-        topics: [{ topic, partitions: [{ partition, fetchOffset, maxBytes }] }],
-      });
+      const { responses } = await this.clusters.run(async (cluster) =>
+        (await this.leader(cluster, topic, partition)).fetch({
+          // Record batches decoded by us, not by kafkajs (its Long per record is most of a read's CPU).
+          decodeResponse: decodeFetchResponse,
+          isolationLevel: ISOLATION.READ_COMMITTED,
+          maxWaitTime: 500,
+          minBytes: 1,
+          maxBytes,
+          topics: [{ topic, partitions: [{ partition, fetchOffset, maxBytes }] }],
+        }),
+      );
       const data = responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
       if (!data) throw new InternalError(`no data for ${topic}/${partition} in Fetch response`);
       if (data.errorCode !== 0) throw createErrorFromCode(data.errorCode);
@@ -216,7 +210,7 @@ export class PartitionReader {
     } catch (err) {
       const type = protocolErrorType(err);
       if (type && RETRIABLE_FETCH_ERRORS.has(type)) {
-        await this.cluster.refreshMetadata().catch(() => undefined);
+        await this.clusters.run((cluster) => cluster.refreshMetadata()).catch(() => undefined);
         await new Promise((r) => setTimeout(r, 100));
         return undefined;
       }
