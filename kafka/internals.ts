@@ -102,9 +102,10 @@ export function createCluster(client: KafkaClient, isolationLevel: number): Inte
     socketFactory: defaultSocketFactory(),
     brokers: client.brokers,
     clientId: client.clientId,
-    ...client.connection,
     connectionTimeout: 1000,
     requestTimeout: 30000,
+    // TLS/SASL, and what a test sets for its connections (socket factory, request timeout).
+    ...client.connection,
     enforceRequestTimeout: true,
     retry: { retries: 5 },
     allowAutoTopicCreation: false,
