@@ -2,7 +2,7 @@ import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
-import { portOpen } from '../config/net';
+import { anyPortOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
@@ -17,13 +17,8 @@ import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
 import { freePort } from './observability/metrics-server';
-import { type HttpServer, startHttpServer } from './http/server';
-import { cachedProbe } from './http/health';
-import { type KeyEndpoint, workerRouter } from './http/worker-routes';
-import { keySources } from './keys/key-sources';
-import { ownerAnswer } from './keys/key-query';
+import { WorkerHttp } from './http/worker-http';
 import { createKafkaClient } from '../kafka/client';
-import { KafkaAdmin } from '../kafka/admin';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './runtime/task-queues';
 import { connectTemporal, type TemporalConnections } from './connect/temporal-connection';
 import { loadWorkflowBundle } from './bundle/workflow-bundle';
@@ -110,33 +105,16 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   // The HTTP server answers from the start (`/healthz`; `/readyz` says what is not ready yet); the
   // flow's runtime and its live state queries join it once they exist. Its address goes with
   // this process's assignments to the partition workflows (Owner.httpAddress).
-  let runtime: FlowRuntime | undefined;
-  let keyEndpoint: KeyEndpoint | undefined;
-  let temporalClient: TemporalConnections['client'] | undefined;
-  const server: HttpServer | undefined =
+  const server =
     options.metricsPort !== undefined
-      ? await startHttpServer(
-          workerRouter({
-            registry,
-            temporalCoreMetricsUrl: runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined,
-            readiness: {
-              partitions: () => runtime?.partitionsReady(),
-              kafkaReachable: cachedProbe(() => kafkaReachable(env.kafkaBrokers)),
-              temporalReachable: cachedProbe(async () => {
-                const connection = temporalClient?.connection;
-                if (!connection) return false;
-                await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
-                return true;
-              }),
-            },
-            keys: () => keyEndpoint,
-            // The error only (keys hashed unless logKeys, like every error this worker logs), never the request's URL.
-            onError: (err) => log.warn({ err }, 'an HTTP request failed'),
-          }),
-          options.metricsPort,
-          options.metricsHost ?? env.metricsHost,
+      ? await WorkerHttp.start({
+          port: options.metricsPort,
+          host: options.metricsHost ?? env.metricsHost,
+          registry,
+          temporalCoreMetricsUrl: runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined,
+          brokers: env.kafkaBrokers,
           log,
-        )
+        })
       : undefined;
 
   // Start-up is mostly waiting — on the brokers, on Temporal, and on the workflow worker's thread,
@@ -203,7 +181,6 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   }
   const taskQueue = processTaskQueue(definition.name);
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
-  temporalClient = temporal.client;
   const flowRuntime = new FlowRuntime({
     definition,
     httpAddress: server?.advertisedUrl,
@@ -231,15 +208,12 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const running = [workflowWorkerCreated, activityWorkerCreated].map((created) => created.then((w) => w.run()));
   const done = Promise.all(running).then(() => undefined);
   done.catch(() => undefined); // logged below once started; a failed start reports it itself
-  runtime = flowRuntime;
-  // The live state queries' partition counts (connected on the first query).
-  const admin = server ? new KafkaAdmin(createKafkaClient({ brokers, clientId: `${taskQueue}-keys`, logLevel: 'nothing', security: env.security.kafka, logger: log })) : undefined;
-  if (server && admin) {
-    const httpAddress = server.advertisedUrl;
-    const answerLocally: KeyEndpoint['answerLocally'] = async (topic, partition, key) =>
-      ownerAnswer(definition.name, topic, partition, key, await flowRuntime.lookupKey(topic, partition, key), httpAddress);
-    keyEndpoint = { flow: definition, answerLocally, sources: keySources({ definition, temporal: temporal.client, admin, self: { httpAddress, answer: answerLocally } }) };
-  }
+  server?.attach({
+    definition,
+    runtime: flowRuntime,
+    temporal: temporal.client,
+    kafka: createKafkaClient({ brokers, clientId: `${taskQueue}-keys`, logLevel: 'nothing', security: env.security.kafka, logger: log }),
+  });
   const consumerStarted = flowRuntime.start().then(
     () => startup.mark('joined'),
     (err) => {
@@ -260,7 +234,6 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     // Leave the group (if joined) and stop what was created before the process exits on the error.
     await flowRuntime.stop(0).catch(() => undefined);
     await server?.close();
-    await admin?.close().catch(() => undefined);
     await abandon(temporalConnected, workflowWorkerCreated, activityWorkerCreated);
     throw err;
   }
@@ -303,7 +276,6 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
         for (const w of [activityWorker, workflowWorker]) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => undefined);
         await server?.close();
-        await admin?.close().catch(() => undefined);
         await temporal.close();
         log.info('stopped');
       })();
@@ -338,11 +310,5 @@ async function abandon(
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
 async function assertKafkaReachable(brokers: HostPort[]): Promise<void> {
-  if (!(await kafkaReachable(brokers, 3000))) throw new KafkaUnreachableError(brokers.map(formatHostPort));
-}
-
-/** A broker accepts a TCP connection. */
-async function kafkaReachable(brokers: HostPort[], timeoutMs = 1000): Promise<boolean> {
-  const answers = await Promise.all(brokers.map((b) => portOpen(b.host, b.port, timeoutMs)));
-  return answers.some(Boolean);
+  if (!(await anyPortOpen(brokers, 3000))) throw new KafkaUnreachableError(brokers.map(formatHostPort));
 }
