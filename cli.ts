@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { infraCommand } from './infra/infra-command';
+import { getCommand } from './workers/cli/get-command';
 import { inspectCommand } from './workers/cli/inspect-command';
 import { statusCommand } from './workers/cli/status-command';
 import { workerCommand } from './workers/cli/worker-command';
@@ -16,6 +17,7 @@ export function buildCli(): Command {
   program.addCommand(workerCommand());
   program.addCommand(statusCommand());
   program.addCommand(inspectCommand());
+  program.addCommand(getCommand());
   program.addCommand(infraCommand());
   return program;
 }

@@ -22,6 +22,12 @@ export interface Owner {
    * that predate it leave it out, and their partitions are recovered, then folded, as before.
    */
   readonly foldAwaitsRecovery?: boolean;
+  /**
+   * The owning process's HTTP base URL (`http://host:port`), when it serves one: where a key's live
+   * state is asked for (`GET /flows/<flow>/keys/<key>`). Processes without an HTTP port, and those
+   * that predate it, leave it out. An address only: no key or value ever goes here.
+   */
+  readonly httpAddress?: string;
 }
 
 export interface RecoverRequest extends PartitionRef {

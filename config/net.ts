@@ -55,3 +55,9 @@ export function probeHttp2(host: string, port: number, timeoutMs = 2000): Promis
     socket.once('error', () => done(connected ? 'other' : 'refused'));
   });
 }
+
+/** True when any of `addresses` accepts a TCP connection (a broker list's reachability). */
+export async function anyPortOpen(addresses: ReadonlyArray<{ host: string; port: number }>, timeoutMs = 1000): Promise<boolean> {
+  const answers = await Promise.all(addresses.map((a) => portOpen(a.host, a.port, timeoutMs)));
+  return answers.some(Boolean);
+}

@@ -24,6 +24,18 @@ import { firstTimerAt, onTimer, type TimerPolicy, timerPolicy } from './timers';
 
 export type { PersistReason, PersistResult } from './persist-types';
 
+/** A key's live state as its partition holds it (PartitionFlow.lookup). */
+export interface KeyLookup<S> {
+  /** In memory, or read back from the store (unloaded from memory). */
+  readonly from: 'memory' | 'store';
+  /** Undefined: deleted (by the record at `offset`). */
+  readonly state: S | undefined;
+  /** The offset of the last record folded into the key (or of the snapshot it was recovered from). */
+  readonly offset: number;
+  /** The store holds this state (false: folded since the key's last write landed, or a transient flow). */
+  readonly persisted: boolean;
+}
+
 export interface PartitionFlowOptions<S, V> {
   /** The flow's name (metrics and logs). */
   readonly flow: string;
@@ -547,6 +559,29 @@ export class PartitionFlow<S, V> {
   /** The offset a key holds back from commit, if it is in memory. */
   holdingOf(key: string): number | undefined {
     return this.keys.get(key)?.holding;
+  }
+
+  /**
+   * A key as this partition holds it now, for a live state query: from memory — its state, the
+   * offset of the last record folded into it, whether the store holds that state — or, for a key
+   * unloaded from memory, read from the store (`persistence.read`: the owner's snapshot cache or
+   * local store); undefined when the partition has nothing for it. Changes nothing: a state that
+   * cannot be decoded throws here and stays undecoded (the key's next record stops the partition).
+   */
+  async lookup(key: string): Promise<KeyLookup<S> | undefined> {
+    const live = this.keys.get(key);
+    if (live !== undefined) return this.lookedUp(live, 'memory', this.o.mode !== 'none' && !live.dirty);
+    if (!this.unloaded.has(key)) return undefined;
+    const found = await this.o.persistence.read(key);
+    if (found === undefined) return undefined;
+    const kf = new KeyFlow<S, V>(key, this.rel, this.nextOffset, false);
+    await this.restore(kf, found);
+    return this.lookedUp(kf, 'store', true);
+  }
+
+  private lookedUp(kf: KeyFlow<S, V>, from: KeyLookup<S>['from'], persisted: boolean): KeyLookup<S> | undefined {
+    if (kf.lastOffset < 0) return undefined; // created for a record not folded yet
+    return { from, state: kf.state, offset: kf.lastOffset, persisted };
   }
 
   /** Live keys and their states. */

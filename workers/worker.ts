@@ -2,7 +2,7 @@ import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
-import { portOpen } from '../config/net';
+import { anyPortOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
 import { FlowMetrics } from '../flow/metrics';
@@ -16,16 +16,18 @@ import { FlowRuntime } from './runtime/flow-runtime';
 import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
-import { freePort, startMetricsServer } from './observability/metrics-server';
+import { freePort } from './observability/metrics-server';
+import { WorkerHttp } from './http/worker-http';
+import { createKafkaClient } from '../kafka/client';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './runtime/task-queues';
 import { connectTemporal, type TemporalConnections } from './connect/temporal-connection';
 import { loadWorkflowBundle } from './bundle/workflow-bundle';
 import { workflowBundleBuilder } from './bundle/workflow-bundle-build';
 
 export interface WorkerOptions {
-  /** Port of `/metrics`; 0 picks a free one (logged); undefined: no metrics endpoint. */
+  /** Port of the HTTP server (`/metrics`, `/healthz`, `/readyz`, live state queries); 0 picks a free one (logged); undefined: none. */
   metricsPort?: number;
-  /** Address `/metrics` binds; default `env.metricsHost` (127.0.0.1). */
+  /** Address the HTTP server binds; default `env.metricsHost` (127.0.0.1). */
   metricsHost?: string;
   /** The environment, parsed (config/env `readWorkerEnv`). */
   env: WorkerEnv;
@@ -47,6 +49,8 @@ export class StartupMarks {
 export interface RunningWorker {
   readonly taskQueue: string;
   readonly metricsUrl?: string;
+  /** The HTTP server's base URL (`http://127.0.0.1:9464`), when it serves one. */
+  readonly httpUrl?: string;
   /** Flush, commit, leave the group, stop the Temporal workers. */
   stop(): Promise<void>;
   /** Settles when the workers stop (rejects if one fails). */
@@ -98,6 +102,20 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
+  // The HTTP server answers from the start (`/healthz`; `/readyz` says what is not ready yet); the
+  // flow's runtime and its live state queries join it once they exist. Its address goes with
+  // this process's assignments to the partition workflows (Owner.httpAddress).
+  const server =
+    options.metricsPort !== undefined
+      ? await WorkerHttp.start({
+          port: options.metricsPort,
+          host: options.metricsHost ?? env.metricsHost,
+          registry,
+          temporalCoreMetricsUrl: runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined,
+          brokers: env.kafkaBrokers,
+          log,
+        })
+      : undefined;
 
   // Start-up is mostly waiting — on the brokers, on Temporal, and on the workflow worker's thread,
   // which loads the SDK and evaluates the workflow bundle (≈ 1 s of CPU, on the other core) — so
@@ -142,6 +160,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   try {
     await kafkaChecked;
   } catch (err) {
+    await server?.close();
     await abandon(temporalConnected, workflowWorkerCreated);
     throw err;
   }
@@ -155,14 +174,16 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   try {
     ({ temporal, connection } = await temporalConnected);
   } catch (err) {
+    await server?.close();
     await backend.close().catch(() => undefined);
     await abandon(temporalConnected, workflowWorkerCreated);
     throw err;
   }
   const taskQueue = processTaskQueue(definition.name);
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
-  const runtime = new FlowRuntime({
+  const flowRuntime = new FlowRuntime({
     definition,
+    httpAddress: server?.advertisedUrl,
     consumer: KafkaFlowConsumer.of(definition, brokers, env.security.kafka, log),
     signals,
     taskQueue,
@@ -177,7 +198,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     connection,
     namespace: temporal.namespace,
     taskQueue,
-    activities: createFlowActivities(new Map([[definition.name, runtime]])),
+    activities: createFlowActivities(new Map([[definition.name, flowRuntime]])),
   }).then((w) => {
     startup.mark('activityWorkerCreated');
     return w;
@@ -187,7 +208,13 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const running = [workflowWorkerCreated, activityWorkerCreated].map((created) => created.then((w) => w.run()));
   const done = Promise.all(running).then(() => undefined);
   done.catch(() => undefined); // logged below once started; a failed start reports it itself
-  const consumerStarted = runtime.start().then(
+  server?.attach({
+    definition,
+    runtime: flowRuntime,
+    temporal: temporal.client,
+    kafka: createKafkaClient({ brokers, clientId: `${taskQueue}-keys`, logLevel: 'nothing', security: env.security.kafka, logger: log }),
+  });
+  const consumerStarted = flowRuntime.start().then(
     () => startup.mark('joined'),
     (err) => {
       // The brokers took the connection but kept dropping it (a restart, a network fault) until
@@ -205,19 +232,17 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     [workflowWorker, activityWorker] = await Promise.all([workflowWorkerCreated, activityWorkerCreated, consumerStarted]);
   } catch (err) {
     // Leave the group (if joined) and stop what was created before the process exits on the error.
-    await runtime.stop(0).catch(() => undefined);
+    await flowRuntime.stop(0).catch(() => undefined);
+    await server?.close();
     await abandon(temporalConnected, workflowWorkerCreated, activityWorkerCreated);
     throw err;
   }
   done.catch((err) => log.error({ err }, 'a Temporal worker stopped with an error'));
-  const server =
-    options.metricsPort !== undefined
-      ? await startMetricsServer(registry, options.metricsPort, runtimeInstalled ? `http://${runtimeInstalled}/metrics` : undefined, options.metricsHost ?? env.metricsHost)
-      : undefined;
   log.info(
     {
       taskQueue,
-      metrics: server?.url,
+      metrics: server ? `${server.url}/metrics` : undefined,
+      http: server?.url,
       kafka: brokers,
       kafkaSecurity: describeKafkaSecurity(env.security.kafka),
       temporal: temporal.address,
@@ -232,12 +257,13 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   let stopping: Promise<void> | undefined;
   return {
     taskQueue,
-    metricsUrl: server?.url,
+    metricsUrl: server ? `${server.url}/metrics` : undefined,
+    httpUrl: server?.url,
     done,
     stop: () => {
       stopping ??= (async () => {
         log.info('stopping: flush, commit, leave the group');
-        await runtime.stop();
+        await flowRuntime.stop();
         // The workflows told of this stop handle it before the workflow worker goes: it may be the
         // last one polling their task queue (see runtime/shutdown-revokes.ts).
         const signalled = signals.workflows();
@@ -284,6 +310,5 @@ async function abandon(
 
 /** Fails fast (instead of after kafkajs's retries) when no broker accepts a connection. */
 async function assertKafkaReachable(brokers: HostPort[]): Promise<void> {
-  const answers = await Promise.all(brokers.map((b) => portOpen(b.host, b.port, 3000)));
-  if (!answers.some(Boolean)) throw new KafkaUnreachableError(brokers.map(formatHostPort));
+  if (!(await anyPortOpen(brokers, 3000))) throw new KafkaUnreachableError(brokers.map(formatHostPort));
 }

@@ -118,10 +118,11 @@ function fromSearchAttributes(flow: string, wf: WorkflowExecutionInfo, err: unkn
   };
 }
 
-function queryErrorText(err: unknown): string {
-  const e = err as { code?: number; details?: string; message?: string } | undefined;
+/** Why a status query gave nothing, in one line. */
+export function queryErrorText(err: unknown): string {
+  const e = err as { code?: number; details?: string; message?: string; cause?: { code?: number } } | undefined;
   // gRPC DEADLINE_EXCEEDED (4), or our own timer: nobody answered.
-  if (e?.code === 4 || e?.message === 'timeout') return 'no answer within the deadline';
+  if (e?.code === 4 || e?.cause?.code === 4 || e?.message === 'timeout') return 'no answer within the deadline';
   return (e?.details || e?.message || String(err)).split('\n')[0]!;
 }
 

@@ -63,7 +63,13 @@ export class ConsumerSide extends RuntimeSide {
           await this.withRetry(`signal assignment of ${topic}-${partition}`, () =>
             this.o.signals.assigned(
               { ...ref, persistEveryMs, limits: Object.keys(limits).length > 0 ? limits : undefined },
-              { generation: g.generationId, memberId: g.memberId, taskQueue: this.taskQueue, foldAwaitsRecovery: true },
+              {
+                generation: g.generationId,
+                memberId: g.memberId,
+                taskQueue: this.taskQueue,
+                foldAwaitsRecovery: true,
+                ...(this.o.httpAddress ? { httpAddress: this.o.httpAddress } : {}),
+              },
             ),
           );
         }),

@@ -1,6 +1,8 @@
 import type { PartitionHost } from '../../activities/partition-host';
 import type { FoldLoopRequest, OwnerRequest, PersistResult, RecoverRequest, RecoverResult } from '../../activities/types';
+import { KafkaFlowError } from '../../config/errors';
 import type { FlowDefinition } from '../../define-flow';
+import type { KeyLookup } from '../../flow/partition-flow';
 import { hasOutputs } from './batch-fold';
 import { ConsumerSide } from './consumer-side';
 import { HostSide } from './host-side';
@@ -10,6 +12,36 @@ import type { FlowRuntimeOptions, RuntimeContext } from './runtime-side';
 import { SlotPersists } from './slot-persists';
 
 export { StaleGenerationError } from '../../activities/partition-host';
+
+/** What `/readyz` asks of a flow's runtime: joined, and which partitions of its generation are not folding yet. */
+export interface PartitionsReadiness {
+  readonly joined: boolean;
+  /** Partitions assigned to this process in the current generation. */
+  readonly assigned: number;
+  readonly notReady: ReadonlyArray<{ topic: string; partition: number; state: string }>;
+}
+
+/** A key looked up by the partition's owner (FlowRuntime.lookupKey). */
+export interface OwnedKey {
+  readonly generation: number;
+  readonly memberId: string;
+  /** The partition's committed offset and position (one past the last record folded). */
+  readonly committedOffset: number;
+  readonly position: number;
+  /** Undefined: the partition holds nothing for the key. */
+  readonly lookup: KeyLookup<unknown> | undefined;
+}
+
+/** A live state query reached a process that does not fold the partition now (not assigned here, or still recovering). */
+export class NotOwnerHereError extends KafkaFlowError {
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly state: string,
+  ) {
+    super('NOT_OWNER_HERE', `${topic}-${partition} is not folded by this process now (${state})`);
+  }
+}
 export { hasOutputs } from './batch-fold';
 export type { FlowRuntimeOptions } from './runtime-side';
 
@@ -68,6 +100,46 @@ export class FlowRuntime implements PartitionHost {
     await this.host.whenActivitiesIdle(activitiesGraceMs);
     await this.o.consumer.close();
     await this.o.backend.close();
+  }
+
+  /**
+   * Whether this process is folding everything it was assigned: joined the group, and every
+   * partition of the current generation recovered and driven by a fold loop (`/readyz`).
+   */
+  partitionsReady(): PartitionsReadiness {
+    const current = this.o.consumer.current();
+    if (!current || this.stopping) return { joined: false, assigned: 0, notReady: [] };
+    let assigned = 0;
+    const notReady: Array<{ topic: string; partition: number; state: string }> = [];
+    for (const slot of this.slots.all()) {
+      if (slot.generation !== current.generationId) continue;
+      assigned++;
+      if (slot.state !== 'running' || !slot.flow || slot.flow.failed !== undefined) {
+        notReady.push({ topic: slot.topic, partition: slot.partition, state: slot.flow?.failed !== undefined ? 'failed' : slot.state });
+      }
+    }
+    return { joined: true, assigned, notReady };
+  }
+
+  /**
+   * A key's live state, answered by this process as the partition's owner: its engine's memory, or
+   * its store for a key unloaded from memory. NotOwnerHereError when this process does not fold the
+   * partition now (not assigned here, or still recovering): the asker falls back to the snapshot.
+   */
+  async lookupKey(topic: string, partition: number, key: string): Promise<OwnedKey> {
+    const current = this.o.consumer.current();
+    const slot = this.slots.get(topic, partition);
+    const flow = slot?.flow;
+    if (!current || !slot || slot.generation !== current.generationId || slot.state !== 'running' || !flow) {
+      throw new NotOwnerHereError(topic, partition, slot && current && slot.generation === current.generationId ? slot.state : 'not assigned');
+    }
+    return {
+      generation: slot.generation,
+      memberId: slot.memberId,
+      committedOffset: flow.committedOffset,
+      position: flow.position,
+      lookup: await flow.lookup(key),
+    };
   }
 
   // The activities' PartitionHost: the host side answers.

@@ -15,6 +15,8 @@ export interface FlowRuntimeOptions {
   signals: PartitionSignals;
   /** This process's own activity task queue. */
   taskQueue: string;
+  /** This process's HTTP base URL, recorded with its assignments (Owner.httpAddress); undefined: it serves none. */
+  httpAddress?: string;
   backend: PersistenceBackend<unknown, unknown>;
   metrics: FlowMetrics;
   logger: Logger;

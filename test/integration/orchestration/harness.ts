@@ -41,7 +41,7 @@ export interface Worker {
  * state against a reference fold of the input topic.
  */
 export class FlowCluster {
-  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout'>> & Pick<OffsetHashNames, 'cassandraLayout'>;
+  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout' | 'idleFlush'>> & Pick<OffsetHashNames, 'cassandraLayout' | 'idleFlush'>;
   readonly definition: ReturnType<typeof offsetHashFlow>;
   private readonly client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('harness'), logLevel: 'nothing' });
   // Idempotent: a send retried on a loaded machine (its answer late) must not write the input twice —
@@ -60,6 +60,7 @@ export class FlowCluster {
       env?: NodeJS.ProcessEnv;
       backend?: OffsetHashNames['backend'];
       cassandraLayout?: OffsetHashNames['cassandraLayout'];
+      idleFlush?: false;
     } = {},
   ) {
     const id = unique('e2e');
@@ -72,6 +73,7 @@ export class FlowCluster {
       sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000,
       poisonEvery: 0,
       ...(opts.cassandraLayout ? { cassandraLayout: opts.cassandraLayout } : {}),
+      ...(opts.idleFlush === false ? { idleFlush: false as const } : {}),
     };
     this.definition = offsetHashFlow(this.names);
     this.keys = opts.keys ?? 50;
@@ -118,6 +120,7 @@ export class FlowCluster {
         TEST_PERSIST_EVERY_MS: String(this.names.persistEveryMs),
         TEST_SESSION_TIMEOUT_MS: String(this.names.sessionTimeoutMs),
         ...(this.names.cassandraLayout ? { TEST_CASSANDRA_LAYOUT: this.names.cassandraLayout } : {}),
+        ...(this.names.idleFlush === false ? { TEST_IDLE_FLUSH: 'off' } : {}),
         LOG_LEVEL: 'info',
         ...this.env,
         ...env,
