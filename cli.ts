@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { infraCommand } from './infra/infra-command';
 import { inspectCommand } from './workers/cli/inspect-command';
+import { retireCommand } from './workers/cli/retire-command';
 import { statusCommand } from './workers/cli/status-command';
 import { workerCommand } from './workers/cli/worker-command';
 
@@ -16,6 +17,7 @@ export function buildCli(): Command {
   program.addCommand(workerCommand());
   program.addCommand(statusCommand());
   program.addCommand(inspectCommand());
+  program.addCommand(retireCommand());
   program.addCommand(infraCommand());
   return program;
 }

@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -48,5 +49,102 @@ export async function screenshot(url: string, file: string): Promise<void> {
     await run(findChromium(), [...FLAGS, `--user-data-dir=${userDir}`, `--screenshot=${file}`, url], { timeout: 60_000 });
   } finally {
     fs.rmSync(userDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The columns of the Temporal UI's workflow list that show a partition at a glance: the UI keeps
+ * its column set-up per browser and namespace in localStorage (`namespace-workflow-table-columns`),
+ * where "Configure columns" puts it (README, *Operations*).
+ */
+export const FLOW_COLUMNS = ['Status', 'Workflow ID', 'KafkaFlowPhase', 'KafkaOwner', 'KafkaGeneration', 'KafkaLag', 'KafkaKeys', 'Start'];
+
+/** The localStorage entry that sets the workflow list's columns of `namespace` to FLOW_COLUMNS. */
+export const flowColumnsStorage = (namespace: string): Record<string, string> => ({
+  'namespace-workflow-table-columns': JSON.stringify({ [namespace]: FLOW_COLUMNS.map((label) => ({ label })) }),
+});
+
+export interface PageOptions {
+  /** Entries set in localStorage before the page's own scripts run (the UI's column set-up lives there). */
+  readonly localStorage?: Record<string, string>;
+  /** The page's text is read again every 500 ms until this holds (the UI renders after its API calls). */
+  readonly until?: (text: string) => boolean;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * A page rendered in a real headless Chromium, driven over the DevTools protocol on a pipe (no
+ * WebSocket client needed): its visible text and HTML once `until` holds, or at the timeout.
+ */
+export async function renderPage(url: string, o: PageOptions = {}): Promise<{ text: string; html: string }> {
+  const userDir = fs.mkdtempSync('/tmp/kft-chromium-');
+  const flags = FLAGS.filter((f) => !f.startsWith('--virtual-time-budget'));
+  const child = spawn(findChromium(), [...flags, `--user-data-dir=${userDir}`, '--remote-debugging-pipe', 'about:blank'], {
+    stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
+  });
+  const cdp = new PipeDevTools(child.stdio[3] as Writable, child.stdio[4] as Readable);
+  try {
+    const { targetId } = (await cdp.send('Target.createTarget', { url: 'about:blank' })) as { targetId: string };
+    const { sessionId } = (await cdp.send('Target.attachToTarget', { targetId, flatten: true })) as { sessionId: string };
+    const page = (method: string, params: Record<string, unknown> = {}) => cdp.send(method, params, sessionId);
+    await page('Page.enable');
+    if (o.localStorage) {
+      const sets = Object.entries(o.localStorage).map(([k, v]) => `localStorage.setItem(${JSON.stringify(k)}, ${JSON.stringify(v)});`);
+      await page('Page.addScriptToEvaluateOnNewDocument', { source: sets.join('\n') });
+    }
+    await page('Page.navigate', { url });
+    const deadline = Date.now() + (o.timeoutMs ?? 30_000);
+    const read = async (expression: string) =>
+      ((await page('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value?: string } }).result.value ?? '';
+    let text = '';
+    for (;;) {
+      text = await read('document.body ? document.body.innerText : ""');
+      if (!o.until || o.until(text) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    return { text, html: await read('document.documentElement.outerHTML') };
+  } finally {
+    child.kill('SIGKILL');
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once('exit', r)));
+    fs.rmSync(userDir, { recursive: true, force: true });
+  }
+}
+
+/** Chromium's DevTools protocol over --remote-debugging-pipe: JSON messages separated by NUL bytes. */
+class PipeDevTools {
+  private next = 1;
+  private buffered = '';
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+  constructor(
+    private readonly out: Writable,
+    input: Readable,
+  ) {
+    input.on('data', (chunk: Buffer) => {
+      this.buffered += chunk.toString('utf8');
+      for (let end = this.buffered.indexOf('\0'); end >= 0; end = this.buffered.indexOf('\0')) {
+        const message = JSON.parse(this.buffered.slice(0, end)) as { id?: number; result?: unknown; error?: { message: string } };
+        this.buffered = this.buffered.slice(end + 1);
+        const w = message.id === undefined ? undefined : this.waiting.get(message.id);
+        if (!w) continue;
+        this.waiting.delete(message.id!);
+        if (message.error) w.reject(new Error(`DevTools: ${message.error.message}`));
+        else w.resolve(message.result);
+      }
+    });
+    const gone = () => {
+      for (const w of this.waiting.values()) w.reject(new Error('Chromium exited'));
+      this.waiting.clear();
+    };
+    input.on('close', gone);
+    out.on('error', gone);
+  }
+
+  send(method: string, params: Record<string, unknown>, sessionId?: string): Promise<unknown> {
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.out.write(`${JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) })}\0`);
+    });
   }
 }
