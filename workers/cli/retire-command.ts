@@ -1,14 +1,10 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { positiveSeconds } from './cli-arguments';
 import type * as Retire from './retire';
 
 // Loaded when `retire` runs, not with the CLI (the Temporal client).
 const retire = () => require('./retire') as typeof Retire;
 
-const seconds = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('a number of seconds ≥ 0');
-  return n;
-};
 
 /**
  * `kafka-flow-temporal retire <flow>`: ends the partition workflows of a decommissioned flow
@@ -19,7 +15,7 @@ export function retireCommand(): Command {
     .description("end a decommissioned flow's partition workflows (refused while its workers are alive, unless --force)")
     .argument('<flow>', 'the flow name (its KafkaFlow search attribute)')
     .option('--force', 'retire even while workers of the flow are alive (they start its partition workflows again)')
-    .option('--wait <seconds>', 'how long the workflows may take to end on the retire signal before they are terminated (default 20)', seconds)
+    .option('--wait <seconds>', 'how long the workflows may take to end on the retire signal before they are terminated (default 20)', positiveSeconds)
     .action(async (flow: string, opts: { force?: boolean; wait?: number }) => {
       const retired = await retire().retireFlow(flow, { force: opts.force, ...(opts.wait !== undefined ? { waitMs: opts.wait * 1000 } : {}) });
       if (retired.length === 0) {
