@@ -1,9 +1,6 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
 
 /** Headless Chromium (Debian's `chromium` package) as the user's browser. */
 export function findChromium(): string {
@@ -23,34 +20,10 @@ const FLAGS = [
   '--disable-component-update',
   '--disable-sync',
   '--window-size=1400,900',
-  '--virtual-time-budget=10000',
 ];
 
 export const flowUiUrl = (ui: string, namespace: string, flow: string): string =>
   `${ui}/namespaces/${namespace}/workflows?query=${encodeURIComponent(`KafkaFlow="${flow}"`)}`;
-
-/** The Temporal UI's workflow list for one flow, rendered in a real browser: its HTML. */
-export async function renderedWorkflowList(url: string): Promise<string> {
-  const userDir = fs.mkdtempSync('/tmp/kft-chromium-');
-  try {
-    const { stdout } = await run(findChromium(), [...FLAGS, `--user-data-dir=${userDir}`, '--dump-dom', url], {
-      maxBuffer: 64 * 1024 * 1024,
-      timeout: 60_000,
-    });
-    return stdout;
-  } finally {
-    fs.rmSync(userDir, { recursive: true, force: true });
-  }
-}
-
-export async function screenshot(url: string, file: string): Promise<void> {
-  const userDir = fs.mkdtempSync('/tmp/kft-chromium-');
-  try {
-    await run(findChromium(), [...FLAGS, `--user-data-dir=${userDir}`, `--screenshot=${file}`, url], { timeout: 60_000 });
-  } finally {
-    fs.rmSync(userDir, { recursive: true, force: true });
-  }
-}
 
 /**
  * The columns of the Temporal UI's workflow list that show a partition at a glance: the UI keeps
@@ -70,6 +43,8 @@ export interface PageOptions {
   /** The page's text is read again every 500 ms until this holds (the UI renders after its API calls). */
   readonly until?: (text: string) => boolean;
   readonly timeoutMs?: number;
+  /** Also saves a PNG of the page here (once `until` holds). */
+  readonly screenshotFile?: string;
 }
 
 /**
@@ -78,8 +53,7 @@ export interface PageOptions {
  */
 export async function renderPage(url: string, o: PageOptions = {}): Promise<{ text: string; html: string }> {
   const userDir = fs.mkdtempSync('/tmp/kft-chromium-');
-  const flags = FLAGS.filter((f) => !f.startsWith('--virtual-time-budget'));
-  const child = spawn(findChromium(), [...flags, `--user-data-dir=${userDir}`, '--remote-debugging-pipe', 'about:blank'], {
+ const child = spawn(findChromium(), [...FLAGS, `--user-data-dir=${userDir}`, '--remote-debugging-pipe', 'about:blank'], {
     stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
   });
   const cdp = new PipeDevTools(child.stdio[3] as Writable, child.stdio[4] as Readable);
@@ -102,11 +76,19 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
       if (!o.until || o.until(text) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
+    if (o.screenshotFile) {
+      const { data } = (await page('Page.captureScreenshot', { format: 'png' })) as { data: string };
+      fs.writeFileSync(o.screenshotFile, Buffer.from(data, 'base64'));
+    }
     return { text, html: await read('document.documentElement.outerHTML') };
   } finally {
-    child.kill('SIGKILL');
-    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once('exit', r)));
-    fs.rmSync(userDir, { recursive: true, force: true });
+    // Closed through the protocol, so its helper processes are gone before its profile is removed.
+    const exited = new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once('exit', r)));
+    const within = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+    await Promise.race([cdp.send('Browser.close', {}).catch(() => undefined), within(5_000)]);
+    if ((await Promise.race([exited.then(() => true), within(5_000).then(() => false)])) === false) child.kill('SIGKILL');
+    await exited;
+    fs.rmSync(userDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }
 
