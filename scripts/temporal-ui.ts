@@ -19,7 +19,7 @@ const FLAGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
-  '--window-size=1400,900',
+  '--window-size=1600,900',
 ];
 
 export const flowUiUrl = (ui: string, namespace: string, flow: string): string =>
@@ -30,7 +30,7 @@ export const flowUiUrl = (ui: string, namespace: string, flow: string): string =
  * its column set-up per browser and namespace in localStorage (`namespace-workflow-table-columns`),
  * where "Configure columns" puts it (README, *Operations*).
  */
-export const FLOW_COLUMNS = ['Status', 'Workflow ID', 'KafkaFlowPhase', 'KafkaOwner', 'KafkaGeneration', 'KafkaLag', 'KafkaKeys', 'Start'];
+export const FLOW_COLUMNS = ['Status', 'Workflow ID', 'KafkaFlowPhase', 'KafkaGeneration', 'KafkaLag', 'KafkaKeys', 'KafkaOwner', 'Start'];
 
 /** The localStorage entry that sets the workflow list's columns of `namespace` to FLOW_COLUMNS. */
 export const flowColumnsStorage = (namespace: string): Record<string, string> => ({

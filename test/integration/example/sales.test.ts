@@ -29,8 +29,9 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
     }
     const ui = /Temporal UI: (\S+)/.exec(output())?.[1];
     expect(ui).toContain(encodeURIComponent(`KafkaFlow="${id}"`));
-    // With the README's columns, each partition's row shows its phase and owner (member id, generation).
-    const rowOf = (p: number) => new RegExp(`kafka-flow/${id}/${id}/${p}\\s+running\\s+\\S+\\s+\\d+`);
+    // With the README's columns, each partition's row shows its phase, generation (lag and keys once
+    // reported) and owner: the worker's group member id.
+    const rowOf = (p: number) => new RegExp(`kafka-flow/${id}/${id}/${p}\\s+running\\s+(\\d+\\s+){1,3}kafka-flow-temporal-${id}-`);
     const rows = (text: string) => [0, 1, 2, 3, 4, 5].every((p) => rowOf(p).test(text));
     const { text } = await renderPage(ui!, { localStorage: flowColumnsStorage('default'), until: rows, timeoutMs: 60_000 });
     for (let p = 0; p < 6; p++) expect(text).toMatch(rowOf(p));
