@@ -1,7 +1,7 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { Owner } from '../../activities/types';
-import { KafkaFlowError } from '../../config/errors';
+import { ConfigError, KafkaFlowError } from '../../config/errors';
 import type { PartitionWorkflowInput } from '../../workflows/partition-workflow';
 import { retireSignal } from '../../workflows/partition-workflow';
 import { searchAttributes } from '../../workflows/search-attributes';
@@ -59,6 +59,8 @@ export interface RetiredWorkflow {
  * task queue — unless forced.
  */
 export async function retireFlow(flow: string, options: RetireOptions = {}): Promise<RetiredWorkflow[]> {
+  // A flow's name as defineFlow allows it (it goes into the list query).
+  if (!/^[A-Za-z0-9._-]+$/.test(flow)) throw new ConfigError(`retire: "${flow}" is not a flow name (letters, digits, ".", "_" and "-" only)`);
   const { client, close } = await connectTemporalClient();
   try {
     const workflows = await runningWorkflows(client, flow);
