@@ -40,7 +40,7 @@ export const flowColumnsStorage = (namespace: string): Record<string, string> =>
 export interface PageOptions {
   /** Entries set in localStorage before the page's own scripts run (the UI's column set-up lives there). */
   readonly localStorage?: Record<string, string>;
-  /** The page's text is read again every 500 ms until this holds (the UI renders after its API calls). */
+  /** The page's text (with its same-origin frames') is read again every 500 ms until this holds (the UI renders after its API calls). */
   readonly until?: (text: string) => boolean;
   readonly timeoutMs?: number;
   /** Also saves a PNG of the page here (once `until` holds). */
@@ -72,7 +72,7 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
       ((await page('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value?: string } }).result.value ?? '';
     let text = '';
     for (;;) {
-      text = await read('document.body ? document.body.innerText : ""');
+      text = await read(PAGE_TEXT);
       if (!o.until || o.until(text) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -91,6 +91,18 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
     fs.rmSync(userDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }
+
+/**
+ * The page's visible text, and that of its same-origin frames after it: the UI renders Markdown
+ * (a workflow's current details) in an iframe of its own origin (`/render?content=…`).
+ */
+const PAGE_TEXT = `(() => {
+  const parts = [document.body ? document.body.innerText : ''];
+  for (const frame of document.querySelectorAll('iframe')) {
+    try { parts.push(frame.contentDocument && frame.contentDocument.body ? frame.contentDocument.body.innerText : ''); } catch (e) {}
+  }
+  return parts.join('\\n');
+})()`;
 
 /** Chromium's DevTools protocol over --remote-debugging-pipe: JSON messages separated by NUL bytes. */
 class PipeDevTools {
