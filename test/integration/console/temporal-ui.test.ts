@@ -76,6 +76,10 @@ test("the Temporal UI shows every partition's phase and owner and its current de
     const unowned = await renderPage(listUrl, { localStorage: flowColumnsStorage(namespace), until: (t) => listed(t, unownedCells), timeoutMs: 60_000 });
     for (const id of ids) expect(unowned.text).toMatch(row(id, unownedCells));
 
+    // Nobody owns a partition now, but the stopped worker polled its task queue moments ago: still refused.
+    const polled = await runCli(['retire', flow.names.name], env);
+    expect(polled.code).toBe(1);
+    expect(polled.out).toMatch(/still has live workers: worker \S+ polled \d+ s ago/);
     // Once its stopped worker no longer counts as alive (its last poll is old enough), retire ends
     // every partition workflow; the other flow's worker runs them to completion.
     const retired = await eventually(
