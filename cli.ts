@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { infraCommand } from './infra/infra-command';
 import { getCommand } from './workers/cli/get-command';
 import { inspectCommand } from './workers/cli/inspect-command';
+import { retireCommand } from './workers/cli/retire-command';
 import { statusCommand } from './workers/cli/status-command';
 import { workerCommand } from './workers/cli/worker-command';
 
@@ -18,6 +19,7 @@ export function buildCli(): Command {
   program.addCommand(statusCommand());
   program.addCommand(inspectCommand());
   program.addCommand(getCommand());
+  program.addCommand(retireCommand());
   program.addCommand(infraCommand());
   return program;
 }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { readInfraSettings } from '../infra/settings';
 import { loadFlowModule } from '../workers/cli/flow-module';
 import { flowStatus } from '../workers/cli/flow-status';
-import { flowUiUrl, renderedWorkflowList, screenshot } from './temporal-ui';
+import { flowColumnsStorage, flowUiUrl, renderPage } from './temporal-ui';
 
 async function main(): Promise<void> {
   const [modulePath, out = 'docs/temporal-ui.png'] = process.argv.slice(2);
@@ -17,10 +17,11 @@ async function main(): Promise<void> {
   const url = flowUiUrl(`http://${s.temporal.host}:${s.temporal.uiPort}`, s.temporal.namespace, flow.name);
   const expected = (await flowStatus(flow.name)).map((p) => `kafka-flow/${flow.name}/${p.topic}/${p.partition}`);
   if (expected.length === 0) throw new Error(`no running partition workflows of "${flow.name}": start the example first (npm start)`);
-  const html = await renderedWorkflowList(url);
-  const missing = expected.filter((id) => !html.includes(id));
-  if (missing.length > 0) throw new Error(`the Temporal UI does not list ${missing.join(', ')} at ${url}`);
-  await screenshot(url, path.resolve(out));
+  // With the columns the README's Operations section sets up: each row shows phase, owner, generation, lag and keys.
+  const listed = (text: string) => expected.every((id) => new RegExp(`${id}\\s+running`).test(text));
+  const { text } = await renderPage(url, { localStorage: flowColumnsStorage(s.temporal.namespace), until: listed, screenshotFile: path.resolve(out) });
+  const missing = expected.filter((id) => !new RegExp(`${id}\\s+running`).test(text));
+  if (missing.length > 0) throw new Error(`the Temporal UI does not list ${missing.join(', ')} as running at ${url}`);
   console.log(`the UI lists all ${expected.length} partitions of "${flow.name}"; screenshot: ${out}\n${url}`);
 }
 

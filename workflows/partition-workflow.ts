@@ -15,6 +15,7 @@ export {
   partitionWorkflowId,
   type RetryStatus,
   type RevokeSignal,
+  retireSignal,
   revokedSignal,
   statusQuery,
 } from './partition/contract';
@@ -32,6 +33,10 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   const state = new PartitionState(input, askPatches());
   handleSignals(state);
   for (;;) {
+    if (state.retired) {
+      state.setPhase('retired');
+      return;
+    }
     if (state.historyFull()) await carryOver(state);
     const next = await awaitOwner(state);
     if (next === undefined) continue;
@@ -98,6 +103,16 @@ const FOLD_WITH_RECOVERY_PATCH = 'fold-loop-with-recovery';
 const MONOTONIC_COMMITTED_PATCH = 'committed-offset-never-back';
 
 /**
+ * What the operator sees in the Temporal UI's list (issue 32): the search attributes are upserted
+ * only when a value changed (a continue-as-new re-attach, a repeated phase: no event), the owner's
+ * reports also show the partition's lag and key count (coarse: workflows/partition/console.ts, at
+ * most one upsert per report), and a partition with no live owner for unownedAfterMs (the flow's
+ * consumer session timeout) shows `unowned` — a timer, and a lost owner's retries no longer show
+ * `recovering` and `owner-lost` each time. Runs recorded before this patch replay the old way.
+ */
+const OPERATOR_CONSOLE_PATCH = 'operator-console';
+
+/**
  * Every patch is asked first thing, in this order, so that its marker is at the same place in every
  * run (a patch asked for only on some paths would itself be a command that differs between them).
  * MONOTONIC_COMMITTED_PATCH is the exception: see there.
@@ -108,6 +123,7 @@ function askPatches(): Patches {
     retryPerOwner: patched(RETRY_PER_OWNER_PATCH),
     inOrder: patched(ASSIGNMENTS_IN_ORDER_PATCH),
     foldWithRecovery: patched(FOLD_WITH_RECOVERY_PATCH),
+    console: patched(OPERATOR_CONSOLE_PATCH),
     keepCommitted: () => patched(MONOTONIC_COMMITTED_PATCH),
   };
 }

@@ -43,6 +43,7 @@ async function main(): Promise<void> {
   const ui = `http://${settings.temporal.host}:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows?query=${encodeURIComponent(`KafkaFlow="${flow.name}"`)}`;
   console.log(`\nflow "${flow.name}": ${workerCount} workers, topic ${topic} (${PARTITIONS} partitions), ${rate} orders/s`);
   console.log(`Temporal UI: ${ui}`);
+  console.log(`             (columns: add KafkaFlowPhase, KafkaGeneration, KafkaLag, KafkaKeys, KafkaOwner with the list's column settings)`);
   console.log(`alerts:      topic ${alertsTopic} (a store crossing another $10,000; exactly once for read_committed consumers)`);
   console.log(`state:       node bin/kafka-flow-temporal.js inspect examples/sales/flow.ts\n`);
 

@@ -11,6 +11,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import { msToTs } from '@temporalio/common/lib/time';
 import { Client as CassandraClient } from 'cassandra-driver';
 import type { Consumer, ConsumerConfig, EachBatchPayload, ISocketFactory, Message } from 'kafkajs';
 import { TcpProxy } from '../../chaos/tcp-proxy';
@@ -18,7 +20,9 @@ import { formatHostPort, readEnv } from '../../config/env';
 import { KafkaAdmin, type TopicSpec } from '../../kafka/admin';
 import { createKafkaClient, type KafkaClient, newKafka } from '../../kafka/client';
 import { type GroupGeneration, GroupMembership } from '../../kafka/group-membership';
+import { searchAttributes } from '../../workflows/search-attributes';
 import { captureOutput } from './captured-child';
+import { eventually } from './eventually';
 
 /** Addresses of the real servers the integration tests talk to (same variables as the CLI). */
 export const env = readEnv();
@@ -324,6 +328,27 @@ export async function historyText(workflowId: string): Promise<string> {
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * A namespace of its own with the flow's search attributes: the workflow task queue is shared by
+ * every worker of every flow in a namespace, so in `default` another test's (or another
+ * checkout's) worker could answer its queries or run its workflow tasks.
+ */
+export async function freshNamespace(prefix: string): Promise<string> {
+  const namespace = unique(prefix);
+  const c = await Connection.connect({ address: temporalAddress });
+  try {
+    await c.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    await eventually('the namespace exists', () => c.workflowService.describeNamespace({ namespace }).then(() => true), 30_000);
+    await c.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(Object.values(searchAttributes).map((k) => [k.name, encodeSearchAttributeIndexedValueType(k.type)!])),
+    });
+  } finally {
+    await c.close();
+  }
+  return namespace;
 }
 
 // ---------- the CLI ----------

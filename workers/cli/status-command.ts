@@ -1,4 +1,5 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { positiveSeconds } from './cli-arguments';
 import { loadFlowModule } from './flow-module';
 import type * as FlowStatus from './flow-status';
 import { DEFAULT_QUERY_TIMEOUT_MS } from './status-timeouts';
@@ -11,11 +12,6 @@ const flowStatus = () => require('./flow-status') as typeof FlowStatus;
 /** Without --query-timeout, the command answers within about this long of its start. */
 const ANSWER_WITHIN_MS = 4_000;
 
-const seconds = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a number of seconds > 0');
-  return n;
-};
 
 /**
  * `kafka-flow-temporal status <flow-module>`: each partition workflow's status as a table. The
@@ -31,7 +27,7 @@ export function statusCommand(): Command {
     .option(
       '--query-timeout <seconds>',
       `how long to wait for the workers to answer the status queries (default: ${DEFAULT_QUERY_TIMEOUT_MS / 1000} s, less when the command took long to start: it answers within ≈ ${ANSWER_WITHIN_MS / 1000} s; at least 1 s)`,
-      seconds,
+      positiveSeconds,
     )
     .action(async (modulePath: string, opts: { json?: boolean; queryTimeout?: number }) => {
       const flow = loadFlowModule(modulePath);

@@ -55,6 +55,8 @@ export class ConsumerSide extends RuntimeSide {
     const limits = {
       ...(maxHistoryEvents ? { maxHistoryEvents } : {}),
       ...(workflowReportEveryMs ? { reportEveryMinMs: workflowReportEveryMs } : {}),
+      // A partition with no live owner for the session timeout shows `unowned` (none will come).
+      unownedAfterMs: this.definition.consumer.sessionTimeoutMs,
     };
     await Promise.all(
       Object.entries(g.assignment).flatMap(([topic, partitions]) =>

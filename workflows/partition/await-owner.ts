@@ -25,6 +25,7 @@ export interface NextOwner {
 export async function awaitOwner(state: PartitionState): Promise<NextOwner | undefined> {
   const { inOrder, retryPerOwner } = state.patches;
   const sameOwnerAgain = await untilOwnerDue(state);
+  if (state.retired) return undefined;
   const previous = state.owner;
   const resuming = (state.phase === 'running' || sameOwnerAgain) && previous !== undefined && !state.newerAssignment();
   const owner = !inOrder ? state.latest! : resuming ? previous! : state.pending.shift()!;
@@ -33,6 +34,7 @@ export async function awaitOwner(state: PartitionState): Promise<NextOwner | und
     state.ownerHistory.push({ ...owner, at: Date.now() });
     if (state.ownerHistory.length > OWNER_HISTORY) state.ownerHistory.shift();
     if (retryPerOwner) state.retry = undefined; // a new owner: its backoff starts from the beginning
+    if (state.patches.console) state.ownerTakenUp(); // a live member has just been assigned it
   }
   if (!inOrder && state.revokedGeneration === owner.generation) {
     // Revoked (or left) before this workflow took the assignment up: nothing to recover there.
@@ -42,22 +44,34 @@ export async function awaitOwner(state: PartitionState): Promise<NextOwner | und
   return { owner, previous, resuming };
 }
 
-/** Waits as the phase says; true when the same owner is due again (no newer assignment came during its wait). */
+/**
+ * Waits as the phase says (`unowned` as the phase it was entered from); true when the same owner
+ * is due again (no newer assignment came during its wait). A retire ends every wait.
+ */
 async function untilOwnerDue(state: PartitionState): Promise<boolean> {
-  const { phase, owner, retry, limits } = state;
+  const { owner, retry, limits } = state;
+  const phase = state.waitingAs();
   // In order: the waits are entered even when what they wait for is already there (their timer
   // started and cancelled within the task), so timer ids do not depend on the batching either.
   if (phase === 'running' || (!state.patches.inOrder && state.newerAssignment())) return false;
-  const newer = () => state.newerAssignment();
+  const newer = () => state.newerAssignment() || state.retired;
   if (phase === 'owner-lost' && owner) {
     // The owner may be alive and only unreachable for a while — or Temporal itself was down
     // and its timeouts fired on restart. Try it again, unless a newer owner comes first.
-    return !(await condition(newer, limits.ownerRetryMs));
+    const due = !(await condition(newer, limits.ownerRetryMs));
+    if (due && state.phase === 'owner-lost' && state.unownedDue()) state.becomeUnowned('owner-lost');
+    return due;
   }
   if (phase === 'retrying' && owner && retry) {
     // Self-healing: the partition stopped on a live owner. Recover it there again from the
     // persisted state after the backoff, unless a newer owner comes first.
     return !(await condition(newer, Math.max(0, retry.nextAt - Date.now())));
+  }
+  if (state.patches.console && state.phase !== 'unowned' && state.ownerGoneAt !== undefined) {
+    // Nobody owns it (idle, revoked, fenced): past the session timeout with no new assignment,
+    // no live member will take it (Kafka would have given it to one): `unowned`.
+    const wait = Math.max(1, state.ownerGoneAt + limits.unownedAfterMs - Date.now());
+    if (!(await condition(newer, wait))) state.becomeUnowned(phase);
   }
   await condition(newer);
   return false;

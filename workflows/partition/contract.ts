@@ -11,9 +11,23 @@ import type { Limits } from './limits';
  * `retrying`: the partition stopped on its owner (a failed persist, fold or recovery) and is
  * recovered again on the same owner after a capped exponential backoff, until it runs or a newer
  * owner comes. `idle`: the owner left the group gracefully and nobody owns the partition yet.
+ * `unowned`: no live owner for longer than the flow's consumer session timeout (`idle`, `revoked`,
+ * `fenced` or `owner-lost` that long, with no new assignment; a lost owner is still tried again).
+ * `retired`: ended by `kafka-flow-temporal retire` (the run's last phase).
  * `failed` is never entered; it stays in the type for runs recorded before `retrying` existed.
  */
-export type Phase = 'unassigned' | 'recovering' | 'running' | 'retrying' | 'revoked' | 'idle' | 'fenced' | 'owner-lost' | 'failed';
+export type Phase =
+  | 'unassigned'
+  | 'recovering'
+  | 'running'
+  | 'retrying'
+  | 'revoked'
+  | 'idle'
+  | 'fenced'
+  | 'owner-lost'
+  | 'unowned'
+  | 'retired'
+  | 'failed';
 
 export interface PartitionWorkflowInput extends PartitionRef {
   readonly persistEveryMs: number;
@@ -40,6 +54,10 @@ export interface Carried {
   readonly pending?: Owner[];
   /** Revokes of assignments, by generation (runs with ASSIGNMENTS_IN_ORDER_PATCH). */
   readonly revoked?: Array<{ generation: number; reason: RevokeSignal['reason'] }>;
+  /** Since when (workflow time) the partition has had no live owner (runs with OPERATOR_CONSOLE_PATCH). */
+  readonly ownerGoneAt?: number;
+  /** The phase `unowned` was entered from (runs with OPERATOR_CONSOLE_PATCH). */
+  readonly unownedFrom?: Phase;
 }
 
 export interface Counters {
@@ -94,5 +112,11 @@ export interface PartitionStatus extends PartitionRef {
 export const assignedSignal = defineSignal<[Owner]>('assigned');
 export const revokedSignal = defineSignal<[RevokeSignal]>('revoked');
 export const statusQuery = defineQuery<PartitionStatus>('status');
+/**
+ * Ends the run (`kafka-flow-temporal retire`): its activities are cancelled, the phase becomes
+ * `retired` and the workflow completes. A worker that still holds the partition starts a new run
+ * (its re-assertion), so the CLI refuses while the flow's workers are alive unless forced.
+ */
+export const retireSignal = defineSignal('retire');
 
 export const partitionWorkflowId = (p: PartitionRef): string => `kafka-flow/${p.flow}/${p.topic}/${p.partition}`;

@@ -16,7 +16,7 @@ export function handleFailure(state: PartitionState, err: unknown): void {
     // over): like a lost owner, try it again unless a newer one comes.
     state.lastError = 'the fold loop ended on the owner';
     counters.ownerLosses++;
-    state.setPhase('owner-lost');
+    state.ownerLost();
     return;
   }
   const type = failureType(err);
@@ -27,7 +27,7 @@ export function handleFailure(state: PartitionState, err: unknown): void {
     state.setPhase('fenced');
   } else if (isOwnerLost(err)) {
     counters.ownerLosses++;
-    state.setPhase('owner-lost');
+    state.ownerLost();
   } else {
     // Self-healing: recover again on the same owner after a capped exponential backoff.
     counters.persistFailures++;

@@ -1,6 +1,6 @@
 import { setHandler } from '@temporalio/workflow';
 import type { Owner } from '../../activities/types';
-import { assignedSignal, type RevokeSignal, revokedSignal, statusQuery } from './contract';
+import { assignedSignal, type RevokeSignal, retireSignal, revokedSignal, statusQuery } from './contract';
 import type { PartitionState } from './state';
 
 /**
@@ -12,6 +12,9 @@ export function handleSignals(state: PartitionState): void {
   setHandler(assignedSignal, (owner) => onAssigned(state, owner));
   setHandler(revokedSignal, (revoke) => onRevoked(state, revoke));
   setHandler(statusQuery, () => state.status());
+  setHandler(retireSignal, () => {
+    state.retired = true;
+  });
 }
 
 /** Assignment intake: queued in order (`inOrder`), or kept as the newest; older or repeated ones are dropped. */
@@ -40,4 +43,5 @@ function onRevoked(state: PartitionState, r: RevokeSignal): void {
     state.revokedReason = r.reason;
   }
   if (r.flushed) state.recordPersist(r.flushed);
+  else state.showDetails();
 }

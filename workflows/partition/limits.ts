@@ -17,6 +17,12 @@ export interface Limits {
    * only makes the workflow hear of the persists less often (KFT_WORKFLOW_REPORT_EVERY_MS).
    */
   reportEveryMinMs: number;
+  /**
+   * A partition with no live owner for this long shows `unowned` (runs with
+   * OPERATOR_CONSOLE_PATCH): the flow's consumer session timeout, after which Kafka has given a
+   * dead member's partitions to the members left — none came.
+   */
+  unownedAfterMs: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -27,6 +33,7 @@ export const DEFAULT_LIMITS: Limits = {
   retryInitialMs: 1_000,
   retryMaxMs: 5_000,
   reportEveryMinMs: 0,
+  unownedAfterMs: 30_000,
 };
 
 /** The backoff cap of runs recorded before RETRY_PER_OWNER_PATCH (they replay with it). */

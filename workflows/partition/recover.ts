@@ -19,7 +19,8 @@ export interface Recovered {
  * assignment or a revoke, or failed (then handleFailure has decided the phase).
  */
 export async function recoverOn(state: PartitionState, { owner, previous, resuming }: NextOwner): Promise<Recovered | undefined> {
-  const { input, phase } = state;
+  const { input } = state;
+  const phase = state.waitingAs();
   // Same process, next generation, nobody else in between: it keeps its in-memory state —
   // unless the partition failed there (`retrying` recovers from the persisted state).
   const keepFromGeneration =
@@ -31,14 +32,15 @@ export async function recoverOn(state: PartitionState, { owner, previous, resumi
   // A run continued as new re-attaches to the fold loop still running in the same process: the
   // operator sees `running` throughout (a brief `recovering` at every continue-as-new would be
   // a false alarm). Same command either way, so recorded histories still replay.
-  state.setPhase(resuming && phase === 'running' ? 'running' : 'recovering');
+  // A lost owner tried again while `unowned` stays `unowned` until it answers.
+  if (!(resuming && state.phase === 'unowned')) state.setPhase(resuming && phase === 'running' ? 'running' : 'recovering');
   // The fold loop scheduled with the recovery, on an owner whose loop waits for it there.
   const early =
     state.patches.foldWithRecovery && owner.foldAwaitsRecovery === true
       ? startFoldLoop(acts, input, owner, `${workflowInfo().runId}/${++state.recoveries}`)
       : undefined;
   const recovered = await raceStop(
-    () => state.newerAssignment() || state.isRevoked(owner.generation),
+    () => state.newerAssignment() || state.isRevoked(owner.generation) || state.retired,
     () => acts.recover({ ...ref(input), owner, keepFromGeneration, ...(early ? { recovery: early.recovery } : {}) }),
   );
   if (recovered.kind !== 'done' && early) await stopFoldLoop(early);
@@ -54,5 +56,6 @@ export async function recoverOn(state: PartitionState, { owner, previous, resumi
   }
   state.recordRecovery(recovered.value);
   state.setPhase('running');
+  state.showLoad(recovered.value.keys, undefined);
   return { owner, acts, foldLoop: early };
 }

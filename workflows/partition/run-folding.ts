@@ -12,12 +12,12 @@ import type { PartitionState } from './state';
  */
 export async function runFolding(state: PartitionState, { owner, acts, foldLoop: early }: Recovered): Promise<'history-full' | undefined> {
   const foldLoop = early ?? startFoldLoop(acts, state.input, owner);
-  const stop = () => state.newerAssignment() || state.isRevoked(owner.generation) || foldLoop.ended !== null;
+  const stop = () => state.newerAssignment() || state.isRevoked(owner.generation) || foldLoop.ended !== null || state.retired;
   await reportPersists(state, acts, owner, stop);
   const running = state.phase === 'running'; // else a failure already decided the phase
   const historyFull = running && !stop(); // nothing to stop for: the reports ended on a full history
   await stopFoldLoop(foldLoop);
-  if (!running) return undefined;
+  if (!running || state.retired) return undefined;
   if (historyFull) return 'history-full';
   if (state.isRevoked(owner.generation) && (state.patches.sameCommands || !state.newerAssignment())) {
     state.setPhase(state.revokedPhase(owner.generation));
@@ -50,10 +50,12 @@ async function reportPersists(state: PartitionState, acts: OwnerActivities, owne
     }
     if (persisted.value.skipped) continue; // the owner let go (its revoke signal is on its way)
     state.recordPersist(persisted.value);
+    state.showLoad(persisted.value.liveKeys, persisted.value.lag);
     if (state.retry) {
       // Healthy again: the next failure starts the backoff from the beginning.
       state.retry = undefined;
       state.lastError = undefined;
+      state.showDetails();
     }
   }
 }

@@ -1,7 +1,9 @@
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Owner, PersistResult, RecoverResult } from '../../activities/types';
 import { committedAfter } from '../committed-offset';
 import { searchAttributes } from '../search-attributes';
+import { coarse, renderDetails } from './console';
 import type { Carried, Counters, OwnerRecord, PartitionStatus, PartitionWorkflowInput, Phase, RetryStatus, RevokeSignal } from './contract';
 import { type Limits, limitsOf } from './limits';
 
@@ -11,9 +13,14 @@ export interface Patches {
   readonly retryPerOwner: boolean;
   readonly inOrder: boolean;
   readonly foldWithRecovery: boolean;
+  /** OPERATOR_CONSOLE_PATCH: search attributes upserted only when changed, lag and keys, `unowned`. */
+  readonly console: boolean;
   /** Asked only when a persist's result is behind the shown committed offset (MONOTONIC_COMMITTED_PATCH). */
   readonly keepCommitted: () => boolean;
 }
+
+/** The phases in which nobody owns the partition: past unownedAfterMs in one of them, it shows `unowned`. */
+const OWNERLESS: ReadonlySet<Phase> = new Set<Phase>(['idle', 'revoked', 'fenced', 'owner-lost']);
 
 /**
  * What a partition workflow knows and carries across continue-as-new: its owner and phase, the
@@ -40,6 +47,15 @@ export class PartitionState {
   /** Names this run's recoveries for the fold loops scheduled with them. */
   recoveries = 0;
   readonly limits: Limits;
+  /** When the phase was entered (this run; workflow time), for the details panel. */
+  phaseAt: number | undefined;
+  /** With `console`: since when the partition has had no live owner, and the phase `unowned` was entered from. */
+  ownerGoneAt: number | undefined;
+  unownedFrom: Phase | undefined;
+  /** `retire` was signalled: the run ends. */
+  retired = false;
+  /** With `console`: the search attributes' values as last upserted (only changes are upserted). */
+  private readonly shown = new Map<string, unknown>();
 
   constructor(
     readonly input: PartitionWorkflowInput,
@@ -60,6 +76,16 @@ export class PartitionState {
     this.latest = this.owner;
     this.pending = c?.pending ? [...c.pending] : [];
     this.revokes = new Map((c?.revoked ?? []).map((r) => [r.generation, r.reason]));
+    this.ownerGoneAt = c?.ownerGoneAt;
+    this.unownedFrom = c?.unownedFrom;
+    if (patches.console) {
+      // A run continued as new starts with its predecessor's search attributes.
+      const sa = workflowInfo().typedSearchAttributes;
+      for (const key of [searchAttributes.phase, searchAttributes.generation, searchAttributes.owner, searchAttributes.lag, searchAttributes.keys]) {
+        this.shown.set(key.name, sa.get(key as never));
+      }
+    }
+    this.showDetails();
   }
 
   /** Past maxHistoryEvents, or Temporal suggests continuing as new. */
@@ -85,12 +111,75 @@ export class PartitionState {
 
   /** Enters `phase` and shows it, with the owner, in the search attributes. */
   setPhase(phase: Phase): void {
+    if (phase !== this.phase) this.phaseAt = Date.now();
     this.phase = phase;
-    upsertSearchAttributes([
+    const shown: SearchAttributeUpdatePair[] = [
       { key: searchAttributes.phase, value: phase },
       { key: searchAttributes.generation, value: this.owner?.generation ?? -1 },
       { key: searchAttributes.owner, value: this.owner?.memberId ?? '' },
-    ]);
+    ];
+    if (this.patches.console) {
+      this.noteOwnerPresence(phase);
+      this.show(shown);
+    } else {
+      upsertSearchAttributes(shown);
+    }
+    this.showDetails();
+  }
+
+  /** With `console`: a partition without a live owner since ownerGoneAt; running or retrying on its owner, it has one. */
+  private noteOwnerPresence(phase: Phase): void {
+    if (phase === 'running' || phase === 'retrying') this.ownerTakenUp();
+    else if (OWNERLESS.has(phase)) this.ownerGoneAt ??= Date.now();
+  }
+
+  /** With `console`: a live owner has the partition (it was just assigned, or runs it). */
+  ownerTakenUp(): void {
+    this.ownerGoneAt = undefined;
+    this.unownedFrom = undefined;
+  }
+
+  /** With `console`: no live owner for unownedAfterMs. */
+  unownedDue(): boolean {
+    return this.patches.console && this.ownerGoneAt !== undefined && Date.now() - this.ownerGoneAt >= this.limits.unownedAfterMs;
+  }
+
+  /** Shows `unowned`, entered from `from` (a lost owner is still tried again: `waitingAs`). */
+  becomeUnowned(from: Phase): void {
+    if (this.phase !== 'unowned') this.unownedFrom = from;
+    this.setPhase('unowned');
+  }
+
+  /** The owner was lost (an activity timed out, or its fold loop ended): `owner-lost`, or `unowned` once that has lasted long enough. */
+  ownerLost(): void {
+    if (this.patches.console && (this.phase === 'unowned' || this.unownedDue())) this.becomeUnowned('owner-lost');
+    else this.setPhase('owner-lost');
+  }
+
+  /** The phase whose wait applies: `unowned` waits as the phase it was entered from. */
+  waitingAs(): Phase {
+    return this.phase === 'unowned' ? (this.unownedFrom ?? 'idle') : this.phase;
+  }
+
+  /** With `console`: the partition's key count and lag (when known), coarse, in the search attributes when they changed. */
+  showLoad(liveKeys: number, lag: number | undefined): void {
+    if (!this.patches.console) return;
+    const load: SearchAttributeUpdatePair[] = [{ key: searchAttributes.keys, value: coarse(liveKeys) }];
+    if (lag !== undefined) load.push({ key: searchAttributes.lag, value: coarse(lag) });
+    this.show(load);
+  }
+
+  /** Upserts those of `pairs` whose values differ from what the search attributes show. */
+  private show(pairs: SearchAttributeUpdatePair[]): void {
+    const changed = pairs.filter((p) => this.shown.get(p.key.name) !== p.value);
+    if (changed.length === 0) return;
+    for (const p of changed) this.shown.set(p.key.name, p.value);
+    upsertSearchAttributes(changed);
+  }
+
+  /** The workflow page's current-details panel (no command: the UI reads it through a query). */
+  showDetails(): void {
+    setCurrentDetails(renderDetails(this));
   }
 
   /** A persist the owner reported (the fold loop's report, or the flush on revoke). */
@@ -101,18 +190,20 @@ export class PartitionState {
     // Counters only (no commands): runs recorded before them replay the same.
     if (persisted.deadLetters) this.counters.deadLetters = (this.counters.deadLetters ?? 0) + persisted.deadLetters;
     if (persisted.outputs) this.counters.outputs = (this.counters.outputs ?? 0) + persisted.outputs;
+    this.showDetails();
   }
 
   recordRecovery(recovered: RecoverResult): void {
     this.lastRecovery = recovered;
     this.counters.recoveries++;
     this.committedOffset = recovered.committedOffset ?? this.committedOffset;
+    this.showDetails();
   }
 
   /** What the next run starts from: continue-as-new's input. */
   carried(): Carried {
-    const { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry } = this;
-    return { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ...this.unhandled() };
+    const { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ownerGoneAt, unownedFrom } = this;
+    return { owner, phase, ownerHistory, committedOffset, counters, lastPersist, lastRecovery, retry, ownerGoneAt, unownedFrom, ...this.unhandled() };
   }
 
   /** The `status` query's answer. */

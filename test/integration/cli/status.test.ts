@@ -2,11 +2,7 @@
 // queries: the rows then come from the workflows' search attributes, with one hint line.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
-import { msToTs } from '@temporalio/common/lib/time';
-import { searchAttributes } from '../../../workflows/search-attributes';
-import { temporalAddress, unique } from '../../support/servers';
+import { freshNamespace, unique } from '../../support/servers';
 import { eventually, FlowCluster } from '../orchestration/harness';
 
 const root = path.join(__dirname, '../../..');
@@ -40,29 +36,9 @@ function statusCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): 
   );
 }
 
-/**
- * A namespace of its own with the flow's search attributes: the workflow task queue is shared by
- * every worker of every flow in a namespace, so in `default` another test's worker could answer.
- */
-async function freshNamespace(): Promise<string> {
-  const namespace = unique('kft-status');
-  const c = await Connection.connect({ address: temporalAddress });
-  try {
-    await c.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
-    await eventually('the namespace exists', () => c.workflowService.describeNamespace({ namespace }).then(() => true), 30_000);
-    await c.operatorService.addSearchAttributes({
-      namespace,
-      searchAttributes: Object.fromEntries(Object.values(searchAttributes).map((k) => [k.name, encodeSearchAttributeIndexedValueType(k.type)!])),
-    });
-  } finally {
-    await c.close();
-  }
-  return namespace;
-}
-
 describe('kafka-flow-temporal status', () => {
   test('with no worker running: exits 0 within 5 s, a row per partition from search attributes and one hint line', async () => {
-    const namespace = await freshNamespace();
+    const namespace = await freshNamespace('kft-status');
     const env = { TEMPORAL_NAMESPACE: namespace };
     const cluster = new FlowCluster(3, { env });
     const names = { TEST_FLOW_NAME: cluster.names.name, TEST_FLOW_GROUP: cluster.names.group, TEST_FLOW_TOPIC: cluster.names.topic };

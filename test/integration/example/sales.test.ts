@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ALERT_EVERY_CENTS, type Order, type SalesAlert } from '../../../examples/sales/flow';
 import { expectedTotals } from '../../../examples/sales/orders';
 import { createKafkaClient, PartitionReader } from '../../../kafka';
-import { renderedWorkflowList } from '../../../scripts/temporal-ui';
+import { flowColumnsStorage, renderPage } from '../../../scripts/temporal-ui';
 import { inspectFlow } from '../../../workers/cli/inspect';
 import { kafkaBrokers, unique } from '../../support/servers';
 import { captureOutput } from '../../support/captured-child';
@@ -29,8 +29,12 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
     }
     const ui = /Temporal UI: (\S+)/.exec(output())?.[1];
     expect(ui).toContain(encodeURIComponent(`KafkaFlow="${id}"`));
-    const html = await renderedWorkflowList(ui!);
-    for (let p = 0; p < 6; p++) expect(html).toContain(`kafka-flow/${id}/${id}/${p}`);
+    // With the README's columns, each partition's row shows its phase, generation (lag and keys once
+    // reported) and owner: the worker's group member id.
+    const rowOf = (p: number) => new RegExp(`kafka-flow/${id}/${id}/${p}\\s+running\\s+(\\d+\\s+){1,3}kafka-flow-temporal-${id}-`);
+    const rows = (text: string) => [0, 1, 2, 3, 4, 5].every((p) => rowOf(p).test(text));
+    const { text } = await renderPage(ui!, { localStorage: flowColumnsStorage('default'), until: rows, timeoutMs: 60_000 });
+    for (let p = 0; p < 6; p++) expect(text).toMatch(rowOf(p));
 
     await new Promise((r) => setTimeout(r, 3000));
     child.kill('SIGINT'); // Ctrl-C

@@ -9,9 +9,11 @@ import {
   type PartitionStatus,
   partitionWorkflow,
   partitionWorkflowId,
+  retireSignal,
   revokedSignal,
   statusQuery,
 } from '../../../workflows/partition-workflow';
+import { searchAttributes } from '../../../workflows/search-attributes';
 import { eventually } from '../../support/eventually';
 import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
 
@@ -68,7 +70,8 @@ function scriptedOwner(
       await Context.current().sleep(r.delayMs);
       const failure = script.persistFails?.();
       if (failure) throw failure;
-      return { persistedKeys: 1, deletedKeys: 0, committedOffset: String(10 + calls.persist.length), liveKeys: 3, ms: 1, at: Date.now() };
+      const committedOffset = String(10 + calls.persist.length);
+      return { persistedKeys: 1, deletedKeys: 0, committedOffset, logEndOffset: committedOffset, lag: 0, liveKeys: 3, ms: 1, at: Date.now() };
     },
   };
 }
@@ -389,6 +392,91 @@ describe('partitionWorkflow on the real Temporal server', () => {
     await wf.handle.terminate();
   });
 
+  /** The values of `key` the workflow upserted, in order (a console run upserts an attribute only when it changed). */
+  async function upserted(handle: WorkflowHandle, key: string): Promise<unknown[]> {
+    const events = (await handle.fetchHistory()).events ?? [];
+    return events.flatMap((e) => {
+      const field = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.[key];
+      return field?.data ? [JSON.parse(Buffer.from(field.data).toString())] : [];
+    });
+  }
+
+  const currentDetails = async (handle: WorkflowHandle): Promise<string> =>
+    (await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata')).currentDetails;
+
+  test("the operator's console: the list's search attributes change only when their values do (lag and keys with the reports); the details panel shows the partition", async () => {
+    const calls = newCalls();
+    const queue = await startOwner(calls);
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: queue });
+    await eventually('three persist reports', async () => ((await wf.status()).counters.persists >= 3 ? true : undefined));
+    const sa = (await wf.handle.describe()).typedSearchAttributes;
+    expect([sa.get(searchAttributes.phase), sa.get(searchAttributes.owner), sa.get(searchAttributes.generation)]).toEqual(['running', 'a', 1]);
+    expect([sa.get(searchAttributes.lag), sa.get(searchAttributes.keys)]).toEqual([0, 3]);
+    // Ours, not the SDK's (each patch marker comes with an upsert of TemporalChangeVersion).
+    const ourUpserts = async () =>
+      ((await wf.handle.fetchHistory()).events ?? []).filter((e) =>
+        Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}).some((k) => k.startsWith('Kafka')),
+      ).length;
+    // recovering (phase, generation, owner), running (phase), keys at the recovery, lag at the first report: the reports after change nothing.
+    expect(await ourUpserts()).toBe(4);
+    await eventually('two more reports', async () => ((await wf.status()).counters.persists >= 5 ? true : undefined));
+    expect(await ourUpserts()).toBe(4);
+
+    const details = await currentDetails(wf.handle);
+    expect(details).toMatch(/^\*\*running\*\*/);
+    expect(details).toContain(`member \`a\`, worker \`${queue.split('/').slice(-2).join('/')}\``);
+    expect(details).toMatch(/committed \d+ · log end \d+ · lag 0/);
+    expect(details).toContain('**Keys** in memory: 3');
+    expect(details).toContain('**Restore**: 100 % — 3 keys (3 snapshots read)');
+    expect(details).toContain('**Last error**: none');
+    await wf.handle.terminate();
+  });
+
+  test('a partition whose owner left shows `unowned` once nobody took it for unownedAfterMs; a new owner takes it up', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const [qa, qb] = [await startOwner(a), await startOwner(b)];
+    const wf = await start({ unownedAfterMs: 1500 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('running on a', async () => ((await wf.status()).phase === 'running' ? true : undefined));
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'shutdown' });
+    await eventually('idle', async () => ((await wf.status()).phase === 'idle' ? true : undefined));
+    await eventually('unowned', async () => ((await wf.status()).phase === 'unowned' ? true : undefined));
+    expect((await wf.handle.describe()).typedSearchAttributes.get(searchAttributes.phase)).toBe('unowned');
+    expect(await currentDetails(wf.handle)).toMatch(/No live owner\*\* since/);
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: qb });
+    await eventually('running on b', async () => ((await wf.status()).phase === 'running' ? true : undefined));
+    expect(await currentDetails(wf.handle)).not.toContain('No live owner');
+    expect(await upserted(wf.handle, 'KafkaFlowPhase')).toEqual(['recovering', 'running', 'idle', 'unowned', 'recovering', 'running']);
+    await wf.handle.terminate();
+  });
+
+  test('a lost owner shows `unowned` past unownedAfterMs and stays so while it is tried again', async () => {
+    const wf = await start({ scheduleToStartMs: 1000, ownerRetryMs: 300, unownedAfterMs: 1000 });
+    await wf.assign({ generation: 1, memberId: 'ghost', taskQueue: unique('nobody-polls') });
+    await eventually('unowned', async () => ((await wf.status()).phase === 'unowned' ? true : undefined), 30_000);
+    // Two more tries of the lost owner, shown as nothing but `unowned`.
+    const losses = (await wf.status()).counters.ownerLosses;
+    await eventually('tried twice more', async () => ((await wf.status()).counters.ownerLosses >= losses + 2 ? true : undefined), 30_000);
+    const phases = await upserted(wf.handle, 'KafkaFlowPhase');
+    expect(phases.slice(phases.indexOf('unowned'))).toEqual(['unowned']);
+    await wf.handle.terminate();
+  });
+
+  test('retire ends the run: its fold loop cancelled, the phase `retired`, the workflow completed', async () => {
+    const calls = newCalls();
+    const queue = await startOwner(calls);
+    const wf = await start();
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: queue });
+    await eventually('folding', async () => (calls.foldLoopStarted.length === 1 ? true : undefined));
+    await wf.handle.signal(retireSignal);
+    await wf.handle.result();
+    expect((await wf.handle.describe()).status.name).toBe('COMPLETED');
+    expect((await wf.handle.describe()).typedSearchAttributes.get(searchAttributes.phase)).toBe('retired');
+    await eventually('the fold loop cancelled', async () => (calls.foldLoopCancelled.length === 1 ? true : undefined));
+  });
+
   test('an owner whose task queue nobody polls is reported lost, not waited for forever — and retried', async () => {
     const wf = await start({ scheduleToStartMs: 1000, ownerRetryMs: 1500 });
     const queue = unique('nobody-polls-yet');
@@ -582,10 +670,13 @@ describe('partitionWorkflow on the real Temporal server', () => {
     await w.stop();
     const firstSignal = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'revoked');
     const out: string[] = [];
+    // Only the attributes that changed are upserted (OPERATOR_CONSOLE_PATCH): the generation shown is the last one upserted.
+    let generation: unknown;
     for (const e of events.slice(firstSignal)) {
       const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
       const value = (k: string) => (fields?.[k]?.data ? JSON.parse(Buffer.from(fields[k]!.data!).toString()) : undefined);
-      if (fields?.KafkaFlowPhase) out.push(`${value('KafkaFlowPhase')} g${value('KafkaGeneration')}`);
+      generation = value('KafkaGeneration') ?? generation;
+      if (fields?.KafkaFlowPhase) out.push(`${value('KafkaFlowPhase')} g${generation}`);
       const scheduled = e.activityTaskScheduledEventAttributes;
       if (scheduled?.activityType?.name === 'recover') {
         out.push(`recover on ${scheduled.taskQueue?.name === qc ? 'c' : scheduled.taskQueue?.name === qb ? 'b' : '?'}`);

@@ -37,7 +37,8 @@ describe('docker-compose.yml agrees with infra', () => {
   test('the Temporal server registers every custom search attribute of the partition workflows', () => {
     const command = compose.services.temporal?.command ?? [];
     const declared = command.filter((_, i) => command[i - 1] === '--search-attribute');
-    const expected = Object.values(searchAttributes).map((k) => `${k.name}=${k.type === 'INT' ? 'Int' : 'Keyword'}`);
+    const typeName = { INT: 'Int', DOUBLE: 'Double', KEYWORD: 'Keyword' } as Record<string, string>;
+    const expected = Object.values(searchAttributes).map((k) => `${k.name}=${typeName[k.type]}`);
     expect(declared.sort()).toEqual(expected.sort());
   });
 

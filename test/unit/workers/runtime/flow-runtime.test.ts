@@ -176,8 +176,8 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await settle();
     expect([...rt.consumer.paused].sort()).toEqual(['t-0', 't-1']);
     expect(rt.signals.assignedCalls.map(([input, owner]) => [input.partition, input.persistEveryMs, input.limits, owner])).toEqual([
-      [0, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
-      [1, 1, { maxHistoryEvents: 500 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
+      [0, 1, { maxHistoryEvents: 500, unownedAfterMs: 30_000 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
+      [1, 1, { maxHistoryEvents: 500, unownedAfterMs: 30_000 }, { generation: 3, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true }],
     ]);
   });
 
