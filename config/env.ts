@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import { readSecurity, type Security } from './security';
+import { readTracingEnv, type TracingConfig } from './tracing';
 
 /**
  * The environment variables of the public surface (README, *Configuration*). Every value is validated here so
@@ -150,6 +151,8 @@ export interface WorkerEnv extends Env {
   workflowReportEveryMs: number | undefined;
   /** `KFT_WORKFLOW_BUNDLE_DIR`: where the workflow bundle is cached; undefined (`off`): bundled at every start. */
   workflowBundleDir: string | undefined;
+  /** `OTEL_*`: where the worker's OpenTelemetry spans go (config/tracing.ts); undefined: tracing off. */
+  tracing: TracingConfig | undefined;
 }
 
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
@@ -167,5 +170,6 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
     workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),
+    tracing: readTracingEnv(env),
   };
 }

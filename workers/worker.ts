@@ -17,12 +17,14 @@ import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
 import { freePort } from './observability/metrics-server';
+import { registerPartitionGauges } from './observability/partition-gauges';
 import { WorkerHttp } from './http/worker-http';
 import { createKafkaClient } from '../kafka/client';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './runtime/task-queues';
 import { connectTemporal, type TemporalConnections } from './connect/temporal-connection';
 import { loadWorkflowBundle } from './bundle/workflow-bundle';
 import { workflowBundleBuilder } from './bundle/workflow-bundle-build';
+import type * as Tracing from './observability/tracing';
 
 export interface WorkerOptions {
   /** Port of the HTTP server (`/metrics`, `/healthz`, `/readyz`, live state queries); 0 picks a free one (logged); undefined: none. */
@@ -75,6 +77,10 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const log = createLogger({ flow: definition.name }, env.logLevel);
   // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
   setLogKeys(definition.logKeys);
+  // OpenTelemetry only when OTEL_* asks for it: off, none of its modules is loaded.
+  const tracing = env.tracing
+    ? (require('./observability/tracing') as typeof Tracing).startTracing(env.tracing, { 'kafka_flow.flow': definition.name }, log)
+    : undefined;
   if (runtimeInstalled === undefined) {
     // Once per process, before any connection. We handle SIGTERM/SIGINT ourselves (flush, commit,
     // leave the group, then stop the workers), so the SDK must not stop the workers on its own.
@@ -96,12 +102,15 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     workflowsPath: require.resolve('../workflows'),
     cacheDir: env.workflowBundleDir,
     build: workflowBundleBuilder(Runtime.instance().logger),
+    workflowInterceptorModules: tracing?.workflowInterceptorModules,
     logger: log,
   });
   workflowBundle.catch(() => undefined); // awaited below; a start that fails earlier must not leave it unhandled
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = FlowMetrics.of(registry);
+  let flowRuntimeCreated: FlowRuntime | undefined;
+  registerPartitionGauges(registry, definition.name, () => flowRuntimeCreated?.partitionFigures());
   // The HTTP server answers from the start (`/healthz`; `/readyz` says what is not ready yet); the
   // flow's runtime and its live state queries join it once they exist. Its address goes with
   // this process's assignments to the partition workflows (Owner.httpAddress).
@@ -152,6 +161,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       // forever, the partition stuck): the owner's runtime then starts a fresh run (reassertAfterMs),
       // which recovers the partition from its persisted state. See README, Self-healing.
       workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
+      // Tracing: the workflow spans (made by the interceptors in the bundle) leave the sandbox here.
+      ...(tracing ? { sinks: tracing.workflowSinks } : {}),
     });
     startup.mark('workflowWorkerCreated');
     return worker;
@@ -162,6 +173,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   } catch (err) {
     await server?.close();
     await abandon(temporalConnected, workflowWorkerCreated);
+    await tracing?.shutdown();
     throw err;
   }
   const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir });
@@ -177,6 +189,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     await server?.close();
     await backend.close().catch(() => undefined);
     await abandon(temporalConnected, workflowWorkerCreated);
+    await tracing?.shutdown();
     throw err;
   }
   const taskQueue = processTaskQueue(definition.name);
@@ -194,11 +207,13 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     reassertAfterMs: env.reassertAfterMs,
     workflowReportEveryMs: env.workflowReportEveryMs,
   });
+  flowRuntimeCreated = flowRuntime;
   const activityWorkerCreated = Worker.create({
     connection,
     namespace: temporal.namespace,
     taskQueue,
     activities: createFlowActivities(new Map([[definition.name, flowRuntime]])),
+    ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   }).then((w) => {
     startup.mark('activityWorkerCreated');
     return w;
@@ -235,6 +250,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     await flowRuntime.stop(0).catch(() => undefined);
     await server?.close();
     await abandon(temporalConnected, workflowWorkerCreated, activityWorkerCreated);
+    await tracing?.shutdown();
     throw err;
   }
   done.catch((err) => log.error({ err }, 'a Temporal worker stopped with an error'));
@@ -277,6 +293,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
         await done.catch(() => undefined);
         await server?.close();
         await temporal.close();
+        // The spans of the stop itself (the revoke persists) included.
+        await tracing?.shutdown();
         log.info('stopped');
       })();
       return stopping;

@@ -13,6 +13,7 @@
  */
 import { CommitLandedLateError, SnapshotWriteFencedError } from '../../core/fence-errors';
 import { outputCount, type PendingOutput } from '../../core/emitted-outputs';
+import { traced, tracingOn } from '../../core/tracing';
 import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { offsetToKafka } from '../../flow/offsets';
 import { type SentRecords, SnapshotCommitTimeoutError } from '../../kafka/errors';
@@ -97,7 +98,22 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
    * Initializes the partition's producer, which fences every earlier producer of its
    * transactional.id and aborts whatever transaction a crashed owner left open.
    */
-  async fenceNow(): Promise<number> {
+  fenceNow(): Promise<number> {
+    const { input } = this.c;
+    const fields = { flow: this.labels.flow, topic: input.topic, partition: input.partition, transactionalId: this.t.transactions.transactionalId };
+    return traced('kafka-flow.fence', fields, async (span) => {
+      try {
+        const ms = await this.fenceOnce();
+        span?.set({ outcome: 'initialized' });
+        return ms;
+      } catch (err) {
+        span?.set(err instanceof SnapshotWriteFencedError ? { outcome: 'fenced', fenced: true } : { outcome: 'failed' });
+        throw err;
+      }
+    });
+  }
+
+  private async fenceOnce(): Promise<number> {
     const started = performance.now();
     try {
       await this.t.transactions.init();
@@ -132,11 +148,37 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     const pool = this.poolInUse ? undefined : this.pool;
     if (pool) this.poolInUse = true;
     try {
-      return await this.commitPrepared(batch, prepared, offset, generation, started, pool);
+      return await this.traceCommit(batch, prepared, offset, generation, started, pool);
     } finally {
       // The transaction is over (committed, aborted or its producer discarded): nothing reads its messages.
       if (pool) this.poolInUse = false;
     }
+  }
+
+  /** commitPrepared in a span of its own when tracing is on (one per transaction). */
+  private traceCommit(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, generation: WriteGeneration, started: number, pool: MessagePool | undefined): Promise<WriteBatchResult> {
+    if (!tracingOn()) return this.commitPrepared(batch, prepared, offset, generation, started, pool);
+    const { input } = this.c;
+    const fields = {
+      flow: this.labels.flow,
+      topic: input.topic,
+      partition: input.partition,
+      generation: generation.generationId,
+      offset,
+      snapshots: prepared.messages.length,
+      outputs: outputCount(prepared.outputs),
+      transactionalId: this.t.transactions.transactionalId,
+    };
+    return traced('kafka-flow.transaction', fields, async (span) => {
+      try {
+        const result = await this.commitPrepared(batch, prepared, offset, generation, started, pool);
+        span?.set({ outcome: 'committed' });
+        return result;
+      } catch (err) {
+        span?.set(err instanceof SnapshotWriteFencedError ? { outcome: 'fenced', fenced: true } : { outcome: err instanceof SnapshotCommitTimeoutError ? 'timeout' : 'failed' });
+        throw err;
+      }
+    });
   }
 
   private async commitPrepared(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, generation: WriteGeneration, started: number, pool: MessagePool | undefined): Promise<WriteBatchResult> {

@@ -24,14 +24,15 @@ export interface BuiltWorkflowBundle {
   absent: string[];
 }
 
-export type BuildWorkflowBundle = (workflowsPath: string) => Promise<BuiltWorkflowBundle>;
+/** `workflowInterceptorModules`: modules of workflow interceptors bundled with the workflows (tracing's). */
+export type BuildWorkflowBundle = (workflowsPath: string, workflowInterceptorModules?: readonly string[]) => Promise<BuiltWorkflowBundle>;
 
 /**
  * Bundles the workflows exactly as `Worker.create({ workflowsPath })` would (the same
  * `bundleWorkflowCode` with its defaults), recording webpack's inputs with a plugin on the way.
  */
 export function workflowBundleBuilder(logger?: TemporalLogger): BuildWorkflowBundle {
-  return async (workflowsPath) => {
+  return async (workflowsPath, workflowInterceptorModules = []) => {
     let inputs: CompilationInputs | undefined;
     const plugin = {
       apply(compiler: { hooks: { afterCompile: { tap(name: string, fn: (c: CompilationInputs) => void): void } } }) {
@@ -42,6 +43,7 @@ export function workflowBundleBuilder(logger?: TemporalLogger): BuildWorkflowBun
     } as unknown as WebpackPlugin;
     const { code } = await bundleWorkflowCode({
       workflowsPath,
+      workflowInterceptorModules: [...workflowInterceptorModules],
       logger,
       webpackConfigHook: (config) => ({ ...config, plugins: [...(config.plugins ?? []), plugin] }),
     });

@@ -10,6 +10,8 @@ export interface WorkflowBundleOptions {
   /** Where bundles are cached (`KFT_WORKFLOW_BUNDLE_DIR`); undefined: build at every start, cache nothing. */
   cacheDir: string | undefined;
   build: BuildWorkflowBundle;
+  /** Workflow interceptor modules bundled with the workflows (Temporal's OpenTelemetry ones when tracing is on); part of the key. */
+  workflowInterceptorModules?: readonly string[];
   logger: Logger;
   /** The bundler's versions (part of the key); the installed ones by default. */
   versions?: Record<string, string>;
@@ -29,8 +31,12 @@ export interface WorkflowBundle {
  * logged and the bundle built in memory, as `workflowsPath` would.
  */
 export async function loadWorkflowBundle(o: WorkflowBundleOptions): Promise<WorkflowBundle> {
-  if (o.cacheDir === undefined) return { code: (await o.build(o.workflowsPath)).code, source: 'built' };
-  const key = sha256(JSON.stringify({ workflowsPath: o.workflowsPath, versions: o.versions ?? bundlerVersions() }));
+  const interceptors = o.workflowInterceptorModules ?? [];
+  if (o.cacheDir === undefined) return { code: (await o.build(o.workflowsPath, interceptors)).code, source: 'built' };
+  // Interceptor modules join the key only when there are some: a bundle with them is another bundle.
+  const key = sha256(
+    JSON.stringify({ workflowsPath: o.workflowsPath, versions: o.versions ?? bundlerVersions(), ...(interceptors.length > 0 ? { workflowInterceptorModules: interceptors } : {}) }),
+  );
   const file = cacheFile(o.cacheDir, key);
   const started = performance.now();
   let cached: CacheLookup;
@@ -45,7 +51,7 @@ export async function loadWorkflowBundle(o: WorkflowBundleOptions): Promise<Work
   }
   o.logger[cached.miss === 'absent' ? 'debug' : 'info']({ file, why: cached.why }, 'building the workflow bundle (no usable cached one)');
   const buildStartedAt = fileClockNow(o.cacheDir);
-  const built = await o.build(o.workflowsPath);
+  const built = await o.build(o.workflowsPath, interceptors);
   try {
     const notCached = writeCachedBundle(file, key, built, buildStartedAt);
     if (notCached) o.logger.info({ file, why: notCached }, 'workflow bundle not cached');

@@ -52,6 +52,16 @@ export type { FlowRuntimeOptions } from './runtime-side';
  * object's PartitionHost; the consumer hands each batch to its partition's fold-loop activity,
  * which folds it. What a persist of a partition does here is SlotPersists.
  */
+/** One partition as partitionFigures() reports it. */
+export interface PartitionFigures {
+  topic: string;
+  partition: number;
+  /** recovering (no engine yet), assigned (recovered, no fold loop yet), running, revoked, fenced or failed. */
+  state: string;
+  lag?: number;
+  commitLag?: number;
+}
+
 export class FlowRuntime implements PartitionHost {
   readonly definition: FlowDefinition<unknown, unknown>;
   readonly taskQueue: string;
@@ -119,6 +129,31 @@ export class FlowRuntime implements PartitionHost {
       }
     }
     return { joined: true, assigned, notReady };
+  }
+
+  /**
+   * Where each partition of the current generation stands in this process, for the gauges read at
+   * each scrape (workers/observability/partition-gauges.ts): its state, and once it has an engine,
+   * its lag (log end of the last fetch − position) and commit lag (position − committed offset).
+   */
+  partitionFigures(): PartitionFigures[] {
+    const current = this.o.consumer.current();
+    if (!current || this.stopping) return [];
+    const figures: PartitionFigures[] = [];
+    for (const slot of this.slots.all()) {
+      if (slot.generation !== current.generationId) continue;
+      const flow = slot.flowGeneration === slot.generation ? slot.flow : undefined;
+      const state = flow?.failed !== undefined ? 'failed' : slot.state === 'assigned' && !flow ? 'recovering' : slot.state;
+      const hw = slot.highWatermark;
+      figures.push({
+        topic: slot.topic,
+        partition: slot.partition,
+        state,
+        lag: flow && hw !== undefined ? Math.max(0, hw - flow.position) : undefined,
+        commitLag: flow ? Math.max(0, flow.position - flow.committedOffset) : undefined,
+      });
+    }
+    return figures;
   }
 
   /**

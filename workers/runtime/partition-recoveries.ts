@@ -6,6 +6,7 @@ import type { RecoverResult } from '../../activities/types';
 import { SlotOwner } from './partition-owner';
 import type { Slot } from './partition-slots';
 import { RuntimeSide } from './runtime-side';
+import { traced } from '../../core/tracing';
 
 /** A recovery's work before it installs its engine in the slot: fenced, committed offset read, state read. */
 export interface Prepared {
@@ -98,7 +99,24 @@ export class PartitionRecoveries extends RuntimeSide {
    * offset meanwhile, then the persisted state. A failure of the state read is returned (the
    * caller decides, knowing whether it was superseded); one before that is thrown.
    */
-  async prepare(slot: Slot, owner: { generation: number; memberId: string }): Promise<Prepared> {
+  prepare(slot: Slot, owner: { generation: number; memberId: string }): Promise<Prepared> {
+    // One span per recovery (tracing on): fence, committed offset and state read are its children.
+    const fields = { flow: this.definition.name, topic: slot.topic, partition: slot.partition, generation: owner.generation };
+    return traced('kafka-flow.recovery', fields, async (span) => {
+      const prepared = await this.prepareNow(slot, owner);
+      if (span) {
+        const figures = (prepared.persistence as { lastRecovery?: RecoveryFigures }).lastRecovery;
+        const { outcome } = prepared;
+        span.set({ offset: prepared.assignedAt, fromTopic: figures?.fromTopic, fromLocal: figures?.fromLocal });
+        // A failed state read is returned, not thrown (the caller decides): the span records it.
+        if ('keys' in outcome) span.set({ outcome: 'recovered', keys: outcome.keys });
+        else span.fail(outcome.error);
+      }
+      return prepared;
+    });
+  }
+
+  private async prepareNow(slot: Slot, owner: { generation: number; memberId: string }): Promise<Prepared> {
     const startedAt = performance.now();
     const { topic, partition } = slot;
     // The committed offset is read while the backend fences (SlotOwner); the fence still comes
@@ -128,3 +146,4 @@ export class PartitionRecoveries extends RuntimeSide {
     return { persistence, flow, assignedAt, outcome, phases, startedAt };
   }
 }
+

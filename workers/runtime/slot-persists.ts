@@ -7,6 +7,7 @@ import type { PersistReason } from '../../flow/partition-flow';
 import type { FlowConsumer } from './flow-consumer';
 import type { Slot, Unreported } from './partition-slots';
 import { PersistCadence } from './persist-cadence';
+import { traced } from '../../core/tracing';
 
 export interface SlotPersistsOptions {
   readonly definition: FlowDefinition<unknown, unknown>;
@@ -103,11 +104,17 @@ export class SlotPersists {
    * One persist of the slot's engine. `timersTriggered`: the caller ran the key timers just now
    * (the tick that found outputs due); `now`: the persist's clock (the cadence's).
    */
-  async persist(
-    slot: Slot,
-    reason: PersistReason,
-    options: { timersTriggered?: boolean; now?: number } = {},
-  ): Promise<WorkflowPersistResult> {
+  persist(slot: Slot, reason: PersistReason, options: { timersTriggered?: boolean; now?: number } = {}): Promise<WorkflowPersistResult> {
+    // One span per persist (tracing on); its transactions are its children.
+    const fields = { flow: this.o.definition.name, topic: slot.topic, partition: slot.partition, generation: slot.flowGeneration, reason };
+    return traced('kafka-flow.persist', fields, async (span) => {
+      const r = await this.persistNow(slot, reason, options);
+      span?.set({ keys: r.persistedKeys, deletedKeys: r.deletedKeys, outputs: r.outputs ?? 0, deadLetters: r.deadLetters ?? 0, offset: r.committedOffset });
+      return r;
+    });
+  }
+
+  private async persistNow(slot: Slot, reason: PersistReason, options: { timersTriggered?: boolean; now?: number }): Promise<WorkflowPersistResult> {
     const flow = slot.flow!;
     const started = performance.now();
     const now = options.now ?? Date.now();
