@@ -33,3 +33,31 @@ test('every recorded partition-workflow history replays deterministically', asyn
   expect(failures).toEqual([]);
   expect(replayed).toBe(files.length);
 }, 60_000);
+
+// Tracing turned on for a running fleet: the histories recorded without Temporal's OpenTelemetry
+// workflow interceptors replay with them bundled (as a worker with OTEL_* set runs), and the
+// replay exports no span (the sink is not called while replaying).
+test('every recorded history replays with the tracing interceptors bundled', async () => {
+  const { InMemorySpanExporter, SimpleSpanProcessor } = await import('@opentelemetry/sdk-trace-node');
+  const { Resource } = await import('@opentelemetry/resources');
+  const { makeWorkflowExporter } = await import('@temporalio/interceptors-opentelemetry');
+  const exporter = new InMemorySpanExporter();
+  const histories = files.map((f) => ({
+    workflowId: f.replace(/\.json$/, ''),
+    history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))),
+  }));
+  const failures: string[] = [];
+  let replayed = 0;
+  const options = {
+    workflowsPath: require.resolve('../../../workflows'),
+    interceptors: { workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')] },
+    sinks: { exporter: makeWorkflowExporter(new SimpleSpanProcessor(exporter), new Resource({ 'service.name': 'replay' })) },
+  };
+  for await (const result of Worker.runReplayHistories(options, histories)) {
+    replayed++;
+    if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+  }
+  expect(failures).toEqual([]);
+  expect(replayed).toBe(files.length);
+  expect(exporter.getFinishedSpans()).toEqual([]);
+}, 60_000);
