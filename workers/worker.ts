@@ -1,11 +1,9 @@
 import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { collectDefaultMetrics, Registry } from 'prom-client';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
 import { anyPortOpen } from '../config/net';
 import { createFlowActivities } from '../activities/flow-activities';
 import type { FlowDefinition } from '../define-flow';
-import { FlowMetrics } from '../flow/metrics';
 import { createBackend } from '../persistence/backends';
 import { descriptorOf } from '../persistence/descriptors';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './connect/errors';
@@ -17,7 +15,7 @@ import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
 import { freePort } from './observability/metrics-server';
-import { registerPartitionGauges } from './observability/partition-gauges';
+import { workerRegistry } from './observability/registry';
 import { WorkerHttp } from './http/worker-http';
 import { createKafkaClient } from '../kafka/client';
 import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './runtime/task-queues';
@@ -106,11 +104,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     logger: log,
   });
   workflowBundle.catch(() => undefined); // awaited below; a start that fails earlier must not leave it unhandled
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const metrics = FlowMetrics.of(registry);
   let flowRuntimeCreated: FlowRuntime | undefined;
-  registerPartitionGauges(registry, definition.name, () => flowRuntimeCreated?.partitionFigures());
+  const { registry, metrics } = workerRegistry(definition.name, () => flowRuntimeCreated?.partitionFigures());
   // The HTTP server answers from the start (`/healthz`; `/readyz` says what is not ready yet); the
   // flow's runtime and its live state queries join it once they exist. Its address goes with
   // this process's assignments to the partition workflows (Owner.httpAddress).

@@ -288,6 +288,30 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '8' }]);
   });
 
+  test('partitionFigures (the scrape-time gauges): recovering until recovered, then state, lag and commit lag of the current generation', async () => {
+    rt.consumer.committed.set('t-0', '5');
+    rt.consumer.join(1, { t: [0, 1] });
+    // The recoveries started at the join may still run: without an engine, a partition is recovering.
+    expect(rt.runtime.partitionFigures().map((f) => f.partition).sort()).toEqual([0, 1]);
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
+    await rt.consumer.deliver('t', 0, [
+      { offset: 5, key: 'a', value: { n: 1 } },
+      { offset: 6, key: 'b', value: { n: 10 } },
+    ], '10');
+    const t0 = rt.runtime.partitionFigures().find((f) => f.partition === 0);
+    // Position 7, log end 10, committed 5.
+    expect(t0).toEqual({ topic: 't', partition: 0, state: 'running', lag: 3, commitLag: 2 });
+    await new Promise((r) => setTimeout(r, 5)); // past persistEvery (1 ms)
+    await rt.runtime.persist(req(owner));
+    expect(rt.runtime.partitionFigures().find((f) => f.partition === 0)).toMatchObject({ lag: 3, commitLag: 0 });
+    // Revoked: no longer folding here.
+    await rt.consumer.revoke();
+    expect(rt.runtime.partitionFigures().find((f) => f.partition === 0)?.state).toBe('revoked');
+    expect(folding.poll()).toMatchObject({ running: false });
+  });
+
   test('a fold loop scheduled with its recovery waits for that recovery, not an earlier engine or a later recovery', async () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1', foldAwaitsRecovery: true };
