@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import * as otel from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
-import { traced, setTracer } from '../../../../core/tracing';
+import { silentLogger } from '../../../../core/logger';
+import { traced, setTracer, tracingOn } from '../../../../core/tracing';
 import { FoldError } from '../../../../flow/errors';
-import { spanTracer } from '../../../../workers/observability/tracing';
+import { spanTracer, startTracing } from '../../../../workers/observability/tracing';
 
 const root = path.join(__dirname, '../../../..');
 
@@ -71,6 +73,46 @@ describe('our spans on the OpenTelemetry SDK', () => {
     });
     await expect(returned).resolves.toBe('returned');
     expect(exporter.getFinishedSpans()[0]!.status).toEqual({ code: otel.SpanStatusCode.ERROR, message: 'TypeError' });
+  });
+});
+
+describe('startTracing', () => {
+  /** A local OTLP/HTTP endpoint: what each request's path and content type were. */
+  async function receiver() {
+    const requests: Array<{ url?: string; type?: string; bytes: number }> = [];
+    const server = http.createServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (c: Buffer) => {
+        bytes += c.length;
+      });
+      req.on('end', () => {
+        requests.push({ url: req.url, type: req.headers['content-type'], bytes });
+        res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' });
+        res.end(req.headers['content-type']?.includes('json') ? '{}' : '');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as { port: number };
+    return { url: `http://127.0.0.1:${port}/v1/traces`, requests, close: () => new Promise<void>((r) => server.close(() => r())) };
+  }
+
+  test.each([
+    ['http/protobuf', 'application/x-protobuf'],
+    ['http/json', 'application/json'],
+  ] as const)('%s: our spans are exported to the URL with that encoding; shutdown exports what is buffered, then our spans are off', async (protocol, contentType) => {
+    const r = await receiver();
+    try {
+      const tracing = startTracing({ url: r.url, protocol, serviceName: 'unit' }, { 'kafka_flow.flow': 'sales' }, silentLogger);
+      expect(tracingOn()).toBe(true);
+      expect(tracing.workflowInterceptorModules).toEqual([require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')]);
+      await traced('kafka-flow.persist', { flow: 'sales', partition: 0 }, async () => undefined);
+      await tracing.shutdown();
+      expect(tracingOn()).toBe(false);
+      expect(r.requests).toEqual([{ url: '/v1/traces', type: contentType, bytes: expect.any(Number) }]);
+      expect(r.requests[0]!.bytes).toBeGreaterThan(0);
+    } finally {
+      await r.close();
+    }
   });
 });
 
