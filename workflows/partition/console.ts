@@ -52,7 +52,7 @@ export function renderDetails(s: PartitionState): string {
 }
 
 function restoreText(s: PartitionState): string {
-  if (s.phase === 'recovering') return `0 % — in progress since ${time(s.phaseAt)}`;
+  if (s.phase === 'recovering') return `in progress since ${time(s.phaseAt)} (its figures come when it ends)`;
   const r = s.lastRecovery;
   if (!r) return 'none yet';
   const from = r.fromMemory
