@@ -43,9 +43,11 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
   try {
     await cluster.start();
     await cluster.produce(2000);
-    // a persists a key every minute (or once caught up and quiet: the idle flush), so it holds the
-    // records folded while they keep arriving unpersisted (b, the survivor, persists every 500 ms).
-    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '60000' });
+    // a persists a key every minute (or once caught up and quiet for 5 s: the idle flush), so it
+    // holds the records folded while they keep arriving unpersisted (b, the survivor, persists every
+    // 500 ms). With the default quiet time (250 ms) a gap in the feeding below under load let a's idle
+    // flush land everything just before the freeze, and a woke with nothing to write.
+    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '60000', TEST_IDLE_FLUSH: '5000' });
     const b = cluster.startWorker('b');
     await cluster.untilRunningOn(2, 'a and b share the partitions', 120_000);
     await cluster.produce(1000);
