@@ -26,14 +26,18 @@ export interface QueriedFlow {
   readonly remapKey?: unknown;
 }
 
-/** The key's state as its owner holds it now. */
-export interface OwnerKeyAnswer {
-  readonly source: 'owner';
+/** What every answer names: the key, where it lives, and its state. */
+interface KeyAnswerBase {
   readonly flow: string;
   readonly topic: string;
   readonly partition: number;
   readonly key: string;
   readonly state: unknown;
+}
+
+/** The key's state as its owner holds it now. */
+export interface OwnerKeyAnswer extends KeyAnswerBase {
+  readonly source: 'owner';
   /** The offset of the last record folded into the key. */
   readonly offset: string;
   /** The store holds this state; false: records folded since the key's last write (or a transient flow). */
@@ -47,13 +51,8 @@ export interface OwnerKeyAnswer {
 }
 
 /** The key's persisted snapshot, read because no live owner answered. */
-export interface SnapshotKeyAnswer {
+export interface SnapshotKeyAnswer extends KeyAnswerBase {
   readonly source: 'snapshot';
-  readonly flow: string;
-  readonly topic: string;
-  readonly partition: number;
-  readonly key: string;
-  readonly state: unknown;
   readonly offset: string;
   readonly persisted: true;
   /** Why this is not the owner's answer. */
