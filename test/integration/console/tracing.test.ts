@@ -70,7 +70,9 @@ test('a worker with OTEL_EXPORTER_OTLP_ENDPOINT exports workflow, activity, reco
   await topicWith(
     names.TEST_FLOW_TOPIC,
     2,
-    secretKeys.flatMap((key, i) => [0, 1, 2].map((j) => ({ key, value: JSON.stringify({ n: i * 3 + j + 1, note: secretValue }) }))),
+    // Two keys on each partition, placed rather than hashed: four random keys all hash to one
+    // partition one time in eight, and both partitions must write.
+    secretKeys.flatMap((key, i) => [0, 1, 2].map((j) => ({ key, partition: i % 2, value: JSON.stringify({ n: i * 3 + j + 1, note: secretValue }) }))),
   );
   const receiver = await otlpReceiver();
   const worker = startCli(['worker', flowModule], {
