@@ -36,7 +36,9 @@ import { Sampler } from './sampler';
 import { faultTarget, onlyWeights, planFaults, prng, splitPlan } from './schedule';
 import { PrivateServers, portsFrom } from './servers';
 import {
+  CASSANDRA_FENCING,
   CASSANDRA_KILL9,
+  CASSANDRA_LAYOUT,
   CATCH_UP_IDLE_MS,
   CATCH_UP_MS,
   FAULTS,
@@ -80,7 +82,7 @@ async function main(): Promise<number> {
   const servers = new PrivateServers(path.join(dir, 'data'), portsFrom(PORT_BASE), withCassandra);
   // The driver (producer, sampler, status, inspect) talks to the private servers directly.
   Object.assign(process.env, servers.directEnv);
-  say(`chaos: seed ${SEED}, ${FAULTS} faults over ${PHASE_MS / 1000} s, modes ${MODE_IDS.join(', ')} (${PARALLEL ? 'all at once' : 'one after the other, each its share of the faults and of the time'}), ${PARTITIONS} partitions, ${KEYS} keys, ${RATE} records/s per mode${QUICK ? ' (quick)' : ''}`);
+  say(`chaos: seed ${SEED}, ${FAULTS} faults over ${PHASE_MS / 1000} s, modes ${MODE_IDS.join(', ')} (${PARALLEL ? 'all at once' : 'one after the other, each its share of the faults and of the time'}), ${PARTITIONS} partitions, ${KEYS} keys, ${RATE} records/s per mode${CASSANDRA_FENCING || CASSANDRA_LAYOUT ? `, cassandra fencing ${CASSANDRA_FENCING ?? 'default'} layout ${CASSANDRA_LAYOUT ?? 'default'}` : ''}${QUICK ? ' (quick)' : ''}`);
   say(`worker logs, server data and the fault log: ${dir}`);
   say(`product code: ${PRODUCT_COMMIT} (workers run this checkout as it is when each one starts: a change to it voids the run)`);
   const checkout = new CheckoutWatch(path.resolve(__dirname, '..')).start();
@@ -144,6 +146,8 @@ async function main(): Promise<number> {
         CHAOS_CASSANDRA_KEYSPACE: 'kafka_flow_chaos',
         CHAOS_MAX_WRITES: String(MAX_WRITES),
         CHAOS_MAX_PENDING_OUTPUTS: String(MAX_PENDING_OUTPUTS),
+        CHAOS_CASSANDRA_FENCING: CASSANDRA_FENCING ?? '',
+        CHAOS_CASSANDRA_LAYOUT: CASSANDRA_LAYOUT ?? '',
         TEMPORAL_LOG_LEVEL: 'warn',
         ...(WORKFLOW_REPORT_EVERY_MS !== undefined ? { KFT_WORKFLOW_REPORT_EVERY_MS: String(WORKFLOW_REPORT_EVERY_MS) } : {}),
       };
@@ -157,6 +161,8 @@ async function main(): Promise<number> {
         keyspace: 'kafka_flow_chaos',
         maxWrites: MAX_WRITES,
         maxPendingOutputs: MAX_PENDING_OUTPUTS,
+        cassandraFencing: CASSANDRA_FENCING,
+        cassandraLayout: CASSANDRA_LAYOUT,
       });
       modes.push({ spec, index, name, topic: name, pool, producer: new LoadProducer(producer, name, prng(SEED + index + 1)), definition });
     }

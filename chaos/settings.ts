@@ -23,6 +23,14 @@ export const WRITE_BENCH = argv.includes('--write-results');
  */
 export const PARALLEL = argv.includes('--parallel') || (QUICK && !argv.includes('--sequential'));
 export const CASSANDRA_KILL9 = argv.includes('--cassandra-kill9');
+const oneOf = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
+  const v = flag(name);
+  if (v !== undefined && !allowed.includes(v as T)) throw new Error(`--${name} must be one of ${allowed.join(', ')}, got ${v}`);
+  return v as T | undefined;
+};
+/** The Cassandra mode's fencing and layout (`--cassandra-fencing`, `--cassandra-layout`); default the backend's. */
+export const CASSANDRA_FENCING = oneOf('cassandra-fencing', ['lwt', 'timestamp', 'none'] as const);
+export const CASSANDRA_LAYOUT = oneOf('cassandra-layout', ['kafka-flow', 'by-partition'] as const);
 /** Only these fault kinds (comma-separated, e.g. to reproduce a finding); default every kind. */
 export const FAULTS_ONLY = flag('faults-only')?.split(',').map((s) => s.trim()).filter(Boolean);
 const positive = (name: string, fallback: number): number => {

@@ -4,10 +4,14 @@ import type { Snapshot, StoredKey, TopicPartition, WriteStatus } from '../core/p
  * Put a key's latest snapshot; delete it, leaving a delete marker at `offset` (the record whose
  * fold deleted the state); or purge the marker once the committed offset has passed it.
  */
-export type SnapshotWrite<S> =
+export type SnapshotWrite<S> = (
   | { readonly kind: 'put'; readonly key: string; readonly snapshot: Snapshot<S> }
   | { readonly kind: 'delete'; readonly key: string; readonly offset: number }
-  | { readonly kind: 'purge'; readonly key: string; readonly offset: number };
+  | { readonly kind: 'purge'; readonly key: string; readonly offset: number }
+) & {
+  /** The key has no stored row yet as far as the owner knows (a store that lists keys records when it first appeared). */
+  readonly newKey?: boolean;
+};
 
 /**
  * Where snapshots live. Writes come in batches (one persist's dirty keys) so a backend can group

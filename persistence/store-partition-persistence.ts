@@ -153,8 +153,9 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
 }
 
 function toSnapshotWrite<S, V>(w: KeyWrite<S, V>): SnapshotWrite<S> | undefined {
-  if (w.purge) return { kind: 'purge', key: w.key, offset: w.purge.offset };
-  if (w.delete) return { kind: 'delete', key: w.key, offset: w.delete.offset };
-  if (w.snapshot) return { kind: 'put', key: w.key, snapshot: w.snapshot };
+  const newKey = w.addKey === true;
+  if (w.purge) return { kind: 'purge', key: w.key, offset: w.purge.offset, newKey };
+  if (w.delete) return { kind: 'delete', key: w.key, offset: w.delete.offset, newKey };
+  if (w.snapshot) return { kind: 'put', key: w.key, snapshot: w.snapshot, newKey };
   return undefined;
 }

@@ -177,7 +177,7 @@ export class CassandraBackend<S, V> {
                 buckets: settings.buckets,
               },
               roles,
-              settings.fencing === 'lwt',
+              settings.fencing !== 'none',
             );
       for (const cql of schema.created) logger.info({ cql }, 'cassandra: schema created');
       const session = new CassandraSession(client, {
@@ -215,7 +215,9 @@ export class CassandraBackend<S, V> {
             ttlSeconds: settings.ttlSeconds.snapshots,
             fencing: settings.fencing,
             fenceRowTtlSeconds: settings.fencing === 'lwt' ? settings.fenceRowTtlSeconds : 0,
+            fenceEpoch: settings.fenceEpoch,
             keys,
+            keyIndex: settings.fencing === 'timestamp' ? keys : undefined,
             layout: settings.layout,
             buckets: settings.buckets,
             scanParallelism: Math.max(1, Math.ceil(settings.maxConcurrentReads / 4)),
@@ -287,8 +289,13 @@ export class CassandraBackend<S, V> {
   async forPartition(ownership: CassandraPartitionOwnership): Promise<CassandraPartitionPersistence<S, V>> {
     const partition = { topic: ownership.topic, partition: ownership.partition };
     const { fencing, fenceEpoch } = this.settings;
+    // 'lwt' compares fenceEpoch × 2³² + generation; 'timestamp' orders (fenceEpoch, generation) itself.
     const generation =
-      fencing === 'lwt' && ownership.generation !== undefined ? fenceEpoch * 2 ** 32 + ownership.generation : undefined;
+      ownership.generation === undefined || fencing === 'none'
+        ? undefined
+        : fencing === 'lwt'
+          ? fenceEpoch * 2 ** 32 + ownership.generation
+          : ownership.generation;
     return new CassandraPartitionPersistence<S, V>({
       partition,
       mode: this.mode,

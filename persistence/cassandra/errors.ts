@@ -146,3 +146,24 @@ export class CassandraBucketMismatchError extends KafkaFlowError {
     this.configuredBuckets = configuredBuckets;
   }
 }
+
+/**
+ * A partition's snapshots were written with fencing 'timestamp' (write timestamps above any clock)
+ * but the flow now runs 'lwt' or 'none': its writes would carry clock timestamps, lower, and be
+ * silently shadowed. Recovery refuses the partition instead of losing every later write.
+ */
+export class CassandraFencingMismatchError extends KafkaFlowError {
+  readonly table: string;
+  readonly topic: string;
+  readonly partition: number;
+  constructor(where: { table: string; topic: string; partition: number }, fencing: string) {
+    super(
+      'CASSANDRA_FENCING',
+      `table ${where.table} holds snapshots of topic "${where.topic}" partition ${where.partition} written with fencing 'timestamp', ` +
+        `but this flow runs fencing '${fencing}', whose writes they would shadow: set fencing: 'timestamp' (the choice is one-way for a table; docs/cassandra.md)`,
+    );
+    this.table = where.table;
+    this.topic = where.topic;
+    this.partition = where.partition;
+  }
+}

@@ -7,7 +7,7 @@ export {
   type MembershipView,
 } from './consumer-offset-committer';
 export { allBuckets, BUCKETS_COMMENT_PREFIX, bucketsComment, bucketsFromComment, DEFAULT_BUCKETS, keyBucket, MAX_BUCKETS } from './buckets';
-export { CassandraBucketMismatchError, CassandraPersistenceError, CassandraSchemaError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
+export { CassandraBucketMismatchError, CassandraFencingMismatchError, CassandraPersistenceError, CassandraSchemaError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
 export { journalPurgeStep, MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 export { CassandraJournalStore, type CassandraJournalStoreOptions, headersToMap } from './journal-store';
 export { CassandraKeyStore, type CassandraKeyStoreOptions, type KeyLister } from './key-store';

@@ -47,7 +47,7 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
   readonly pin?: (partition: TopicPartition, keys: readonly string[]) => Promise<void>;
   private readonly o: CassandraKeyStoreOptions;
   private readonly chunks: number[][];
-  private readonly q: { add: string; remove: string; list: string };
+  private readonly q: { add: string; remove: string; list: string; createdAt: string; touchAt: string; removeAt: string };
 
   constructor(options: CassandraKeyStoreOptions) {
     if (!(Number.isInteger(options.segments) && options.segments >= 1)) {
@@ -62,6 +62,10 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
       add: `UPDATE ${this.table} USING TTL ? SET created = ?, created_date = ?, metadata = ? WHERE ${where}`,
       remove: `DELETE FROM ${this.table} WHERE ${where}`,
       list: `SELECT key FROM ${this.table} WHERE application_id = ? AND group_id = ? AND segment IN ? AND topic = ? AND partition = ?`,
+      // Fencing 'timestamp': the row at the snapshot write's timestamp (write-timestamp.ts).
+      createdAt: `UPDATE ${this.table} USING TTL ? AND TIMESTAMP ? SET created = ?, created_date = ?, metadata = ? WHERE ${where}`,
+      touchAt: `UPDATE ${this.table} USING TTL ? AND TIMESTAMP ? SET metadata = ? WHERE ${where}`,
+      removeAt: `DELETE FROM ${this.table} USING TIMESTAMP ? WHERE ${where}`,
     };
   }
 
@@ -81,6 +85,36 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
 
   async remove(partition: TopicPartition, keys: readonly string[]): Promise<void> {
     await this.writeAll('key remove', partition, keys, (key) => [this.q.remove, this.pk(partition, key)]);
+  }
+
+  /**
+   * Fencing 'timestamp': lists `key` at write timestamp `at` — `created` for a key first stored
+   * now (kafka-flow's created/created_date), else only a cell that keeps the row listed; `pinned`
+   * (a delete marker's key) without the keys TTL.
+   */
+  async listAt(partition: TopicPartition, key: string, at: types.Long, o: { pinned: boolean; created: boolean }): Promise<void> {
+    const ttl = o.pinned ? 0 : this.o.ttlSeconds;
+    const now = new Date();
+    const [query, params] = o.created
+      ? [this.q.createdAt, [ttl, at, now, utcDate(now), '', ...this.pk(partition, key)]]
+      : [this.q.touchAt, [ttl, at, '', ...this.pk(partition, key)]];
+    await this.writeOne('key add', partition, key, query, params);
+  }
+
+  /** Fencing 'timestamp': unlists `key` at write timestamp `at` (a newer owner's listing stays). */
+  async unlistAt(partition: TopicPartition, key: string, at: types.Long): Promise<void> {
+    await this.writeOne('key remove', partition, key, this.q.removeAt, [at, ...this.pk(partition, key)]);
+  }
+
+  private async writeOne(operation: string, partition: TopicPartition, key: string, query: string, params: unknown[]): Promise<void> {
+    try {
+      await this.o.session.write(query, params, this.o.consistency.write);
+    } catch (err) {
+      throw new CassandraPersistenceError(
+        { operation, table: this.table, topic: partition.topic, partition: partition.partition, keys: [key], contactPoints: this.o.session.contactPoints, writing: true },
+        err,
+      );
+    }
   }
 
   async *list(partition: TopicPartition): AsyncIterable<string> {

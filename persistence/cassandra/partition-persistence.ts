@@ -77,7 +77,8 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
       mode: options.mode,
       snapshots: options.snapshots,
       journal: options.journal,
-      keys: options.keys,
+      // Under fencing 'timestamp' the snapshot store lists and unlists keys with its writes.
+      keys: options.snapshots?.writesKeys ? undefined : options.keys,
       committer: options.committer,
       outputs: options.outputs,
       maxWritesPerBatch: this.maxWritesPerBatch,

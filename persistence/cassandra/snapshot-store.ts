@@ -6,14 +6,15 @@ import { type Logger, silentLogger } from '../../core/logger';
 import { offsetText } from '../../flow/offsets';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
 import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
-import { CassandraPersistenceError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
+import { CassandraFencingMismatchError, CassandraPersistenceError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import { allBuckets, keyBucket } from './buckets';
-import type { KeyLister } from './key-store';
+import type { CassandraKeyStore, KeyLister } from './key-store';
 import { chunked, mapConcurrent, mergeConcurrent } from './limiter';
 import type { CassandraPersistenceMetrics } from './metrics';
 import type { ConsistencyOverride, Fencing, SnapshotLayout } from './options';
 import { type CassandraSession, hasColumn, long, toNumberOrNull } from './session';
+import { FenceSequences, fenceTimestamp, fenceTimestampParam, isFenceTimestamp } from './write-timestamp';
 
 export interface CassandraSnapshotStoreOptions<S> {
   readonly session: CassandraSession;
@@ -32,8 +33,22 @@ export interface CassandraSnapshotStoreOptions<S> {
    * markers never expire (the engine purges them once the committed offset has passed them).
    */
   readonly fenceRowTtlSeconds: number;
-  /** The writer's consumer generation ('lwt'); without one, only offsets are compared. */
+  /**
+   * The writer's owner generation: 'lwt' compares it (plus fenceEpoch × 2³²; without one, only
+   * offsets are compared); 'timestamp' writes it into every write timestamp (and needs one).
+   */
   readonly generation?: number;
+  /** 'timestamp': the consumer group's fenceEpoch (0…15), above the generation in the order. */
+  readonly fenceEpoch?: number;
+  /**
+   * 'timestamp', kafka-flow layout: the keys table, written with the snapshot's timestamp along
+   * every write (a put or marker lists its key, a purge unlists it) so that a stale owner's
+   * purge cannot unlist a key a newer owner wrote. Under 'lwt' and 'none' the engine writes the
+   * keys table after the batch instead.
+   */
+  readonly keyIndex?: CassandraKeyStore;
+  /** 'timestamp': the batch sequences, shared by every view (withGeneration) of the store. */
+  readonly sequences?: FenceSequences;
   /**
    * What a refusal without a newer owner (by offset, marker or contention) makes of the batch:
    * 'error' (default) throws CassandraWriteRefusedError, a failure the partition recovers from;
@@ -114,6 +129,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   /** Keys known to have a row (live or fence row), per partition: a put to them starts with UPDATE … IF, not INSERT. */
   private readonly rows = new Map<string, Set<string>>();
   private readonly q: ReturnType<typeof statements>;
+  private readonly sequences: FenceSequences;
 
   constructor(options: CassandraSnapshotStoreOptions<S>) {
     this.o = options;
@@ -127,15 +143,21 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       throw new RangeError(`the by-partition layout needs a whole number of buckets ≥ 1; got ${this.buckets}`);
     }
     this.q = statements(this.table, this.layout);
+    this.sequences = options.sequences ?? new FenceSequences();
   }
 
   /** The same store writing as `generation` (one per assignment of a partition), sharing statements and counters. */
   withGeneration(generation: number | undefined): CassandraSnapshotStore<S> {
-    return new CassandraSnapshotStore<S>({ ...this.o, generation, stats: this.stats });
+    return new CassandraSnapshotStore<S>({ ...this.o, generation, stats: this.stats, sequences: this.sequences });
   }
 
   get fencing(): Fencing {
     return this.o.fencing;
+  }
+
+  /** Whether the store writes the keys table itself ('timestamp' with a key index). */
+  get writesKeys(): boolean {
+    return this.o.fencing === 'timestamp' && this.o.keyIndex !== undefined;
   }
 
   async read(partition: TopicPartition, key: string): Promise<StoredKey<S> | undefined> {
@@ -227,6 +249,9 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     const value = row.get('value') as Buffer | null;
     const stored = toNumberOrNull(row.get('offset'));
     if (stored === null) return undefined;
+    if (this.o.fencing !== 'timestamp' && isFenceTimestamp(row.get('written') as types.Long | null)) {
+      throw new CassandraFencingMismatchError({ table: this.table, topic: partition.topic, partition: partition.partition }, this.o.fencing);
+    }
     const offset = stored;
     // A deleted key's row keeps its offset without a value: its delete marker (and, under 'lwt',
     // the fence that refuses a stale owner's older put).
@@ -265,7 +290,10 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   async writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]> {
     const refusals: Refusal[] = [];
     const statementsBefore = this.stats.writeStatements;
-    const settled = await Promise.allSettled(writes.map((w) => this.writeOne(partition, w, refusals)));
+    const at = this.o.fencing === 'timestamp' ? this.batchTimestamp(partition) : undefined;
+    const settled = await Promise.allSettled(
+      writes.map((w) => (at === undefined ? this.writeOne(partition, w, refusals) : this.writeAt(partition, w, at))),
+    );
     const failedKeys: string[] = [];
     let firstError: unknown;
     const statuses = settled.map((s, i): WriteStatus => {
@@ -305,6 +333,41 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     if (failedKeys.length > 0) throw this.error('snapshot write', partition, failedKeys, firstError, true);
     if (unsettled.length > 0 && this.o.unsettled !== 'not-applied') throw new CassandraWriteRefusedError({ table: this.table, topic: partition.topic, partition: partition.partition }, unsettled);
     return statuses;
+  }
+
+  /** 'timestamp': this batch's write timestamp, the owner's next in order. */
+  private batchTimestamp(partition: TopicPartition): bigint {
+    const generation = this.generation;
+    if (generation === undefined) throw new TypeError("fencing 'timestamp' writes need the owner's consumer generation");
+    const sequence = this.sequences.take(`${partition.topic}\u0000${partition.partition}`, generation);
+    return fenceTimestamp(this.o.fenceEpoch ?? 0, generation, sequence);
+  }
+
+  /**
+   * 'timestamp': one plain write at the batch's fence timestamp (and its keys-table row at the
+   * same timestamp). Always applied as far as this writer can tell: a newer owner's cells shadow it.
+   */
+  private async writeAt(partition: TopicPartition, w: SnapshotWrite<S>, at: bigint): Promise<WriteStatus> {
+    const pk = this.pk(partition, w.key);
+    const ts = fenceTimestampParam(at);
+    const gen = long(this.generation!);
+    const index = this.o.keyIndex;
+    const statements: Array<Promise<unknown>> = [];
+    if (w.kind === 'put') {
+      const value = this.o.codec.encode(w.snapshot.state);
+      statements.push(this.exec(this.q.putAt, [this.o.ttlSeconds, ts, long(w.snapshot.offset), new Date(), '', value, gen, ...pk]));
+      if (index) statements.push(index.listAt(partition, w.key, ts, { pinned: false, created: w.newKey === true }));
+    } else if (w.kind === 'delete') {
+      // A marker never expires: it stands until the committed offset passes it (then purged).
+      statements.push(this.exec(this.q.markerAt, [ts, long(w.offset), new Date(), gen, ...pk]));
+      if (index) statements.push(index.listAt(partition, w.key, ts, { pinned: true, created: w.newKey === true }));
+    } else {
+      statements.push(this.exec(this.q.purgeAt, [ts, ...pk]));
+      if (index) statements.push(index.unlistAt(partition, w.key, ts));
+    }
+    await Promise.all(statements);
+    this.stats.applied++;
+    return 'applied';
   }
 
   private async writeOne(partition: TopicPartition, w: SnapshotWrite<S>, refusals: Refusal[]): Promise<WriteStatus> {
@@ -457,7 +520,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   }
 
   private remember(partition: TopicPartition, key: string, exists: boolean): void {
-    if (this.o.fencing === 'none') return;
+    if (this.o.fencing !== 'lwt') return;
     if (exists) this.partitionRows(partition).add(key);
     else this.partitionRows(partition).delete(key);
   }
@@ -523,15 +586,20 @@ function statements(t: string, layout: SnapshotLayout) {
   const setPut = 'offset = ?, created = ?, metadata = ?, value = ?';
   const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
-    select: `SELECT offset, value FROM ${t} WHERE ${where}`,
+    // `written`: the offset cell's write timestamp (a fence timestamp under 'timestamp').
+    select: `SELECT offset, value, WRITETIME(offset) AS written FROM ${t} WHERE ${where}`,
     selectVersion: `SELECT offset, generation, value FROM ${t} WHERE ${where}`,
-    selectMany: `SELECT key, offset, value FROM ${t} WHERE ${partitionWhere}key IN ?`,
+    selectMany: `SELECT key, offset, value, WRITETIME(offset) AS written FROM ${t} WHERE ${partitionWhere}key IN ?`,
     // By-partition: a bucket's rows, in key order.
-    scanBucket: `SELECT key, offset, value FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND bucket = ?`,
+    scanBucket: `SELECT key, offset, value, WRITETIME(offset) AS written FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND bucket = ?`,
     // fencing 'none': kafka-flow's statements, plus the delete marker.
     plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
     plainMarker: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where}`,
     plainDelete: `DELETE FROM ${t} WHERE ${where}`,
+    // fencing 'timestamp': plain writes at the owner's fence timestamp (write-timestamp.ts).
+    putAt: `UPDATE ${t} USING TTL ? AND TIMESTAMP ? SET ${setPut}, generation = ? WHERE ${where}`,
+    markerAt: `UPDATE ${t} USING TTL 0 AND TIMESTAMP ? SET ${setMarker}, generation = ? WHERE ${where}`,
+    purgeAt: `DELETE FROM ${t} USING TIMESTAMP ? WHERE ${where}`,
     // fencing 'lwt'.
     insert:
       `INSERT INTO ${t} (application_id, group_id, topic, partition, ${bucketColumn}key, offset, created, metadata, value, generation) ` +

@@ -1,7 +1,8 @@
 
 import { Registry } from 'prom-client';
 import { FlowMetrics } from '../../../flow/metrics';
-import { type CassandraBackend, type CassandraPartitionPersistence, CassandraWriteRefusedError } from '../../../persistence/cassandra';
+import { type CassandraBackend, CassandraFencingMismatchError, type CassandraPartitionPersistence, CassandraWriteRefusedError } from '../../../persistence/cassandra';
+import { fenceTimestamp } from '../../../persistence/cassandra/write-timestamp';
 import { SnapshotWriteConflictError, SnapshotWriteFencedError } from '../../../core/fence-errors';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import type { OffsetCommitter } from '../../../persistence/offset-committer';
@@ -154,7 +155,7 @@ describe("fencing 'lwt': conditional writes ordered by (generation, offset)", ()
  * persists. A rebalance gives it to B (generation 2): B recovers, folds 100–199, persists and
  * commits 200. A has not noticed: it folds 100–149 and flushes. C then recovers the partition.
  */
-async function overlap(fencing: 'lwt' | 'none') {
+async function overlap(fencing: 'lwt' | 'timestamp' | 'none') {
   const table = `overlap_${fencing}`;
   const tables = { snapshots: table, keys: `${table}_keys` };
   const all = roundRobin(20, 0, 200);
@@ -233,6 +234,119 @@ describe('the #732 overlap: a stale owner flushes after the new owner wrote newe
     expect(stale.error).toBeInstanceOf(SnapshotWriteConflictError);
     expect((stale.error as SnapshotWriteConflictError).keys).toHaveLength(20);
     expect(a.flow.failed).toBe(stale.error); // stopped until its next assignment
+    expect(recovered).toEqual(expected);
+  });
+});
+
+describe("fencing 'timestamp': plain writes ordered by the owner's generation in their write timestamps", () => {
+  const tables = { snapshots: 'ts_snapshots', keys: 'ts_keys' };
+  let a: CassandraBackend<{ n: number }, unknown>;
+  let b: CassandraBackend<{ n: number }, unknown>;
+  const purge = (key: string, offset: number): SnapshotWrite<{ n: number }> => ({ kind: 'purge', key, offset });
+  const listed = async (backend: CassandraBackend<{ n: number }, unknown>) => {
+    const keys: string[] = [];
+    for await (const k of backend.keys!.list(P)) keys.push(k);
+    return keys.sort();
+  };
+  const writetime = async (key: string) => {
+    const rs = await cassandra.raw.execute(
+      `SELECT WRITETIME(offset) AS t FROM ${keyspace}.ts_snapshots WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = ?`,
+      [key],
+      { prepare: true },
+    );
+    return BigInt(String(rs.first()!.get('t')));
+  };
+
+  beforeAll(async () => {
+    // Two processes: the old owner and the new owner, own clients.
+    a = await startBackend<{ n: number }>(keyspace, { tables, fencing: 'timestamp' });
+    b = await startBackend<{ n: number }>(keyspace, { tables, fencing: 'timestamp' });
+  });
+
+  afterAll(async () => {
+    await closeAll(
+      () => a?.close(),
+      () => b?.close(),
+    );
+  });
+
+  test("a stale owner's puts, deletes and purges land after the new owner's and change nothing: not its rows, not the keys listed", async () => {
+    const old = a.snapshots!.withGeneration(1);
+    const owner = b.snapshots!.withGeneration(2);
+    expect(await old.writeBatch(P, [{ ...put('k', 10), newKey: true }])).toEqual(['applied']);
+    expect(await owner.writeBatch(P, [put('k', 20)])).toEqual(['applied']);
+    // The stale owner's statements are applied, and shadowed: what it cannot see, it cannot change.
+    expect(await old.writeBatch(P, [put('k', 15)])).toEqual(['applied']);
+    expect(await old.writeBatch(P, [put('k', 30)])).toEqual(['applied']);
+    expect(await old.writeBatch(P, [del('k', 40)])).toEqual(['applied']);
+    expect(await owner.read(P, 'k')).toEqual({ state: { n: 20 }, offset: 20 });
+    expect(await storedRow('ts_snapshots', 'k')).toMatchObject({ offset: 20, generation: 2, hasValue: true });
+    expect(await writetime('k')).toBe(fenceTimestamp(0, 2, 0));
+
+    // The owner's delete marker stands against the stale owner's put and purge …
+    expect(await owner.writeBatch(P, [del('k', 25)])).toEqual(['applied']);
+    expect(await old.writeBatch(P, [put('k', 50)])).toEqual(['applied']);
+    expect(await old.writeBatch(P, [purge('k', 50)])).toEqual(['applied']);
+    expect(await b.snapshots!.withGeneration(2).read(P, 'k')).toEqual({ deleted: true, offset: 25 });
+    expect(await storedRow('ts_snapshots', 'k')).toMatchObject({ offset: 25, generation: 2, hasValue: false, ttl: null });
+    expect(await listed(b)).toEqual(['k']); // the stale purge did not unlist it
+    // … and the owner's own later writes land (each batch after the last in the order).
+    expect(await owner.writeBatch(P, [put('k', 60)])).toEqual(['applied']);
+    expect(await owner.read(P, 'k')).toEqual({ state: { n: 60 }, offset: 60 });
+    expect(await owner.writeBatch(P, [del('k', 70)])).toEqual(['applied']);
+    expect(await owner.writeBatch(P, [purge('k', 70)])).toEqual(['applied']);
+    expect(await owner.read(P, 'k')).toBeUndefined();
+    expect(await listed(b)).toEqual([]);
+    // A purged key's tombstone is the fence: the stale owner cannot bring it back.
+    expect(await old.writeBatch(P, [{ ...put('k', 80), newKey: true }])).toEqual(['applied']);
+    expect(await owner.read(P, 'k')).toBeUndefined();
+    expect(await listed(b)).toEqual([]);
+    expect(a.snapshots!.stats.refused + b.snapshots!.stats.refused).toBe(0); // nothing is refused: shadowed
+  });
+
+  test('within one generation a later batch wins over an earlier one that lands late', async () => {
+    const owner = b.snapshots!.withGeneration(5);
+    expect(await owner.writeBatch(P, [{ ...put('late', 1), newKey: true }])).toEqual(['applied']);
+    expect(await owner.writeBatch(P, [put('late', 2)])).toEqual(['applied']);
+    // The first batch's statement again, as a retry that reached the node after the second batch.
+    await cassandra.raw.execute(
+      `UPDATE ${keyspace}.ts_snapshots USING TIMESTAMP ? SET offset = 1, value = ? WHERE application_id = 'app' AND group_id = 'group' AND topic = 'orders' AND partition = 0 AND key = 'late'`,
+      [fenceTimestamp(0, 5, 0).toString(), Buffer.from(JSON.stringify({ n: 1 }))],
+      { prepare: true, hints: ['bigint', 'blob'] },
+    );
+    expect(await owner.read(P, 'late')).toEqual({ state: { n: 2 }, offset: 2 });
+    // A recovery again in the same generation (a new view of the store) goes on after the last batch.
+    expect(await b.snapshots!.withGeneration(5).writeBatch(P, [put('late', 3)])).toEqual(['applied']);
+    expect(await writetime('late')).toBe(fenceTimestamp(0, 5, 2));
+  });
+
+  test("rows written before with clock timestamps ('lwt', 'none', kafka-flow) are taken over; an 'lwt' flow refuses a partition written this way", async () => {
+    const lwt = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'ts_legacy', keys: 'ts_legacy_keys' } });
+    const ts = await startBackend<{ n: number }>(keyspace, { tables: { snapshots: 'ts_legacy', keys: 'ts_legacy_keys' }, fencing: 'timestamp' });
+    try {
+      const committer = new InMemoryOffsetCommitter();
+      const before = await lwt.forPartition({ ...P, generation: 9, committer });
+      await before.write({ writes: [{ key: 'legacy', snapshot: { state: { n: 1 }, offset: 100 }, addKey: true }] });
+      // The switch: generation 1 of the timestamp fence is above any clock's row.
+      const after = await ts.forPartition({ ...P, generation: 1, committer });
+      expect((await after.write({ writes: [{ key: 'legacy', snapshot: { state: { n: 2 }, offset: 50 } }] })).statuses).toEqual(['applied']);
+      expect(new Map([...(await recoverStates(await ts.forPartition({ ...P, generation: 2, committer })))].map(([k, v]) => [k, v.state]))).toEqual(
+        new Map([['legacy', { n: 2 }]]),
+      );
+      // Back to 'lwt' would write below those timestamps, silently: refused, typed.
+      const back = await lwt.forPartition({ ...P, generation: 10, committer });
+      await expect(recoverStates(back)).rejects.toBeInstanceOf(CassandraFencingMismatchError);
+    } finally {
+      await closeAll(
+        () => lwt.close(),
+        () => ts.close(),
+      );
+    }
+  });
+
+  test("the #732 overlap: the stale flush is shadowed, its offset commit refused, and recovery loads the committed state", async () => {
+    const { recovered, stale, expected } = await overlap('timestamp');
+    expect(stale.error).toBeInstanceOf(SnapshotWriteFencedError);
     expect(recovered).toEqual(expected);
   });
 });

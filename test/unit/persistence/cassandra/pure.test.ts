@@ -216,6 +216,8 @@ describe('options', () => {
     [{ replication: { replication_factor: 3 } }, /class/],
     [{ colour: 'blue' }, /colour/],
     [{ fenceEpoch: -1 }, /fenceEpoch/],
+    [{ fencing: 'timestamp', fenceEpoch: 16 }, /fenceEpoch: at most 15 with fencing 'timestamp'/],
+    [{ fencing: 'paxos' }, /fencing/],
   ])('%j is refused with a ConfigError naming it', (options, message) => {
     expect(() => resolveCassandraOptions(options as never, 'sales')).toThrow(ConfigError);
     expect(() => resolveCassandraOptions(options as never, 'sales')).toThrow(message);
