@@ -14,6 +14,9 @@
 //   persists (no key rows: that layout has no keys table in snapshots mode), and its recovery (scan
 //   the partition's buckets) interleaved with the two above: cassandra_recovery_keys_per_s_by_partition,
 //   cassandra_recovery_by_partition_vs_single and _vs_batched (speed ratios, same run)
+// - fencing 'timestamp' (plain writes at the owner's fence timestamp; in the kafka-flow layout each
+//   also writes its key row at it): the same persists in both layouts, interleaved with the others:
+//   cassandra_timestamp_*_keys_per_s, cassandra_lwt_vs_timestamp_write / _update (time ÷ time)
 // Each configuration writes its own tables and a fresh partition per run; persist figures are
 // medians of 3 runs after one untimed warm-up, recovery figures medians of 5 rounds (the three
 // recoveries in rotating order, each round a fresh client per recovery).
@@ -52,11 +55,13 @@ async function main(): Promise<void> {
   const contactPoints = readEnv().cassandraContactPoints.map(formatHostPort);
   const keyspace = `bench_cassandra_${Date.now()}`;
   /** A configuration: the fence, and the snapshots' layout. */
-  type Config = 'none' | 'lwt' | 'bp';
+  type Config = 'none' | 'lwt' | 'bp' | 'ts' | 'tsbp';
   const configs: Record<Config, { fencing: Fencing; layout: SnapshotLayout }> = {
     none: { fencing: 'none', layout: 'kafka-flow' },
     lwt: { fencing: 'lwt', layout: 'kafka-flow' },
     bp: { fencing: 'lwt', layout: 'by-partition' },
+    ts: { fencing: 'timestamp', layout: 'kafka-flow' },
+    tsbp: { fencing: 'timestamp', layout: 'by-partition' },
   };
   const start = (config: Config, recoveryBatchSize?: number) =>
     CassandraBackend.start<State, unknown>({
@@ -71,7 +76,7 @@ async function main(): Promise<void> {
       ...(configs[config].layout === 'by-partition' ? { layout: 'by-partition' as const, buckets: BUCKETS } : {}),
       tables: { snapshots: `${config}_snapshots`, keys: `${config}_keys` },
     });
-  const backends = { none: await start('none'), lwt: await start('lwt'), bp: await start('bp') };
+  const backends = { none: await start('none'), lwt: await start('lwt'), bp: await start('bp'), ts: await start('ts'), tsbp: await start('tsbp') };
   const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}-${randomBytes(4).toString('hex')}`);
   const states = keys.map((_, i) => state(i));
   const times: Record<string, number[]> = {
@@ -81,13 +86,17 @@ async function main(): Promise<void> {
     none_update: [],
     lwt_update: [],
     bp_update: [],
+    ts_write: [],
+    ts_update: [],
+    tsbp_write: [],
+    tsbp_update: [],
     recovery: [],
     recovery_single: [],
     recovery_by_partition: [],
   };
   /** This process's CPU during each recovery: how much of its time is ours (decoding, the driver), not the node's. */
   const cpu: Record<string, number[]> = { recovery: [], recovery_single: [], recovery_by_partition: [] };
-  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 6 + RECOVERY_ROUNDS * KEYS * 3, { plainEveryMs: 5_000 });
+  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 10 + RECOVERY_ROUNDS * KEYS * 3, { plainEveryMs: 5_000 });
 
   type Persistence = Awaited<ReturnType<(typeof backends)['lwt']['forPartition']>>;
   const persist = (persistence: Persistence, config: Config, offsetBase: number, addKey: boolean) =>
@@ -106,8 +115,8 @@ async function main(): Promise<void> {
   try {
     // run 0 is the warm-up (prepared statements, JIT, Cassandra's memtables): not counted.
     for (let run = 0; run <= RUNS; run++) {
-      const rotation: Config[] = ['none', 'lwt', 'bp'];
-      const order = [...rotation.slice(run % 3), ...rotation.slice(0, run % 3)];
+      const rotation: Config[] = ['none', 'lwt', 'bp', 'ts', 'tsbp'];
+      const order = [...rotation.slice(run % rotation.length), ...rotation.slice(0, run % rotation.length)];
       for (const config of order) {
         // One partition's persistence for both persists, as a running partition keeps it.
         const persistence = await backends[config].forPartition({
@@ -164,6 +173,8 @@ async function main(): Promise<void> {
     await backends.none.close();
     await backends.lwt.close();
     await backends.bp.close();
+    await backends.ts.close();
+    await backends.tsbp.close();
     const admin = new Client({ contactPoints, localDataCenter: 'datacenter1' });
     await admin.connect();
     await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch(() => undefined);
@@ -192,10 +203,22 @@ async function main(): Promise<void> {
     cassandra_by_partition_lwt_write_keys_per_s: round(perSecond(KEYS, ms.bp_write!)),
     cassandra_by_partition_lwt_update_keys_per_s: round(perSecond(KEYS, ms.bp_update!)),
     cassandra_by_partition_vs_kafka_flow_lwt_update: round(ratio(ms.bp_update!, ms.lwt_update!), 3),
+    // fencing 'timestamp': plain writes at the owner's fence timestamp (+ the key row at it, kafka-flow layout).
+    cassandra_timestamp_write_keys_per_s: round(perSecond(KEYS, ms.ts_write!)),
+    cassandra_timestamp_update_keys_per_s: round(perSecond(KEYS, ms.ts_update!)),
+    cassandra_lwt_vs_timestamp_write: round(ratio(ms.lwt_write!, ms.ts_write!), 3),
+    cassandra_lwt_vs_timestamp_update: round(ratio(ms.lwt_update!, ms.ts_update!), 3),
+    cassandra_by_partition_timestamp_update_keys_per_s: round(perSecond(KEYS, ms.tsbp_update!)),
+    cassandra_by_partition_lwt_vs_timestamp_update: round(ratio(ms.bp_update!, ms.tsbp_update!), 3),
   };
   printTable(`cassandra: ${KEYS.toLocaleString('en-US')} keys × 1 KiB, batches of ${BATCH}, median of ${RUNS}`, [
     { persist: 'first write (new keys)', 'plain ms': ms.none_write!, 'lwt ms': ms.lwt_write!, 'plain keys/s': figures.cassandra_plain_write_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_write_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_write },
     { persist: 'update (newer offsets)', 'plain ms': ms.none_update!, 'lwt ms': ms.lwt_update!, 'plain keys/s': figures.cassandra_plain_update_keys_per_s, 'lwt keys/s': figures.cassandra_lwt_update_keys_per_s, 'lwt ÷ plain': figures.cassandra_lwt_vs_plain_update },
+  ]);
+  printTable("cassandra fencing 'timestamp' (plain writes at the owner's fence timestamp)", [
+    { persist: 'first write (new keys)', layout: 'kafka-flow (+ key rows)', ms: ms.ts_write!, 'keys/s': figures.cassandra_timestamp_write_keys_per_s, 'lwt ÷ timestamp': figures.cassandra_lwt_vs_timestamp_write },
+    { persist: 'update (newer offsets)', layout: 'kafka-flow (+ key rows)', ms: ms.ts_update!, 'keys/s': figures.cassandra_timestamp_update_keys_per_s, 'lwt ÷ timestamp': figures.cassandra_lwt_vs_timestamp_update },
+    { persist: 'update (newer offsets)', layout: `by-partition (${BUCKETS} buckets)`, ms: ms.tsbp_update!, 'keys/s': figures.cassandra_by_partition_timestamp_update_keys_per_s, 'lwt ÷ timestamp': figures.cassandra_by_partition_lwt_vs_timestamp_update },
   ]);
   printTable(`cassandra by-partition layout (${BUCKETS} buckets, lwt, no key rows)`, [
     { persist: 'first write (new keys)', 'ms': ms.bp_write!, 'keys/s': figures.cassandra_by_partition_lwt_write_keys_per_s },

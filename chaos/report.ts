@@ -12,6 +12,8 @@ import { FAULT_TYPES } from './faults';
 import { countByType } from './schedule';
 import type { PrivateServers } from './servers';
 import {
+  CASSANDRA_FENCING,
+  CASSANDRA_LAYOUT,
   KEYS,
   MAX_PENDING_OUTPUTS,
   MAX_WRITES,
@@ -239,6 +241,8 @@ export function report(o: RunOutcome): number {
     rate_records_per_s_per_mode: RATE,
     max_writes_per_persist_chunk: MAX_WRITES,
     max_pending_outputs: MAX_PENDING_OUTPUTS,
+    cassandra_fencing: CASSANDRA_FENCING ?? 'default (lwt)',
+    cassandra_layout: CASSANDRA_LAYOUT ?? 'default (kafka-flow)',
     fault_phase_s: PHASE_MS / 1000,
     session_timeout_ms: SESSION_TIMEOUT_MS,
     server_rest_ms: SERVER_REST_MS,
