@@ -35,6 +35,14 @@ export class ConsumerSide extends RuntimeSide {
     for (const [topic, partitions] of Object.entries(g.assignment)) {
       if (partitions.length > 0) this.consumer.pause([{ topic, partitions }]);
     }
+    if (this.stopping) {
+      // kafkajs can complete a rejoin it had begun (e.g. after "the coordinator is not aware of
+      // this member") while the member is leaving: signalled, the partitions' workflows would send
+      // their recoveries here, to a backend about to close. Left alone, the member's leave makes
+      // the group assign them again, to a member that stays.
+      this.log.info({ generation: g.generationId, assignment: g.assignment }, 'partitions assigned while stopping: left to the next assignment');
+      return;
+    }
     for (const slot of this.slots.join(g)) {
       // revoked for good: its state and producer go
       this.recoveries.drop(slot);

@@ -698,6 +698,24 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(again.map(([i, o]) => [i.partition, o.generation])).toEqual([[0, 1]]);
   });
 
+  test('a join completing while the member stops (kafkajs finishing a rejoin) is neither signalled nor recovered: the leave reassigns it', async () => {
+    const { backend, events } = recordingBackend();
+    await rt.runtime.stop(10);
+    rt = setup(definition, backend);
+    await rt.runtime.start();
+    let release!: () => void;
+    const activity = rt.runtime.activity(() => new Promise<void>((r) => (release = r)));
+    const stopped = rt.runtime.stop(5_000); // waits for the activity: the member is stopping meanwhile
+    rt.consumer.join(2, { t: [0, 1] });
+    await settle();
+    expect(rt.signals.assignedCalls).toEqual([]);
+    expect(events).toEqual([]); // no recovery started at the join (no fence, no persistence built)
+    expect([...rt.consumer.paused].sort()).toEqual(['t-0', 't-1']); // and nothing fetched for them
+    release();
+    await activity;
+    await stopped;
+  });
+
   test('a graceful stop leaves the group (revoke signalled as shutdown) and waits for running activities', async () => {
     rt.consumer.join(1, { t: [0] });
     const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
