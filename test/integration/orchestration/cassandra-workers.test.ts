@@ -41,11 +41,12 @@ test('workers persisting to Cassandra: rebalance and kill -9, state equals a pla
   }
 }, 400_000);
 
-// The opt-in by-partition layout (snapshots clustered per Kafka partition in buckets, recovered by
-// scanning them) in real workers: a second worker's recovery after a rebalance and a kill -9 reads
-// every key back from the buckets, and the state stays exact.
-test('workers on the by-partition Cassandra layout: rebalance and kill -9, state equals a plain fold', async () => {
-  const cluster = new FlowCluster(3, { backend: 'cassandra', cassandraLayout: 'by-partition', sessionTimeoutMs: 6000 });
+// The configuration for write-heavy flows in real workers — the opt-in by-partition layout
+// (snapshots clustered per Kafka partition in buckets, recovered by scanning them) fenced by write
+// timestamp: a second worker's recovery after a rebalance and a kill -9 reads every key back from
+// the buckets, its writes land over the killed owner's, and the state stays exact.
+test("workers on the by-partition Cassandra layout with fencing 'timestamp': rebalance and kill -9, state equals a plain fold", async () => {
+  const cluster = new FlowCluster(3, { backend: 'cassandra', cassandraLayout: 'by-partition', cassandraFencing: 'timestamp', sessionTimeoutMs: 6000 });
   try {
     await cluster.start();
     await cluster.produce(1000);
@@ -60,8 +61,9 @@ test('workers on the by-partition Cassandra layout: rebalance and kill -9, state
     await load;
     await eventually('b runs all partitions', () => cluster.runningOn(1), 120_000);
     await eventually('caught up on b', () => cluster.caughtUp(), 60_000);
-    // b recovered a's partitions from the buckets (every key of them was persisted by a).
+    // b recovered a's partitions from the buckets (every key of them was persisted by a), and wrote.
     expect(await counter(metricsPort, 'kafka_flow_cassandra_recovered_keys_total', 'flow=')).toBeGreaterThan(0);
+    expect(await counter(metricsPort, 'kafka_flow_cassandra_snapshot_writes_total', 'outcome="applied"')).toBeGreaterThan(0);
     expect(await cluster.stop(b)).toBe(0);
     const reference = await cluster.reference();
     expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(2000);

@@ -41,7 +41,8 @@ export interface Worker {
  * state against a reference fold of the input topic.
  */
 export class FlowCluster {
-  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout' | 'idleFlush'>> & Pick<OffsetHashNames, 'cassandraLayout' | 'idleFlush'>;
+  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout' | 'cassandraFencing' | 'idleFlush'>> &
+    Pick<OffsetHashNames, 'cassandraLayout' | 'cassandraFencing' | 'idleFlush'>;
   readonly definition: ReturnType<typeof offsetHashFlow>;
   private readonly client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('harness'), logLevel: 'nothing' });
   // Idempotent: a send retried on a loaded machine (its answer late) must not write the input twice —
@@ -60,6 +61,7 @@ export class FlowCluster {
       env?: NodeJS.ProcessEnv;
       backend?: OffsetHashNames['backend'];
       cassandraLayout?: OffsetHashNames['cassandraLayout'];
+      cassandraFencing?: OffsetHashNames['cassandraFencing'];
       idleFlush?: false;
     } = {},
   ) {
@@ -73,6 +75,7 @@ export class FlowCluster {
       sessionTimeoutMs: opts.sessionTimeoutMs ?? 6000,
       poisonEvery: 0,
       ...(opts.cassandraLayout ? { cassandraLayout: opts.cassandraLayout } : {}),
+      ...(opts.cassandraFencing ? { cassandraFencing: opts.cassandraFencing } : {}),
       ...(opts.idleFlush === false ? { idleFlush: false as const } : {}),
     };
     this.definition = offsetHashFlow(this.names);
@@ -120,6 +123,7 @@ export class FlowCluster {
         TEST_PERSIST_EVERY_MS: String(this.names.persistEveryMs),
         TEST_SESSION_TIMEOUT_MS: String(this.names.sessionTimeoutMs),
         ...(this.names.cassandraLayout ? { TEST_CASSANDRA_LAYOUT: this.names.cassandraLayout } : {}),
+        ...(this.names.cassandraFencing ? { TEST_CASSANDRA_FENCING: this.names.cassandraFencing } : {}),
         ...(this.names.idleFlush === false ? { TEST_IDLE_FLUSH: 'off' } : {}),
         LOG_LEVEL: 'info',
         ...this.env,
