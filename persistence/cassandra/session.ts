@@ -143,6 +143,11 @@ export function long(n: number): types.Long {
   return types.Long.fromNumber(n);
 }
 
+/** A 64-bit value past a double's exact range (a fence timestamp) as a bigint parameter. */
+export function longOf(n: bigint): types.Long {
+  return types.Long.fromString(n.toString());
+}
+
 /** A bigint column's value as a number, whether the client hands out Long, bigint or number. */
 export function toNumber(value: unknown): number {
   if (typeof value === 'number') return value;

@@ -13,8 +13,8 @@ import type { CassandraKeyStore, KeyLister } from './key-store';
 import { chunked, mapConcurrent, mergeConcurrent } from './limiter';
 import type { CassandraPersistenceMetrics } from './metrics';
 import type { ConsistencyOverride, Fencing, SnapshotLayout } from './options';
-import { type CassandraSession, hasColumn, long, toNumberOrNull } from './session';
-import { FenceSequences, fenceTimestamp, fenceTimestampParam, isFenceTimestamp } from './write-timestamp';
+import { type CassandraSession, hasColumn, long, longOf, toNumberOrNull } from './session';
+import { FenceSequences, fenceTimestamp, isFenceTimestamp } from './write-timestamp';
 
 export interface CassandraSnapshotStoreOptions<S> {
   readonly session: CassandraSession;
@@ -349,7 +349,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
    */
   private async writeAt(partition: TopicPartition, w: SnapshotWrite<S>, at: bigint): Promise<WriteStatus> {
     const pk = this.pk(partition, w.key);
-    const ts = fenceTimestampParam(at);
+    const ts = longOf(at);
     const gen = long(this.generation!);
     const index = this.o.keyIndex;
     const statements: Array<Promise<unknown>> = [];

@@ -21,7 +21,7 @@
  * shadowed by them, so recovery under those modes refuses a partition written this way
  * (`isFenceTimestamp`).
  */
-import { types } from 'cassandra-driver';
+import type { types } from 'cassandra-driver';
 
 /** Every fence timestamp is at least this: above any clock's microseconds until the year 148,000. */
 export const FENCE_TIMESTAMP_BASE = 1n << 62n;
@@ -57,15 +57,10 @@ export function fenceTimestamp(epoch: number, generation: number, sequence: numb
   return FENCE_TIMESTAMP_BASE + owner * BigInt(SEQUENCES_PER_GENERATION) + BigInt(sequence);
 }
 
-/** The timestamp as the driver's bigint parameter. */
-export function fenceTimestampParam(timestamp: bigint): types.Long {
-  return types.Long.fromString(timestamp.toString());
-}
-
 /** Whether a cell's write timestamp (WRITETIME, microseconds or ours) is a fence timestamp. */
 export function isFenceTimestamp(writetime: types.Long | bigint | number | null | undefined): boolean {
   if (writetime === null || writetime === undefined) return false;
-  const v = typeof writetime === 'bigint' ? writetime : typeof writetime === 'number' ? BigInt(Math.trunc(writetime)) : BigInt(writetime.toString());
+  const v = typeof writetime === 'bigint' ? writetime : typeof writetime === 'number' ? BigInt(Math.trunc(writetime)) : BigInt(String(writetime));
   return v >= FENCE_TIMESTAMP_BASE;
 }
 
