@@ -4,7 +4,7 @@
  * `NativeConnection.connect` take the same `tls` and `apiKey` shapes.
  */
 import type { TLSConfig } from '@temporalio/client';
-import { probeHttp2 } from '../../config/net';
+import { probeHttp2, probeTls } from '../../config/net';
 import type { TemporalSecurity } from '../../config/security';
 import { TemporalAuthenticationError } from './auth-errors';
 
@@ -64,8 +64,10 @@ export function temporalAuthFailure(address: string, security: TemporalSecurity 
  * port accepts TCP connections and answers an HTTP/2 preface as the other kind of server would (a
  * TLS server when we speak plaintext; anything when we speak TLS: a plaintext gRPC server, or a TLS
  * one whose certificate we do not trust), that is a security mismatch, not an absent server. A
- * port that accepts but says nothing (a stalled server, a cut-off network path) is unreachable,
- * and so is a plaintext gRPC server answering a plaintext client (the failure was passing).
+ * port that accepts but says nothing (a stalled server, a cut-off network path) is unreachable, so
+ * is one that closes every connection without answering a TLS handshake either (a proxy or load
+ * balancer with nothing behind it), and so is a plaintext gRPC server answering a plaintext client
+ * (the failure was passing).
  */
 export async function temporalSessionFailure(
   address: { host: string; port: number },
@@ -76,6 +78,9 @@ export async function temporalSessionFailure(
   if (!/before the deadline/i.test(messages(err))) return undefined;
   const answer = await probeHttp2(address.host, address.port, 2000);
   if (answer === 'refused' || answer === 'silent' || (answer === 'h2' && !security?.tls)) return undefined;
+  // Closed without a byte: a TLS server dropping a plaintext client, or a proxy or load balancer
+  // dropping every connection (nothing behind it, a cut-off path). Only a TLS server answers a handshake.
+  if (answer === 'closed' && (await probeTls(address.host, address.port, 2000)) !== 'tls') return undefined;
   return security?.tls
     ? new TemporalAuthenticationError(shown, ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_NAME'], 'accepts connections but the TLS session failed (an untrusted server certificate, or a plaintext port?)', err)
     : new TemporalAuthenticationError(shown, ['TEMPORAL_TLS'], 'accepts connections but no plaintext gRPC session (does it expect TLS?)', err);
