@@ -2,15 +2,17 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { Owner } from '../../activities/types';
 import { ConfigError, KafkaFlowError } from '../../config/errors';
+import type { RevokeSignal } from '../../workflows/partition/contract';
 import type { PartitionWorkflowInput } from '../../workflows/partition-workflow';
 import { retireSignal } from '../../workflows/partition-workflow';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { connectTemporalClient } from '../connect/temporal-client';
 
 /**
- * A worker counts as alive when it polled its activity task queue this recently. An idle worker's
- * polls are long polls of up to a minute, so a worker that stopped counts as alive for up to this
- * long after (the server keeps its pollers for minutes).
+ * A worker counts as alive when it polled its activity task queue this recently — unless it
+ * stopped gracefully (its revoke signals say `shutdown`). An idle worker's polls are long polls of
+ * up to a minute, so a worker that died without stopping counts as alive for up to this long after
+ * (the server keeps its pollers for minutes).
  */
 export const LIVE_POLL_WINDOW_MS = 75_000;
 
@@ -32,8 +34,8 @@ export class FlowWorkersAliveError extends KafkaFlowError {
   ) {
     super(
       'FLOW_WORKERS_ALIVE',
-      `flow "${flow}" still has live workers: ${live.join('; ')}. Stop them first (a stopped worker counts as alive for up to ` +
-        `${LIVE_POLL_WINDOW_MS / 1000} s), or retire --force (live workers start the partition workflows again)`,
+      `flow "${flow}" still has live workers: ${live.join('; ')}. Stop them first (a worker that died without a graceful stop counts as alive ` +
+        `for up to ${LIVE_POLL_WINDOW_MS / 1000} s), or retire --force (live workers start the partition workflows again)`,
     );
   }
 }
@@ -96,7 +98,7 @@ async function runningWorkflows(client: Client, flow: string): Promise<WorkflowE
 /**
  * The flow's live workers, one line each: the owners at work on a partition (by its phase), and
  * the processes that owned one of its partitions (their task queues, from the workflows'
- * histories: the assignments and what a continued run carried) and polled within LIVE_POLL_WINDOW_MS.
+ * histories: the assignments and what a continued run carried) and are still alive (workerLiveness).
  */
 async function liveWorkers(client: Client, workflows: readonly WorkflowExecutionInfo[]): Promise<string[]> {
   const live: string[] = [];
@@ -104,24 +106,52 @@ async function liveWorkers(client: Client, workflows: readonly WorkflowExecution
     const phase = wf.typedSearchAttributes.get(searchAttributes.phase);
     if (phase !== undefined && OWNED_PHASES.has(phase)) live.push(`${wf.workflowId} is ${phase} on member ${wf.typedSearchAttributes.get(searchAttributes.owner)}`);
   }
-  const queues = new Set<string>();
-  for (const wf of workflows) for (const o of await ownersOf(client, wf.workflowId)) queues.add(o.taskQueue);
-  const now = Date.now();
-  for (const name of queues) {
+  const owners: Owner[] = [];
+  const shutDown = new Set<string>();
+  for (const wf of workflows) {
+    const seen = await ownersOf(client, wf.workflowId);
+    owners.push(...seen.owners);
+    for (const m of seen.shutDown) shutDown.add(m);
+  }
+  const lastPoll = new Map<string, number>();
+  for (const name of new Set(owners.map((o) => o.taskQueue))) {
     const { pollers } = await client.workflowService.describeTaskQueue({
       namespace: client.options.namespace,
       taskQueue: { name, kind: TASK_QUEUE_KIND_NORMAL },
       taskQueueType: TASK_QUEUE_TYPE_ACTIVITY,
     });
-    const last = Math.max(0, ...(pollers ?? []).map((p) => Number(p.lastAccessTime?.seconds ?? 0) * 1000));
+    lastPoll.set(name, Math.max(0, ...(pollers ?? []).map((p) => Number(p.lastAccessTime?.seconds ?? 0) * 1000)));
+  }
+  live.push(...workerLiveness(owners, shutDown, lastPoll, Date.now()));
+  return live;
+}
+
+/**
+ * Which of the workers that owned the flow's partitions (one activity task queue per process) are
+ * alive, one line each: one that stopped gracefully — some member it joined as signalled a revoke
+ * with reason `shutdown`, and a stopping process takes no new assignment — is not, whatever its
+ * pollers; any other counts as alive while it polled within LIVE_POLL_WINDOW_MS (a process killed
+ * without a stop still has pollers listed for up to a minute).
+ */
+export function workerLiveness(owners: readonly Owner[], shutDown: ReadonlySet<string>, lastPoll: ReadonlyMap<string, number>, now: number): string[] {
+  const live: string[] = [];
+  const queues = new Map<string, Owner[]>();
+  for (const o of owners) queues.set(o.taskQueue, [...(queues.get(o.taskQueue) ?? []), o]);
+  for (const [name, members] of queues) {
+    if (members.some((o) => shutDown.has(o.memberId))) continue;
+    const last = lastPoll.get(name) ?? 0;
     if (now - last < LIVE_POLL_WINDOW_MS) live.push(`worker ${name.split('/').slice(-2).join('/')} polled ${Math.max(0, Math.round((now - last) / 1000))} s ago`);
   }
   return live;
 }
 
-/** Every owner a partition workflow's current run knows of: carried from the run before, and assigned since. */
-async function ownersOf(client: Client, workflowId: string): Promise<Owner[]> {
+/**
+ * Every owner a partition workflow's current run knows of (carried from the run before, and
+ * assigned since), and the members that signalled a revoke on a graceful stop.
+ */
+async function ownersOf(client: Client, workflowId: string): Promise<{ owners: Owner[]; shutDown: string[] }> {
   const owners: Owner[] = [];
+  const shutDown: string[] = [];
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   for (const e of events) {
     const started = e.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
@@ -130,7 +160,12 @@ async function ownersOf(client: Client, workflowId: string): Promise<Owner[]> {
       owners.push(...(input.carried?.ownerHistory ?? []), ...(input.carried?.pending ?? []));
     }
     const signal = e.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName === 'assigned' && signal.input?.payloads?.[0]) owners.push(defaultPayloadConverter.fromPayload<Owner>(signal.input.payloads[0]));
+    const payload = signal?.input?.payloads?.[0];
+    if (signal?.signalName === 'assigned' && payload) owners.push(defaultPayloadConverter.fromPayload<Owner>(payload));
+    if (signal?.signalName === 'revoked' && payload) {
+      const revoke = defaultPayloadConverter.fromPayload<RevokeSignal>(payload);
+      if (revoke.reason === 'shutdown') shutDown.push(revoke.memberId);
+    }
   }
-  return owners;
+  return { owners, shutDown };
 }
