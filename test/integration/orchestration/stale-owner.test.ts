@@ -4,12 +4,16 @@ import { eventually, FlowCluster, type SnapshotRecord, type Worker } from './har
 
 // The stale owner of kafka-flow #732, for real: a worker process frozen with SIGSTOP past its
 // session timeout while it holds folded but unpersisted records, the survivor takes over and
-// persists newer state, then the frozen one is resumed with its old state and generation. Its
-// persist cadence is a minute, and records arrive every 50 ms up to the freeze (so no idle flush
-// runs): it holds their keys unpersisted. Waking, it writes them under the old generation — its
-// overdue persist, or its flush on revoke before it rejoins — and the broker refuses the write
-// (the fence): the test requires a fenced persist that carried keys. Nothing it wrote may land in
-// the snapshot topic, and the final state is exactly the plain fold of the input.
+// persists newer state, then the frozen one is resumed with its old state and generation. Records
+// arrive every 50 ms up to the freeze (so no idle flush runs): it holds their keys unpersisted. Its
+// persist cadence (10 s) is shorter than the freeze (the session timeout, the survivor's take-over
+// and catch-up), so waking, its periodic persist is overdue: its timer fires before anything comes
+// back from the network, and it writes those keys under the old generation — and the broker
+// refuses the write (the fence): the test requires a fenced persist that carried keys. (With a
+// cadence longer than the freeze, what wrote first depended on the race between kafkajs learning
+// from its heartbeat that the member is gone — then the partitions are dropped unwritten, safe but
+// proving nothing — and the flush on revoke.) Nothing it wrote may land in the snapshot topic, and
+// the final state is exactly the plain fold of the input.
 
 interface Line {
   time: number;
@@ -43,11 +47,11 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
   try {
     await cluster.start();
     await cluster.produce(2000);
-    // a persists a key every minute (or once caught up and quiet for 5 s: the idle flush), so it
-    // holds the records folded while they keep arriving unpersisted (b, the survivor, persists every
-    // 500 ms). With the default quiet time (250 ms) a gap in the feeding below under load let a's idle
-    // flush land everything just before the freeze, and a woke with nothing to write.
-    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '60000', TEST_IDLE_FLUSH: '5000' });
+    // a persists every 10 s (or once caught up and quiet for 5 s: the idle flush), so it holds the
+    // records folded while they keep arriving unpersisted (b, the survivor, persists every 500 ms).
+    // With the default quiet time (250 ms) a gap in the feeding below under load let a's idle flush
+    // land everything just before the freeze, and a woke with nothing to write.
+    const a = cluster.startWorker('a', { LOG_LEVEL: 'debug', TEST_PERSIST_EVERY_MS: '10000', TEST_IDLE_FLUSH: '5000' });
     const b = cluster.startWorker('b');
     await cluster.untilRunningOn(2, 'a and b share the partitions', 120_000);
     await cluster.produce(1000);
@@ -81,6 +85,9 @@ test('SIGSTOP a worker past its session timeout, let the survivor take over, SIG
     await cluster.untilCaughtUp('b caught up with the new records');
     // Everything is persisted (committed == end) and no input arrives: from here on, nobody has
     // anything to write. Whatever lands in the snapshot topic after a wakes is a's stale write.
+    // Frozen longer than a's persist cadence: its periodic persist is overdue when it wakes.
+    const frozenFor = Date.now() - frozenAt;
+    if (frozenFor < 12_000) await new Promise((r) => setTimeout(r, 12_000 - frozenFor));
     const before = await Promise.all([0, 1, 2, 3].map((p) => cluster.snapshotRecords(p)));
     const persistedBefore = await cluster.persisted();
     // It really was frozen: nothing logged from a second after SIGSTOP until now.
