@@ -149,6 +149,8 @@ export interface WorkerEnv extends Env {
   reassertAfterMs: number;
   /** `KFT_WORKFLOW_REPORT_EVERY_MS`: partition workflows hear of the persists at most this often; undefined: every persistEvery. */
   workflowReportEveryMs: number | undefined;
+  /** `KFT_RESTORE_REPORT_EVERY_MS`: a long recovery tells its partition workflow how far it is this often (the first after as long); undefined: 10 s. */
+  restoreReportEveryMs: number | undefined;
   /** `KFT_WORKFLOW_BUNDLE_DIR`: where the workflow bundle is cached; undefined (`off`): bundled at every start. */
   workflowBundleDir: string | undefined;
   /** `OTEL_*`: where the worker's OpenTelemetry spans go (config/tracing.ts); undefined: tracing off. */
@@ -169,6 +171,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
     workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
+    restoreReportEveryMs: envValue('KFT_RESTORE_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),
     tracing: readTracingEnv(env),
   };

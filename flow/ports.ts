@@ -82,6 +82,16 @@ export interface RecoveredKey<S, V> {
   readonly events?: readonly JournalEvent<V>[];
 }
 
+/** How far a running recovery has read: what the operator's console shows while it runs. */
+export interface RestoreProgress {
+  /** Read so far, in `unit`s. */
+  readonly read: number;
+  /** What `read` counts: 'snapshot records' (Kafka), 'keys' (Cassandra). */
+  readonly unit: string;
+  /** The share of the read done, 0–1, when its end is known (the snapshot partition's offsets, the key segments or buckets listed). */
+  readonly fraction?: number;
+}
+
 /**
  * The engine's port to a backend, for one input partition. Implement it directly for a backend
  * whose writes and offset commit share a transaction (Kafka); compose it from SnapshotStore,
@@ -102,6 +112,8 @@ export interface PartitionPersistence<S, V> {
   readonly atomicCommit?: boolean;
   /** Every key with persisted state, read once when the partition is assigned. */
   recover(): AsyncIterable<RecoveredKey<S, V>>;
+  /** How far the running `recover()` has read (undefined before it reads, or when the backend cannot say). */
+  restoreProgress?(): RestoreProgress | undefined;
   /** One key, read again after it was unloaded from memory. */
   read(key: string): Promise<RecoveredKey<S, V> | undefined>;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;

@@ -11,5 +11,6 @@ export interface KeyStore {
    */
   pin?(partition: TopicPartition, keys: readonly string[]): Promise<void>;
   remove(partition: TopicPartition, keys: readonly string[]): Promise<void>;
-  list(partition: TopicPartition): AsyncIterable<string>;
+  /** `onShare`: the share (0–1) of the listing done, when the store can tell (its segments queried). */
+  list(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<string>;
 }

@@ -201,6 +201,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     maxHistoryEvents: env.maxHistoryEvents,
     reassertAfterMs: env.reassertAfterMs,
     workflowReportEveryMs: env.workflowReportEveryMs,
+    restoreReportEveryMs: env.restoreReportEveryMs,
   });
   flowRuntimeCreated = flowRuntime;
   const activityWorkerCreated = Worker.create({

@@ -9,7 +9,8 @@ import { type CassandraSession, long, utcDate } from './session';
 
 /** Lists a partition's keys (what recovery and readAll walk). */
 export interface KeyLister {
-  list(partition: TopicPartition): AsyncIterable<string>;
+  /** `onShare`: the share (0–1) of the partition's segments listed so far. */
+  list(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<string>;
 }
 
 export interface CassandraKeyStoreOptions {
@@ -117,7 +118,7 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
     }
   }
 
-  async *list(partition: TopicPartition): AsyncIterable<string> {
+  async *list(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<string> {
     const { applicationId, groupId } = this.o;
     const parallelism = this.o.listParallelism ?? 32;
     const pages = mapConcurrent(this.chunks, parallelism, async (chunk) => {
@@ -139,7 +140,11 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
       }
       return keys;
     });
-    for await (const keys of pages) yield* keys;
+    let listed = 0;
+    for await (const keys of pages) {
+      onShare?.(++listed / this.chunks.length);
+      yield* keys;
+    }
   }
 
   private pk(partition: TopicPartition, key: string): unknown[] {

@@ -1,7 +1,7 @@
 import { type Logger, silentLogger } from '../../core/logger';
 import type { OffsetCommitter } from '../offset-committer';
 import type { OutputSender } from '../output-sender';
-import type { PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { StorePartitionPersistence } from '../store-partition-persistence';
 import { isDeleteMarker, type PersistenceMode, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
 import type { CassandraJournalStore } from './journal-store';
@@ -66,6 +66,7 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
   private readonly o: CassandraPartitionPersistenceOptions<S, V>;
   private readonly inner: StorePartitionPersistence<S, V>;
   private readonly log: Logger;
+  private progress: RestoreProgress | undefined;
 
   constructor(options: CassandraPartitionPersistenceOptions<S, V>) {
     this.o = options;
@@ -100,6 +101,11 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
     let keysMissing = 0;
     let journalEvents = 0;
     let lastReport = started;
+    let share: number | undefined;
+    const onShare = (s: number) => {
+      share = s;
+    };
+    this.progress = { read: 0, unit: 'keys' };
     const progress = (done: boolean): RecoveryProgress => ({
       topic: partition.topic,
       partition: partition.partition,
@@ -118,13 +124,13 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
     async function* listed(): AsyncGenerator<string> {
       const keys = self.o.keys;
       if (!keys) throw new TypeError('this partition has no keys table to list its keys from');
-      for await (const key of keys.list(partition)) {
+      for await (const key of keys.list(partition, onShare)) {
         keysListed++;
         yield key;
       }
     }
     this.log.info({ topic: partition.topic, partition: partition.partition, mode }, 'cassandra: recovering partition');
-    const batches = this.scansBuckets() ? this.readBuckets(() => keysListed++) : this.readListed(listed());
+    const batches = this.scansBuckets() ? this.readBuckets(() => keysListed++, onShare) : this.readListed(listed());
     for await (const batch of batches) {
       for (const found of batch.found) {
         keysRecovered++;
@@ -132,12 +138,14 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
         yield found;
       }
       keysMissing += batch.keys - batch.found.length;
+      this.progress = { read: keysRecovered, unit: 'keys', fraction: share };
       const now = performance.now();
       if (now - lastReport >= intervalMs) {
         lastReport = now;
         report(progress(false));
       }
     }
+    this.progress = { read: keysRecovered, unit: 'keys', fraction: 1 };
     const final = progress(true);
     this.lastRecovery = final;
     const m = this.o.metrics;
@@ -151,6 +159,11 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
 
   read(key: string): Promise<RecoveredKey<S, V> | undefined> {
     return this.inner.read(key);
+  }
+
+  /** How far the running recovery is: keys read, and the share of the key segments (or buckets) listed. */
+  restoreProgress(): RestoreProgress | undefined {
+    return this.progress;
   }
 
   /**
@@ -185,8 +198,8 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
   }
 
   /** By-partition: every row of the partition's buckets, in batches of one row (snapshots and delete markers alike). */
-  private async *readBuckets(onRow: () => void): AsyncIterable<{ keys: number; found: RecoveredKey<S, V>[] }> {
-    for await (const [key, s] of this.o.snapshots!.scan(this.partition)) {
+  private async *readBuckets(onRow: () => void, onShare: (share: number) => void): AsyncIterable<{ keys: number; found: RecoveredKey<S, V>[] }> {
+    for await (const [key, s] of this.o.snapshots!.scan(this.partition, onShare)) {
       onRow();
       yield { keys: 1, found: [isDeleteMarker(s) ? { key, deleted: { offset: s.offset } } : { key, snapshot: s }] };
     }

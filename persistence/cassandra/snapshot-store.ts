@@ -210,11 +210,12 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
    * page by page, `scanParallelism` buckets at once (each page a read slot of the session), yielded
    * as pages arrive. A bucket's next page is fetched once its previous one is consumed.
    */
-  async *scan(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]> {
+  async *scan(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<readonly [key: string, stored: StoredKey<S>]> {
     if (this.layout !== 'by-partition') throw new TypeError('CassandraSnapshotStore.scan reads the by-partition layout only');
     const { applicationId, groupId } = this.o;
     const pageSize = this.o.scanPageSize ?? SCAN_PAGE_SIZE;
     const self = this;
+    let scanned = 0;
     async function* bucketPages(bucket: number): AsyncGenerator<types.Row[]> {
       const params = [applicationId, groupId, partition.topic, partition.partition, bucket];
       let pageState: string | undefined;
@@ -228,6 +229,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         yield rs.rows;
         pageState = rs.pageState ?? undefined;
       } while (pageState);
+      onShare?.(++scanned / self.buckets);
     }
     const pages = mergeConcurrent(allBuckets(this.buckets).map(bucketPages), this.o.scanParallelism ?? SCAN_PARALLELISM);
     for await (const rows of pages) {

@@ -26,7 +26,7 @@ import type { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { Logger } from '../../core/logger';
 import { silentLogger } from '../../core/logger';
 import type { TopicPartition } from '../../core/persistence-types';
-import type { PartitionPersistence, RecoveredKey, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { CachingSnapshotWriter, type CachingWriterParts } from './caching-snapshot-writer';
 import type { OutputTopics } from './dead-letter';
 import { type LocalStateHook, LocalStateManager } from './local-state-manager';
@@ -175,6 +175,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
 
   recover(): AsyncIterable<RecoveredKey<S, V>> {
     return { [Symbol.asyncIterator]: () => this.recovering() };
+  }
+
+  /** How far the running recovery's read of the snapshot partition is. */
+  restoreProgress(): RestoreProgress | undefined {
+    return this.restorer.progress;
   }
 
   /**

@@ -35,6 +35,16 @@ export interface RecoveryReadOptions {
   /** Start here instead of the log start (a checkpoint). */
   readonly fromOffset?: string;
   readonly logger?: Logger;
+  /** After each fetch's records: the records read so far and the share of the range read (0–1). */
+  readonly onProgress?: (records: number, fraction: number) => void;
+}
+
+/** The share of [from, bound) read once the record at `last` has been: 0–1 (an empty range is read). */
+export function rangeRead(from: string, bound: string, last: string): number {
+  const span = BigInt(bound) - BigInt(from);
+  if (span <= 0n) return 1;
+  const done = BigInt(last) + 1n - BigInt(from);
+  return Math.min(1, Math.max(0, Number(done) / Number(span)));
 }
 
 export interface RecoveryReadResult {
@@ -104,6 +114,7 @@ export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<Rec
           snapshots.set(key, { bytes: Buffer.from(r.value), offset: r.offset });
         }
       }
+      if (o.onProgress && batch.length > 0) o.onProgress(records, rangeRead(fromOffset, bound, batch[batch.length - 1]!.offset));
     },
   });
   const ms = performance.now() - started;

@@ -4,6 +4,7 @@
  * trusted (the delta overwrites and deletes in it), from the log start otherwise — and reports
  * what it did (RecoveryStats, metrics, the rebalance's restore summary).
  */
+import type { RestoreProgress } from '../../flow/ports';
 import { RecoveryReadStalledError } from './errors';
 import type { LocalUpdate } from './local-state';
 import type { LocalStateManager } from './local-state-manager';
@@ -55,6 +56,8 @@ export interface Restored {
 
 export class SnapshotRestorer {
   private readonly labels: { flow: string; topic: string; partition: string };
+  /** How far the running restore's topic read is (undefined until its first fetch). */
+  progress: RestoreProgress | undefined;
 
   constructor(private readonly c: RestorerContext) {
     this.labels = scopeLabels(c);
@@ -65,6 +68,7 @@ export class SnapshotRestorer {
     const started = performance.now();
     const { reader, snapshotTopic, input, local } = this.c;
     local?.hook.round?.begin();
+    this.progress = undefined;
     let restored = false;
     try {
       const fromLocal = local ? await local.load() : undefined;
@@ -78,6 +82,9 @@ export class SnapshotRestorer {
           noticeEveryMs: this.c.noticeEveryMs,
           fromOffset: fromLocal?.kind === 'loaded' ? fromLocal.checkpoint : undefined,
           logger: this.c.log,
+          onProgress: (read, fraction) => {
+            this.progress = { read, unit: 'snapshot records', fraction };
+          },
         });
       } catch (err) {
         if (err instanceof RecoveryReadStalledError) {

@@ -159,7 +159,8 @@ export function formatStatus(rows: readonly (StatusRow | PartitionStatus)[]): st
     const line = [
       s.topic,
       String(s.partition),
-      s.phase,
+      // A long recovery's share read so far, from its owner's last report.
+      s.phase === 'recovering' && s.restoring?.fraction !== undefined ? `recovering ${Math.floor(s.restoring.fraction * 100)} %` : s.phase,
       String(s.owner?.generation ?? '-'),
       s.owner ? s.owner.taskQueue.split('/').slice(-2).join('/') : '-',
       s.committedOffset ?? '-',

@@ -4,6 +4,7 @@ import type { PartitionPersistence } from '../../flow/ports';
 import type { GroupGeneration } from '../../kafka';
 import type { RecoverResult } from '../../activities/types';
 import { SlotOwner } from './partition-owner';
+import { RESTORE_REPORT_EVERY_MS, reportRestore } from './restore-reports';
 import type { Slot } from './partition-slots';
 import { RuntimeSide } from './runtime-side';
 import { traced } from '../../core/tracing';
@@ -136,14 +137,29 @@ export class PartitionRecoveries extends RuntimeSide {
       metrics: this.o.metrics,
     });
     let outcome: Prepared['outcome'];
+    const stopReports = this.reportProgress(slot, owner, persistence);
     try {
       outcome = { keys: await flow.recover() };
     } catch (error) {
       outcome = { error };
+    } finally {
+      stopReports();
     }
     const ms = performance.now() - startedAt;
     const phases = { persistence: Math.round(persistenceMs), committed: Math.round(committedMs), read: Math.round(ms - persistenceMs - committedMs) };
     return { persistence, flow, assignedAt, outcome, phases, startedAt };
   }
-}
 
+  /** Tells the partition's workflow how far a long state read is (its details panel and status show it). */
+  private reportProgress(slot: Slot, owner: { generation: number; memberId: string }, persistence: PartitionPersistence<unknown, unknown>): () => void {
+    const { signals } = this.o;
+    if (!signals.restoring || !persistence.restoreProgress) return () => undefined;
+    const ref = { flow: this.definition.name, topic: slot.topic, partition: slot.partition };
+    return reportRestore(
+      () => persistence.restoreProgress?.(),
+      (p) => signals.restoring!(ref, { generation: owner.generation, memberId: owner.memberId, ...p, at: Date.now() }),
+      this.o.restoreReportEveryMs ?? RESTORE_REPORT_EVERY_MS,
+      this.log,
+    );
+  }
+}

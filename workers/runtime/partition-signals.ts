@@ -5,7 +5,9 @@ import {
   type PartitionWorkflowInput,
   partitionWorkflow,
   partitionWorkflowId,
+  type RestoringSignal,
   type RevokeSignal,
+  restoringSignal,
   revokedSignal,
 } from '../../workflows/partition-workflow';
 import { searchAttributes } from '../../workflows/search-attributes';
@@ -19,6 +21,8 @@ export interface PartitionSignals {
   /** This process was assigned the partition: starts its workflow if it is not running. */
   assigned(input: PartitionWorkflowInput, owner: Owner): Promise<void>;
   revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void>;
+  /** How far this process's recovery of the partition is (sent while a long recovery runs). */
+  restoring?(ref: PartitionRef, signal: RestoringSignal): Promise<void>;
 }
 
 export class TemporalPartitionSignals implements PartitionSignals {
@@ -41,5 +45,9 @@ export class TemporalPartitionSignals implements PartitionSignals {
 
   async revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void> {
     await this.client.workflow.getHandle(partitionWorkflowId(ref)).signal(revokedSignal, signal);
+  }
+
+  async restoring(ref: PartitionRef, signal: RestoringSignal): Promise<void> {
+    await this.client.workflow.getHandle(partitionWorkflowId(ref)).signal(restoringSignal, signal);
   }
 }

@@ -24,6 +24,8 @@ export interface FlowRuntimeOptions {
   maxHistoryEvents?: number;
   /** The least time between a partition workflow's persist reports, passed to new partition workflows (KFT_WORKFLOW_REPORT_EVERY_MS). */
   workflowReportEveryMs?: number;
+  /** How often a long recovery tells its partition workflow how far it is (KFT_RESTORE_REPORT_EVERY_MS, default 10 s). */
+  restoreReportEveryMs?: number;
   /**
    * A partition held here but not folding for this long has its assignment signalled again
    * (KFT_REASSERT_AFTER_MS, default 30 s): a live workflow ignores the repeat; a closed one (failed

@@ -1,6 +1,6 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Owner, PartitionRef } from '../../activities/types';
-import { type PartitionWorkflowInput, partitionWorkflowId, type RevokeSignal } from '../../workflows/partition-workflow';
+import { type PartitionWorkflowInput, partitionWorkflowId, type RestoringSignal, type RevokeSignal } from '../../workflows/partition-workflow';
 import type { PartitionSignals } from './partition-signals';
 
 /**
@@ -25,6 +25,10 @@ export class ShutdownRevokeSignals implements PartitionSignals {
   async revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void> {
     await this.inner.revoked(ref, signal);
     if (signal.reason === 'shutdown') this.signalled.add(partitionWorkflowId(ref));
+  }
+
+  async restoring(ref: PartitionRef, signal: RestoringSignal): Promise<void> {
+    await this.inner.restoring?.(ref, signal);
   }
 
   /** Workflow ids that accepted a `shutdown` revoke from this process. */

@@ -52,7 +52,12 @@ export function renderDetails(s: PartitionState): string {
 }
 
 function restoreText(s: PartitionState): string {
-  if (s.phase === 'recovering') return `in progress since ${time(s.phaseAt)} (its figures come when it ends)`;
+  if (s.phase === 'recovering') {
+    const p = s.restoring;
+    if (!p) return `in progress since ${time(s.phaseAt)}`;
+    const share = p.fraction === undefined ? '' : `${Math.floor(p.fraction * 100)} % — `;
+    return `${share}in progress since ${time(s.phaseAt)}: ${p.read} ${p.unit} read (at ${time(p.at)})`;
+  }
   const r = s.lastRecovery;
   if (!r) return 'none yet';
   const from = r.fromMemory

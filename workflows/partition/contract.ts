@@ -93,6 +93,23 @@ export interface RevokeSignal {
   readonly reason: 'revoke' | 'shutdown';
 }
 
+/**
+ * How far the owner's recovery of the partition is, sent by the owner while it runs (the first
+ * after KFT_RESTORE_REPORT_EVERY_MS, then as often: a short recovery sends none). Shown in the
+ * details panel and the status; no command, so it changes no run's commands.
+ */
+export interface RestoringSignal {
+  readonly generation: number;
+  readonly memberId: string;
+  /** Read so far, in `unit`s ('snapshot records', 'keys'). */
+  readonly read: number;
+  readonly unit: string;
+  /** The share of the read done (0–1), when the backend knows where the read ends. */
+  readonly fraction?: number;
+  /** When the owner sent it (its clock, ms since the epoch). */
+  readonly at: number;
+}
+
 export interface PartitionStatus extends PartitionRef {
   readonly phase: Phase;
   readonly owner?: Owner;
@@ -103,6 +120,8 @@ export interface PartitionStatus extends PartitionRef {
   readonly liveKeys?: number;
   readonly lastPersist?: PersistResult;
   readonly lastRecovery?: RecoverResult;
+  /** The running recovery's last progress report (phase `recovering` only). */
+  readonly restoring?: RestoringSignal;
   readonly lastError?: string;
   readonly retry?: RetryStatus;
   readonly counters: Counters;
@@ -111,6 +130,7 @@ export interface PartitionStatus extends PartitionRef {
 
 export const assignedSignal = defineSignal<[Owner]>('assigned');
 export const revokedSignal = defineSignal<[RevokeSignal]>('revoked');
+export const restoringSignal = defineSignal<[RestoringSignal]>('restoring');
 export const statusQuery = defineQuery<PartitionStatus>('status');
 /**
  * Ends the run (`kafka-flow-temporal retire`): its activities are cancelled, the phase becomes

@@ -1,6 +1,6 @@
 import { setHandler } from '@temporalio/workflow';
 import type { Owner } from '../../activities/types';
-import { assignedSignal, type RevokeSignal, retireSignal, revokedSignal, statusQuery } from './contract';
+import { assignedSignal, type RestoringSignal, type RevokeSignal, restoringSignal, retireSignal, revokedSignal, statusQuery } from './contract';
 import type { PartitionState } from './state';
 
 /**
@@ -11,6 +11,7 @@ import type { PartitionState } from './state';
 export function handleSignals(state: PartitionState): void {
   setHandler(assignedSignal, (owner) => onAssigned(state, owner));
   setHandler(revokedSignal, (revoke) => onRevoked(state, revoke));
+  setHandler(restoringSignal, (progress) => onRestoring(state, progress));
   setHandler(statusQuery, () => state.status());
   setHandler(retireSignal, () => {
     state.retired = true;
@@ -44,4 +45,12 @@ function onRevoked(state: PartitionState, r: RevokeSignal): void {
   }
   if (r.flushed) state.recordPersist(r.flushed);
   else state.showDetails();
+}
+
+/** A recovery's progress: shown while the owner it names is recovering the partition (status only, no command). */
+function onRestoring(state: PartitionState, p: RestoringSignal): void {
+  const o = state.owner;
+  if (state.phase !== 'recovering' || !o || o.generation !== p.generation || o.memberId !== p.memberId) return;
+  state.restoring = p;
+  state.showDetails();
 }

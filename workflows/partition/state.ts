@@ -4,7 +4,7 @@ import type { Owner, PersistResult, RecoverResult } from '../../activities/types
 import { committedAfter } from '../committed-offset';
 import { searchAttributes } from '../search-attributes';
 import { coarse, renderDetails } from './console';
-import type { Carried, Counters, OwnerRecord, PartitionStatus, PartitionWorkflowInput, Phase, RetryStatus, RevokeSignal } from './contract';
+import type { Carried, Counters, OwnerRecord, PartitionStatus, PartitionWorkflowInput, Phase, RestoringSignal, RetryStatus, RevokeSignal } from './contract';
 import { type Limits, limitsOf } from './limits';
 
 /** The patched branches a run takes (each asked once, first thing: see partition-workflow.ts). */
@@ -34,6 +34,8 @@ export class PartitionState {
   committedOffset: string | undefined;
   lastPersist: PersistResult | undefined;
   lastRecovery: RecoverResult | undefined;
+  /** The running recovery's last progress report (cleared when the phase changes). */
+  restoring: RestoringSignal | undefined;
   retry: RetryStatus | undefined;
   lastError: string | undefined;
   readonly counters: Counters;
@@ -113,6 +115,7 @@ export class PartitionState {
   setPhase(phase: Phase): void {
     if (phase !== this.phase) this.phaseAt = Date.now();
     this.phase = phase;
+    this.restoring = undefined;
     const shown: SearchAttributeUpdatePair[] = [
       { key: searchAttributes.phase, value: phase },
       { key: searchAttributes.generation, value: this.owner?.generation ?? -1 },
@@ -209,7 +212,7 @@ export class PartitionState {
   /** The `status` query's answer. */
   status(): PartitionStatus {
     const { flow, topic, partition, persistEveryMs } = this.input;
-    const { phase, owner, ownerHistory, committedOffset, lastPersist, lastRecovery, lastError, retry, counters } = this;
+    const { phase, owner, ownerHistory, committedOffset, lastPersist, lastRecovery, restoring, lastError, retry, counters } = this;
     return {
       flow,
       topic,
@@ -223,6 +226,7 @@ export class PartitionState {
       liveKeys: lastPersist?.liveKeys,
       lastPersist,
       lastRecovery,
+      ...(restoring ? { restoring } : {}),
       lastError,
       retry,
       counters,

@@ -100,8 +100,16 @@ test('recovery scans the buckets: every key of the partition (snapshots and dele
   const fresh = await backend({ metrics: FlowMetrics.of(registry), flowName: 'bp', maxConcurrentReads: 8 });
   const persistence = await fresh.forPartition({ ...P, generation: 2, committer });
   const found = new Map<string, unknown>();
-  for await (const k of persistence.recover()) found.set(k.key, k.snapshot ?? k.deleted);
+  const shares: number[] = [];
+  for await (const k of persistence.recover()) {
+    found.set(k.key, k.snapshot ?? k.deleted);
+    shares.push(persistence.restoreProgress()?.fraction ?? 0);
+  }
   expect(found.size).toBe(3000);
+  // The share of the buckets scanned, as the details panel shows it while the recovery runs.
+  expect(shares).toEqual([...shares].sort((x, y) => x - y));
+  expect(shares[0]).toBeLessThan(1);
+  expect(persistence.restoreProgress()).toEqual({ read: 3000, unit: 'keys', fraction: 1 });
   expect(found.get('key-1')).toEqual({ state: { n: 1 }, offset: 1 });
   expect(found.get('key-2999')).toEqual({ state: { n: 2999 }, offset: 2999 });
   expect(found.get('key-0')).toEqual({ offset: 5000 });

@@ -215,6 +215,7 @@ describe('CassandraKeyStore and recovery', () => {
     for (const [i, key] of keys0.entries()) expect(recovered.get(key)).toMatchObject({ state: { n: i }, offset: i });
     expect(fresh.lastRecovery).toMatchObject({ topic: 'recovery', partition: 0, keysListed: expected.size, keysRecovered: expected.size, done: true });
     expect(progress.at(-1)).toEqual(fresh.lastRecovery);
+    expect(fresh.restoreProgress()).toEqual({ read: expected.size, unit: 'keys', fraction: 1 });
     const recoveredKeys = (await registry.getSingleMetric('kafka_flow_cassandra_recovered_keys_total')!.get()).values;
     expect(recoveredKeys).toEqual([{ labels: { flow: 'sales', topic: 'recovery', partition: '0' }, value: expected.size }]);
 

@@ -9,6 +9,7 @@ import {
   type PartitionStatus,
   partitionWorkflow,
   partitionWorkflowId,
+  restoringSignal,
   retireSignal,
   revokedSignal,
   statusQuery,
@@ -43,11 +44,21 @@ interface Calls {
 
 function scriptedOwner(
   calls: Calls,
-  script: { persistFails?: () => ApplicationFailure | undefined; recoverFails?: () => ApplicationFailure | undefined } = {},
+  script: {
+    persistFails?: () => ApplicationFailure | undefined;
+    recoverFails?: () => ApplicationFailure | undefined;
+    /** The recovery waits for this (heartbeating) before it returns. */
+    recoverWaits?: () => Promise<void>;
+  } = {},
 ): FlowActivities {
   return {
     async recover(r) {
       calls.recover.push(r);
+      if (script.recoverWaits) {
+        const ctx = Context.current();
+        const beat = setInterval(() => ctx.heartbeat(), 200);
+        await script.recoverWaits().finally(() => clearInterval(beat));
+      }
       const failure = script.recoverFails?.();
       if (failure) throw failure;
       return { fromMemory: r.keepFromGeneration !== undefined, keys: 3, snapshotsRead: 3, ms: 1, committedOffset: '10' };
@@ -430,6 +441,34 @@ describe('partitionWorkflow on the real Temporal server', () => {
     expect(details).toContain('**Keys** in memory: 3');
     expect(details).toContain('**Restore**: 100 % — 3 keys (3 snapshots read)');
     expect(details).toContain('**Last error**: none');
+    await wf.handle.terminate();
+  });
+
+  test("a long recovery's progress reports show in the details panel and the status while it runs, from its owner only", async () => {
+    const calls = newCalls();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const queue = await startOwner(calls, { recoverWaits: () => released });
+    const wf = await start();
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: queue });
+    await eventually('the recovery running', async () => (calls.recover.length === 1 ? true : undefined));
+    expect(await currentDetails(wf.handle)).toMatch(/\*\*Restore\*\*: in progress since \d\d:\d\d:\d\d UTC\n/);
+    // Another member's or generation's report (a recovery superseded, started at an older join) is not shown.
+    await wf.handle.signal(restoringSignal, { generation: 1, memberId: 'b', read: 99, unit: 'keys', fraction: 0.99, at: Date.now() });
+    await wf.handle.signal(restoringSignal, { generation: 2, memberId: 'other', read: 98, unit: 'keys', fraction: 0.98, at: Date.now() });
+    await signalHandled(wf.handle);
+    expect((await wf.status()).restoring).toBeUndefined();
+    const report = { generation: 2, memberId: 'b', read: 4200, unit: 'snapshot records', fraction: 0.427, at: Date.now() };
+    await wf.handle.signal(restoringSignal, report);
+    await signalHandled(wf.handle);
+    expect((await wf.status()).restoring).toEqual(report);
+    expect(await currentDetails(wf.handle)).toMatch(/\*\*Restore\*\*: 42 % — in progress since \d\d:\d\d:\d\d UTC: 4200 snapshot records read \(at \d\d:\d\d:\d\d UTC\)/);
+    release();
+    await eventually('running', async () => ((await wf.status()).phase === 'running' ? true : undefined));
+    expect((await wf.status()).restoring).toBeUndefined();
+    expect(await currentDetails(wf.handle)).toContain('**Restore**: 100 % — 3 keys (3 snapshots read)');
     await wf.handle.terminate();
   });
 

@@ -79,6 +79,12 @@ describe('worker environment variables', () => {
     expect(() => readWorkerEnv({ KFT_WORKFLOW_REPORT_EVERY_MS: '-5' })).toThrow(/KFT_WORKFLOW_REPORT_EVERY_MS/);
   });
 
+  test('KFT_RESTORE_REPORT_EVERY_MS: unset leaves the default (10 s, the runtime default); else a positive integer', () => {
+    expect(readWorkerEnv({}).restoreReportEveryMs).toBeUndefined();
+    expect(readWorkerEnv({ KFT_RESTORE_REPORT_EVERY_MS: '250' }).restoreReportEveryMs).toBe(250);
+    expect(() => readWorkerEnv({ KFT_RESTORE_REPORT_EVERY_MS: '0' })).toThrow(/KFT_RESTORE_REPORT_EVERY_MS/);
+  });
+
   test('KFT_EXIT_WITH_PARENT: 1 on, 0 off, unset on under npm only', () => {
     expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js' }).exitWithParent).toBe(true);
     expect(readWorkerEnv({ npm_execpath: '/usr/lib/npm-cli.js', KFT_EXIT_WITH_PARENT: '0' }).exitWithParent).toBe(false);

@@ -5,7 +5,7 @@ import { Compressor } from '../../../../core/codec/compressor';
 import type { ReadOptions } from '../../../../kafka/partition-reader';
 import { diagnoseStall } from '../../../../persistence/kafka/diagnose';
 import { RecoveryReadStalledError } from '../../../../persistence/kafka/errors';
-import { readSnapshotPartition, type SnapshotLogReader } from '../../../../persistence/kafka/recovery';
+import { rangeRead, readSnapshotPartition, type SnapshotLogReader } from '../../../../persistence/kafka/recovery';
 import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
 import { defaultSnapshotTopic, defaultTransactionalIdPrefix, snapshotTopicProblems } from '../../../../persistence/kafka/topic';
 
@@ -135,5 +135,43 @@ describe('snapshot topic', () => {
     expect(snapshotTopicProblems(spec, { partitions: 4, config: { 'cleanup.policy': 'compact' } })).toEqual([]);
     expect(snapshotTopicProblems(spec, { partitions: 3, config: { 'cleanup.policy': 'compact' } })).toEqual(['it has 3 partition(s), the input topic has 4']);
     expect(snapshotTopicProblems(spec, { partitions: 4, config: { 'cleanup.policy': 'compact,delete' } })).toEqual(['its cleanup.policy is "compact,delete", not "compact"']);
+  });
+});
+
+describe('recovery read progress', () => {
+  it('rangeRead: the share of [from, bound) read, an empty range read whole', () => {
+    expect(rangeRead('100', '200', '149')).toBe(0.5);
+    expect(rangeRead('100', '200', '199')).toBe(1);
+    expect(rangeRead('0', '3', '0')).toBeCloseTo(1 / 3);
+    expect(rangeRead('7', '7', '7')).toBe(1);
+    expect(rangeRead('9007199254740000', '9007199254750000', '9007199254744999')).toBe(0.5);
+  });
+
+  it('reports the snapshot records read and the share of the range after each fetch', async () => {
+    const fetches = [
+      [
+        { key: Buffer.from('a'), value: Buffer.from('1'), offset: '10' },
+        { key: null, value: Buffer.from('x'), offset: '11' },
+      ],
+      [{ key: Buffer.from('a'), value: null, offset: '13' }],
+      [],
+    ];
+    const reader: SnapshotLogReader = {
+      logEndOffset: async () => '14',
+      lastStableOffset: async () => '14',
+      logStartOffset: async () => '10',
+      read: async (o: ReadOptions) => {
+        for (const batch of fetches) await o.onRecords(batch as never);
+        return { bound: o.toOffset!, fetches: fetches.length } as never;
+      },
+    };
+    const progress: Array<[number, number]> = [];
+    const read = await readSnapshotPartition({ reader, topic: 's', partition: 0, stallTimeoutMs: 1000, onProgress: (n, f) => progress.push([n, f]) });
+    // The key-less record is not ours (not counted); an empty fetch reports nothing.
+    expect(progress).toEqual([
+      [1, 0.5],
+      [2, 1],
+    ]);
+    expect(read.records).toBe(2);
   });
 });

@@ -119,6 +119,7 @@ const assignmentOf = (g: GroupGeneration) => Object.entries(g.assignment).map(([
 export class RecordingSignals implements PartitionSignals {
   readonly assignedCalls: Array<Parameters<PartitionSignals['assigned']>> = [];
   readonly revokedCalls: Array<Parameters<PartitionSignals['revoked']>> = [];
+  readonly restoringCalls: Array<Parameters<NonNullable<PartitionSignals['restoring']>>> = [];
 
   async assigned(...args: Parameters<PartitionSignals['assigned']>): Promise<void> {
     this.assignedCalls.push(args);
@@ -126,5 +127,9 @@ export class RecordingSignals implements PartitionSignals {
 
   async revoked(...args: Parameters<PartitionSignals['revoked']>): Promise<void> {
     this.revokedCalls.push(args);
+  }
+
+  async restoring(...args: Parameters<NonNullable<PartitionSignals['restoring']>>): Promise<void> {
+    this.restoringCalls.push(args);
   }
 }
