@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { parser } from '@prometheus-io/lezer-promql';
 import type { Registry } from 'prom-client';
 import { compressorCounters } from '../../../../core/codec/compressor-counters';
 import { CassandraPersistenceMetrics } from '../../../../persistence/cassandra/metrics';
@@ -44,9 +45,6 @@ function exposed(registry: Registry): Map<string, Set<string>> {
   return names;
 }
 
-const PROMQL_WORDS = new Set(
-  'sum min max avg count stddev stdvar topk bottomk quantile rate irate increase delta idelta deriv histogram_quantile label_values label_replace clamp_min clamp_max abs ceil floor round time vector scalar absent by without on ignoring group_left group_right bool and or unless offset le'.split(' '),
-);
 /** Labels Prometheus adds at scrape time. */
 const SCRAPE_LABELS = ['job', 'instance'];
 
@@ -56,25 +54,35 @@ interface Query {
   selected: Array<{ metric: string; label: string }>;
   /** Labels grouped by (by, without, on …). */
   grouped: string[];
+  /** Where the expression is not PromQL (Prometheus's own grammar: @prometheus-io/lezer-promql). */
+  errors: number[];
 }
 
-/** The metric names and labels a PromQL expression uses. */
+/**
+ * The metric names and labels a PromQL expression uses, parsed with Prometheus's grammar. Grafana's
+ * interval variables ($__rate_interval …) are not PromQL: they stand for a duration, so one is put
+ * in their place; variables inside label values are plain strings to the parser.
+ */
 function parseQuery(expr: string): Query {
-  const selected: Query['selected'] = [];
-  const grouped: string[] = [];
-  let rest = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
-  // metric{matchers}: the labels each selector matches on.
-  rest = rest.replace(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{([^}]*)\}/g, (_all, metric: string | undefined, matchers: string) => {
-    for (const m of matchers.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)) selected.push({ metric: metric ?? '', label: m[1]! });
-    return ` ${metric ?? ''} `;
+  const text = expr.replace(/\$\{?__\w+\}?/g, '5m');
+  const query: Query = { metrics: [], selected: [], grouped: [], errors: [] };
+  let metric = '';
+  parser.parse(text).iterate({
+    enter(node) {
+      const value = text.slice(node.from, node.to);
+      if (node.type.isError) query.errors.push(node.from);
+      else if (node.name === 'VectorSelector') metric = '';
+      else if (node.name === 'Identifier' && node.node.parent?.name === 'VectorSelector') {
+        metric = value;
+        query.metrics.push(value);
+      } else if (node.name === 'LabelName') {
+        const parent = node.node.parent?.name;
+        if (parent === 'GroupingLabels') query.grouped.push(value);
+        else if (parent === 'UnquotedLabelMatcher') query.selected.push({ metric, label: value });
+      }
+    },
   });
-  rest = rest.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_all, _kw, labels: string) => {
-    grouped.push(...labels.split(',').map((l) => l.trim()).filter(Boolean));
-    return ' ';
-  });
-  rest = rest.replace(/\[[^\]]*\]/g, ' ').replace(/\$\{?\w+\}?/g, ' ');
-  const metrics = [...rest.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)].map((m) => m[0]).filter((w) => !PROMQL_WORDS.has(w));
-  return { metrics, selected, grouped };
+  return query;
 }
 
 function queriesOf(d: Dashboard): Array<{ where: string; expr: string }> {
@@ -93,6 +101,7 @@ function problems(d: Dashboard, served: Map<string, Set<string>>): string[] {
   const found: string[] = [];
   for (const { where, expr } of queriesOf(d)) {
     const q = parseQuery(expr);
+    if (q.errors.length > 0) found.push(`${where}: not PromQL: ${expr}`);
     if (q.metrics.length === 0) found.push(`${where}: no metric in ${expr}`);
     for (const m of q.metrics) if (!served.has(m)) found.push(`${where}: ${m} is not served`);
     for (const { metric, label } of q.selected) {
@@ -136,6 +145,7 @@ test('the check finds an unknown metric, a label a metric lacks and a grouping b
       { type: 'timeseries', title: 'renamed', targets: [{ expr: 'sum by (flow) (rate(kafka_flow_records_fold_total{flow=~"$flow"}[$__rate_interval]))' }] },
       { type: 'timeseries', title: 'label', targets: [{ expr: 'kafka_flow_keys_live{key="x"}' }] },
       { type: 'timeseries', title: 'grouping', targets: [{ expr: 'sum by (output_topic) (kafka_flow_keys_live)' }] },
+      { type: 'timeseries', title: 'syntax', targets: [{ expr: 'sum(rate(kafka_flow_records_folded_total[$__rate_interval])' }] },
     ],
   };
   expect(problems(broken, served)).toEqual([
@@ -143,6 +153,7 @@ test('the check finds an unknown metric, a label a metric lacks and a grouping b
     'panel "renamed": grouped by flow, which none of its metrics has',
     'panel "label": kafka_flow_keys_live has no label key',
     'panel "grouping": grouped by output_topic, which none of its metrics has',
+    'panel "syntax": not PromQL: sum(rate(kafka_flow_records_folded_total[$__rate_interval])',
   ]);
   expect(parseQuery('histogram_quantile(0.99, sum by (le, flow) (rate(x_bucket{flow=~"a|b", state="r"}[5m])))')).toEqual({
     metrics: ['x_bucket'],
@@ -151,5 +162,6 @@ test('the check finds an unknown metric, a label a metric lacks and a grouping b
       { metric: 'x_bucket', label: 'state' },
     ],
     grouped: ['le', 'flow'],
+    errors: [],
   });
 });
