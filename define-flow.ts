@@ -7,11 +7,12 @@ import { type Duration, durationSchema, toMillis } from './core/duration';
 import type { PartitionFlowDefinition } from './flow/create-partition-flow';
 import type { DecodeFailurePolicy } from './flow/decode-policy';
 import type { OutputEncoder } from './flow/emit';
-import type { Fold } from './flow/fold';
+import type { Fold, OnTimer } from './flow/fold';
+import type { TimeDomain } from './flow/key-timers';
 import { defaultDeadLetterTopic, type PoisonPolicy } from './flow/poison';
 import type { FlowRecord } from './flow/record';
 import { type TimersOptions, timerPolicy } from './flow/timers';
-import { backendsWith, lackOf } from './persistence/descriptors';
+import { backendsWith, descriptorOf, lackOf } from './persistence/descriptors';
 import {
   type CassandraPersistenceOptions,
   type KafkaPersistenceOptions,
@@ -34,6 +35,19 @@ export interface FlowOptions<S, V> {
   persistence?: PersistenceOptions;
   /** kafka-flow's TimerFlowOf names and defaults. Default: persistPeriodically with its defaults. */
   timers?: TimersOptions;
+  /**
+   * A key's timer fired (set by the fold with `ctx.timers.at`): the new state out, undefined deletes
+   * the key; it may emit and set timers. Timers are persisted with the key's state and survive
+   * restarts and rebalances; a fire lands with the key's next write, exactly once. Snapshot modes only.
+   */
+  onTimer?: OnTimer<S>;
+  /**
+   * Deletes a key this long after its last record (as a fold returning undefined would): by the
+   * owner's clock (`time: 'processing'`, default) or by record timestamps (`'event'`).
+   */
+  stateTtl?: Duration | { after: Duration; time?: TimeDomain };
+  /** Event time: a partition's watermark is its highest record timestamp so far minus this. Default 0. */
+  allowedLateness?: Duration;
   /** Decodes input values. Default JSON. */
   valueCodec?: Codec<V>;
   /** A value the codec cannot decode: 'fail' (default), 'skip' or 'dead-letter'. */
@@ -174,6 +188,9 @@ const schema = z.strictObject({
     .strictObject({ sessionTimeout: durationSchema.optional(), heartbeatInterval: durationSchema.optional(), rebalanceTimeout: durationSchema.optional() })
     .optional(),
   asyncConcurrency: z.number().int().positive().optional(),
+  onTimer: fn('onTimer').optional(),
+  stateTtl: z.union([durationSchema, z.strictObject({ after: durationSchema, time: z.enum(['processing', 'event']).optional() })]).optional(),
+  allowedLateness: durationSchema.optional(),
 });
 
 /**
@@ -208,6 +225,26 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
         `(outputs are produced with the key writes that pass their records), not ${noOutputs}`,
     );
   }
+  const ttl = options.stateTtl;
+  const stateTtl =
+    ttl === undefined
+      ? undefined
+      : typeof ttl === 'object' && ttl !== null && 'after' in ttl
+        ? { ms: toMillis(ttl.after, 'stateTtl.after'), time: ttl.time ?? ('processing' as const) }
+        : { ms: toMillis(ttl as Duration, 'stateTtl'), time: 'processing' as const };
+  if (stateTtl && !(stateTtl.ms > 0)) throw new ConfigError(`invalid flow definition "${options.name}": stateTtl must be more than 0`);
+  if (options.onTimer || stateTtl) {
+    const which = options.onTimer ? 'onTimer' : 'stateTtl';
+    if (!descriptorOf(persistence.backend).capabilities.keyTimers) {
+      throw new ConfigError(`invalid flow definition "${options.name}": ${which} needs persistence to ${backendsWith('keyTimers')}, not backend '${persistence.backend}'`);
+    }
+    if (persistence.mode === 'journal' || persistence.mode === 'journal+snapshots') {
+      throw new ConfigError(
+        `invalid flow definition "${options.name}": ${which} needs mode 'snapshots' (a key's timers are persisted with its snapshot; a journal replay would lose them), not mode '${persistence.mode}'`,
+      );
+    }
+  }
+  const allowedLatenessMs = toMillis(options.allowedLateness ?? 0, 'allowedLateness');
   const outputEveryMs = toMillis(options.outputEvery ?? 1000, 'outputEvery');
   if (!(outputEveryMs > 0)) throw new ConfigError(`invalid flow definition "${options.name}": outputEvery must be more than 0`);
   let deadLetterTopics: Record<string, string> | undefined;
@@ -244,6 +281,9 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     },
     logKeys: options.logKeys ?? false,
     asyncConcurrency: options.asyncConcurrency,
+    onTimer: options.onTimer,
+    stateTtl,
+    allowedLatenessMs,
     idleFlushMs: options.idleFlush === false ? undefined : toMillis(options.idleFlush ?? DEFAULT_IDLE_FLUSH_MS, 'idleFlush'),
   });
 }

@@ -22,8 +22,21 @@ export {
   type PartitionContext,
 } from './flow/create-partition-flow';
 export type { Duration } from './core/duration';
-export { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError } from './flow/errors';
-export { andThen, contramapValue, type Fold, filter, handleErrorWith, mapState, transformState } from './flow/fold';
+export { FoldError, OffsetCommitFailedError, PartitionStateError, PersistFailedError, TimerError } from './flow/errors';
+export {
+  andThen,
+  contramapValue,
+  type EmitRecord,
+  type FiredTimer,
+  type Fold,
+  type FoldContext,
+  filter,
+  handleErrorWith,
+  mapState,
+  type OnTimer,
+  transformState,
+} from './flow/fold';
+export { type KeyTimer, type KeyTimers, type TimeDomain, TimerArgumentError, type TimerOptions } from './flow/key-timers';
 export { type Logger, silentLogger } from './core/logger';
 export { FlowMetrics, type PartitionMetrics } from './flow/metrics';
 export { OffsetOutOfRangeError } from './flow/offsets';

@@ -17,6 +17,18 @@ export interface TopicPartition {
 export interface Snapshot<S> {
   readonly state: S;
   readonly offset: number;
+  /** The key's pending timers (ctx.timers, stateTtl), persisted with its state; absent: none. */
+  readonly timers?: readonly KeyTimer[];
+}
+
+/** Which clock a key timer follows: the owner's (`processing`), or the partition's records' timestamps (`event`). */
+export type TimeDomain = 'processing' | 'event';
+
+/** One pending timer of a key: it fires once its clock reaches `at` (ms since the epoch). Unique by name per key. */
+export interface KeyTimer {
+  readonly name: string;
+  readonly at: number;
+  readonly time: TimeDomain;
 }
 
 /**

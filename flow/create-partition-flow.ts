@@ -5,7 +5,8 @@ import type { PersistenceMode } from '../core/persistence-types';
 import type { Clock } from './clock';
 import type { DecodeFailurePolicy } from './decode-policy';
 import type { OutputEncoder } from './emit';
-import type { Fold } from './fold';
+import type { Fold, OnTimer } from './fold';
+import type { TimeDomain } from './key-timers';
 import { FlowMetrics } from './metrics';
 import { PartitionFlow } from './partition-flow';
 import type { PoisonPolicy } from './poison';
@@ -37,6 +38,12 @@ export interface PartitionFlowDefinition<S, V> {
   readonly asyncConcurrency?: number;
   readonly filter: ((record: FlowRecord<V>) => boolean) | undefined;
   readonly remapKey: ((key: string, record: FlowRecord<V>) => string) | undefined;
+  /** Fires a key's timers (FlowOptions.onTimer). */
+  readonly onTimer?: OnTimer<S>;
+  /** FlowOptions.stateTtl, resolved. */
+  readonly stateTtl?: { readonly ms: number; readonly time: TimeDomain };
+  /** FlowOptions.allowedLateness, ms. */
+  readonly allowedLatenessMs?: number;
 }
 
 /** What a PartitionFlow needs beyond the definition: where it is, and its I/O and observability. */
@@ -73,6 +80,9 @@ export function createPartitionFlow<S, V>(definition: PartitionFlowDefinition<S,
     outputEvery: definition.outputEveryMs,
     maxPendingOutputs: definition.maxPendingOutputs,
     asyncConcurrency: definition.asyncConcurrency,
+    onTimer: definition.onTimer,
+    stateTtl: definition.stateTtl,
+    allowedLateness: definition.allowedLatenessMs,
     clock: context.clock,
     // The partition's log lines hold no record data without logKeys, whatever error they carry.
     logger: context.logger && redactingLogger(context.logger),

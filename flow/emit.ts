@@ -2,6 +2,7 @@ import { KafkaFlowError } from '../config/errors';
 import { PartitionStateError } from './errors';
 import { EmittedOutputs, OUTPUT_SOURCE_HEADER, type PendingOutput } from '../core/emitted-outputs';
 import type { EmitRecord, FoldContext } from './fold';
+import { type KeyTimer, TimerEdits } from './key-timers';
 import type { FlowRecord } from './record';
 
 export { OUTPUT_SOURCE_HEADER };
@@ -60,12 +61,21 @@ export class EmitBuffer implements FoldContext {
   private prefixTopic: string | undefined;
   private prefixPartition = -1;
   private prefix = '';
+  /** The timer edits of the fold in progress (ctx.timers). */
+  readonly timers = new TimerEdits();
 
   constructor(private readonly options: OutputOptions | undefined) {}
 
-  begin(record: FlowRecord<unknown>): void {
+  /** Opens the context for the fold of `record` on a key with `timers` pending. */
+  begin(record: FlowRecord<unknown>, timers?: readonly KeyTimer[]): void {
     this.record = record;
     this.clear();
+    this.timers.begin(timers);
+  }
+
+  /** The key's timers after the fold just taken, or undefined if it changed none (see TimerEdits.take). */
+  takeTimers(): { readonly timers: readonly KeyTimer[] | undefined } | undefined {
+    return this.timers.take();
   }
 
   /**
@@ -90,6 +100,7 @@ export class EmitBuffer implements FoldContext {
   discard(): void {
     this.record = undefined;
     this.clear();
+    this.timers.discard();
   }
 
   private clear(): void {

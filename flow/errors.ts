@@ -71,6 +71,33 @@ export class OffsetCommitFailedError extends KafkaFlowError {
   }
 }
 
+/**
+ * The flow's onTimer threw (or returned a Promise: it must return the new state synchronously) for
+ * a key's timer: the partition stops and recovers from its persisted state, where the timer is
+ * still pending, so it fires again — fix onTimer. Shows the key only with logKeys, as FoldError.
+ */
+export class TimerError extends KafkaFlowError {
+  readonly topic: string;
+  readonly partition: number;
+  /** The key: not enumerable, so that loggers copying an error's fields do not print it. */
+  declare readonly key: string;
+  readonly timer: string;
+  readonly at: number;
+  constructor(topic: string, partition: number, key: string, timer: { name: string; at: number }, cause: unknown) {
+    const shown = withheld(cause);
+    const message = (why: string) =>
+      `onTimer threw on topic "${topic}" partition ${partition} (key ${showKey(key)}, timer "${timer.name}" at ${timer.at}): ` +
+      `${why}. The partition stops and recovers from its persisted state, where the timer is still pending.`;
+    super('TIMER_FAILED', message(causeText(shown)), { cause: shown });
+    this.topic = topic;
+    this.partition = partition;
+    hiddenProperty(this, 'key', key);
+    this.timer = timer.name;
+    this.at = timer.at;
+    keepUnredactedMessage(this, message(causeText(cause)));
+  }
+}
+
 /** A PartitionFlow was used after `recover`/`handleBatch` was called out of order. */
 export class PartitionStateError extends KafkaFlowError {
   constructor(message: string) {

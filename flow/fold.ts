@@ -1,3 +1,4 @@
+import { type KeyTimer, type KeyTimers, type TimerOptions, withoutTimer, withTimer } from './key-timers';
 import type { FlowRecord } from './record';
 
 /** A record a fold emits (`ctx.emit`): its value is encoded with the flow's `outputCodec`. */
@@ -20,6 +21,12 @@ export interface EmitRecord {
  */
 export interface FoldContext {
   emit(output: EmitRecord): void;
+  /**
+   * The key's timers: `at(epochMs, { name, time })` fires the flow's `onTimer` for this key once the
+   * time is reached ('processing': the owner's clock; 'event': the partition's record timestamps),
+   * `cancel(name)`. Edits land with the key's next write, and only if the fold succeeds.
+   */
+  readonly timers: KeyTimers;
 }
 
 /**
@@ -32,8 +39,58 @@ export interface FoldContext {
  */
 export type Fold<S, V> = (state: S | undefined, record: FlowRecord<V>, ctx: FoldContext) => S | undefined | Promise<S | undefined>;
 
-/** A context whose emits go nowhere: journal replay (the outputs went out with the journal's write) and tests. */
-export const discardingContext: FoldContext = Object.freeze({ emit: () => {} });
+/** A key's timer as it fires: its key, name, time and clock. */
+export interface FiredTimer extends KeyTimer {
+  readonly key: string;
+}
+
+/**
+ * A key's timer fired (ctx.timers.at): the key's state and the timer in, the new state out
+ * (undefined deletes the key, as a fold returning undefined). It may emit and set or cancel the
+ * key's timers through `ctx`; its effects land with the key's next write, exactly once. It must
+ * return synchronously.
+ */
+export type OnTimer<S> = (state: S, timer: FiredTimer, ctx: FoldContext) => S | undefined;
+
+const NO_TIMERS: readonly KeyTimer[] = Object.freeze([]);
+
+/** A context whose emits and timer edits go nowhere: journal replay (the outputs went out with the journal's write) and tests. */
+export const discardingContext: FoldContext = Object.freeze({
+  emit: () => {},
+  timers: Object.freeze({ at: () => {}, cancel: () => {}, list: () => NO_TIMERS }),
+});
+
+/**
+ * Timer edits held until the fold they belong to succeeds, then made on `outer` in order; `list`
+ * shows them applied (handleErrorWith: a failed fold's edits go with it).
+ */
+function heldTimers(outer: FoldContext, held: Array<(ctx: FoldContext) => void>): KeyTimers {
+  return {
+    at: (epochMs: number, options?: TimerOptions) => {
+      held.push((ctx) => ctx.timers.at(epochMs, options));
+    },
+    cancel: (name: string) => {
+      held.push((ctx) => ctx.timers.cancel(name));
+    },
+    list: () => {
+      let timers: readonly KeyTimer[] | undefined = outer.timers.list();
+      const shadow: FoldContext = {
+        emit: () => {},
+        timers: {
+          at: (at, o) => {
+            timers = withTimer(timers, { name: o?.name ?? String(at), at: Math.floor(at), time: o?.time ?? 'processing' });
+          },
+          cancel: (name) => {
+            timers = withoutTimer(timers, name);
+          },
+          list: () => timers ?? NO_TIMERS,
+        },
+      };
+      for (const edit of held) edit(shadow);
+      return timers ?? NO_TIMERS;
+    },
+  };
+}
 
 export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return (
@@ -94,16 +151,19 @@ export function handleErrorWith<S, V>(
   handler: (state: S | undefined, error: unknown, record: FlowRecord<V>, ctx: FoldContext) => S | undefined | Promise<S | undefined>,
 ): Fold<S, V> {
   return (state, record, ctx) => {
-    // The inner fold's emits are held until it succeeds.
+    // The inner fold's emits and timer edits are held until it succeeds.
     let held: EmitRecord[] | undefined;
+    const edits: Array<(ctx: FoldContext) => void> = [];
     const inner: FoldContext = {
       emit: (output) => {
         held ??= [];
         held.push(output);
       },
+      timers: heldTimers(ctx, edits),
     };
     const release = <T>(value: T): T => {
       if (held) for (const output of held) ctx.emit(output);
+      for (const edit of edits) edit(ctx);
       return value;
     };
     let result: S | undefined | Promise<S | undefined>;

@@ -4,6 +4,7 @@ import { FoldError } from './errors';
 import { discardingContext, type Fold, isPromise } from './fold';
 import { offsetFromRecord } from './offsets';
 import { appendOutputs, type PendingOutput } from '../core/emitted-outputs';
+import type { KeyTimer } from '../core/persistence-types';
 import type { FlowRecord, InputMessage } from './record';
 import type { KeyTimes } from './timers';
 
@@ -42,6 +43,8 @@ export interface KeyExtras<V> {
   events?: FlowRecord<V>[];
   /** Records to produce with the key's next write (dead letters and emitted records). */
   outputs?: PendingOutput[];
+  /** The key's pending timers (ctx.timers, stateTtl): part of its state, written with it. Never changed in place. */
+  timers?: readonly KeyTimer[];
   /** Records waiting for this key, in offset order; set while the key is busy (an async fold or a read-back runs). */
   queue?: Queued<V>[];
   /** The fold context of this key's async folds (its emits must not mix with another key's). */
@@ -155,7 +158,14 @@ export class KeyFlow<S, V> implements KeyTimes {
   /** Drops the extras once nothing is left in them (a key that folded asynchronously once stays small). */
   tidy(): void {
     const x = this.x;
-    if (x && x.events === undefined && (x.outputs === undefined || x.outputs.length === 0) && x.queue === undefined && x.emits === undefined) {
+    if (
+      x &&
+      x.events === undefined &&
+      (x.outputs === undefined || x.outputs.length === 0) &&
+      x.queue === undefined &&
+      x.emits === undefined &&
+      x.timers === undefined
+    ) {
       extrasOf.delete(this);
       this.flags &= ~EXTRAS;
     }
@@ -221,6 +231,18 @@ export class KeyFlow<S, V> implements KeyTimes {
   set events(events: FlowRecord<V>[] | undefined) {
     if (events !== undefined) this.extras().events = events;
     else if (this.x) this.x.events = undefined;
+  }
+
+  /** The key's pending timers (undefined: none). */
+  get timers(): readonly KeyTimer[] | undefined {
+    return this.x?.timers;
+  }
+  set timers(timers: readonly KeyTimer[] | undefined) {
+    if (timers !== undefined && timers.length > 0) this.extras().timers = timers;
+    else if (this.x) {
+      this.x.timers = undefined;
+      this.tidy();
+    }
   }
 
   get outputs(): PendingOutput[] | undefined {

@@ -1,6 +1,7 @@
 import { EmitBuffer, type OutputOptions } from './emit';
 import type { KeyFlow, Queued } from './key-flow';
 import type { PendingOutput } from '../core/emitted-outputs';
+import type { KeyTimer } from '../core/persistence-types';
 import type { PoisonReason } from './poison';
 import type { RecoveredKey } from './ports';
 import type { FlowRecord, InputMessage } from './record';
@@ -30,8 +31,15 @@ export interface KeyRunsFold<S, V> {
   tick(): void;
   /** One record into its key; the fold's Promise when it went async. */
   step(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, decodeError: unknown, ctx: EmitBuffer): Promise<S | undefined> | undefined;
-  /** A folded record's new state and emits into its key. */
-  apply(kf: KeyFlow<S, V>, next: S | undefined, emitted: PendingOutput[] | undefined, record: FlowRecord<V>, offset: number): void;
+  /** A folded record's new state, emits and timer edits (undefined: none) into its key. */
+  apply(
+    kf: KeyFlow<S, V>,
+    next: S | undefined,
+    emitted: PendingOutput[] | undefined,
+    timers: { readonly timers: readonly KeyTimer[] | undefined } | undefined,
+    record: FlowRecord<V>,
+    offset: number,
+  ): void;
   /** A record whose fold failed: to the poison handler. */
   poisoned(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, reason: PoisonReason, error: unknown): void;
   /** Adds what was folded and skipped to the metrics. */
@@ -217,6 +225,6 @@ export class KeyRuns<S, V> {
       this.f.poisoned(kf, record, offset, message, 'fold', err);
       return;
     }
-    this.f.apply(kf, next, ctx.take(), record, offset);
+    this.f.apply(kf, next, ctx.take(), ctx.takeTimers(), record, offset);
   }
 }

@@ -25,6 +25,8 @@ export class FlowMetrics {
   readonly commits: Counter<PartitionLabels | 'outcome'>;
   readonly commitDuration: Histogram<PartitionLabels>;
   readonly keysEvicted: Counter<PartitionLabels>;
+  /** Key timers fired (`kind` timer: onTimer ran; ttl: the key expired by stateTtl). */
+  readonly timersFired: Counter<PartitionLabels | 'kind'>;
   /** Bytes of state before compression (kafka-flow's name), by compressor `component`. */
   readonly compressorRawBytes: Counter<'component'>;
   /** Bytes after compression, header included (kafka-flow's name), by compressor `component`. */
@@ -137,6 +139,12 @@ export class FlowMetrics {
       labelNames: labels,
       registers,
     });
+    this.timersFired = new Counter({
+      name: 'kafka_flow_timers_fired_total',
+      help: 'Key timers fired, by kind (timer: onTimer ran; ttl: the key expired by stateTtl)',
+      labelNames: [...labels, 'kind'],
+      registers,
+    });
     // Registered with the engine's metrics (they are on /metrics from the start); the backends' compressors count into them.
     const compressor = compressorCounters(registry);
     this.compressorRawBytes = compressor.raw;
@@ -177,6 +185,7 @@ export class FlowMetrics {
       commits: once((outcome) => this.commits.labels({ ...l, outcome })) as (outcome: 'ok' | 'failed') => CounterChild,
       commitDuration: this.commitDuration.labels(l),
       keysEvicted: this.keysEvicted.labels(l),
+      timersFired: once((kind) => this.timersFired.labels({ ...l, kind })) as (kind: 'timer' | 'ttl') => CounterChild,
     };
   }
 }
@@ -198,4 +207,5 @@ export interface PartitionMetrics {
   commits(outcome: 'ok' | 'failed'): CounterChild;
   commitDuration: { observe(value: number): void };
   keysEvicted: CounterChild;
+  timersFired(kind: 'timer' | 'ttl'): CounterChild;
 }

@@ -6,8 +6,10 @@ import { DecodeError } from '../core/codec/errors';
 import { utf8Text } from '../core/codec/utf8';
 import { EmitBuffer, type OutputOptions } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
-import { FoldError, PartitionStateError } from './errors';
-import { type Fold, isPromise } from './fold';
+import { FoldError, PartitionStateError, TimerError } from './errors';
+import { type Fold, isPromise, type OnTimer } from './fold';
+import { type KeyTimer, type TimeDomain, TTL_TIMER, withoutTimer, withTimer } from './key-timers';
+import { type TimerEntry, TimerQueue } from './timer-queue';
 import { KeyFlow } from './key-flow';
 import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
@@ -48,6 +50,12 @@ export interface PartitionFlowOptions<S, V> {
   readonly persistence: PartitionPersistence<S, V>;
   readonly mode: PersistenceMode;
   readonly timers?: TimerPolicy;
+  /** Fires a key's timers (ctx.timers); without it a timer that comes due is dropped. */
+  readonly onTimer?: OnTimer<S>;
+  /** A key expires (is deleted) this long after its last record: by the owner's clock, or by record timestamps. */
+  readonly stateTtl?: { readonly ms: number; readonly time: TimeDomain };
+  /** Event time: the partition's watermark is its highest record timestamp so far minus this (ms). Default 0. */
+  readonly allowedLateness?: number;
   /** Record-level filter, after remapKey and before the key is looked up (kafka-flow FilterRecord). */
   readonly filter?: (record: FlowRecord<V>) => boolean;
   /** Derives the key a record is folded under (kafka-flow RemapKey), before filter and fold. */
@@ -141,6 +149,14 @@ export class PartitionFlow<S, V> {
   private batchPending = false;
   /** Busy keys (async folds, read-backs), the records queued behind them, asyncConcurrency's slots. */
   private readonly runs: KeyRuns<S, V>;
+  /** The keys' pending timers by clock (with onTimer or stateTtl), earliest first. */
+  private readonly due: Record<TimeDomain, TimerQueue> = { processing: new TimerQueue(), event: new TimerQueue() };
+  /** Key timers are in use (onTimer or stateTtl): the partition tracks them and its watermark. */
+  private readonly timed: boolean;
+  /** Event time: the highest record timestamp folded here so far, minus allowedLateness. */
+  private watermark = Number.NEGATIVE_INFINITY;
+  /** Timers set while timers fire: queued once the firing is done (a timer set for now fires at the next tick, not in a loop). */
+  private setWhileFiring: Array<[TimeDomain, TimerEntry]> | undefined;
 
   constructor(options: PartitionFlowOptions<S, V>) {
     this.o = options;
@@ -183,7 +199,7 @@ export class PartitionFlow<S, V> {
         this.rel = this.clock.now() - this.epoch;
       },
       step: (kf, record, offset, message, decodeError, ctx) => this.step(kf, record, offset, message, decodeError, ctx),
-      apply: (kf, next, emitted, record, offset) => this.apply(kf, next, emitted, record, offset),
+      apply: (kf, next, emitted, timers, record, offset) => this.apply(kf, next, emitted, timers, record, offset),
       poisoned: (kf, record, offset, message, reason, error) => this.poisoned(kf, record, offset, message, reason, error),
       countFolded: () => this.countFolded(),
       forgetIfNothing: (kf) => this.forgetIfNothing(kf),
@@ -192,6 +208,7 @@ export class PartitionFlow<S, V> {
       unloaded: this.unloaded,
     });
     this.ctx = new EmitBuffer(options.outputs);
+    this.timed = options.onTimer !== undefined || options.stateTtl !== undefined;
     if (options.mode === 'none') this.recovered = true;
     if ((options.onDecodeFailure === 'dead-letter' || options.onFoldFailure === 'dead-letter') && !options.deadLetterTopic) {
       throw new PartitionStateError('the dead-letter policy needs a deadLetterTopic');
@@ -312,6 +329,7 @@ export class PartitionFlow<S, V> {
           }
         }
         if (filter && !filter(record)) continue;
+        if (this.timed) this.advanceWatermark(record.timestamp);
         this.route(this.keyFor(key, offset), record, offset, m, undefined);
       }
     } catch (err) {
@@ -398,7 +416,7 @@ export class PartitionFlow<S, V> {
       return undefined;
     }
     let next: S | undefined | Promise<S | undefined>;
-    ctx.begin(record);
+    ctx.begin(record, kf.timers);
     try {
       next = this.o.fold(kf.state, record, ctx);
     } catch (err) {
@@ -407,11 +425,19 @@ export class PartitionFlow<S, V> {
       return undefined;
     }
     if (isPromise(next)) return next;
-    this.apply(kf, next, ctx.take(), record, offset);
+    this.apply(kf, next, ctx.take(), ctx.takeTimers(), record, offset);
     return undefined;
   }
 
-  private apply(kf: KeyFlow<S, V>, next: S | undefined, emitted: PendingOutput[] | undefined, record: FlowRecord<V>, offset: number): void {
+  private apply(
+    kf: KeyFlow<S, V>,
+    next: S | undefined,
+    emitted: PendingOutput[] | undefined,
+    timers: { readonly timers: readonly KeyTimer[] | undefined } | undefined,
+    record: FlowRecord<V>,
+    offset: number,
+  ): void {
+    if (this.timed) this.applyTimers(kf, next, timers, record);
     // A record that emitted is written even if the state is unchanged: the snapshot's offset
     // must pass it, or a replay would emit again.
     if (emitted) {
@@ -480,8 +506,149 @@ export class PartitionFlow<S, V> {
       kf.timerAt = undefined;
       const decision = onTimer(this.policy, kf, rel, offset);
       if (decision.persist) kf.due = true;
-      if (decision.unload) kf.unload = true;
+      // A key with timers pending stays in memory (its timers are the partition's to fire).
+      if (decision.unload && kf.timers === undefined) kf.unload = true;
       if (decision.registerAt !== undefined) kf.timerAt = decision.registerAt;
+    }
+    if (this.timed) this.fireTimers(now);
+  }
+
+  /** Fires the key timers due at `now` (processing time) and at the watermark (event time). */
+  private fireTimers(now: number): void {
+    this.fireDue('processing', now);
+    this.fireDue('event', this.watermark);
+  }
+
+  /** Event time: a record's timestamp moves the watermark, and the event timers it passes fire before the record folds. */
+  private advanceWatermark(timestamp: string): void {
+    const mark = Number(timestamp) - (this.o.allowedLateness ?? 0);
+    if (!(mark > this.watermark)) return;
+    this.watermark = mark;
+    const next = this.due.event.peek();
+    if (next !== undefined && next.at <= mark) this.fireDue('event', mark);
+  }
+
+  /**
+   * Fires each timer of `time` due at `until`, earliest first (then by key and name). An entry is
+   * checked against its key's timers: gone (cancelled, fired, the key deleted) it is dropped, moved
+   * later it is queued again at its new time; a key busy folding asynchronously keeps its timer
+   * for the next tick.
+   */
+  private fireDue(time: TimeDomain, until: number): void {
+    const queue = this.due[time];
+    let top = queue.peek();
+    if (top === undefined || top.at > until) return;
+    const deferred: TimerEntry[] = [];
+    this.setWhileFiring = [];
+    try {
+      for (; top !== undefined && top.at <= until; top = queue.peek()) {
+        queue.pop();
+        const name = top.name;
+        const kf = this.keys.get(top.key);
+        const timer = kf?.timers?.find((t) => t.name === name);
+        if (kf === undefined || timer === undefined || timer.time !== time || timer.at < top.at) continue;
+        if (timer.at > top.at) {
+          queue.push({ at: timer.at, key: top.key, name });
+          continue;
+        }
+        if (kf.busy) {
+          deferred.push(top);
+          continue;
+        }
+        this.fire(kf, timer);
+      }
+    } finally {
+      for (const entry of deferred) queue.push(entry);
+      const set = this.setWhileFiring;
+      this.setWhileFiring = undefined;
+      for (const [t, entry] of set) this.due[t].push(entry);
+    }
+  }
+
+  /** One key timer fires: stateTtl deletes the key; any other runs onTimer, whose state, emits and timer edits the key takes. */
+  private fire(kf: KeyFlow<S, V>, timer: KeyTimer): void {
+    if (kf.lazy) this.decodeOrFail(kf);
+    const rest = withoutTimer(kf.timers, timer.name);
+    if (!kf.hasState) {
+      this.setTimers(kf, undefined); // a deleted key keeps no timers
+      return;
+    }
+    const onTimer = this.o.onTimer;
+    if (timer.name === TTL_TIMER || onTimer === undefined) {
+      const expires = timer.name === TTL_TIMER;
+      this.setTimers(kf, expires ? undefined : rest);
+      kf.markChanged();
+      kf.due = true;
+      if (expires) {
+        // Expired: deleted as a fold returning no state deletes it (a marker, then a purge).
+        kf.state = undefined;
+        this.m.timersFired('ttl').inc();
+        this.forgetIfNothing(kf);
+      }
+      return;
+    }
+    const ctx = this.ctx;
+    ctx.begin(this.timerSource(kf.key, timer), rest);
+    let next: S | undefined;
+    try {
+      next = onTimer(kf.state as S, { key: kf.key, name: timer.name, at: timer.at, time: timer.time }, ctx);
+      if (isPromise(next)) {
+        (next as Promise<unknown>).catch(() => undefined);
+        throw new TypeError('onTimer returned a Promise: it must return the new state synchronously');
+      }
+    } catch (err) {
+      ctx.discard();
+      throw this.fail(new TimerError(this.topic, this.partition, kf.key, timer, err));
+    }
+    const emitted = ctx.take();
+    const edited = ctx.takeTimers();
+    if (emitted) this.addOutputs(kf, emitted);
+    kf.markChanged();
+    kf.due = true;
+    kf.state = next;
+    this.setTimers(kf, next === undefined ? undefined : edited ? edited.timers : rest);
+    this.m.timersFired('timer').inc();
+    if (next === undefined) this.forgetIfNothing(kf);
+  }
+
+  /**
+   * What a fire's emits are sourced from (their kafka-flow-source header): the key, the timer's
+   * name and time in place of a record's offset, so that a fire done again after a crash emits
+   * records with the same sources (deduplicated where the backend delivers at least once).
+   */
+  private timerSource(key: string, timer: KeyTimer): FlowRecord<unknown> {
+    const offset = `timer:${encodeURIComponent(key)}:${encodeURIComponent(timer.name)}:${timer.at}`;
+    return { topic: this.topic, partition: this.partition, offset, key, value: null, timestamp: String(timer.at), headers: NO_HEADERS };
+  }
+
+  /** A record folded: the fold's timer edits, the stateTtl timer moved past the record, none left on a deleted key. */
+  private applyTimers(kf: KeyFlow<S, V>, next: S | undefined, edited: { readonly timers: readonly KeyTimer[] | undefined } | undefined, record: FlowRecord<V>): void {
+    let timers = edited ? edited.timers : kf.timers;
+    const ttl = this.o.stateTtl;
+    if (next === undefined) timers = undefined;
+    else if (ttl) {
+      const from = ttl.time === 'event' ? Number(record.timestamp) : this.epoch + this.rel;
+      timers = withTimer(timers, { name: TTL_TIMER, at: from + ttl.ms, time: ttl.time });
+    }
+    if (timers === kf.timers) return;
+    this.setTimers(kf, timers);
+    kf.markChanged();
+  }
+
+  /**
+   * The key's timers become `after`: a timer new, moved earlier or to the other clock is queued; one
+   * moved later keeps its entry, which queues it again when it comes up (fireDue).
+   */
+  private setTimers(kf: KeyFlow<S, V>, after: readonly KeyTimer[] | undefined): void {
+    const before = kf.timers;
+    kf.timers = after;
+    if (after === undefined) return;
+    for (const t of after) {
+      const old = before?.find((b) => b.name === t.name);
+      if (old !== undefined && old.time === t.time && old.at <= t.at) continue;
+      const entry: TimerEntry = { at: t.at, key: kf.key, name: t.name };
+      if (this.setWhileFiring) this.setWhileFiring.push([t.time, entry]);
+      else this.due[t.time].push(entry);
     }
   }
 
@@ -602,6 +769,11 @@ export class PartitionFlow<S, V> {
     } else if (found.snapshot) {
       kf.state = found.snapshot.state;
       kf.lastOffset = found.snapshot.offset;
+    }
+    const timers = found.snapshot?.timers;
+    if (timers !== undefined && timers.length > 0) {
+      if (this.timed) this.setTimers(kf, timers);
+      else kf.timers = timers; // kept (and written back) though this flow has no onTimer: a flow redeployed with one fires them
     } else if (found.deleted) {
       kf.state = undefined;
       kf.lastOffset = found.deleted.offset;

@@ -1,3 +1,4 @@
+import type { KeyTimer } from '../core/persistence-types';
 import { PartitionStateError } from './errors';
 import type { KeyFlow } from './key-flow';
 import type { PersistReason, PersistScope } from './persist-types';
@@ -25,6 +26,8 @@ export interface Planned<S, V> {
   readonly offset: number;
   /** A put's state when planned. */
   readonly state: S | undefined;
+  /** A put's pending timers when planned (written with the state). */
+  readonly timers: readonly KeyTimer[] | undefined;
   /** Nothing was stored for the key when planned (the store adds it to its keys). */
   readonly addKey: boolean;
   readonly events: FlowRecord<V>[] | undefined;
@@ -205,7 +208,8 @@ function plannedWrite<S, V>(
   events: FlowRecord<V>[] | undefined,
   outputs: PendingOutput[] | undefined,
 ): Planned<S, V> {
-  return { kf, oldHold, holdAfter, kind, offset: kf.lastOffset, state: kind === 'put' ? kf.state : undefined, addKey: !kf.stored, events, outputs };
+  const put = kind === 'put';
+  return { kf, oldHold, holdAfter, kind, offset: kf.lastOffset, state: put ? kf.state : undefined, timers: put ? kf.timers : undefined, addKey: !kf.stored, events, outputs };
 }
 
 function takeEvents<S, V>(kf: KeyFlow<S, V>): FlowRecord<V>[] | undefined {

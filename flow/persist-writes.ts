@@ -173,7 +173,7 @@ function toWrite<S, V>(s: PersistScope<S, V>, p: Planned<S, V>) {
   if (p.kind === 'delete') return { key, delete: { offset: p.offset }, events: p.events, addKey: p.addKey, outputs: p.outputs };
   return {
     key,
-    snapshot: s.snapshotting ? { state: p.state as S, offset: p.offset } : undefined,
+    snapshot: s.snapshotting ? (p.timers ? { state: p.state as S, offset: p.offset, timers: p.timers } : { state: p.state as S, offset: p.offset }) : undefined,
     events: p.events,
     addKey: p.addKey,
     outputs: p.outputs,

@@ -21,6 +21,8 @@ export interface BackendCapabilities {
   readonly deadLetters: boolean;
   /** Produces the fold's emitted records with the key writes that pass them (`outputTopics`). */
   readonly outputs: boolean;
+  /** Persists a key's pending timers with its snapshot (`onTimer`, `stateTtl`; snapshot modes). */
+  readonly keyTimers: boolean;
 }
 
 /** A persisted key as `inspect` prints it: one JSON line each. */

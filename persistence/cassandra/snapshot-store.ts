@@ -1,11 +1,12 @@
 import { showKey } from '../../core/redact';
 import { types } from 'cassandra-driver';
 import type { Codec } from '../../core/codec/codec';
-import { decodeSnapshot } from '../../core/codec/errors';
+import { CorruptSnapshotError, decodeSnapshot } from '../../core/codec/errors';
+import { timersFromMetadata, timersToJson } from '../../core/key-timers-json';
 import { type Logger, silentLogger } from '../../core/logger';
 import { offsetText } from '../../flow/offsets';
 import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
-import type { StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
+import type { KeyTimer, StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
 import { CassandraFencingMismatchError, CassandraPersistenceError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 import { allBuckets, keyBucket } from './buckets';
@@ -258,13 +259,10 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     // A deleted key's row keeps its offset without a value: its delete marker (and, under 'lwt',
     // the fence that refuses a stale owner's older put).
     if (value === null || value === undefined) return { deleted: true, offset };
-    const state = decodeSnapshot(this.o.codec, value, {
-      topic: partition.topic,
-      partition: partition.partition,
-      key,
-      offset: offsetText(offset),
-    });
-    return { state, offset };
+    const where = { topic: partition.topic, partition: partition.partition, key, offset: offsetText(offset) };
+    const state = decodeSnapshot(this.o.codec, value, where);
+    const timers = decodeTimers(row, where);
+    return timers ? { state, offset, timers } : { state, offset };
   }
 
   async *readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]> {
@@ -357,7 +355,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     const statements: Array<Promise<unknown>> = [];
     if (w.kind === 'put') {
       const value = this.o.codec.encode(w.snapshot.state);
-      statements.push(this.exec(this.q.putAt, [this.o.ttlSeconds, ts, long(w.snapshot.offset), new Date(), '', value, gen, ...pk]));
+      statements.push(this.exec(this.q.putAt, [this.o.ttlSeconds, ts, long(w.snapshot.offset), new Date(), timersToJson(w.snapshot.timers), value, gen, ...pk]));
       if (index) statements.push(index.listAt(partition, w.key, ts, { pinned: false, created: w.newKey === true }));
     } else if (w.kind === 'delete') {
       // A marker never expires: it stands until the committed offset passes it (then purged).
@@ -375,10 +373,12 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   private async writeOne(partition: TopicPartition, w: SnapshotWrite<S>, refusals: Refusal[]): Promise<WriteStatus> {
     const offset = w.kind === 'put' ? w.snapshot.offset : w.offset;
     const value = w.kind === 'put' ? this.o.codec.encode(w.snapshot.state) : undefined;
+    // The key's pending timers ride in kafka-flow's `metadata` column (it writes '' there).
+    const metadata = w.kind === 'put' ? timersToJson(w.snapshot.timers) : '';
     const pk = this.pk(partition, w.key);
     if (this.o.fencing === 'none') {
       if (w.kind === 'put') {
-        await this.exec(this.q.plainPut, [this.o.ttlSeconds, long(offset), new Date(), '', value, ...pk]);
+        await this.exec(this.q.plainPut, [this.o.ttlSeconds, long(offset), new Date(), metadata, value, ...pk]);
       } else if (w.kind === 'delete') {
         // A marker never expires: it stands until the committed offset passes it (then purged).
         await this.exec(this.q.plainMarker, [0, long(offset), new Date(), ...pk]);
@@ -409,7 +409,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         step = nextStep(await this.readVersion(partition, w.key), attempt);
         continue;
       }
-      const rs = await this.exec(...this.lwt(step, kind, offset, value, ttl, pk));
+      const rs = await this.exec(...this.lwt(step, kind, offset, value, metadata, ttl, pk));
       if (rs.wasApplied()) {
         step = { step: 'done' };
         break;
@@ -449,6 +449,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     kind: SnapshotWrite<S>['kind'],
     offset: number,
     value: Buffer | undefined,
+    metadata: string,
     ttl: number,
     pk: unknown[],
   ): [string, unknown[]] {
@@ -457,10 +458,10 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     const now = new Date();
     const q = this.q;
     if (kind === 'put') {
-      const set = [ttl, long(offset), now, '', value];
+      const set = [ttl, long(offset), now, metadata, value];
       switch (step.step) {
         case 'insert':
-          return [q.insert, [...pk, long(offset), now, '', value, gen ?? types.unset, ttl]];
+          return [q.insert, [...pk, long(offset), now, metadata, value, gen ?? types.unset, ttl]];
         case 'conditional':
           return gen === undefined
             ? [q.putIfOffsetNewer, [...set, ...pk, long(offset)]]
@@ -589,11 +590,11 @@ function statements(t: string, layout: SnapshotLayout) {
   const setMarker = 'offset = ?, created = ?, metadata = null, value = null';
   return {
     // `written`: the offset cell's write timestamp (a fence timestamp under 'timestamp').
-    select: `SELECT offset, value, WRITETIME(offset) AS written FROM ${t} WHERE ${where}`,
+    select: `SELECT offset, value, metadata, WRITETIME(offset) AS written FROM ${t} WHERE ${where}`,
     selectVersion: `SELECT offset, generation, value FROM ${t} WHERE ${where}`,
-    selectMany: `SELECT key, offset, value, WRITETIME(offset) AS written FROM ${t} WHERE ${partitionWhere}key IN ?`,
+    selectMany: `SELECT key, offset, value, metadata, WRITETIME(offset) AS written FROM ${t} WHERE ${partitionWhere}key IN ?`,
     // By-partition: a bucket's rows, in key order.
-    scanBucket: `SELECT key, offset, value, WRITETIME(offset) AS written FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND bucket = ?`,
+    scanBucket: `SELECT key, offset, value, metadata, WRITETIME(offset) AS written FROM ${t} WHERE application_id = ? AND group_id = ? AND topic = ? AND partition = ? AND bucket = ?`,
     // fencing 'none': kafka-flow's statements, plus the delete marker.
     plainPut: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where}`,
     plainMarker: `UPDATE ${t} USING TTL ? SET ${setMarker} WHERE ${where}`,
@@ -618,4 +619,14 @@ function statements(t: string, layout: SnapshotLayout) {
     purgeIfOffsetNotNewer: `DELETE FROM ${t} WHERE ${where} IF offset <= ?`,
     purgeIfSame: `DELETE FROM ${t} WHERE ${where} IF generation = ? AND offset = ?`,
   };
+}
+
+/** A snapshot row's pending key timers (its `metadata`; a row read without that column has none). */
+function decodeTimers(row: types.Row, where: ConstructorParameters<typeof CorruptSnapshotError>[0]): readonly KeyTimer[] | undefined {
+  const metadata = row.get('metadata') as string | null | undefined;
+  try {
+    return timersFromMetadata(metadata);
+  } catch (err) {
+    throw new CorruptSnapshotError(where, err);
+  }
 }

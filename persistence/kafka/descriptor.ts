@@ -9,7 +9,7 @@ export const kafkaDescriptor: BackendDescriptor<KafkaPersistenceOptions, Resolve
   name: 'kafka',
   title: 'Kafka',
   schema: kafkaPersistenceSchema,
-  capabilities: { deadLetters: true, outputs: true },
+  capabilities: { deadLetters: true, outputs: true, keyTimers: true },
   resolve: resolveKafkaPersistence,
   create: (definition, worker) => (require('./factory') as typeof Factory).kafkaBackend(definition, worker),
   inspect: (definition, filter, worker) => (require('./inspect') as typeof Inspect).inspectKafka(definition, filter, worker()),

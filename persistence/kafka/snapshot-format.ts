@@ -3,11 +3,16 @@
  * `KafkaSnapshot` as JSON — `{"offset":<last folded input offset>,"metadata":"","value":<state>}` —
  * framed by the engine's Compressor (kafka-flow's byte format: a header, then the bytes, LZ4
  * compressed at or above the threshold). A deleted key is a tombstone (null value). Caching and
- * transactional mode write the same format, so switching modes needs no migration.
+ * transactional mode write the same format, so switching modes needs no migration. A key with
+ * pending timers (onTimer, stateTtl) carries them before its value —
+ * `{"offset":…,"metadata":"","timers":[{"name":…,"at":…,"time":…}],"value":…}` — a field readers
+ * that do not know it (kafka-flow) ignore; such a record is decoded in full at recovery (peek
+ * leaves it to decode), so its timers are known from the start.
  */
 import type { Codec } from '../../core/codec/codec';
 import { Compressor } from '../../core/codec/compressor';
-import type { DeleteMarker, Snapshot, StoredKey } from '../../core/persistence-types';
+import type { DeleteMarker, KeyTimer, Snapshot, StoredKey } from '../../core/persistence-types';
+import { timersFromJson } from '../../core/key-timers-json';
 
 /**
  * A deleted key's record until the committed offset passes it: `{"offset":<deleting offset>,
@@ -87,11 +92,12 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
   const compressor = options.compressor ?? new Compressor();
   const codec = options.stateCodec;
   return {
-    encode({ state, offset }: Snapshot<S>): Buffer {
+    encode({ state, offset, timers }: Snapshot<S>): Buffer {
       if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`snapshot offset ${offset} is not an offset`);
+      const withTimers = timers !== undefined && timers.length > 0;
       let envelope: Buffer;
       if (!codec) {
-        const text = JSON.stringify({ offset, metadata: '', value: state });
+        const text = JSON.stringify(withTimers ? { offset, metadata: '', timers: timers.map(timerJson), value: state } : { offset, metadata: '', value: state });
         if (text === undefined || state === undefined) throw new TypeError('cannot encode an undefined state as JSON');
         envelope = Buffer.from(text, 'utf8');
       } else {
@@ -103,7 +109,8 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
             cause: err,
           });
         }
-        envelope = Buffer.concat([Buffer.from(`{"offset":${offset},"metadata":"","value":`), bytes, Buffer.from('}')]);
+        const head = withTimers ? `{"offset":${offset},"metadata":"","timers":${JSON.stringify(timers.map(timerJson))},"value":` : `{"offset":${offset},"metadata":"","value":`;
+        envelope = Buffer.concat([Buffer.from(head), bytes, Buffer.from('}')]);
       }
       return compressor.compress(envelope);
     },
@@ -115,7 +122,7 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
 
     decode(bytes: Buffer): StoredKey<S> {
       const text = utf8.decode(compressor.decompress(bytes));
-      const parsed = JSON.parse(text) as { offset?: unknown; value?: unknown; deleted?: unknown } | null;
+      const parsed = JSON.parse(text) as { offset?: unknown; value?: unknown; deleted?: unknown; timers?: unknown } | null;
       if (parsed === null || typeof parsed !== 'object' || (!('value' in parsed) && parsed.deleted !== true)) {
         throw new Error('not a snapshot envelope: no "value"');
       }
@@ -125,7 +132,8 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
       }
       if (parsed.deleted === true) return { deleted: true, offset };
       const state = codec ? codec.decode(Buffer.from(JSON.stringify(parsed.value), 'utf8')) : (parsed.value as S);
-      return { state, offset };
+      const timers = parsed.timers === undefined ? undefined : timersFromJson(parsed.timers);
+      return timers ? { state, offset, timers } : { state, offset };
     },
 
     peek(bytes: Buffer): PeekedRecord | undefined {
@@ -141,4 +149,9 @@ export function snapshotFormat<S>(options: SnapshotFormatOptions<S> = {}): Snaps
       return peekEnvelope(envelope);
     },
   };
+}
+
+/** A timer as the envelope holds it (fields in a fixed order). */
+function timerJson(t: KeyTimer): KeyTimer {
+  return { name: t.name, at: t.at, time: t.time };
 }

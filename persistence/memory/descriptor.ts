@@ -9,7 +9,7 @@ export const memoryDescriptor: BackendDescriptor<MemoryPersistenceOptions, Resol
   title: 'memory',
   schema: memoryPersistenceSchema,
   // It produces nothing to Kafka: no key write of its own could carry a dead letter or an output.
-  capabilities: { deadLetters: false, outputs: false },
+  capabilities: { deadLetters: false, outputs: false, keyTimers: true },
   resolve: resolveMemoryPersistence,
   create: (definition) => memoryBackend(definition),
   inspect: (definition) => {

@@ -48,6 +48,24 @@ describe('defineFlow', () => {
     expect(() => defineFlow({ ...kafka, outputEvery: 'soon' })).toThrow(/outputEvery must be a duration/);
   });
 
+  test('onTimer and stateTtl: snapshot modes of any backend; a journal mode is refused; stateTtl a duration or { after, time }', () => {
+    const onTimer = (s: number) => s;
+    expect(defineFlow({ ...base, onTimer }).onTimer).toBe(onTimer);
+    expect(defineFlow({ ...base, stateTtl: '30s' }).stateTtl).toEqual({ ms: 30_000, time: 'processing' });
+    expect(defineFlow({ ...base, stateTtl: { after: '1m', time: 'event' }, allowedLateness: '5s' })).toMatchObject({
+      stateTtl: { ms: 60_000, time: 'event' },
+      allowedLatenessMs: 5_000,
+    });
+    expect(defineFlow({ ...base }).stateTtl).toBeUndefined();
+    const cassandra = { backend: 'cassandra' as const, keyspace: 'k', applicationId: 'a' };
+    expect(defineFlow({ ...base, onTimer, persistence: { ...cassandra, mode: 'snapshots' } }).onTimer).toBe(onTimer);
+    expect(() => defineFlow({ ...base, onTimer, persistence: { ...cassandra, mode: 'journal' } })).toThrow(/onTimer needs mode 'snapshots'/);
+    expect(() => defineFlow({ ...base, stateTtl: '1m', persistence: { ...cassandra, mode: 'journal+snapshots' } })).toThrow(ConfigError);
+    expect(() => defineFlow({ ...base, stateTtl: 0 })).toThrow(/stateTtl must be more than 0/);
+    expect(() => defineFlow({ ...base, stateTtl: { after: '1m', time: 'wall' as never } })).toThrow(/stateTtl/);
+    expect(() => defineFlow({ ...base, onTimer: 'x' as never })).toThrow(/onTimer must be a function/);
+  });
+
   test('maxPendingOutputs: 10,000 a partition unless set; a positive integer or ConfigError naming it', () => {
     const kafka = { ...base, persistence: { backend: 'kafka' as const, transactional: true }, outputTopics: ['a'] };
     expect(defineFlow(kafka).maxPendingOutputs).toBe(10_000);

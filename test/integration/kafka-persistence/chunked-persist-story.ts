@@ -7,7 +7,7 @@
  * whole input gives. Shared by the Kafka and the Cassandra persistence tests.
  */
 import { Registry } from 'prom-client';
-import type { Fold } from '../../../flow/fold';
+import { discardingContext, type Fold } from '../../../flow/fold';
 import { FlowMetrics } from '../../../flow/metrics';
 import { PartitionFlow, type PersistResult } from '../../../flow/partition-flow';
 import type { PartitionPersistence, WriteBatch, WriteBatchResult } from '../../../flow/ports';
@@ -42,7 +42,7 @@ export function messages(input: Input, from = 0, to = input.length): InputMessag
 export function reference(input: Input): Map<string, Count> {
   const states = new Map<string, Count | undefined>();
   input.forEach(([key, value], offset) => {
-    states.set(key, countFold(states.get(key), { topic: 't', partition: 0, offset: String(offset), key, value, timestamp: '0', headers: {} }, { emit() {} }) as Count | undefined);
+    states.set(key, countFold(states.get(key), { topic: 't', partition: 0, offset: String(offset), key, value, timestamp: '0', headers: {} }, discardingContext) as Count | undefined);
   });
   const out = new Map<string, Count>();
   for (const [k, s] of states) if (s !== undefined) out.set(k, s);

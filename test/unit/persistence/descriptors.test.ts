@@ -27,9 +27,9 @@ test('an unknown backend is a ConfigError naming the known ones', () => {
 });
 
 test.each([
-  ['memory', { deadLetters: false, outputs: false }, 'memory', false, false],
-  ['kafka', { deadLetters: true, outputs: true }, 'Kafka', false, false],
-  ['cassandra', { deadLetters: true, outputs: true }, 'Cassandra', true, true],
+  ['memory', { deadLetters: false, outputs: false, keyTimers: true }, 'memory', false, false],
+  ['kafka', { deadLetters: true, outputs: true, keyTimers: true }, 'Kafka', false, false],
+  ['cassandra', { deadLetters: true, outputs: true, keyTimers: true }, 'Cassandra', true, true],
 ])('%s: capabilities %j, titled %s, start-up check %s, worker-started fields %s', (name, capabilities, title, checksAtStart, describes) => {
   const d = descriptorOf(name);
   expect(d.capabilities).toEqual(capabilities);

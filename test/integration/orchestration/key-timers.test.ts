@@ -1,0 +1,114 @@
+// Per-key timers on the real servers: session windows by event time (test/fixtures/session-window-flow.ts)
+// through a kill -9. A worker folds the first third of the input, then is killed once it has folded
+// the second — with sessions closed (timers fired, summaries emitted) that it had not persisted yet
+// (it persists every 5 s); a second worker takes over after the session timeout, replays them from
+// the committed offset, and folds the last third, where the sessions it recovered open close by the
+// timers persisted with them. The output topic, read read_committed, holds every session summary a
+// reference model gives, each exactly once (transactional Kafka: a fire's summary lands with the
+// key's snapshot and the offset, or not at all).
+import path from 'node:path';
+import { PartitionReader } from '../../../kafka';
+import { SESSION_GAP_MS, type SessionSummary } from '../../fixtures/session-window-flow';
+import { eventually } from '../../support/eventually';
+import { send, startCli, testClient, topicWith, unique } from '../../support/servers';
+
+const flowModule = path.join(__dirname, '../../fixtures/session-window-flow.ts');
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+
+interface Order {
+  key: string;
+  partition: number;
+  ts: number;
+}
+
+/**
+ * Orders on two partitions, a second apart in record time: each key orders in bursts of 20 s and
+ * is then quiet for 40 s, so its sessions close about once a minute and at any moment most keys
+ * have a session waiting to close (a pending timer).
+ */
+function orders(fromTick: number, toTick: number): Order[] {
+  const out: Order[] = [];
+  let seed = 20261205;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  for (let tick = 0; tick < toTick; tick++) {
+    for (let k = 0; k < 10; k++) {
+      const r = next();
+      const active = (tick + k * 7) % 60 < 20;
+      if (tick >= fromTick && active && r < 0.5) out.push({ key: `k${k}`, partition: k % 2, ts: T0 + tick * 1000 });
+    }
+  }
+  return out;
+}
+
+/** The reference: per partition, in order, the sessions each order's timestamp closes first. */
+function model(input: readonly Order[]): SessionSummary[] {
+  const out: SessionSummary[] = [];
+  for (const partition of [0, 1]) {
+    const open = new Map<string, { orders: number; first: number; last: number }>();
+    for (const o of input.filter((x) => x.partition === partition)) {
+      const due = [...open].filter(([, s]) => s.last + SESSION_GAP_MS <= o.ts).sort((a, b) => a[1].last - b[1].last || (a[0] < b[0] ? -1 : 1));
+      for (const [key, s] of due) {
+        out.push({ key, ...s });
+        open.delete(key);
+      }
+      const s = open.get(o.key);
+      open.set(o.key, { orders: (s?.orders ?? 0) + 1, first: s?.first ?? o.ts, last: o.ts });
+    }
+  }
+  return out;
+}
+
+const asMessages = (input: readonly Order[]) => input.map((o) => ({ key: o.key, partition: o.partition, value: JSON.stringify({ n: 1 }), timestamp: String(o.ts) }));
+
+test('session windows by event time through a kill -9: every session summary exactly once', async () => {
+  const names = { TEST_FLOW_NAME: unique('sessions'), TEST_FLOW_GROUP: unique('sessions-group'), TEST_FLOW_TOPIC: unique('sessions-in'), TEST_OUTPUT_TOPIC: unique('sessions-out') };
+  const first = orders(0, 300);
+  const second = orders(300, 600);
+  const third = orders(600, 900);
+  const expected = model([...first, ...second, ...third]);
+  expect(expected.length).toBeGreaterThan(100);
+  await topicWith(names.TEST_FLOW_TOPIC, 2, asMessages(first));
+  const client = await testClient('sessions-test');
+  const admin = client.kafka.admin();
+  await admin.connect();
+  const caughtUp = async () => {
+    const [committed] = await admin.fetchOffsets({ groupId: names.TEST_FLOW_GROUP, topics: [names.TEST_FLOW_TOPIC] });
+    const ends = await admin.fetchTopicOffsets(names.TEST_FLOW_TOPIC);
+    return ends.every((e) => committed?.partitions.find((c) => c.partition === e.partition)?.offset === e.high) || undefined;
+  };
+  // Persists every 5 s and no idle flush: when the first worker is killed, sessions it closed in the
+  // second half are folded and fired but not persisted.
+  const env = { ...names, KFT_EXIT_WITH_PARENT: '0', TEST_PERSIST_EVERY_MS: '5000', TEST_IDLE_FLUSH: 'off' };
+  const a = startCli(['worker', flowModule], env);
+  let b: ReturnType<typeof startCli> | undefined;
+  try {
+    await eventually('the first worker caught up with the first half', caughtUp, 90_000, () => a.output().split('\n').slice(-10).join('\n'));
+    await send(client, names.TEST_FLOW_TOPIC, asMessages(second));
+    // Killed once it has folded the second half: the sessions it closed since its last persist are lost with it.
+    await new Promise((r) => setTimeout(r, 1500));
+    a.child.kill('SIGKILL');
+    b = startCli(['worker', flowModule], env);
+    // The second worker's input: sessions it recovered open close only by the timers persisted with them.
+    await send(client, names.TEST_FLOW_TOPIC, asMessages(third));
+    await eventually('the second worker caught up', caughtUp, 120_000, () => b!.output().split('\n').slice(-10).join('\n'));
+    expect(await b.stop()).toBe(0);
+    process.stderr.write(`DEBUG B: ${b.output().split("\n").filter((l) => /recovered|persist/.test(l)).slice(0, 12).join("\n")}\nDEBUG A: ${a.output().split("\n").filter((l) => /persist|recovered/.test(l)).slice(-6).join("\n")}\n`);
+
+    const summaries: SessionSummary[] = [];
+    const reader = new PartitionReader(client);
+    try {
+      await reader.readTopic(names.TEST_OUTPUT_TOPIC, 2, (r) => summaries.push(JSON.parse(String(r.value)) as SessionSummary));
+    } finally {
+      await reader.close();
+    }
+    const byKey = (x: SessionSummary, y: SessionSummary) => (x.key < y.key ? -1 : x.key > y.key ? 1 : x.first - y.first);
+    expect(summaries.sort(byKey)).toEqual([...expected].sort(byKey));
+  } finally {
+    a.child.kill('SIGKILL');
+    await b?.stop();
+    await admin.disconnect();
+  }
+}, 300_000);
