@@ -3,7 +3,6 @@ import { PartitionStateError } from './errors';
 import { EmittedOutputs, OUTPUT_SOURCE_HEADER, type PendingOutput } from '../core/emitted-outputs';
 import type { EmitRecord, FoldContext } from './fold';
 import { type KeyTimer, TimerEdits } from './key-timers';
-import type { FlowRecord } from './record';
 
 export { OUTPUT_SOURCE_HEADER };
 
@@ -38,6 +37,35 @@ export class UndeclaredOutputTopicError extends KafkaFlowError {
   }
 }
 
+/** Where an emit comes from, for its kafka-flow-source header: a record, or a key's timer (TimerSource). */
+export interface EmitSource {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+/**
+ * A fire's emit source: the key, the timer's name and time in place of a record's offset, so that a
+ * fire done again after a crash emits records with the same sources (deduplicated where the backend
+ * delivers at least once). The text is built only if the fire emits.
+ */
+export class TimerSource implements EmitSource {
+  private text: string | undefined;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    private readonly key: string,
+    private readonly name: string,
+    private readonly at: number,
+  ) {}
+
+  get offset(): string {
+    this.text ??= `timer:${encodeURIComponent(this.key)}:${encodeURIComponent(this.name)}:${this.at}`;
+    return this.text;
+  }
+}
+
 /**
  * One key's fold context: collects the emits of the record being folded. The engine `begin`s it
  * before each fold call and `take`s the emits once the fold succeeded (or `discard`s them when it
@@ -51,7 +79,7 @@ export class UndeclaredOutputTopicError extends KafkaFlowError {
  * later emit of the same fold, to keep their order.
  */
 export class EmitBuffer implements FoldContext {
-  private record: FlowRecord<unknown> | undefined;
+  private record: EmitSource | undefined;
   /** Emits of the record being folded: the scratch first (if it holds any), then records. */
   private scratch: EmittedOutputs | undefined; // made at the first emit (a context per async fold, most never emit)
   private plain: PendingOutput[] | undefined;
@@ -66,8 +94,8 @@ export class EmitBuffer implements FoldContext {
 
   constructor(private readonly options: OutputOptions | undefined) {}
 
-  /** Opens the context for the fold of `record` on a key with `timers` pending. */
-  begin(record: FlowRecord<unknown>, timers?: readonly KeyTimer[]): void {
+  /** Opens the context for the fold of `record` (or a fire: a TimerSource) on a key with `timers` pending. */
+  begin(record: EmitSource, timers?: readonly KeyTimer[]): void {
     this.record = record;
     this.clear();
     this.timers.begin(timers);

@@ -44,16 +44,26 @@ export class TimerArgumentError extends KafkaFlowError {
   }
 }
 
-/** The key's timers with `timer` in place of any of the same name (a new array; timers are never changed in place). */
+/**
+ * The key's timers with `timer` in place of any of the same name (a new array; timers are never
+ * changed in place). Arrays of exactly their length: a key's timers live as long as the key.
+ */
 export function withTimer(timers: readonly KeyTimer[] | undefined, timer: KeyTimer): readonly KeyTimer[] {
-  const kept = timers ? timers.filter((t) => t.name !== timer.name) : [];
-  kept.push(timer);
-  return kept;
+  if (timers === undefined || timers.length === 0) return [timer];
+  for (let i = 0; i < timers.length; i++) {
+    if (timers[i]!.name === timer.name) {
+      const out = timers.slice();
+      out[i] = timer;
+      return out;
+    }
+  }
+  return timers.concat([timer]);
 }
 
 /** The key's timers without the one named `name` (undefined when none is left). */
 export function withoutTimer(timers: readonly KeyTimer[] | undefined, name: string): readonly KeyTimer[] | undefined {
   if (!timers) return undefined;
+  if (timers.length === 1) return timers[0]!.name === name ? undefined : timers;
   const kept = timers.filter((t) => t.name !== name);
   return kept.length === 0 ? undefined : kept;
 }

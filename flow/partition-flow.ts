@@ -4,7 +4,7 @@ import { type Clock, systemClock } from './clock';
 import type { Codec } from '../core/codec/codec';
 import { DecodeError } from '../core/codec/errors';
 import { utf8Text } from '../core/codec/utf8';
-import { EmitBuffer, type OutputOptions } from './emit';
+import { EmitBuffer, type OutputOptions, TimerSource } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, PartitionStateError, TimerError } from './errors';
 import { type Fold, isPromise, type OnTimer } from './fold';
@@ -157,6 +157,9 @@ export class PartitionFlow<S, V> {
   private watermark = Number.NEGATIVE_INFINITY;
   /** Timers set while timers fire: queued once the firing is done (a timer set for now fires at the next tick, not in a loop). */
   private setWhileFiring: Array<[TimeDomain, TimerEntry]> | undefined;
+  /** Fires and expiries counted while firing; added to the metrics once per firing. */
+  private fired = 0;
+  private expired = 0;
 
   constructor(options: PartitionFlowOptions<S, V>) {
     this.o = options;
@@ -545,7 +548,7 @@ export class PartitionFlow<S, V> {
         queue.pop();
         const name = top.name;
         const kf = this.keys.get(top.key);
-        const timer = kf?.timers?.find((t) => t.name === name);
+        const timer = kf === undefined ? undefined : timerNamed(kf.timers, name);
         if (kf === undefined || timer === undefined || timer.time !== time || timer.at < top.at) continue;
         if (timer.at > top.at) {
           queue.push({ at: timer.at, key: top.key, name });
@@ -562,6 +565,9 @@ export class PartitionFlow<S, V> {
       const set = this.setWhileFiring;
       this.setWhileFiring = undefined;
       for (const [t, entry] of set) this.due[t].push(entry);
+      if (this.fired > 0) this.m.timersFired('timer').inc(this.fired);
+      if (this.expired > 0) this.m.timersFired('ttl').inc(this.expired);
+      this.fired = this.expired = 0;
     }
   }
 
@@ -582,13 +588,13 @@ export class PartitionFlow<S, V> {
       if (expires) {
         // Expired: deleted as a fold returning no state deletes it (a marker, then a purge).
         kf.state = undefined;
-        this.m.timersFired('ttl').inc();
+        this.expired++;
         this.forgetIfNothing(kf);
       }
       return;
     }
     const ctx = this.ctx;
-    ctx.begin(this.timerSource(kf.key, timer), rest);
+    ctx.begin(new TimerSource(this.topic, this.partition, kf.key, timer.name, timer.at), rest);
     let next: S | undefined;
     try {
       next = onTimer(kf.state as S, { key: kf.key, name: timer.name, at: timer.at, time: timer.time }, ctx);
@@ -607,18 +613,8 @@ export class PartitionFlow<S, V> {
     kf.due = true;
     kf.state = next;
     this.setTimers(kf, next === undefined ? undefined : edited ? edited.timers : rest);
-    this.m.timersFired('timer').inc();
+    this.fired++;
     if (next === undefined) this.forgetIfNothing(kf);
-  }
-
-  /**
-   * What a fire's emits are sourced from (their kafka-flow-source header): the key, the timer's
-   * name and time in place of a record's offset, so that a fire done again after a crash emits
-   * records with the same sources (deduplicated where the backend delivers at least once).
-   */
-  private timerSource(key: string, timer: KeyTimer): FlowRecord<unknown> {
-    const offset = `timer:${encodeURIComponent(key)}:${encodeURIComponent(timer.name)}:${timer.at}`;
-    return { topic: this.topic, partition: this.partition, offset, key, value: null, timestamp: String(timer.at), headers: NO_HEADERS };
   }
 
   /** A record folded: the fold's timer edits, the stateTtl timer moved past the record, none left on a deleted key. */
@@ -641,10 +637,10 @@ export class PartitionFlow<S, V> {
    */
   private setTimers(kf: KeyFlow<S, V>, after: readonly KeyTimer[] | undefined): void {
     const before = kf.timers;
-    kf.timers = after;
+    kf.timers = after !== undefined && after.length > 0 ? after : undefined;
     if (after === undefined) return;
     for (const t of after) {
-      const old = before?.find((b) => b.name === t.name);
+      const old = timerNamed(before, t.name);
       if (old !== undefined && old.time === t.time && old.at <= t.at) continue;
       const entry: TimerEntry = { at: t.at, key: kf.key, name: t.name };
       if (this.setWhileFiring) this.setWhileFiring.push([t.time, entry]);
@@ -816,4 +812,11 @@ export class PartitionFlow<S, V> {
     }
     return err;
   }
+}
+
+/** The timer of this name among a key's timers (a loop: called per fire and per edit). */
+function timerNamed(timers: readonly KeyTimer[] | undefined, name: string): KeyTimer | undefined {
+  if (timers === undefined) return undefined;
+  for (let i = 0; i < timers.length; i++) if (timers[i]!.name === name) return timers[i];
+  return undefined;
 }
