@@ -34,7 +34,7 @@ export interface BenchResults {
   versions: Record<string, string>;
   at: string;
   quick: boolean;
-  /** The checkout's commit the run measured, with "+ uncommitted changes" when the tree differed. */
+  /** The checkout's commit the run measured, with "+ uncommitted changes" when the tree differed (bench/results aside). */
   product_commit?: string;
   notes?: Record<string, unknown>;
 }
@@ -43,7 +43,9 @@ export interface BenchResults {
 export function productCommit(root: string = PACKAGE_ROOT): string | undefined {
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    // Results files are what benchmarks write, not product: one run after another must not count them.
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
     return `${head}${dirty ? ' + uncommitted changes' : ''}`;
   } catch {
     return undefined;
