@@ -63,7 +63,16 @@ function model(input: readonly Order[]): SessionSummary[] {
 
 const asMessages = (input: readonly Order[]) => input.map((o) => ({ key: o.key, partition: o.partition, value: JSON.stringify({ n: 1 }), timestamp: String(o.ts) }));
 
-test('session windows by event time through a kill -9: every session summary exactly once', async () => {
+type Worker = ReturnType<typeof startCli>;
+
+/**
+ * The first worker folds the first third and catches up; the second third is sent and, once the
+ * first worker has folded it (sessions closed, not persisted: it persists every 5 s, no idle flush),
+ * `disturb` does its worst and returns the worker that goes on; the last third is sent; once the
+ * group caught up, the output topic (read_committed) must hold every session summary of the model,
+ * each once.
+ */
+async function sessionsThrough(disturb: (first: Worker, start: () => Worker) => Promise<Worker[]>): Promise<void> {
   const names = { TEST_FLOW_NAME: unique('sessions'), TEST_FLOW_GROUP: unique('sessions-group'), TEST_FLOW_TOPIC: unique('sessions-in'), TEST_OUTPUT_TOPIC: unique('sessions-out') };
   const first = orders(0, 300);
   const second = orders(300, 600);
@@ -79,23 +88,24 @@ test('session windows by event time through a kill -9: every session summary exa
     const ends = await admin.fetchTopicOffsets(names.TEST_FLOW_TOPIC);
     return ends.every((e) => committed?.partitions.find((c) => c.partition === e.partition)?.offset === e.high) || undefined;
   };
-  // Persists every 5 s and no idle flush: when the first worker is killed, sessions it closed in the
-  // second half are folded and fired but not persisted.
   const env = { ...names, KFT_EXIT_WITH_PARENT: '0', TEST_PERSIST_EVERY_MS: '5000', TEST_IDLE_FLUSH: 'off' };
-  const a = startCli(['worker', flowModule], env);
-  let b: ReturnType<typeof startCli> | undefined;
+  const workers: Worker[] = [];
+  const start = () => {
+    const w = startCli(['worker', flowModule], env);
+    workers.push(w);
+    return w;
+  };
+  const lastLines = () => workers.map((w, i) => `worker ${i}:\n${w.output().split('\n').slice(-8).join('\n')}`).join('\n');
   try {
-    await eventually('the first worker caught up with the first half', caughtUp, 90_000, () => a.output().split('\n').slice(-10).join('\n'));
+    const a = start();
+    await eventually('the first worker caught up with the first third', caughtUp, 90_000, lastLines);
     await send(client, names.TEST_FLOW_TOPIC, asMessages(second));
-    // Killed once it has folded the second half: the sessions it closed since its last persist are lost with it.
-    await new Promise((r) => setTimeout(r, 1500));
-    a.child.kill('SIGKILL');
-    b = startCli(['worker', flowModule], env);
-    // The second worker's input: sessions it recovered open close only by the timers persisted with them.
+    await new Promise((r) => setTimeout(r, 1500)); // folded, sessions closed, not persisted
+    const going = await disturb(a, start);
+    // Sessions recovered open close in the last third only by the timers persisted with them.
     await send(client, names.TEST_FLOW_TOPIC, asMessages(third));
-    await eventually('the second worker caught up', caughtUp, 120_000, () => b!.output().split('\n').slice(-10).join('\n'));
-    expect(await b.stop()).toBe(0);
-    process.stderr.write(`DEBUG B: ${b.output().split("\n").filter((l) => /recovered|persist/.test(l)).slice(0, 12).join("\n")}\nDEBUG A: ${a.output().split("\n").filter((l) => /persist|recovered/.test(l)).slice(-6).join("\n")}\n`);
+    await eventually('the group caught up', caughtUp, 120_000, lastLines);
+    for (const w of going) expect(await w.stop()).toBe(0);
 
     const summaries: SessionSummary[] = [];
     const reader = new PartitionReader(client);
@@ -107,8 +117,33 @@ test('session windows by event time through a kill -9: every session summary exa
     const byKey = (x: SessionSummary, y: SessionSummary) => (x.key < y.key ? -1 : x.key > y.key ? 1 : x.first - y.first);
     expect(summaries.sort(byKey)).toEqual([...expected].sort(byKey));
   } finally {
-    a.child.kill('SIGKILL');
-    await b?.stop();
+    for (const w of workers) {
+      w.child.kill('SIGCONT');
+      w.child.kill('SIGKILL');
+    }
+    await Promise.all(workers.map((w) => w.stop()));
     await admin.disconnect();
   }
+}
+
+test('session windows by event time through a kill -9: every session summary exactly once', async () => {
+  await sessionsThrough(async (a, start) => {
+    a.child.kill('SIGKILL');
+    return [start()];
+  });
+}, 300_000);
+
+test('session windows through a stale owner: frozen past its session timeout with sessions closed unpersisted, then woken, it lands none of them', async () => {
+  await sessionsThrough(async (a, start) => {
+    a.child.kill('SIGSTOP');
+    const b = start();
+    // b owns both partitions once a's session (6 s) has timed out; a wakes after its persist cadence (5 s) passed.
+    await new Promise((r) => setTimeout(r, 12_000));
+    a.child.kill('SIGCONT');
+    return [b];
+  });
+}, 300_000);
+
+test('session windows through a rebalance: a second worker joins while sessions close', async () => {
+  await sessionsThrough(async (a, start) => [a, start()]);
 }, 300_000);
