@@ -4,7 +4,7 @@ import { FoldError } from './errors';
 import { discardingContext, type Fold, isPromise } from './fold';
 import { offsetFromRecord } from './offsets';
 import { appendOutputs, type PendingOutput } from '../core/emitted-outputs';
-import type { KeyTimer } from '../core/persistence-types';
+import type { KeyTimer, TimeDomain } from '../core/persistence-types';
 import type { FlowRecord, InputMessage } from './record';
 import type { KeyTimes } from './timers';
 
@@ -24,14 +24,28 @@ const LAZY = 64;
 const extrasOf = new WeakMap<object, KeyExtras<unknown>>();
 
 /** A record waiting for its key: behind an async fold of an earlier record, or the key's read-back. */
-export interface Queued<V> {
+export interface QueuedRecord<V> {
   readonly record: FlowRecord<V>;
   readonly offset: number;
   /** The record as it came (a dead letter carries it). */
   readonly message: InputMessage;
   /** Set for a record whose value could not be decoded (it goes to the poison handler in its turn). */
   readonly decodeError?: unknown;
+  /** Event time (key timers in use): the partition's watermark when the record came; the key's event timers at or before it fire before it folds. */
+  readonly watermark?: number;
 }
+
+/**
+ * A key timer due while its key is busy: it fires in the key's turn, after the records queued before
+ * it and before those after (as it would have, folding synchronously). `until`: the clock reading it
+ * came due at — a timer the records before it moved stays due if it is still at or before that.
+ */
+export interface QueuedFire {
+  readonly fire: { readonly name: string; readonly time: TimeDomain; readonly until: number };
+}
+
+/** What waits in a busy key's queue. */
+export type Queued<V> = QueuedRecord<V> | QueuedFire;
 
 /**
  * What few keys need, kept out of KeyFlow so that a plain key stays small (the memory figure of
@@ -43,7 +57,7 @@ export interface KeyExtras<V> {
   events?: FlowRecord<V>[];
   /** Records to produce with the key's next write (dead letters and emitted records). */
   outputs?: PendingOutput[];
-  /** Records waiting for this key, in offset order; set while the key is busy (an async fold or a read-back runs). */
+  /** Records (and timer fires) waiting for this key, in order; set while the key is busy (an async fold or a read-back runs). */
   queue?: Queued<V>[];
   /** The fold context of this key's async folds (its emits must not mix with another key's). */
   emits?: EmitBuffer;

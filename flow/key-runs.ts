@@ -1,5 +1,5 @@
 import { EmitBuffer, type OutputOptions } from './emit';
-import type { KeyFlow, Queued } from './key-flow';
+import type { KeyFlow, QueuedFire, QueuedRecord } from './key-flow';
 import type { PendingOutput } from '../core/emitted-outputs';
 import type { KeyTimer } from '../core/persistence-types';
 import type { PoisonReason } from './poison';
@@ -46,6 +46,12 @@ export interface KeyRunsFold<S, V> {
   countFolded(): void;
   /** A key left with no state: forgotten if nothing of it is stored or pending. */
   forgetIfNothing(kf: KeyFlow<S, V>): void;
+  /** A key timer queued behind the key's records fires in its turn. */
+  fireQueued(kf: KeyFlow<S, V>, fire: QueuedFire['fire']): void;
+  /** The key's run is over (it folds synchronously again): its event timers the watermark passed meanwhile fire. */
+  afterRun(kf: KeyFlow<S, V>): void;
+  /** Before a queued record folds: the key's event timers due at the watermark it came with fire. */
+  beforeQueued(kf: KeyFlow<S, V>, q: QueuedRecord<V>): void;
   /** Reads an unloaded key back from the store. */
   read(key: string): Promise<RecoveredKey<S, V> | undefined>;
   /** Restores a key read back; a Promise only while a journal's async fold replays. */
@@ -99,7 +105,7 @@ export class KeyRuns<S, V> {
   }
 
   /** Pipelined mode: the partition is full; the key waits for a slot with its record first in its queue. */
-  wait(kf: KeyFlow<S, V>, first: Queued<V>): void {
+  wait(kf: KeyFlow<S, V>, first: QueuedRecord<V>): void {
     const x = kf.extras();
     x.queue = [first];
     x.at = first.offset;
@@ -195,10 +201,15 @@ export class KeyRuns<S, V> {
       for (; i < queue.length; i++) {
         if (f.failed()) return;
         const q = queue[i]!;
-        x.at = q.offset;
         f.tick();
-        const next = f.step(kf, q.record, q.offset, q.message, q.decodeError, ctx);
-        if (next !== undefined) await this.settle(kf, q.record, q.offset, q.message, next, ctx);
+        if ('fire' in q) {
+          f.fireQueued(kf, q.fire);
+        } else {
+          x.at = q.offset;
+          f.beforeQueued(kf, q);
+          const next = f.step(kf, q.record, q.offset, q.message, q.decodeError, ctx);
+          if (next !== undefined) await this.settle(kf, q.record, q.offset, q.message, next, ctx);
+        }
         this.queued--;
         if (i >= 1023) {
           queue.splice(0, i + 1); // a hot key's queue must not keep what it has folded
@@ -212,6 +223,7 @@ export class KeyRuns<S, V> {
       x.emits = undefined;
       x.at = undefined;
       kf.tidy();
+      if (!f.failed()) f.afterRun(kf);
       if (!kf.hasState) f.forgetIfNothing(kf);
     }
   }

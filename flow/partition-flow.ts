@@ -9,7 +9,7 @@ import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, PartitionStateError, TimerError } from './errors';
 import { type Fold, isPromise, type OnTimer } from './fold';
 import { type KeyTimer, type TimeDomain, TTL_TIMER, withoutTimer, withTimer } from './key-timers';
-import { type TimerEntry, TimerQueue } from './timer-queue';
+import { TimerQueue } from './timer-queue';
 import { KeyFlow } from './key-flow';
 import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
@@ -89,6 +89,9 @@ export interface PartitionFlowOptions<S, V> {
 
 const NO_HEADERS: RecordHeaders = Object.freeze({});
 
+/** Fires of timers set by fires in one pass before the rest waits for the next record or tick (a timer re-set for now each time would spin). */
+const MAX_REFIRES = 10_000;
+
 /**
  * One input partition: routes each batch's records to their keys, folds them, and persists keys
  * and commits the offset when asked. Pure with respect to I/O: it reads and writes only through
@@ -155,8 +158,6 @@ export class PartitionFlow<S, V> {
   private readonly timed: boolean;
   /** Event time: the highest record timestamp folded here so far, minus allowedLateness. */
   private watermark = Number.NEGATIVE_INFINITY;
-  /** Timers set while timers fire: queued once the firing is done (a timer set for now fires at the next tick, not in a loop). */
-  private setWhileFiring: Array<[TimeDomain, TimerEntry]> | undefined;
   /** Fires and expiries counted while firing; added to the metrics once per firing. */
   private fired = 0;
   private expired = 0;
@@ -206,6 +207,13 @@ export class PartitionFlow<S, V> {
       poisoned: (kf, record, offset, message, reason, error) => this.poisoned(kf, record, offset, message, reason, error),
       countFolded: () => this.countFolded(),
       forgetIfNothing: (kf) => this.forgetIfNothing(kf),
+      fireQueued: (kf, fire) => this.fireQueued(kf, fire),
+      afterRun: (kf) => {
+        if (kf.timers !== undefined && this.timed) this.fireKeyDue(kf, this.watermark);
+      },
+      beforeQueued: (kf, q) => {
+        if (q.watermark !== undefined && kf.timers !== undefined) this.fireKeyDue(kf, q.watermark);
+      },
       read: (key) => options.persistence.read(key),
       restore: (kf, found) => this.restore(kf, found),
       unloaded: this.unloaded,
@@ -316,6 +324,7 @@ export class PartitionFlow<S, V> {
             if (policy === 'dead-letter') {
               // In its key's turn (records before it fold first), with the key's next write.
               const record: FlowRecord<V> = { topic, partition, offset: m.offset, key, value: null as V, timestamp: m.timestamp, headers: m.headers ?? NO_HEADERS };
+              if (this.timed) this.advanceWatermark(record.timestamp);
               this.route(this.keyFor(key, offset), record, offset, m, error);
             } else {
               this.log.warn({ topic, partition, offset: m.offset, err: error }, 'skipped an undecodable record');
@@ -376,13 +385,13 @@ export class PartitionFlow<S, V> {
   private route(kf: KeyFlow<S, V>, record: FlowRecord<V>, offset: number, message: InputMessage, decodeError: unknown): void {
     const queue = kf.x?.queue;
     if (queue !== undefined) {
-      queue.push({ record, offset, message, decodeError });
+      queue.push(this.timed ? { record, offset, message, decodeError, watermark: this.watermark } : { record, offset, message, decodeError });
       this.runs.queued++;
       return;
     }
     const limit = this.o.asyncConcurrency;
     if (limit !== undefined && this.runs.inFlight >= limit) {
-      this.runs.wait(kf, { record, offset, message, decodeError });
+      this.runs.wait(kf, this.timed ? { record, offset, message, decodeError, watermark: this.watermark } : { record, offset, message, decodeError });
       return;
     }
     const pending = this.step(kf, record, offset, message, decodeError, this.ctx);
@@ -522,29 +531,34 @@ export class PartitionFlow<S, V> {
     this.fireDue('event', this.watermark);
   }
 
-  /** Event time: a record's timestamp moves the watermark, and the event timers it passes fire before the record folds. */
+  /**
+   * Event time: a record's timestamp moves the watermark, and the event timers at or before it —
+   * those it passes, and those set at or before it by the records before — fire before the record
+   * folds (a busy key's in its turn).
+   */
   private advanceWatermark(timestamp: string): void {
     const mark = Number(timestamp) - (this.o.allowedLateness ?? 0);
-    if (!(mark > this.watermark)) return;
-    this.watermark = mark;
+    if (mark > this.watermark) this.watermark = mark;
     const next = this.due.event.peek();
-    if (next !== undefined && next.at <= mark) this.fireDue('event', mark);
+    if (next !== undefined && next.at <= this.watermark) this.fireDue('event', this.watermark);
   }
 
   /**
    * Fires each timer of `time` due at `until`, earliest first (then by key and name). An entry is
    * checked against its key's timers: gone (cancelled, fired, the key deleted) it is dropped, moved
-   * later it is queued again at its new time; a key busy folding asynchronously keeps its timer
-   * for the next tick.
+   * later it is queued again at its new time; a key busy folding asynchronously gets the fire in
+   * its queue, after the records before it (fireQueued).
    */
   private fireDue(time: TimeDomain, until: number): void {
     const queue = this.due[time];
     let top = queue.peek();
     if (top === undefined || top.at > until) return;
-    const deferred: TimerEntry[] = [];
-    this.setWhileFiring = [];
+    // Timers set by the fires join the queue at once (due ones fire in this pass, in order), but a
+    // flow whose onTimer keeps setting a timer for now must not spin here: past this many entries,
+    // the rest waits for the next record or tick.
+    let budget = queue.size + MAX_REFIRES;
     try {
-      for (; top !== undefined && top.at <= until; top = queue.peek()) {
+      for (; top !== undefined && top.at <= until && budget-- > 0; top = queue.peek()) {
         queue.pop();
         const name = top.name;
         const kf = this.keys.get(top.key);
@@ -555,20 +569,51 @@ export class PartitionFlow<S, V> {
           continue;
         }
         if (kf.busy) {
-          deferred.push(top);
+          // Its turn comes after the records queued before: the fire waits with them.
+          kf.x!.queue!.push({ fire: { name, time, until } });
+          this.runs.queued++;
           continue;
         }
         this.fire(kf, timer);
       }
     } finally {
-      for (const entry of deferred) queue.push(entry);
-      const set = this.setWhileFiring;
-      this.setWhileFiring = undefined;
-      for (const [t, entry] of set) this.due[t].push(entry);
-      if (this.fired > 0) this.m.timersFired('timer').inc(this.fired);
-      if (this.expired > 0) this.m.timersFired('ttl').inc(this.expired);
-      this.fired = this.expired = 0;
+      this.countFires();
     }
+  }
+
+  /**
+   * A timer queued behind its busy key's records, in its turn: the key's timers of that clock due at
+   * `until` fire, earliest first (the records before may have set earlier ones, or moved this one).
+   */
+  private fireQueued(kf: KeyFlow<S, V>, fire: { readonly name: string; readonly time: TimeDomain; readonly until: number }): void {
+    this.fireKeyDue(kf, fire.until, fire.time);
+  }
+
+  /**
+   * A key's timers of `time` at or before `until`, earliest first (then by name) — those its
+   * earlier records or fires set while the clock had already passed them included: what a key
+   * folding synchronously would have fired by then. A timer moved past `until` is left to the
+   * partition's queue (its entry comes up again).
+   */
+  private fireKeyDue(kf: KeyFlow<S, V>, until: number, time: TimeDomain = 'event'): void {
+    try {
+      for (let budget = MAX_REFIRES; budget > 0; budget--) {
+        let next: KeyTimer | undefined;
+        for (const t of kf.timers ?? []) {
+          if (t.time === time && t.at <= until && (next === undefined || t.at < next.at || (t.at === next.at && t.name < next.name))) next = t;
+        }
+        if (next === undefined) return;
+        this.fire(kf, next);
+      }
+    } finally {
+      this.countFires();
+    }
+  }
+
+  private countFires(): void {
+    if (this.fired > 0) this.m.timersFired('timer').inc(this.fired);
+    if (this.expired > 0) this.m.timersFired('ttl').inc(this.expired);
+    this.fired = this.expired = 0;
   }
 
   /** One key timer fires: stateTtl deletes the key; any other runs onTimer, whose state, emits and timer edits the key takes. */
@@ -642,9 +687,7 @@ export class PartitionFlow<S, V> {
     for (const t of after) {
       const old = timerNamed(before, t.name);
       if (old !== undefined && old.time === t.time && old.at <= t.at) continue;
-      const entry: TimerEntry = { at: t.at, key: kf.key, name: t.name };
-      if (this.setWhileFiring) this.setWhileFiring.push([t.time, entry]);
-      else this.due[t.time].push(entry);
+      this.due[t.time].push({ at: t.at, key: kf.key, name: t.name });
     }
   }
 
