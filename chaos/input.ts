@@ -21,7 +21,7 @@ export async function readInput(client: Client, topic: string): Promise<Referenc
       } catch {
         value = undefined; // not JSON: a poison record
       }
-      ref.add({ partition, offset: r.offset, key: String(r.key), value, raw });
+      ref.add({ partition, offset: r.offset, key: String(r.key), value, raw, timestamp: r.timestamp });
     });
   } finally {
     await reader.close();

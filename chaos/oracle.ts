@@ -1,4 +1,4 @@
-import { type ChaosState, type ChaosValue, chaosOutput, chaosStep, isPoison, opCode } from './flow';
+import { CHAOS_TTL_MS, type ChaosState, type ChaosValue, chaosFire, chaosFireOutput, chaosOutput, chaosStep, isPoison, opCode, PULSE, PULSE_MS, pulses } from './flow';
 
 /**
  * The oracle: a plain fold of the input topic as committed (read after the run), per key, with
@@ -16,7 +16,53 @@ export interface InputRecord {
   value: ChaosValue | undefined;
   /** The value as produced (needed for poison records: their dead letter carries it as is). */
   raw?: string;
+  /** The record's timestamp (ms, as Kafka gives it); event time. Default 0. */
+  timestamp?: string;
 }
+
+/** The engine's name of the stateTtl timer. */
+const TTL = 'kafka-flow:ttl';
+
+/** A timer entry: [at, key, name]. */
+type Entry = [number, string, string];
+const earlier = (a: Entry, b: Entry) => (a[0] !== b[0] ? a[0] < b[0] : a[1] !== b[1] ? a[1] < b[1] : a[2] < b[2]);
+
+/** A plain min-heap of timer entries (the oracle's own, not the engine's). */
+class EntryHeap {
+  private readonly h: Entry[] = [];
+  push(e: Entry): void {
+    const h = this.h;
+    h.push(e);
+    for (let i = h.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (!earlier(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+  peek(): Entry | undefined {
+    return this.h[0];
+  }
+  pop(): void {
+    const h = this.h;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    h[0] = last;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      let m = i;
+      if (l < h.length && earlier(h[l]!, h[m]!)) m = l;
+      if (l + 1 < h.length && earlier(h[l + 1]!, h[m]!)) m = l + 1;
+      if (m === i) return;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+}
+
+/** `<topic>/<partition>/timer:<key>:<name>:<at>/0`: the source of the output a key timer's fire emits. */
+export const fireSource = (topic: string, partition: number, key: string, name: string, at: number) =>
+  `${topic}/${partition}/timer:${encodeURIComponent(key)}:${encodeURIComponent(name)}:${at}/0`;
 
 /** The input, a few bytes a record: each record's key (as an index), partition, offset and op. */
 export class InputLog {
@@ -84,21 +130,81 @@ export class Reference {
   /** Every dead letter the flow must produce, by `<partition>/<offset>`, with the record's value as produced. */
   readonly deadLetters = new Map<string, string>();
   readonly log = new InputLog();
+  /** Each key's pending timers: `pulse` and the stateTtl one, by time. */
+  private readonly timers = new Map<string, Map<string, number>>();
+  /** Per partition: its watermark (highest timestamp so far) and its timers, earliest first. */
+  private readonly partitions = new Map<number, { watermark: number; due: EntryHeap }>();
 
   constructor(readonly topic: string) {}
 
   add(r: InputRecord): void {
     this.log.add(r);
+    // Event time: before the record folds, every timer at or before the highest timestamp so far fires.
+    const p = this.partitionOf(r.partition);
+    const ts = Number(r.timestamp ?? 0);
+    if (ts > p.watermark) p.watermark = ts;
+    this.fireDue(r.partition, p);
     if (isPoison(r.value)) {
       this.deadLetters.set(deadLetterSource(r), r.raw ?? JSON.stringify(r.value ?? null));
       return;
     }
     const before = this.states.get(r.key);
     const next = chaosStep(before, r.offset, r.value!);
-    if (next === undefined) this.states.delete(r.key);
-    else this.states.set(r.key, next);
+    if (next === undefined) {
+      this.states.delete(r.key);
+      this.timers.delete(r.key);
+    } else {
+      this.states.set(r.key, next);
+      if (pulses(r.key)) this.setTimer(p, r.key, PULSE, ts + PULSE_MS);
+      this.setTimer(p, r.key, TTL, ts + CHAOS_TTL_MS);
+    }
     const output = chaosOutput(before, next, r.offset);
     if (output) this.outputs.set(outputSource(this.topic, r), JSON.stringify(output));
+  }
+
+  private partitionOf(partition: number): { watermark: number; due: EntryHeap } {
+    let p = this.partitions.get(partition);
+    if (!p) {
+      p = { watermark: Number.NEGATIVE_INFINITY, due: new EntryHeap() };
+      this.partitions.set(partition, p);
+    }
+    return p;
+  }
+
+  /** Sets a key's timer; a heap entry only when it is new or earlier (a later one is re-queued when its old entry comes up). */
+  private setTimer(p: { due: EntryHeap }, key: string, name: string, at: number): void {
+    let mine = this.timers.get(key);
+    if (!mine) {
+      mine = new Map();
+      this.timers.set(key, mine);
+    }
+    const old = mine.get(name);
+    mine.set(name, at);
+    if (old === undefined || at < old) p.due.push([at, key, name]);
+  }
+
+  private fireDue(partition: number, p: { watermark: number; due: EntryHeap }): void {
+    for (let top = p.due.peek(); top !== undefined && top[0] <= p.watermark; top = p.due.peek()) {
+      p.due.pop();
+      const [at, key, name] = top;
+      const current = this.timers.get(key)?.get(name);
+      if (current === undefined || current < at) continue;
+      if (current > at) {
+        p.due.push([current, key, name]);
+        continue;
+      }
+      const state = this.states.get(key)!;
+      if (name === TTL) {
+        this.states.delete(key);
+        this.timers.delete(key);
+        continue;
+      }
+      this.timers.get(key)!.delete(name);
+      const next = chaosFire(state, at);
+      this.states.set(key, next);
+      const output = chaosFireOutput(next, at);
+      if (output) this.outputs.set(fireSource(this.topic, partition, key, name, at), JSON.stringify(output));
+    }
   }
 }
 
@@ -125,7 +231,8 @@ export interface Verdict {
   duplicatedRecords: number;
 }
 
-const same = (a: ChaosState, b: ChaosState) => a.count === b.count && a.counter === b.counter && a.hash === b.hash && a.last === b.last;
+const same = (a: ChaosState, b: ChaosState) =>
+  a.count === b.count && a.counter === b.counter && a.hash === b.hash && a.last === b.last && (a.fires ?? 0) === (b.fires ?? 0);
 
 export function compareStates(expected: ReadonlyMap<string, ChaosState>, actual: ReadonlyMap<string, ChaosState>): Verdict {
   const wrongKeys: WrongKey[] = [];
@@ -146,7 +253,7 @@ export function compareStates(expected: ReadonlyMap<string, ChaosState>, actual:
 
 /** One line per wrong key, for the failure print. */
 export function describeWrongKey(w: WrongKey): string {
-  const f = (s?: ChaosState) => (s ? `count=${s.count} counter=${s.counter} hash=${s.hash} last=${s.last}` : '(absent)');
+  const f = (s?: ChaosState) => (s ? `count=${s.count} counter=${s.counter} hash=${s.hash} last=${s.last} fires=${s.fires ?? 0}` : '(absent)');
   return `${w.key}: expected ${f(w.expected)}; actual ${f(w.actual)}`;
 }
 

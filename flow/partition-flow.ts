@@ -587,6 +587,9 @@ export class PartitionFlow<S, V> {
    */
   private fireQueued(kf: KeyFlow<S, V>, fire: { readonly name: string; readonly time: TimeDomain; readonly until: number }): void {
     this.fireKeyDue(kf, fire.until, fire.time);
+    // The queue entry that brought this fire is gone: a timer the records before it moved past
+    // `until` needs an entry again (an extra one is dropped when it comes up).
+    for (const t of kf.timers ?? []) if (t.time === fire.time) this.due[t.time].push({ at: t.at, key: kf.key, name: t.name });
   }
 
   /**

@@ -3,11 +3,13 @@
  *
  * Every row carries the `offset` of its snapshot and the consumer `generation` of the owner that
  * wrote it. A write by generation G at offset O lands when the stored (generation, offset) is
- * older in this order: a higher generation always wins; within one generation, a higher offset
- * wins. Cassandra's IF conditions cannot say "or", so a write is a short conversation:
+ * not newer in this order: a higher generation always wins; within one generation, the write at
+ * the same or a higher offset wins (a key's writes within a generation are made one after the
+ * other, and a key timer's fire changes the state at the same offset). Cassandra's IF conditions
+ * cannot say "or", so a write is a short conversation:
  *
  *   1. the optimistic statement: INSERT … IF NOT EXISTS for a key not known to have a row, else
- *      UPDATE/DELETE … IF generation <= G AND offset < O (≤ O for a delete);
+ *      UPDATE/DELETE … IF generation <= G AND offset <= O;
  *   2. if refused, Cassandra answers with the stored generation and offset, and `nextStep`
  *      decides: refuse, count it as done (our own identical write already landed, e.g. retried
  *      after a timeout), read the row (the answer did not say whether it holds a value), retry the

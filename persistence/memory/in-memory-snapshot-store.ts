@@ -4,7 +4,7 @@ import { partitionKey } from './partition-key';
 
 export interface InMemorySnapshotStoreOptions {
   /**
-   * Refuse a put whose offset is not above the stored one (answer `not-applied`): the offset-gated
+   * Refuse a put whose offset is below the stored one (answer `not-applied`): the offset-gated
    * persist a custom store can use to keep a stale writer from overwriting newer state.
    */
   readonly offsetGated?: boolean;
@@ -45,7 +45,8 @@ export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
         this.writes++;
         return 'applied';
       }
-      if (this.offsetGated && current && current.offset >= w.snapshot.offset) return 'not-applied';
+      // The same offset is a later write of the same key (a timer's fire changes state without a record).
+      if (this.offsetGated && current && current.offset > w.snapshot.offset) return 'not-applied';
       stored.set(w.key, w.snapshot);
       this.writes++;
       return 'applied';

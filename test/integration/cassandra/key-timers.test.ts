@@ -1,6 +1,7 @@
 // A key's pending timers (onTimer, stateTtl) ride in the snapshot row's `metadata` column on the
 // real Cassandra, under every fencing and both layouts: written with the snapshot (each of the
-// statements a write may take: insert, conditional update, plain, by timestamp), read back by
+// statements a write may take: insert, conditional update, plain, by timestamp), a fire's rewrite
+// of the state at the same offset landing under 'lwt' too, read back by
 // recovery and by a single read, dropped when the key is written without them; a row kafka-flow
 // wrote (metadata '') or with another writer's text in it has none.
 import { cassandraScope, closeAll } from '../../support/servers';
@@ -29,9 +30,13 @@ describe.each([
     const reader = await startBackend<{ n: number }>(keyspace, options);
     try {
       const p1 = await writer.forPartition({ ...P, generation: 1, committer });
-      // First writes (an insert under 'lwt'), then a second write of a (a conditional update).
-      await p1.write({ writes: [{ key: 'a', snapshot: { state: { n: 1 }, offset: 1, timers: [close] }, addKey: true }, { key: 'b', snapshot: { state: { n: 2 }, offset: 2 }, addKey: true }] });
-      await p1.write({ writes: [{ key: 'a', snapshot: { state: { n: 3 }, offset: 3, timers: [close, ttl] } }, { key: 'c', snapshot: { state: { n: 4 }, offset: 4, timers: [ttl] }, addKey: true }] });
+      // First writes (an insert under 'lwt'), then a second write of a at the same offset: a timer's
+      // fire changed its state without a record (a conditional update that must land).
+      await p1.write({ writes: [{ key: 'a', snapshot: { state: { n: 1 }, offset: 3, timers: [close] }, addKey: true }, { key: 'b', snapshot: { state: { n: 2 }, offset: 2 }, addKey: true }] });
+      expect(
+        (await p1.write({ writes: [{ key: 'a', snapshot: { state: { n: 3 }, offset: 3, timers: [close, ttl] } }, { key: 'c', snapshot: { state: { n: 4 }, offset: 4, timers: [ttl] }, addKey: true }] }))
+          .statuses,
+      ).toEqual(['applied', 'applied']);
       const p2 = await reader.forPartition({ ...P, generation: 2, committer });
       const recovered = new Map<string, unknown>();
       for await (const k of p2.recover()) recovered.set(k.key, k.snapshot);

@@ -146,6 +146,34 @@ describe('per-key timers', () => {
     expect(backend.snapshots.entries(TP).get('k')!.timers).toEqual([{ name: 'close', at: T0 + 30_000, time: 'processing' }]);
   });
 
+  test('a busy key whose queued records move its timer past the fire that came for it keeps the timer: it fires when reached', async () => {
+    const fired: number[] = [];
+    // Key c folds asynchronously; each record moves its timer p to 3 s past the record.
+    const fold: Fold<Session, string> = (s, r, ctx) => {
+      const next = () => {
+        ctx.timers.at(Number(r.timestamp) + 3_000, { name: 'p', time: 'event' });
+        return { orders: (s?.orders ?? 0) + 1 };
+      };
+      return r.key === 'c' ? Promise.resolve().then(next) : next();
+    };
+    const h = await harness<Session>({
+      fold,
+      extra: {
+        onTimer: (s, t) => {
+          if (t.key === 'c') fired.push(t.at);
+          return s;
+        },
+      },
+    });
+    await h.flow.handleBatch(stamped(0, [['c', 'o', T0]])); // c's p at T0 + 3 s
+    // c is busy with its two records while x's timestamp passes the p it had (T0 + 3 s): that fire
+    // waits in c's queue, behind records that move p to T0 + 5 s — so it is not due any more.
+    await h.flow.handleBatch(stamped(1, [['c', 'o', T0 + 1_000], ['c', 'o', T0 + 2_000], ['x', 'o', T0 + 3_500]]));
+    expect(fired).toEqual([]);
+    await h.flow.handleBatch(stamped(4, [['y', 'o', T0 + 5_000]]));
+    expect(fired).toEqual([T0 + 5_000]);
+  });
+
   test('handleErrorWith holds a failed inner fold\'s timer edits and makes a successful one\'s', async () => {
     const inner: Fold<Session, string> = (s, r, ctx) => {
       ctx.timers.at(T0 + 1, { name: r.value });
