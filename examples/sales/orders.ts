@@ -3,8 +3,19 @@ import type { Order } from './flow';
 
 export const STORES = ['amsterdam', 'berlin', 'lisbon', 'madrid', 'oslo', 'paris', 'prague', 'rome', 'vienna', 'warsaw', 'zurich', 'dublin'];
 
+/**
+ * Dublin orders in bursts: in each run of 20,000 orders (40 s at the example's 500 orders/s) only
+ * the first 2,000 (4 s) go to it, the rest of its share to Zurich — so its sessions end (the flow emits
+ * them to the sessions topic) while the other stores' never do.
+ */
+const BURSTY = 'dublin';
+const CYCLE = 20_000;
+const BURST = 2_000;
+
 export function order(i: number): Order {
-  return { orderId: `o-${i}`, store: STORES[i % STORES.length]!, amountCents: 100 + ((i * 7919) % 10_000) };
+  let store = STORES[i % STORES.length]!;
+  if (store === BURSTY && i % CYCLE >= BURST) store = 'zurich';
+  return { orderId: `o-${i}`, store, amountCents: 100 + ((i * 7919) % 10_000) };
 }
 
 /** What the flow's state must be after orders 0..n-1. */

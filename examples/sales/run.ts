@@ -1,6 +1,6 @@
 /**
  * `npm start`: the servers, the example's topic, two worker processes and a producer of orders,
- * a link to the flow in the Temporal UI and a live one-line summary (with the alerts the flow emitted). Ctrl-C stops it all cleanly.
+ * a link to the flow in the Temporal UI and a live one-line summary (with the outputs the flow emitted: alerts and sessions). Ctrl-C stops it all cleanly.
  * Options (env): SALES_RATE orders/s (500), SALES_WORKERS (2), SALES_DURATION seconds (until Ctrl-C).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -9,7 +9,7 @@ import { up } from '../../infra/infra';
 import { readInfraSettings } from '../../infra/settings';
 import { createKafkaClient, KafkaAdmin } from '../../kafka';
 import { flowStatus } from '../../workers/cli/flow-status';
-import flow, { alertsTopic, topic } from './flow';
+import flow, { alertsTopic, SESSION_GAP_MS, sessionsTopic, topic } from './flow';
 import { order } from './orders';
 
 const rate = Number(process.env.SALES_RATE ?? 500);
@@ -45,6 +45,7 @@ async function main(): Promise<void> {
   console.log(`Temporal UI: ${ui}`);
   console.log(`             (columns: add KafkaFlowPhase, KafkaGeneration, KafkaLag, KafkaKeys, KafkaOwner with the list's column settings)`);
   console.log(`alerts:      topic ${alertsTopic} (a store crossing another $10,000; exactly once for read_committed consumers)`);
+  console.log(`sessions:    topic ${sessionsTopic} (a store's orders until it is quiet for ${SESSION_GAP_MS / 1000} s; Dublin orders in bursts)`);
   console.log(`state:       node bin/kafka-flow-temporal.js inspect examples/sales/flow.ts\n`);
 
   const producer = client.kafka.producer({ idempotent: true });
@@ -70,11 +71,11 @@ async function main(): Promise<void> {
     const perWorker = new Map<string, number>();
     for (const r of rows) if (r.phase === 'running' && r.owner) perWorker.set(r.owner.taskQueue, (perWorker.get(r.owner.taskQueue) ?? 0) + 1);
     const lag = rows.reduce((sum, r) => sum + (r.lag ?? 0), 0);
-    const alerts = rows.reduce((sum, r) => sum + (r.counters.outputs ?? 0), 0);
+    const outputs = rows.reduce((sum, r) => sum + (r.counters.outputs ?? 0), 0);
     const perS = Math.round((produced - producedAtLastLine) / 2);
     producedAtLastLine = produced;
     const split = [...perWorker.values()].join('+') || '0';
-    process.stdout.write(`${new Date().toISOString().slice(11, 19)}  produced ${produced} (${perS}/s)  partitions running ${split}  lag ${lag}  alerts ${alerts}\n`);
+    process.stdout.write(`${new Date().toISOString().slice(11, 19)}  produced ${produced} (${perS}/s)  partitions running ${split}  lag ${lag}  outputs ${outputs}\n`);
   }, 2000);
 
   const stop = async (why: string) => {
