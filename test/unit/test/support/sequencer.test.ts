@@ -8,6 +8,7 @@ const sequencerPath = path.join(root, 'test/support/sequencer.js');
 const Sequencer = require(sequencerPath) as {
   new (options: unknown): { sort: (tests: { path: string; context: unknown }[]) => { path: string }[] };
   LONG_FIRST: string[];
+  LAST: string[];
 };
 
 const integrationFiles = (): string[] =>
@@ -17,7 +18,7 @@ const integrationFiles = (): string[] =>
 
 const relative = (p: string) => path.relative(root, p).split(path.sep).join('/');
 
-test('without a timing record (a clean clone): the long files first, in their order, then the rest largest first', () => {
+test('without a timing record (a clean clone): the long files first, in their order, then the rest largest first, then the server-heavy ones last', () => {
   // No cache: jest's own order is by file size, which would put the short quick-chaos file last.
   const context = { config: { cache: false }, hasteFS: { getSize: (p: string) => fs.statSync(p).size } };
   const files = integrationFiles();
@@ -26,6 +27,7 @@ test('without a timing record (a clean clone): the long files first, in their or
   // Every listed file exists: a renamed one would silently lose its place.
   expect(sorted.slice(0, Sequencer.LONG_FIRST.length).map(relative)).toEqual(Sequencer.LONG_FIRST);
   expect(sorted[0]).toBe(path.join(root, 'test/integration/chaos/quick.test.ts'));
-  const sizes = sorted.slice(Sequencer.LONG_FIRST.length).map((p) => fs.statSync(p).size);
+  expect(sorted.slice(-Sequencer.LAST.length).map(relative)).toEqual(Sequencer.LAST);
+  const sizes = sorted.slice(Sequencer.LONG_FIRST.length, -Sequencer.LAST.length).map((p) => fs.statSync(p).size);
   expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
 });
