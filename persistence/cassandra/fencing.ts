@@ -3,19 +3,20 @@
  *
  * Every row carries the `offset` of its snapshot and the consumer `generation` of the owner that
  * wrote it. A write by generation G at offset O lands when the stored (generation, offset) is
- * not newer in this order: a higher generation always wins; within one generation, the write at
- * the same or a higher offset wins (a key's writes within a generation are made one after the
- * other, and a key timer's fire changes the state at the same offset). Cassandra's IF conditions
- * cannot say "or", so a write is a short conversation:
+ * older in this order: a higher generation always wins; within one generation, a higher offset
+ * wins — and a put at the same offset over a value row of the same generation lands too (a key's
+ * writes within a generation are made one after the other, and a key timer's fire changes the
+ * state at the same offset; over a delete marker at its offset it is refused). Cassandra's IF
+ * conditions cannot say "or", so a write is a short conversation:
  *
  *   1. the optimistic statement: INSERT … IF NOT EXISTS for a key not known to have a row, else
- *      UPDATE/DELETE … IF generation <= G AND offset <= O;
+ *      UPDATE/DELETE … IF generation <= G AND offset < O (≤ O for a delete);
  *   2. if refused, Cassandra answers with the stored generation and offset, and `nextStep`
- *      decides: refuse, count it as done (our own identical write already landed, e.g. retried
- *      after a timeout), read the row (the answer did not say whether it holds a value), retry the
+ *      decides: refuse, read the row (the answer did not say whether it holds a value), retry the
  *      optimistic statement (the row changed under us), or compare-and-set over exactly the stored
- *      version (an older generation wrote a higher offset: the stale owner got ahead before our
- *      first write, and we are newer).
+ *      version — an older generation wrote a higher offset (the stale owner got ahead before our
+ *      first write, and we are newer), or a value row at our own offset (our own earlier write, or
+ *      the state before a timer's fire: rewritten, the same content again being harmless).
  *
  * Only a refusal `by: 'generation'` means a newer owner exists (a fence). A refusal by offset
  * (this generation already wrote further: its own earlier write landed late, or two of its writes
@@ -81,7 +82,7 @@ export function nextStep(stored: StoredVersion | undefined, attempt: WriteAttemp
     // Our own identical write only if the row holds a value: a marker at the same offset cannot
     // also be this put.
     if (stored.marker === undefined) return { step: 'read' };
-    if (!stored.marker) return { step: 'done' };
+    if (!stored.marker) return { step: 'cas', expected: stored };
     return {
       step: 'refuse',
       by: 'marker',

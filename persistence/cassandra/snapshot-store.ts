@@ -607,9 +607,8 @@ function statements(t: string, layout: SnapshotLayout) {
     insert:
       `INSERT INTO ${t} (application_id, group_id, topic, partition, ${bucketColumn}key, offset, created, metadata, value, generation) ` +
       `VALUES (?, ?, ?, ?, ${layout === 'by-partition' ? '?, ' : ''}?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`,
-    // At the same offset too: a key timer's fire changes a key's state without a new record.
-    putIfNewer: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation <= ? AND offset <= ?`,
-    putIfOffsetNewer: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where} IF offset <= ?`,
+    putIfNewer: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation <= ? AND offset < ?`,
+    putIfOffsetNewer: `UPDATE ${t} USING TTL ? SET ${setPut} WHERE ${where} IF offset < ?`,
     putIfSame: `UPDATE ${t} USING TTL ? SET ${setPut}, generation = ? WHERE ${where} IF generation = ? AND offset = ?`,
     // Delete markers (no TTL) and a purge's fence rows (TTL fenceRowTtl).
     deleteIfNotNewer: `UPDATE ${t} USING TTL ? SET ${setMarker}, generation = ? WHERE ${where} IF generation <= ? AND offset <= ?`,

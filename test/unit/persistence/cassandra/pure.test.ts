@@ -73,9 +73,9 @@ describe('the fence\'s next step after a refused statement', () => {
     expect(nextStep({ generation: null, offset: 50 }, del(2, 10))).toEqual({ step: 'cas', expected: { generation: null, offset: 50 } });
   });
 
-  test('the same generation (or none at all) compares offsets; our own write again is done', () => {
+  test('the same generation (or none at all) compares offsets; a put at its own offset over a value row rewrites it (a timer fire, or its own write again)', () => {
     for (const g of [2, undefined]) {
-      expect(nextStep({ generation: g ?? null, offset: 10, marker: false }, put(g, 10))).toEqual({ step: 'done' });
+      expect(nextStep({ generation: g ?? null, offset: 10, marker: false }, put(g, 10))).toEqual({ step: 'cas', expected: { generation: g ?? null, offset: 10, marker: false } });
       expect(nextStep({ generation: g ?? null, offset: 11 }, put(g, 10))).toMatchObject({ step: 'refuse', by: 'offset' });
       expect(nextStep({ generation: g ?? null, offset: 9 }, put(g, 10))).toEqual({ step: 'conditional' });
       expect(nextStep({ generation: g ?? null, offset: 10 }, del(g, 10))).toEqual({ step: 'conditional' });
@@ -96,7 +96,7 @@ describe('the fence\'s next step after a refused statement', () => {
           const step = nextStep({ generation: sg, offset: so, marker: false }, put(g, o)).step;
           const newer = g > sg || (g === sg && o > so);
           const same = g === sg && o === so;
-          if (same) return step === 'done';
+          if (same) return step === 'cas';
           return newer ? step === 'cas' || step === 'conditional' : step === 'refuse';
         },
       ),
@@ -104,7 +104,7 @@ describe('the fence\'s next step after a refused statement', () => {
   });
 });
 
-describe('a refused put at its own offset: done only over a value row', () => {
+describe('a refused put at its own offset: rewritten only over a value row', () => {
   const put = (generation: number | undefined, offset: number) => ({ kind: 'put' as const, generation, offset });
 
   test('a delete marker at the same offset, within the generation (or without one), refuses by marker: not done, not a fence', () => {
