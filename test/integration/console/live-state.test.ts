@@ -183,7 +183,9 @@ describe('live state queries and health endpoints on real workers', () => {
       const idle = await get(cluster, 'k7');
       expect(idle.code).toBe(0);
       expect(JSON.parse(idle.stdout)).toMatchObject({ source: 'snapshot', key: 'k7', state: want, offset: want.last, persisted: true });
-      expect(idle.stderr).toMatch(/^no live owner answered \(no worker answered the partition workflow's status query: .+\): the persisted snapshot\n$/);
+      // Why depends on who else runs in the namespace: no worker answers the status query, or one
+      // (of another test file, two run at a time) answers that the partition is idle.
+      expect(idle.stderr).toMatch(/^no live owner answered \(.+\): the persisted snapshot\n$/);
 
       // A worker without an HTTP port owns the partitions: it cannot be asked; the snapshot, saying why.
       cluster.startWorker('c');
