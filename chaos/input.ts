@@ -9,9 +9,9 @@ import { PARTITIONS } from './settings';
 type Client = ReturnType<typeof createKafkaClient>;
 
 /** The input topic folded into the oracle's reference as it is read. */
-export async function readInput(client: Client, topic: string): Promise<Reference> {
+export async function readInput(client: Client, topic: string, timers = true): Promise<Reference> {
   const reader = new PartitionReader(client);
-  const ref = new Reference(topic);
+  const ref = new Reference(topic, timers);
   try {
     await reader.readTopic(topic, PARTITIONS, (r, partition) => {
       const raw = String(r.value);

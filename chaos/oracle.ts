@@ -135,7 +135,11 @@ export class Reference {
   /** Per partition: its watermark (highest timestamp so far) and its timers, earliest first. */
   private readonly partitions = new Map<number, { watermark: number; due: EntryHeap }>();
 
-  constructor(readonly topic: string) {}
+  /** `timers`: the flow runs with its key timers (chaos `--timers on`). */
+  constructor(
+    readonly topic: string,
+    private readonly withTimers = true,
+  ) {}
 
   add(r: InputRecord): void {
     this.log.add(r);
@@ -143,7 +147,7 @@ export class Reference {
     const p = this.partitionOf(r.partition);
     const ts = Number(r.timestamp ?? 0);
     if (ts > p.watermark) p.watermark = ts;
-    this.fireDue(r.partition, p);
+    if (this.withTimers) this.fireDue(r.partition, p);
     if (isPoison(r.value)) {
       this.deadLetters.set(deadLetterSource(r), r.raw ?? JSON.stringify(r.value ?? null));
       return;
@@ -155,8 +159,8 @@ export class Reference {
       this.timers.delete(r.key);
     } else {
       this.states.set(r.key, next);
-      if (pulses(r.key)) this.setTimer(p, r.key, PULSE, ts + PULSE_MS);
-      this.setTimer(p, r.key, TTL, ts + CHAOS_TTL_MS);
+      if (this.withTimers && pulses(r.key)) this.setTimer(p, r.key, PULSE, ts + PULSE_MS);
+      if (this.withTimers) this.setTimer(p, r.key, TTL, ts + CHAOS_TTL_MS);
     }
     const output = chaosOutput(before, next, r.offset);
     if (output) this.outputs.set(outputSource(this.topic, r), JSON.stringify(output));

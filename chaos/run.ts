@@ -56,6 +56,7 @@ import {
   PORT_BASE,
   PRODUCT_COMMIT,
   QUICK,
+  TIMERS,
   RATE,
   rel,
   SEED,
@@ -146,6 +147,7 @@ async function main(): Promise<number> {
         CHAOS_CASSANDRA_KEYSPACE: 'kafka_flow_chaos',
         CHAOS_MAX_WRITES: String(MAX_WRITES),
         CHAOS_MAX_PENDING_OUTPUTS: String(MAX_PENDING_OUTPUTS),
+        CHAOS_TIMERS: TIMERS,
         CHAOS_CASSANDRA_FENCING: CASSANDRA_FENCING ?? '',
         CHAOS_CASSANDRA_LAYOUT: CASSANDRA_LAYOUT ?? '',
         TEMPORAL_LOG_LEVEL: 'warn',
@@ -295,7 +297,7 @@ async function main(): Promise<number> {
 
       say('oracle: reference fold of each input topic vs inspect, and its outputs vs the output topic');
       for (const m of group) {
-        const reference = await readInput(client, m.topic);
+        const reference = await readInput(client, m.topic, TIMERS === 'on');
         const actual = new Map<string, ChaosState>();
         let inspectError: string | undefined;
         try {
