@@ -72,11 +72,11 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
   // Sessions as the flow ends them: per partition, before each order, every store whose last order
   // is GAP_MS or more behind the highest timestamp so far (earliest first) ends its session.
   const expectedSessions: SalesSession[] = [];
-  const open = new Map<string, SalesSession>();
   let folded = 0;
   for (const { partition, offset } of committed!.partitions) {
     if (offset === '-1' || offset === '0') continue;
     let watermark = Number.NEGATIVE_INFINITY;
+    const open = new Map<string, SalesSession>(); // this partition's stores' sessions
     await reader.read({
       topic: id,
       partition,
