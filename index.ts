@@ -40,6 +40,7 @@ export { type KeyTimer, type KeyTimers, type TimeDomain, TimerArgumentError, typ
 export { type Logger, silentLogger } from './core/logger';
 export { FlowMetrics, type PartitionMetrics } from './flow/metrics';
 export { OffsetOutOfRangeError } from './flow/offsets';
+export { InputOffsetOutOfRangeError } from './workers/runtime/input-offset-range';
 export {
   PartitionFlow,
   type PartitionFlowOptions,

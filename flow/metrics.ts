@@ -27,6 +27,8 @@ export class FlowMetrics {
   readonly keysEvicted: Counter<PartitionLabels>;
   /** Key timers fired (`kind` timer: onTimer ran; ttl: the key expired by stateTtl). */
   readonly timersFired: Counter<PartitionLabels | 'kind'>;
+  /** Input records the topic's retention deleted before the flow folded them (skipped; each time logged as an error). */
+  readonly inputDeletedUnfolded: Counter<PartitionLabels>;
   /** Bytes of state before compression (kafka-flow's name), by compressor `component`. */
   readonly compressorRawBytes: Counter<'component'>;
   /** Bytes after compression, header included (kafka-flow's name), by compressor `component`. */
@@ -143,6 +145,12 @@ export class FlowMetrics {
       name: 'kafka_flow_timers_fired_total',
       help: 'Key timers fired, by kind (timer: onTimer ran; ttl: the key expired by stateTtl)',
       labelNames: [...labels, 'kind'],
+      registers,
+    });
+    this.inputDeletedUnfolded = new Counter({
+      name: 'kafka_flow_input_records_deleted_unfolded_total',
+      help: "Input records the topic's retention deleted before the flow folded them (skipped, logged as an error)",
+      labelNames: labels,
       registers,
     });
     // Registered with the engine's metrics (they are on /metrics from the start); the backends' compressors count into them.

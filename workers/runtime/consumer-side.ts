@@ -1,7 +1,9 @@
 import type { EachBatchPayload } from 'kafkajs';
 import type { PersistResult as WorkflowPersistResult } from '../../activities/types';
+import { offsetFromKafka } from '../../flow/offsets';
 import type { GroupGeneration, RevokedPartitions } from '../../kafka';
 import type { FlowConsumerHandlers } from './flow-consumer';
+import { InputOffsetOutOfRangeError, outOfRangeAction } from './input-offset-range';
 import type { PartitionRecoveries } from './partition-recoveries';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 import { withUnreported } from './slot-persists';
@@ -26,6 +28,7 @@ export class ConsumerSide extends RuntimeSide {
       onJoin: (g) => this.onJoin(g),
       onRevoke: (revoked) => this.onRevoke(revoked),
       eachBatch: (payload) => this.eachBatch(payload),
+      onOffsetOutOfRange: (at) => this.onOffsetOutOfRange(at),
     };
   }
 
@@ -95,6 +98,45 @@ export class ConsumerSide extends RuntimeSide {
     const slot = this.slots.get(payload.batch.topic, payload.batch.partition);
     const handoff = slot?.state === 'running' ? slot.handoff : undefined;
     if (!handoff || !(await handoff.hand(payload))) payload.pause(); // no fold loop (any more): nothing resolved, nothing skipped
+  }
+
+  /**
+   * A fetch was out of the partition's range. Records the topic's retention deleted before they
+   * were folded are gone: counted, logged as an error, and folding goes on from the log start
+   * (the flow's next persist commits past them, fenced as every commit). An offset past the log
+   * end stops the partition (InputOffsetOutOfRangeError). Nothing is committed here.
+   */
+  private async onOffsetOutOfRange(at: { topic: string; partition: number; fetchOffset: string }): Promise<void> {
+    const { topic, partition } = at;
+    const tp = [{ topic, partitions: [partition] }];
+    const slot = this.slots.get(topic, partition);
+    const current = this.consumer.current();
+    if (slot?.state !== 'running' || !slot.flow || !current || slot.generation !== current.generationId) {
+      this.consumer.pause(tp); // not being folded here: its next recovery seeks it
+      return;
+    }
+    const offset = offsetFromKafka(at.fetchOffset);
+    let range: { start: number; end: number };
+    try {
+      range = await this.consumer.logRange(topic, partition);
+    } catch (err) {
+      this.log.warn({ err, topic, partition, offset }, 'input offset out of range; the partition\'s log range could not be read: fetching again in 1 s');
+      await new Promise((r) => setTimeout(r, 1_000));
+      return;
+    }
+    const next = outOfRangeAction(offset, range.start, range.end);
+    if (next.action === 'skip-deleted') {
+      this.o.metrics.inputDeletedUnfolded.labels({ flow: this.definition.name, topic, partition: String(partition) }).inc(next.deleted);
+      this.log.error(
+        { topic, partition, from: offset, to: next.resumeAt, records: next.deleted },
+        `input records deleted by the topic's retention before this flow folded them: offsets ${offset}..${next.resumeAt - 1} skipped, folding goes on from the log start (raise the topic's retention.ms / retention.bytes above the flow's worst lag)`,
+      );
+      this.consumer.seek({ topic, partition, offset: String(next.resumeAt) });
+    } else if (next.action === 'stop') {
+      const failure = this.persists.failed(slot, new InputOffsetOutOfRangeError(topic, partition, offset, range.start, range.end));
+      this.consumer.pause(tp);
+      this.log.error({ err: failure, topic, partition }, 'partition failed; its workflow recovers it on this worker after a backoff (phase retrying)');
+    }
   }
 
   /** The awaited revoke point: in-flight batches are done; flush under the generation being given up. */

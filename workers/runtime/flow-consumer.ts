@@ -1,4 +1,4 @@
-import type { Consumer, ConsumerRunConfig, EachBatchPayload } from 'kafkajs';
+import type { Admin, Consumer, ConsumerRunConfig, EachBatchPayload } from 'kafkajs';
 import type { KafkaSecurity } from '../../config/security';
 import { type Logger, silentLogger } from '../../core/logger';
 import type { FlowDefinition } from '../../define-flow';
@@ -25,6 +25,12 @@ export interface FlowConsumerHandlers {
   /** After in-flight batches, before the member rejoins or leaves, with the generation given up. */
   onRevoke(revoked: RevokedPartitions): Promise<void>;
   eachBatch(payload: EachBatchPayload): Promise<void>;
+  /**
+   * A fetch of the partition at `fetchOffset` was out of its range (the broker no longer or never
+   * held that offset). kafkajs would commit its default offset to the group by itself; the runtime
+   * decides instead (seek, or stop the partition), and nothing is committed here.
+   */
+  onOffsetOutOfRange(at: { topic: string; partition: number; fetchOffset: string }): Promise<void>;
 }
 
 /**
@@ -45,6 +51,8 @@ export interface FlowConsumer {
   seek(at: { topic: string; partition: number; offset: string }): void;
   /** Commits under the member's live generation (plain mode; transactional mode commits in the transaction). */
   commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void>;
+  /** The partition's log start and log end (the offset the next record will take), from the broker. */
+  logRange(topic: string, partition: number): Promise<{ start: number; end: number }>;
   /**
    * The group's committed offset of a partition (undefined: none yet), read stable: while a
    * transaction that moves it is pending, the read waits for its outcome (OffsetFetch
@@ -71,6 +79,9 @@ export class KafkaFlowConsumer implements FlowConsumer {
   private readonly consumer: Consumer;
   private readonly membership = new GroupMembership();
   private readonly committed: CommittedOffsets;
+  private readonly kafka: KafkaClient;
+  /** For the log range of a partition whose fetch was out of range (rare): connected when first needed. */
+  private admin?: Promise<Admin>;
   private handlers?: FlowConsumerHandlers;
   private runConfig?: ConsumerRunConfig;
   private stopping = false;
@@ -90,6 +101,7 @@ export class KafkaFlowConsumer implements FlowConsumer {
     private readonly log: Logger = silentLogger,
   ) {
     this.committed = new CommittedOffsets(kafka);
+    this.kafka = kafka;
     this.consumer = kafka.kafka.consumer(
       withRevokePoint(
         // maxWaitTimeInMs: kafkajs sleeps this long whenever every assigned partition is paused
@@ -105,6 +117,8 @@ export class KafkaFlowConsumer implements FlowConsumer {
         // fetchResponseDecoder (the kafkajs patch's opt-in): the record batches are decoded by
         // kafka/fetch-decoder.ts, kafkajs's result at a fraction of its CPU and garbage (no Long
         // per record); compressed batches and other versions still by kafkajs.
+        // onOffsetOutOfRange (the patch's opt-in): instead of kafkajs committing its default offset
+        // to the group — outside the partition's fenced commit — the runtime decides.
         {
           groupId: definition.groupId,
           readUncommitted: false,
@@ -116,6 +130,7 @@ export class KafkaFlowConsumer implements FlowConsumer {
           heartbeatInterval: definition.consumer.heartbeatIntervalMs,
           rebalanceTimeout: definition.consumer.rebalanceTimeoutMs,
           fetchResponseDecoder: decodeFetchResponse,
+          onOffsetOutOfRange: (at) => this.handlers?.onOffsetOutOfRange(at) ?? Promise.resolve(),
         },
         (revoked) => this.handlers?.onRevoke(revoked) ?? Promise.resolve(),
       ),
@@ -170,6 +185,9 @@ export class KafkaFlowConsumer implements FlowConsumer {
 
   async close(): Promise<void> {
     await this.committed.close();
+    const admin = this.admin;
+    this.admin = undefined;
+    if (admin) await admin.then((a) => a.disconnect()).catch(() => undefined);
   }
 
   current(): GroupGeneration | undefined {
@@ -190,6 +208,18 @@ export class KafkaFlowConsumer implements FlowConsumer {
 
   async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
     await this.consumer.commitOffsets(offsets);
+  }
+
+  async logRange(topic: string, partition: number): Promise<{ start: number; end: number }> {
+    if (!this.admin) {
+      const admin = this.kafka.kafka.admin();
+      this.admin = admin.connect().then(() => admin);
+      this.admin.catch(() => (this.admin = undefined));
+    }
+    const offsets = await (await this.admin).fetchTopicOffsets(topic);
+    const p = offsets.find((o) => o.partition === partition);
+    if (!p) throw new Error(`${topic}-${partition}: no such partition in the topic's offsets`);
+    return { start: Number(p.low), end: Number(p.high) };
   }
 
   async committedOffset(topic: string, partition: number): Promise<string | undefined> {

@@ -107,7 +107,7 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     const ms = performance.now() - started;
     // Started at the join: how long before this activity it started, and how long the activity waited for it.
     const atJoin = fromJoin ? { startedBeforeMs: Math.round(started - fromJoin.startedAt), waitedMs: Math.round(ms) } : undefined;
-    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, keys, snapshotsRead: read, ms: Math.round(ms), phases, ...(atJoin ? { atJoin } : {}) }, 'recovered');
+    this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, offset: assignedAt, keys, snapshotsRead: read, ms: Math.round(ms), phases, ...(atJoin ? { atJoin } : {}) }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
   }
 

@@ -57,6 +57,20 @@ export class FakeFlowConsumer implements FlowConsumer {
     }
   }
 
+  /** Each partition's log range as the test sets it (`topic-partition`). */
+  readonly logRanges = new Map<string, { start: number; end: number }>();
+
+  async logRange(topic: string, partition: number): Promise<{ start: number; end: number }> {
+    const range = this.logRanges.get(`${topic}-${partition}`);
+    if (!range) throw new Error(`FakeFlowConsumer: no log range set for ${topic}-${partition}`);
+    return range;
+  }
+
+  /** A fetch out of range, as kafkajs reports it to the runtime (the patch's onOffsetOutOfRange). */
+  async outOfRange(topic: string, partition: number, fetchOffset: string): Promise<void> {
+    await this.handlers!.onOffsetOutOfRange({ topic, partition, fetchOffset });
+  }
+
   /** While set, committed-offset reads wait for it (a recovery held part way). */
   committedReadGate?: Promise<void>;
 

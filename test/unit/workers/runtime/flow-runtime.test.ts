@@ -13,6 +13,7 @@ import type { PersistenceBackend } from '../../../../persistence/backends';
 import { PartitionFlow } from '../../../../flow/partition-flow';
 import { FlowRuntime, hasOutputs, timerTickMs } from '../../../../workers/runtime/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
+import { InputOffsetOutOfRangeError, outOfRangeAction } from '../../../../workers/runtime/input-offset-range';
 import { recordPendingOutputs } from '../../../support/pending-outputs';
 
 // The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the
@@ -732,5 +733,46 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await activity;
     await stopped;
     expect(rt.consumer.closed).toBe(true);
+  });
+  test('a fetch out of range below the log start (retention deleted unfolded records): counted, seeks to the log start, nothing committed', async () => {
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
+    rt.consumer.logRanges.set('t-0', { start: 15, end: 20 });
+    await rt.consumer.outOfRange('t', 0, '10');
+    expect(rt.consumer.seeks.at(-1)).toEqual({ topic: 't', partition: 0, offset: '15' });
+    expect(rt.consumer.commits).toEqual([]);
+    const deleted = (await rt.metrics.inputDeletedUnfolded.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(deleted).toBe(5);
+    expect(await rt.consumer.deliver('t', 0, [{ offset: 15, key: 'a', value: { n: 1 } }])).toMatchObject({ resolved: '15' });
+    expect(folding.poll().failure).toBeUndefined();
+  });
+
+  test('a fetch out of range past the log end stops the partition with InputOffsetOutOfRangeError, paused, nothing committed; one in range now fetches again', async () => {
+    rt.consumer.join(1, { t: [0, 1] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    await rt.runtime.recover(req(owner, 1));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
+    const other = driveFolding(rt.runtime.startFolding(req(owner, 1)));
+    rt.consumer.logRanges.set('t-0', { start: 0, end: 10 });
+    rt.consumer.logRanges.set('t-1', { start: 0, end: 10 });
+    const seeks = rt.consumer.seeks.length;
+    await rt.consumer.outOfRange('t', 0, '100');
+    await rt.consumer.outOfRange('t', 1, '7');
+    expect(folding.poll().failure).toBeInstanceOf(InputOffsetOutOfRangeError);
+    expect(folding.poll().failure).toMatchObject({ code: 'INPUT_OFFSET_OUT_OF_RANGE', offset: 100, logStart: 0, logEnd: 10 });
+    expect(rt.consumer.paused.has('t-0')).toBe(true);
+    expect(other.poll().failure).toBeUndefined();
+    expect(rt.consumer.seeks.length).toBe(seeks);
+    expect(rt.consumer.commits).toEqual([]);
+  });
+
+  test('outOfRangeAction: below the log start skips what was deleted, past the end stops, within fetches again', () => {
+    expect(outOfRangeAction(10, 15, 20)).toEqual({ action: 'skip-deleted', resumeAt: 15, deleted: 5 });
+    expect(outOfRangeAction(21, 15, 20)).toEqual({ action: 'stop' });
+    expect(outOfRangeAction(20, 15, 20)).toEqual({ action: 'fetch-again' });
+    expect(outOfRangeAction(15, 15, 20)).toEqual({ action: 'fetch-again' });
   });
 });
