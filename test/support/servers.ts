@@ -150,11 +150,11 @@ export async function send(client: KafkaClient, topic: string, messages: Message
 }
 
 /** A topic created with `partitions` on the real broker, holding `messages` (a test's input). */
-export async function topicWith(topic: string, partitions: number, messages: Message[]): Promise<void> {
+export async function topicWith(topic: string, partitions: number, messages: Message[], config?: Record<string, string>): Promise<void> {
   const client = await testClient(`${topic}-input`);
   const admin = new KafkaAdmin(client);
   try {
-    await admin.ensureTopics([{ topic, partitions }]);
+    await admin.ensureTopics([{ topic, partitions, ...(config ? { config } : {}) }]);
   } finally {
     await admin.close();
   }

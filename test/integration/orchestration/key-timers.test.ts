@@ -80,7 +80,9 @@ async function sessionsThrough(disturb: (first: Worker, start: () => Worker) => 
   const third = orders(600, 900);
   const expected = model([...first, ...second, ...third]);
   expect(expected.length).toBeGreaterThan(100);
-  await topicWith(names.TEST_FLOW_TOPIC, 2, asMessages(first));
+  // The orders' timestamps are of 2026-01-01: the topic keeps them (retention.ms -1), or the broker's
+  // time-based retention (7 days, checked every 5 minutes) deletes them as soon as it runs.
+  await topicWith(names.TEST_FLOW_TOPIC, 2, asMessages(first), { 'retention.ms': '-1' });
   const client = await testClient('sessions-test');
   const admin = client.kafka.admin();
   await admin.connect();
