@@ -2,7 +2,7 @@ import { KafkaFlowError } from '../config/errors';
 import { PartitionStateError } from './errors';
 import { EmittedOutputs, OUTPUT_SOURCE_HEADER, type PendingOutput } from '../core/emitted-outputs';
 import type { EmitRecord, FoldContext } from './fold';
-import { type KeyTimer, TimerEdits } from './key-timers';
+import { type KeyTimer, type TimerEdit, TimerEdits } from './key-timers';
 
 export { OUTPUT_SOURCE_HEADER };
 
@@ -102,7 +102,7 @@ export class EmitBuffer implements FoldContext {
   }
 
   /** The key's timers after the fold just taken, or undefined if it changed none (see TimerEdits.take). */
-  takeTimers(): { readonly timers: readonly KeyTimer[] | undefined } | undefined {
+  takeTimers(): TimerEdit | undefined {
     return this.timers.take();
   }
 

@@ -1,7 +1,7 @@
 import { EmitBuffer, type OutputOptions } from './emit';
 import type { KeyFlow, QueuedFire, QueuedRecord } from './key-flow';
 import type { PendingOutput } from '../core/emitted-outputs';
-import type { KeyTimer } from '../core/persistence-types';
+import type { TimerEdit } from './key-timers';
 import type { PoisonReason } from './poison';
 import type { RecoveredKey } from './ports';
 import type { FlowRecord, InputMessage } from './record';
@@ -36,7 +36,7 @@ export interface KeyRunsFold<S, V> {
     kf: KeyFlow<S, V>,
     next: S | undefined,
     emitted: PendingOutput[] | undefined,
-    timers: { readonly timers: readonly KeyTimer[] | undefined } | undefined,
+    timers: TimerEdit | undefined,
     record: FlowRecord<V>,
     offset: number,
   ): void;

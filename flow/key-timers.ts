@@ -44,6 +44,11 @@ export class TimerArgumentError extends KafkaFlowError {
   }
 }
 
+/** A fold's edit of its key's timers: the key's timers after it (undefined: none left). No edit at all is `undefined` in its place. */
+export interface TimerEdit {
+  readonly timers: readonly KeyTimer[] | undefined;
+}
+
 /**
  * The key's timers with `timer` in place of any of the same name (a new array; timers are never
  * changed in place). Arrays of exactly their length: a key's timers live as long as the key.
@@ -114,7 +119,7 @@ export class TimerEdits implements KeyTimers {
   }
 
   /** The key's timers after the fold, or undefined if it changed none; closes the edits. */
-  take(): { readonly timers: readonly KeyTimer[] | undefined } | undefined {
+  take(): TimerEdit | undefined {
     this.open = false;
     if (!this.edited) return undefined;
     const timers = this.after && this.after.length > 0 ? this.after : undefined;

@@ -8,7 +8,7 @@ import { EmitBuffer, type OutputOptions, TimerSource } from './emit';
 import type { DecodeFailurePolicy } from './decode-policy';
 import { FoldError, PartitionStateError, TimerError } from './errors';
 import { type Fold, isPromise, type OnTimer } from './fold';
-import { type KeyTimer, type TimeDomain, TTL_TIMER, withoutTimer, withTimer } from './key-timers';
+import { type KeyTimer, type TimeDomain, type TimerEdit, TTL_TIMER, withoutTimer, withTimer } from './key-timers';
 import { TimerQueue } from './timer-queue';
 import { KeyFlow } from './key-flow';
 import { KeyRuns } from './key-runs';
@@ -445,7 +445,7 @@ export class PartitionFlow<S, V> {
     kf: KeyFlow<S, V>,
     next: S | undefined,
     emitted: PendingOutput[] | undefined,
-    timers: { readonly timers: readonly KeyTimer[] | undefined } | undefined,
+    timers: TimerEdit | undefined,
     record: FlowRecord<V>,
     offset: number,
   ): void {
@@ -666,7 +666,7 @@ export class PartitionFlow<S, V> {
   }
 
   /** A record folded: the fold's timer edits, the stateTtl timer moved past the record, none left on a deleted key. */
-  private applyTimers(kf: KeyFlow<S, V>, next: S | undefined, edited: { readonly timers: readonly KeyTimer[] | undefined } | undefined, record: FlowRecord<V>): void {
+  private applyTimers(kf: KeyFlow<S, V>, next: S | undefined, edited: TimerEdit | undefined, record: FlowRecord<V>): void {
     let timers = edited ? edited.timers : kf.timers;
     const ttl = this.o.stateTtl;
     if (next === undefined) timers = undefined;
