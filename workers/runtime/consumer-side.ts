@@ -96,6 +96,7 @@ export class ConsumerSide extends RuntimeSide {
    */
   private async eachBatch(payload: EachBatchPayload): Promise<void> {
     const slot = this.slots.get(payload.batch.topic, payload.batch.partition);
+    if (slot) slot.lastBatchAt = Date.now();
     const handoff = slot?.state === 'running' ? slot.handoff : undefined;
     if (!handoff || !(await handoff.hand(payload))) payload.pause(); // no fold loop (any more): nothing resolved, nothing skipped
   }
@@ -200,11 +201,35 @@ export class ConsumerSide extends RuntimeSide {
       slot.notFoldingSince = now; // again after another afterMs, not at every tick
       stalled.push({ topic: slot.topic, partition: slot.partition });
     }
+    this.resumeQuiet(current.generationId, afterMs, now);
     if (stalled.length === 0) return;
     this.log.warn({ partitions: stalled.map((p) => `${p.topic}-${p.partition}`), afterMs }, 'partitions held here but not folding: signalling their assignment again');
     const assignment: Record<string, number[]> = {};
     for (const p of stalled) assignment[p.topic] = [...(assignment[p.topic] ?? []), p.partition];
     void this.signalAssignments({ ...current, assignment }).catch((err) => this.log.warn({ err }, 'could not signal the assignment again'));
+  }
+
+  /**
+   * A partition folding here that the consumer has handed no batch for `afterMs` while its log
+   * holds records past the flow's position has its fetching resumed: a pause nothing undid would
+   * otherwise hold it until the next rebalance. Resuming a partition that is not paused changes
+   * nothing; the warning says it happened. Once per `afterMs` per partition.
+   */
+  private resumeQuiet(generation: number, afterMs: number, now: number): void {
+    for (const slot of this.slots.all()) {
+      const flow = slot.flow;
+      if (slot.generation !== generation || slot.state !== 'running' || !flow || now - (slot.lastBatchAt ?? now) < afterMs) continue;
+      slot.lastBatchAt = now; // looked at again after another afterMs
+      const { topic, partition } = slot;
+      void this.consumer
+        .logRange(topic, partition)
+        .then(({ end }) => {
+          if (end <= flow.position || slot.state !== 'running' || slot.flow !== flow) return;
+          this.consumer.resume([{ topic, partitions: [partition] }]);
+          this.log.warn({ topic, partition, position: flow.position, logEnd: end, quietMs: afterMs }, 'partition folding here but handed no batch while its log holds records past its position: its fetching resumed');
+        })
+        .catch((err) => this.log.debug({ err, topic, partition }, 'quiet partition: its log range could not be read'));
+    }
   }
 
   private async withRetry<T>(what: string, fn: () => Promise<T>, attempts = 10): Promise<T> {

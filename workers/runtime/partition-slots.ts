@@ -47,6 +47,8 @@ export interface Slot {
   revokeUnsignalled?: number;
   /** Since when this process has held the partition without a fold loop (the reassert watchdog). */
   notFoldingSince?: number;
+  /** When the consumer last handed a batch of the partition over, or a fold loop started (the quiet-fetch watchdog). */
+  lastBatchAt?: number;
   /** When the installed engine persists periodically and when idle (replaced with the engine). */
   cadence?: PersistCadence;
   /** The in-process `outputs` persist (outputEvery, maxPendingOutputs) running now, if one is. */
@@ -165,6 +167,7 @@ export class PartitionSlots {
     const token = ++this.foldLoops;
     slot.folding = token;
     slot.state = 'running';
+    slot.lastBatchAt = Date.now();
     return {
       token,
       poll: () => {

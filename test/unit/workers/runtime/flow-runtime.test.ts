@@ -699,6 +699,26 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(again.map(([i, o]) => [i.partition, o.generation])).toEqual([[0, 1]]);
   });
 
+  test('a partition folding here but handed no batch while its log holds records past its position has its fetching resumed; an idle one is left alone', async () => {
+    await rt.runtime.stop(10);
+    rt = setup(definition, undefined, 300);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0, 1] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner, 0));
+    await rt.runtime.recover(req(owner, 1));
+    driveFolding(rt.runtime.startFolding(req(owner, 0)));
+    driveFolding(rt.runtime.startFolding(req(owner, 1)));
+    rt.consumer.logRanges.set('t-0', { start: 0, end: 40 }); // records past position 0 that never came
+    rt.consumer.logRanges.set('t-1', { start: 0, end: 0 }); // idle: nothing to fetch
+    rt.consumer.pause([{ topic: 't', partitions: [0, 1] }]); // a pause nothing undid
+    await new Promise((r) => setTimeout(r, 100));
+    expect(rt.consumer.paused.has('t-0')).toBe(true); // not yet
+    await new Promise((r) => setTimeout(r, 500));
+    expect(rt.consumer.paused.has('t-0')).toBe(false);
+    expect(rt.consumer.paused.has('t-1')).toBe(true);
+  });
+
   test('a join completing while the member stops (kafkajs finishing a rejoin) is neither signalled nor recovered: the leave reassigns it', async () => {
     const { backend, events } = recordingBackend();
     await rt.runtime.stop(10);
