@@ -118,7 +118,13 @@ async function sessionsThrough(disturb: (first: Worker, start: () => Worker) => 
       await reader.close();
     }
     const byKey = (x: SessionSummary, y: SessionSummary) => (x.key < y.key ? -1 : x.key > y.key ? 1 : x.first - y.first);
-    expect(summaries.sort(byKey)).toEqual([...expected].sort(byKey));
+    try {
+      expect(summaries.sort(byKey)).toEqual([...expected].sort(byKey));
+    } catch (err) {
+      // What each worker did with the partitions (assignments, recoveries, kept state, warnings): the diff alone does not say.
+      const story = workers.map((w, i) => `worker ${i}:\n${w.output().split('\n').filter((l) => /assigned|recovered|kept in-memory|revoke|"level":[45]0/.test(l)).slice(-60).join('\n')}`).join('\n');
+      throw new Error(`${(err as Error).message}\n\n${story}`);
+    }
   } finally {
     for (const w of workers) {
       w.child.kill('SIGCONT');
