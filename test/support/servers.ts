@@ -140,7 +140,11 @@ export async function fillInput(client: KafkaClient, topic: string, partitions: 
 
 /** Sends `messages` to `topic` (one send) with a producer of its own. */
 export async function send(client: KafkaClient, topic: string, messages: Message[]): Promise<void> {
-  const producer = client.kafka.producer();
+  // Idempotent: kafkajs retries a whole produce request when one partition of it fails (a leader
+  // not known yet on a topic just created, a busy broker), and without sequence numbers the
+  // partitions whose part had landed would hold those records twice — later in the log than
+  // records with later timestamps (an event-time test then sees them as late).
+  const producer = client.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {
     await producer.send({ topic, messages });
