@@ -19,6 +19,8 @@ const CHANGED = 16;
 const EXTRAS = 32;
 /** Recovered with a snapshot not decoded yet: `v` holds the LazySnapshot. */
 const LAZY = 64;
+/** What is stored for the key is its delete marker (written here, or recovered). */
+const MARKER = 128;
 
 /** The extras of the keys that have any, off the key objects (most keys have none: see KeyExtras). */
 const extrasOf = new WeakMap<object, KeyExtras<unknown>>();
@@ -194,6 +196,18 @@ export class KeyFlow<S, V> implements KeyTimes {
   }
   set stored(v: boolean) {
     this.flags = v ? this.flags | STORED : this.flags & ~STORED;
+  }
+
+  /**
+   * What is stored for this key is its delete marker. A key written again after its marker is
+   * listed again in a key table: another engine of the partition (a stale owner, or an earlier
+   * engine of this process) may have purged the marker and unlisted the key meanwhile.
+   */
+  get storedMarker(): boolean {
+    return (this.flags & MARKER) !== 0;
+  }
+  set storedMarker(v: boolean) {
+    this.flags = v ? this.flags | MARKER : this.flags & ~MARKER;
   }
 
   /** Marked by a timer (or pending outputs): persist at the next persist. */

@@ -819,6 +819,7 @@ export class PartitionFlow<S, V> {
     } else if (found.deleted) {
       kf.state = undefined;
       kf.lastOffset = found.deleted.offset;
+      kf.storedMarker = true;
     } else if (found.events) {
       const replaying = kf.replay(this.o.fold, found.events as FlowRecord<V>[]);
       if (replaying) return replaying.then(() => this.restored(kf));

@@ -209,7 +209,7 @@ function plannedWrite<S, V>(
   outputs: PendingOutput[] | undefined,
 ): Planned<S, V> {
   const put = kind === 'put';
-  return { kf, oldHold, holdAfter, kind, offset: kf.lastOffset, state: put ? kf.state : undefined, timers: put ? kf.timers : undefined, addKey: !kf.stored, events, outputs };
+  return { kf, oldHold, holdAfter, kind, offset: kf.lastOffset, state: put ? kf.state : undefined, timers: put ? kf.timers : undefined, addKey: !kf.stored || kf.storedMarker, events, outputs };
 }
 
 function takeEvents<S, V>(kf: KeyFlow<S, V>): FlowRecord<V>[] | undefined {

@@ -187,6 +187,7 @@ function landed<S, V>(s: PersistScope<S, V>, p: Planned<S, V>, now: number, capt
   const unchanged = !kf.changedSinceWrite && !kf.busy;
   if (p.kind === 'purge') {
     kf.stored = false;
+    kf.storedMarker = false;
     keys.unloaded.delete(kf.key);
     if (unchanged && kf.state === undefined) {
       kf.holding = undefined;
@@ -198,6 +199,7 @@ function landed<S, V>(s: PersistScope<S, V>, p: Planned<S, V>, now: number, capt
   if (p.kind === 'delete') {
     // The marker stays in memory too (it skips a replay's older records) until its purge.
     kf.stored = true;
+    kf.storedMarker = true;
     keys.unloaded.delete(kf.key);
     if (!kf.changedSinceWrite) kf.markClean();
     if (unchanged && kf.state === undefined) {
@@ -210,6 +212,7 @@ function landed<S, V>(s: PersistScope<S, V>, p: Planned<S, V>, now: number, capt
     return false;
   }
   kf.stored = true;
+  kf.storedMarker = false;
   if (!kf.changedSinceWrite) kf.markClean();
   kf.due = false;
   keys.markPersisted(kf, now, p.holdAfter);

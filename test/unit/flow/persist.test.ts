@@ -36,6 +36,44 @@ const fenced = (): PartitionPersistence<Count, string> => ({
 });
 
 describe('PartitionFlow persist', () => {
+  test('a key written again after its delete marker landed (or recovered as one) is listed again (addKey): another engine may have purged the marker and unlisted it meanwhile', async () => {
+    const backend = new InMemoryBackend<Count, string>();
+    const addKeys: Array<[string, string, boolean]> = [];
+    const watched = (inner: PartitionPersistence<Count, string>): PartitionPersistence<Count, string> => ({
+      maxWritesPerBatch: inner.maxWritesPerBatch,
+      recover: () => inner.recover(),
+      read: (key) => inner.read(key),
+      write(batch: WriteBatch<Count, string>) {
+        for (const w of batch.writes) addKeys.push([w.key, w.snapshot ? 'put' : w.delete ? 'delete' : 'purge', w.addKey === true]);
+        return inner.write(batch);
+      },
+    });
+    // countingFold(2): the first record creates the key, the second deletes it, the third creates it again.
+    const h = await harness({ fold: countingFold(2), backend, persistence: watched(backend.forPartition(TP, 'snapshots')) });
+    for (const offset of [0, 1, 2]) {
+      await h.flow.handleBatch(records('a', offset, ['e']));
+      await h.flow.persist(h.clock.now(), 'idle');
+    }
+    expect(addKeys).toEqual([
+      ['a', 'put', true],
+      ['a', 'delete', false],
+      ['a', 'put', true],
+    ]);
+
+    // Recovered as a marker: written again, listed again.
+    const h2 = await harness({ fold: countingFold(2), backend, persistence: watched(backend.forPartition(TP, 'snapshots')) });
+    addKeys.length = 0;
+    await h2.flow.handleBatch(records('a', 3, ['e'])); // deletes it: a marker at 3
+    await h2.flow.persist(h2.clock.now(), 'idle');
+    const h3 = await harness({ fold: countingFold(2), backend, persistence: watched(backend.forPartition(TP, 'snapshots')), assignedAt: 3 });
+    await h3.flow.handleBatch(records('a', 4, ['e']));
+    await h3.flow.persist(h3.clock.now(), 'idle');
+    expect(addKeys).toEqual([
+      ['a', 'delete', false],
+      ['a', 'put', true],
+    ]);
+  });
+
   test('a periodic persist takes every key whose persistEvery has passed, even before its timer fired again: the commit trails by one cycle', async () => {
     // Timers every 1 s, persist every 1 s, the workflow's persists at 1.0, 2.1 and 3.2 s (their own clock).
     const h = await harness({ fold: countingFold(100), timers: { persistPeriodically: { fireEvery: 1000, persistEvery: 1000 } } });
