@@ -7,44 +7,15 @@
 // assigned, recovered and folded again). The workflow's part is played by the test, as in
 // output-backpressure.test.ts.
 import { Registry } from 'prom-client';
-import type { FoldingHandle } from '../../../activities/partition-host';
-import type { Owner } from '../../../activities/types';
-import type { Logger, LogFn } from '../../../core/logger';
 import { silentLogger } from '../../../core/logger';
 import { defineFlow } from '../../../define-flow';
 import { FlowMetrics } from '../../../flow/metrics';
 import { createBackend } from '../../../persistence/backends';
 import { KafkaFlowConsumer } from '../../../workers/runtime/flow-consumer';
 import { FlowRuntime } from '../../../workers/runtime/flow-runtime';
-import type { PartitionSignals } from '../../../workers/runtime/partition-signals';
-import { driveFolding } from '../../support/fold-loop';
+import { ActivitiesInline, type CapturedLine, capturingLogger } from '../../support/inline-activities';
 import { KAFKA_API } from '../../../chaos/tcp-proxy';
 import { kafkaScope, proxiedClient, requireBroker, send, sleep, unique, waitFor } from '../../support/servers';
-
-/** Recovers and folds each assignment at once, as the partition workflow's activities would. */
-class ActivitiesInline implements PartitionSignals {
-  runtime: FlowRuntime | undefined;
-  folding: FoldingHandle | undefined;
-  assignments = 0;
-
-  async assigned(input: { flow: string; topic: string; partition: number }, owner: Owner): Promise<void> {
-    this.assignments += 1;
-    const request = { flow: input.flow, topic: input.topic, partition: input.partition, owner };
-    await this.runtime!.recover(request);
-    this.folding = driveFolding(this.runtime!.startFolding(request));
-  }
-
-  async revoked(): Promise<void> {}
-}
-
-/** The lines logged at warn level and above, with their fields. */
-function capturingLogger(lines: Array<{ level: string; fields: unknown; message?: string }>): Logger {
-  const at =
-    (level: string): LogFn =>
-    (fields, message) =>
-      void lines.push({ level, fields, message });
-  return { ...silentLogger, warn: at('warn'), error: at('error') };
-}
 
 describe('the group consumer after an error kafkajs does not retry', () => {
   const kafka = kafkaScope('consumer-crash');
@@ -64,7 +35,7 @@ describe('the group consumer after an error kafkajs does not retry', () => {
     }) as never;
     const brokers = await requireBroker();
     const proxy = await kafka.proxy();
-    const lines: Array<{ level: string; fields: unknown; message?: string }> = [];
+    const lines: CapturedLine[] = [];
     const signals = new ActivitiesInline();
     const runtime = new FlowRuntime({
       definition,

@@ -10,9 +10,6 @@
 // The workflow's part is played by the test, as in consumer-crash.test.ts.
 import type { Admin } from 'kafkajs';
 import { Registry } from 'prom-client';
-import type { FoldingHandle } from '../../../activities/partition-host';
-import type { Owner } from '../../../activities/types';
-import type { Logger, LogFn } from '../../../core/logger';
 import { silentLogger } from '../../../core/logger';
 import { defineFlow } from '../../../define-flow';
 import { FlowMetrics } from '../../../flow/metrics';
@@ -20,43 +17,8 @@ import { InputOffsetOutOfRangeError } from '../../../index';
 import { createBackend } from '../../../persistence/backends';
 import { KafkaFlowConsumer } from '../../../workers/runtime/flow-consumer';
 import { FlowRuntime } from '../../../workers/runtime/flow-runtime';
-import type { PartitionSignals } from '../../../workers/runtime/partition-signals';
-import { driveFolding } from '../../support/fold-loop';
+import { ActivitiesInline, type CapturedLine, capturingLogger } from '../../support/inline-activities';
 import { kafkaScope, requireBroker, send, sleep, unique, waitFor } from '../../support/servers';
-
-/** Recovers and folds each assignment at once, as the partition workflow's activities would. */
-class ActivitiesInline implements PartitionSignals {
-  runtime: FlowRuntime | undefined;
-  folding: FoldingHandle | undefined;
-  failure: unknown;
-
-  async assigned(input: { flow: string; topic: string; partition: number }, owner: Owner): Promise<void> {
-    // A real signal goes through Temporal: the recovery the join started (recoverAtJoin) is there
-    // by the time the activity comes, and the activity takes it over rather than fencing it.
-    await new Promise((resolve) => setImmediate(resolve));
-    const request = { flow: input.flow, topic: input.topic, partition: input.partition, owner };
-    await this.runtime!.recover(request);
-    this.folding = driveFolding(this.runtime!.startFolding(request));
-  }
-
-  async revoked(): Promise<void> {}
-
-  poll() {
-    const p = this.folding?.poll();
-    if (p?.failure !== undefined) this.failure = p.failure;
-    return p;
-  }
-}
-
-type Line = { level: string; fields: Record<string, unknown>; message?: string };
-
-function capturingLogger(lines: Line[]): Logger {
-  const at =
-    (level: string): LogFn =>
-    (fields, message) =>
-      void lines.push({ level, fields: fields as Record<string, unknown>, message });
-  return { ...silentLogger, warn: at('warn'), error: at('error') };
-}
 
 describe('an input offset out of the partition\'s range', () => {
   const kafka = kafkaScope('input-offset-range');
@@ -80,7 +42,7 @@ describe('an input offset out of the partition\'s range', () => {
       consumer: { sessionTimeout: 6_000, heartbeatInterval: 500 },
     }) as never;
     const brokers = await requireBroker();
-    const lines: Line[] = [];
+    const lines: CapturedLine[] = [];
     const registry = new Registry();
     const signals = new ActivitiesInline();
     const runtime = new FlowRuntime({
