@@ -27,4 +27,23 @@ export interface SnapshotStore<S> {
   readAll(partition: TopicPartition): AsyncIterable<readonly [key: string, stored: StoredKey<S>]>;
   /** One status per write, in the order given. */
   writeBatch(partition: TopicPartition, writes: readonly SnapshotWrite<S>[]): Promise<WriteStatus[]>;
+  /**
+   * Called after the key store unlisted the keys of applied purges: those whose row another
+   * engine of the partition has written since (a stale owner, or an earlier engine of the same
+   * generation), which must stay listed — `marker` when that row is a delete marker. A store whose
+   * key listing cannot race its purges (or that lists keys itself) leaves it out.
+   */
+  writtenSincePurge?(partition: TopicPartition, purges: readonly PurgedKey[]): Promise<ListedAgain[]>;
+}
+
+/** A key whose delete marker at `offset` a purge removed. */
+export interface PurgedKey {
+  readonly key: string;
+  readonly offset: number;
+}
+
+/** A purged key that another engine wrote since: list it again (and pin it if a `marker`). */
+export interface ListedAgain {
+  readonly key: string;
+  readonly marker: boolean;
 }

@@ -135,7 +135,16 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       const removed = writes.filter((w, i) => w.purge && statuses[i] === 'applied').map((w) => w.key);
       if (added.length > 0) await keys.add(partition, added);
       if (pinned.length > 0) await keys.pin!(partition, pinned);
-      if (removed.length > 0) await keys.remove(partition, removed);
+      if (removed.length > 0) {
+        await keys.remove(partition, removed);
+        // Another engine of the partition may have written a purged key again between the purge
+        // and this unlisting: its row must stay listed, or recovery and inspect no longer see it.
+        const purges = writes.flatMap((w, i) => (w.purge && statuses[i] === 'applied' ? [{ key: w.key, offset: w.purge.offset }] : []));
+        const again = (await snapshots?.writtenSincePurge?.(partition, purges)) ?? [];
+        if (again.length > 0) await keys.add(partition, again.map((k) => k.key));
+        const markers = again.filter((k) => k.marker).map((k) => k.key);
+        if (keys.pin && markers.length > 0) await keys.pin(partition, markers);
+      }
     }
 
     if (batch.commitOffset !== undefined && statuses.every((s) => s === 'applied')) {

@@ -5,7 +5,7 @@ import { CorruptSnapshotError, decodeSnapshot } from '../../core/codec/errors';
 import { timersFromMetadata, timersToJson } from '../../core/key-timers-json';
 import { type Logger, silentLogger } from '../../core/logger';
 import { offsetText } from '../../flow/offsets';
-import type { SnapshotStore, SnapshotWrite } from '../snapshot-store';
+import type { ListedAgain, PurgedKey, SnapshotStore, SnapshotWrite } from '../snapshot-store';
 import type { KeyTimer, StoredKey, TopicPartition, WriteStatus } from '../../core/persistence-types';
 import { CassandraFencingMismatchError, CassandraPersistenceError, CassandraWriteRefusedError, type UnsettledReason } from './errors';
 import { MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
@@ -424,6 +424,27 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
     this.remember(partition, w.key, kind !== 'purge');
     this.stats.applied++;
     return 'applied';
+  }
+
+  /**
+   * Fencing 'lwt': the keys-table removal of a purge is a plain write that can land after another
+   * engine of the partition wrote the key again and listed it (the purge's condition let it
+   * through before that write). Read each purged row linearizably once the removal has landed: a
+   * row that is not this purge's own fence row was written since, so its key is listed again. A
+   * writer that stores the key after this read lists it after the removal landed.
+   */
+  async writtenSincePurge(partition: TopicPartition, purges: readonly PurgedKey[]): Promise<ListedAgain[]> {
+    if (this.o.fencing !== 'lwt') return [];
+    const versions = await Promise.all(purges.map(async (p) => [p, await this.readVersion(partition, p.key)] as const));
+    const again: ListedAgain[] = [];
+    for (const [p, v] of versions) {
+      if (v === undefined || v.offset === null) continue;
+      const ownFenceRow = v.marker && v.offset === p.offset && v.generation === (this.generation ?? null);
+      if (ownFenceRow) continue;
+      this.remember(partition, p.key, true);
+      again.push({ key: p.key, marker: v.marker === true });
+    }
+    return again;
   }
 
   /** The row's version, read linearizably (serial consistency: it sees every accepted LWT). */
