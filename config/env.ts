@@ -109,6 +109,7 @@ export const metricsHost = z
   .transform((s) => s.replace(/^\[(.*)\]$/, '$1'));
 
 export const positiveInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').positive('must be > 0');
+export const nonNegativeInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').nonnegative('must be >= 0');
 
 const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
 
@@ -147,6 +148,8 @@ export interface WorkerEnv extends Env {
   exitWithParent: boolean;
   /** `KFT_REASSERT_AFTER_MS`: a partition held here but not folding for this long is signalled to its workflow again. */
   reassertAfterMs: number;
+  /** `KFT_BLOCKED_EXIT_MS`: a worker whose main thread has not run for this long kills itself (0: never). */
+  blockedExitMs: number;
   /** `KFT_WORKFLOW_REPORT_EVERY_MS`: partition workflows hear of the persists at most this often; undefined: every persistEvery. */
   workflowReportEveryMs: number | undefined;
   /** `KFT_RESTORE_REPORT_EVERY_MS`: a long recovery tells its partition workflow how far it is this often (the first after as long); undefined: 10 s. */
@@ -170,6 +173,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
+    blockedExitMs: envValue('KFT_BLOCKED_EXIT_MS', nonNegativeInt, '60000', env),
     workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
     restoreReportEveryMs: envValue('KFT_RESTORE_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),

@@ -4,6 +4,7 @@ import { type LogLevelName, readWorkerEnv } from '../../config/env';
 import { releaseEarlySignal } from './early-signal';
 import { loadFlowModule } from './flow-module';
 import { createLogger } from '../observability/logger';
+import { startBlockedLoopWatchdog } from '../observability/blocked-loop-watchdog';
 
 const port = (v: string): number => {
   const n = Number(v);
@@ -45,6 +46,7 @@ export function workerCommand(): Command {
       const flowLoadedAt = Math.round(performance.now());
       const env = readWorkerEnv(opts.metricsHost !== undefined ? { ...process.env, KFT_METRICS_HOST: opts.metricsHost } : process.env);
       if (env.exitWithParent) watchParent(flow.name, env.logLevel);
+      if (env.blockedExitMs > 0) startBlockedLoopWatchdog({ blockedMs: env.blockedExitMs, flow: flow.name });
       const metricsPort = opts.metricsPort ?? env.metricsPort;
       // Loaded here, not at the top: the Temporal worker SDK takes a second or two to load, which
       // the other commands (status, inspect, infra) do not need.

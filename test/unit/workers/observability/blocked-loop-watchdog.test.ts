@@ -1,0 +1,65 @@
+// The blocked-loop watchdog in real child processes: a main thread blocked in a native wait (as a
+// lock that is never released would) is killed; one that runs, or a process stopped and continued,
+// is left alone.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(__dirname, '../../../..');
+const BLOCKED_MS = 1500;
+
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  ms: number;
+}
+
+/** Runs `body` in a child with the watchdog started (blockedMs 1.5 s, beats every 100 ms). */
+function child(body: string, during?: (pid: number) => Promise<void>): Promise<Ended> {
+  const script = `
+    require(${JSON.stringify(path.join(root, 'bin/ts-loader.js'))});
+    const { startBlockedLoopWatchdog } = require(${JSON.stringify(path.join(root, 'workers/observability/blocked-loop-watchdog.ts'))});
+    startBlockedLoopWatchdog({ blockedMs: ${BLOCKED_MS}, everyMs: 100, flow: 'test' });
+    process.stdout.write('started\\n');
+    ${body}
+  `;
+  const started = Date.now();
+  const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  p.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  p.stdout.once('data', () => {
+    void during?.(p.pid!);
+  });
+  return new Promise((resolve) => p.on('exit', (code, signal) => resolve({ code, signal, stderr, ms: Date.now() - started })));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('a main thread blocked for good is killed (SIGKILL) with an error line saying where it waits', async () => {
+  // Atomics.wait on a value nobody changes: the main thread sleeps in a futex, as on a held lock.
+  const ended = await child('setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0), 200);');
+  expect(ended.signal).toBe('SIGKILL');
+  const line = JSON.parse(ended.stderr.trim().split('\n').pop()!);
+  expect(line).toMatchObject({ level: 60, flow: 'test' });
+  expect(line.msg).toContain('has not run');
+  expect(line.blockedMs).toBeGreaterThanOrEqual(BLOCKED_MS);
+  const main = line.threads.find((t: { tid: number }) => t.tid === line.pid);
+  expect(main.wchan).toMatch(/futex/);
+}, 30_000);
+
+test('a main thread that keeps running is left alone', async () => {
+  const ended = await child('let n = 0; const t = setInterval(() => { if (++n === 40) { clearInterval(t); process.exit(0); } }, 100);');
+  expect({ code: ended.code, signal: ended.signal, stderr: ended.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+}, 30_000);
+
+test('a process stopped (SIGSTOP) longer than the limit and continued is not taken for blocked', async () => {
+  const ended = await child("setTimeout(() => process.exit(0), 2500);", async (pid) => {
+    process.kill(pid, 'SIGSTOP');
+    await sleep(3 * BLOCKED_MS);
+    process.kill(pid, 'SIGCONT');
+  });
+  expect({ code: ended.code, signal: ended.signal, stderr: ended.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+  expect(ended.ms).toBeGreaterThan(3 * BLOCKED_MS);
+}, 30_000);
