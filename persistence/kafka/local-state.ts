@@ -26,7 +26,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { StoredSnapshot } from './recovery';
-import { InternalError } from '../../config/errors';
+import { InternalError, KafkaFlowError } from '../../config/errors';
 
 export const LOCAL_STATE_FORMAT = 1;
 
@@ -124,15 +124,33 @@ function sameIdentity(a: LocalStateIdentity, b: LocalStateIdentity): string | un
   return undefined;
 }
 
+/** A newer store of the same partition took this one's path over in this process (a newer recovery). */
+export class LocalStateSupersededError extends KafkaFlowError {
+  constructor(storePath: string) {
+    super('LOCAL_STATE_SUPERSEDED', `the local store ${storePath} was taken over by a newer recovery of its partition in this process`);
+  }
+}
+
+/** The store holding each path in this process, and when it is ready to open it (its predecessor closed). */
+const holders = new Map<string, { readonly store: LocalPartitionStore; readonly ready: Promise<void> }>();
+
 /**
  * One partition's local store. Not shared between processes: every worker needs its own state
  * directory, which the backend enforces by locking it (state-dir-lock.ts: a second process gets
  * StateDirLockedError); a store written by two processes anyway fails its digest check and is
  * rebuilt.
+ *
+ * Within a process one store at a time holds a path. lmdb-js shares one LMDB environment per path
+ * in a process, and a second store opening it while the first has a write in flight blocks the
+ * main thread for good (a lock wait nothing ends: the process answers nothing, not even SIGTERM).
+ * Two recoveries of one partition can overlap in a process (one started at the join and dropped,
+ * the activity's own), so a newer store takes the path over: the older one is closed first, its
+ * writes in flight landed, and refuses everything after (LocalStateSupersededError).
  */
 export class LocalPartitionStore {
   readonly path: string;
   readonly identity: LocalStateIdentity;
+  private superseded = false;
   private env: RootDatabase | undefined;
   private entries: Database<Buffer, string> | undefined;
   private meta: Database<LocalCheckpoint, string> | undefined;
@@ -156,6 +174,7 @@ export class LocalPartitionStore {
    * never thrown. Yields to the event loop every few thousand entries (other partitions go on).
    */
   async load(): Promise<LocalLoad> {
+    await this.hold();
     const data = path.join(this.path, DATA_FILE);
     if (!fs.existsSync(data)) return { kind: 'none' };
     const marker = readMarker(path.join(this.path, CLEAN_MARKER));
@@ -209,6 +228,7 @@ export class LocalPartitionStore {
 
   /** Deletes the store's files and starts empty. */
   async discard(): Promise<void> {
+    await this.hold();
     await this.closeEnv();
     fs.rmSync(this.path, { recursive: true, force: true });
     this.digest = Buffer.alloc(DIGEST_BYTES);
@@ -222,6 +242,7 @@ export class LocalPartitionStore {
    * fsynced: a process crash keeps it, a power loss may roll back to an earlier consistent pair).
    */
   async write(updates: readonly LocalUpdate[], previous: (key: string) => StoredSnapshot | undefined, checkpoint: string | undefined, currentAt = Date.now()): Promise<void> {
+    await this.hold();
     this.openEnv();
     const digest = Buffer.from(this.digest);
     let keys = this.keys;
@@ -260,14 +281,35 @@ export class LocalPartitionStore {
 
   /** Waits for every committed write to reach the disk, closes, and marks the store closed cleanly. */
   async close(): Promise<void> {
+    // Taken over: the newer store closed this one's environment and owns the files now.
+    if (this.superseded) return;
     const wasOpen = this.env !== undefined;
     await this.closeEnv();
+    if (holders.get(this.path)?.store === this) holders.delete(this.path);
     if (!wasOpen) return;
     const data = path.join(this.path, DATA_FILE);
     if (!fs.existsSync(data)) return;
     const marker = path.join(this.path, CLEAN_MARKER);
     fs.writeFileSync(`${marker}.tmp`, JSON.stringify({ sha256: await fileSha256(data) }));
     fs.renameSync(`${marker}.tmp`, marker);
+  }
+
+  /** Makes this store the holder of its path in this process, once the previous holder is closed. */
+  private async hold(): Promise<void> {
+    if (this.superseded) throw new LocalStateSupersededError(this.path);
+    const current = holders.get(this.path);
+    if (current?.store === this) return current.ready;
+    const ready = current ? current.store.supersede(current.ready) : Promise.resolve();
+    holders.set(this.path, { store: this, ready });
+    await ready;
+    if (this.superseded) throw new LocalStateSupersededError(this.path);
+  }
+
+  /** Taken over: closed once its own predecessor is (its writes in flight land first); refuses everything after. */
+  private async supersede(predecessorClosed: Promise<void>): Promise<void> {
+    this.superseded = true;
+    await predecessorClosed.catch(() => undefined);
+    await this.closeEnv().catch(() => undefined);
   }
 
   private openEnv(): void {
