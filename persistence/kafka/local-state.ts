@@ -144,12 +144,16 @@ const holders = new Map<string, { readonly store: LocalPartitionStore; readonly 
  * in a process, and a second store opening it while the first has a write in flight blocks the
  * main thread for good (a lock wait nothing ends: the process answers nothing, not even SIGTERM).
  * Two recoveries of one partition can overlap in a process (one started at the join and dropped,
- * the activity's own), so a newer store takes the path over: the older one is closed first, its
- * writes in flight landed, and refuses everything after (LocalStateSupersededError).
+ * the activity's own), so the store made later takes the path over: the older one is closed first,
+ * its writes in flight landed, and refuses everything after (LocalStateSupersededError); an older
+ * store never takes the path back from a newer one.
  */
 export class LocalPartitionStore {
   readonly path: string;
   readonly identity: LocalStateIdentity;
+  /** Creation order in this process: a store made later is the newer recovery's. */
+  private static made = 0;
+  private readonly made = ++LocalPartitionStore.made;
   private superseded = false;
   private env: RootDatabase | undefined;
   private entries: Database<Buffer, string> | undefined;
@@ -299,6 +303,11 @@ export class LocalPartitionStore {
     if (this.superseded) throw new LocalStateSupersededError(this.path);
     const current = holders.get(this.path);
     if (current?.store === this) return current.ready;
+    // A store made before the holder belongs to an older recovery: it never takes the path back.
+    if (current && current.store.made > this.made) {
+      this.superseded = true;
+      throw new LocalStateSupersededError(this.path);
+    }
     const ready = current ? current.store.supersede(current.ready) : Promise.resolve();
     holders.set(this.path, { store: this, ready });
     await ready;

@@ -83,3 +83,20 @@ test('the older store, taken over, refuses everything after its write in flight 
   expect(loaded.entries.get('k3')?.offset).toBe('2');
   await reopened.close();
 });
+
+test('a store made before the holder (an older recovery that comes late) never takes the path back', async () => {
+  const older = new LocalPartitionStore(dir, identity);
+  const newer = new LocalPartitionStore(dir, identity);
+  expect((await newer.load()).kind).toBe('none');
+  await newer.write(updates(2, 10), () => undefined, '2');
+  await expect(older.load()).rejects.toBeInstanceOf(LocalStateSupersededError);
+  await expect(older.write(updates(1, 10), () => undefined, '1')).rejects.toBeInstanceOf(LocalStateSupersededError);
+  const previous = new Map(updates(2, 10));
+  await newer.write(updates(3, 10), (k) => previous.get(k), '3');
+  await newer.close();
+  await older.close();
+  const reopened = new LocalPartitionStore(dir, identity);
+  const loaded = await reopened.load();
+  expect(loaded.kind === 'loaded' && loaded.checkpoint.checkpoint).toBe('3');
+  await reopened.close();
+});
