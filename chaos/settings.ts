@@ -1,7 +1,7 @@
 // The chaos run's settings (command line, environment) and its clock and log line.
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { isQuick } from '../bench/lib/args';
+import { productCommit } from '../bench/lib/results';
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -78,16 +78,10 @@ export const STATUS_EVERY_MS = 5_000;
 export const SERVER_REST_MS = 2 * SESSION_TIMEOUT_MS;
 
 export const t0 = Date.now();
-/** The checkout's commit (and whether it has uncommitted changes): workers run the working tree. */
-export const PRODUCT_COMMIT = (() => {
-  try {
-    const root = path.resolve(__dirname, '..');
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() !== '';
-    return `${head}${dirty ? ' + uncommitted changes' : ''}`;
-  } catch {
-    return 'unknown';
-  }
-})();
+/**
+ * The checkout's commit (and whether tracked files other than bench/results differ from it):
+ * workers run the working tree.
+ */
+export const PRODUCT_COMMIT = productCommit(path.resolve(__dirname, '..')) ?? 'unknown';
 export const rel = (at = Date.now()) => Number(((at - t0) / 1000).toFixed(1));
 export const say = (line: string) => process.stdout.write(`[${rel().toFixed(1).padStart(6)} s] ${line}\n`);
