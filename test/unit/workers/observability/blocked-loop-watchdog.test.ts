@@ -14,12 +14,12 @@ interface Ended {
   ms: number;
 }
 
-/** Runs `body` in a child with the watchdog started (blockedMs 1.5 s, beats every 100 ms). */
-function child(body: string, during?: (pid: number) => Promise<void>): Promise<Ended> {
+/** Runs `body` in a child with the watchdog started (blockedMs 1.5 s unless given, beats every 100 ms). */
+function child(body: string, during?: (pid: number) => Promise<void>, blockedMs = BLOCKED_MS): Promise<Ended> {
   const script = `
     require(${JSON.stringify(path.join(root, 'bin/ts-loader.js'))});
     const { startBlockedLoopWatchdog } = require(${JSON.stringify(path.join(root, 'workers/observability/blocked-loop-watchdog.ts'))});
-    startBlockedLoopWatchdog({ blockedMs: ${BLOCKED_MS}, everyMs: 100, flow: 'test' });
+    startBlockedLoopWatchdog({ blockedMs: ${blockedMs}, everyMs: 100, flow: 'test' });
     process.stdout.write('started\\n');
     ${body}
   `;
@@ -55,11 +55,28 @@ test('a main thread that keeps running is left alone', async () => {
 }, 30_000);
 
 test('a process stopped (SIGSTOP) longer than the limit and continued is not taken for blocked', async () => {
-  const ended = await child("setTimeout(() => process.exit(0), 2500);", async (pid) => {
-    process.kill(pid, 'SIGSTOP');
-    await sleep(3 * BLOCKED_MS);
-    process.kill(pid, 'SIGCONT');
-  });
+  // Stopped in the middle of a second of synchronous work (CPU time, which does not pass while
+  // stopped): once continued, the main thread finishes that work before it beats again, while the
+  // watchdog looks at once — the time the whole process was stopped must not count.
+  const blockedMs = 3000;
+  const body = `
+    setTimeout(() => {
+      const cpu = () => { const c = process.cpuUsage(); return c.user + c.system; };
+      const until = cpu() + 1_000_000;
+      while (cpu() < until);
+      setTimeout(() => process.exit(0), 500);
+    }, 100);
+  `;
+  const ended = await child(
+    body,
+    async (pid) => {
+      await sleep(400); // 0.3 s into the busy second (it starts 0.1 s after the child says it started)
+      process.kill(pid, 'SIGSTOP');
+      await sleep(3 * blockedMs);
+      process.kill(pid, 'SIGCONT');
+    },
+    blockedMs,
+  );
   expect({ code: ended.code, signal: ended.signal, stderr: ended.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
-  expect(ended.ms).toBeGreaterThan(3 * BLOCKED_MS);
-}, 30_000);
+  expect(ended.ms).toBeGreaterThan(3 * blockedMs);
+}, 40_000);
