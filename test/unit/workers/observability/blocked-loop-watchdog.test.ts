@@ -55,14 +55,14 @@ test('a main thread that keeps running is left alone', async () => {
 }, 30_000);
 
 test('a process stopped (SIGSTOP) longer than the limit and continued is not taken for blocked', async () => {
-  // Stopped in the middle of a second of synchronous work (CPU time, which does not pass while
+  // Stopped in the middle of 0.6 s of synchronous work (CPU time, which does not pass while
   // stopped): once continued, the main thread finishes that work before it beats again, while the
   // watchdog looks at once — the time the whole process was stopped must not count.
-  const blockedMs = 3000;
+  const blockedMs = 4000;
   const body = `
     setTimeout(() => {
       const cpu = () => { const c = process.cpuUsage(); return c.user + c.system; };
-      const until = cpu() + 1_000_000;
+      const until = cpu() + 600_000;
       while (cpu() < until);
       setTimeout(() => process.exit(0), 500);
     }, 100);
@@ -70,13 +70,13 @@ test('a process stopped (SIGSTOP) longer than the limit and continued is not tak
   const ended = await child(
     body,
     async (pid) => {
-      await sleep(400); // 0.3 s into the busy second (it starts 0.1 s after the child says it started)
+      await sleep(300); // 0.2 s into the busy work (it starts 0.1 s after the child says it started)
       process.kill(pid, 'SIGSTOP');
-      await sleep(3 * blockedMs);
+      await sleep(2 * blockedMs);
       process.kill(pid, 'SIGCONT');
     },
     blockedMs,
   );
   expect({ code: ended.code, signal: ended.signal, stderr: ended.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
-  expect(ended.ms).toBeGreaterThan(3 * blockedMs);
+  expect(ended.ms).toBeGreaterThan(2 * blockedMs);
 }, 40_000);
