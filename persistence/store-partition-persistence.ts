@@ -132,18 +132,19 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       // A key's applied delete marker is pinned (if the store can expire keys), before the commit.
       const pinned = keys.pin ? writes.filter((w, i) => w.delete && statuses[i] === 'applied').map((w) => w.key) : [];
       const added = writes.filter((w, i) => w.addKey && !w.purge && !(keys.pin && w.delete) && statuses[i] === 'applied').map((w) => w.key);
-      const removed = writes.filter((w, i) => w.purge && statuses[i] === 'applied').map((w) => w.key);
+      const purges = writes.flatMap((w, i) => (w.purge && statuses[i] === 'applied' ? [{ key: w.key, offset: w.purge.offset }] : []));
       if (added.length > 0) await keys.add(partition, added);
       if (pinned.length > 0) await keys.pin!(partition, pinned);
-      if (removed.length > 0) {
-        await keys.remove(partition, removed);
+      if (purges.length > 0) {
+        await keys.remove(partition, purges.map((p) => p.key));
         // Another engine of the partition may have written a purged key again between the purge
-        // and this unlisting: its row must stay listed, or recovery and inspect no longer see it.
-        const purges = writes.flatMap((w, i) => (w.purge && statuses[i] === 'applied' ? [{ key: w.key, offset: w.purge.offset }] : []));
+        // and this unlisting: its row must stay listed (a marker's pinned, as above), or recovery
+        // and inspect no longer see it.
         const again = (await snapshots?.writtenSincePurge?.(partition, purges)) ?? [];
-        if (again.length > 0) await keys.add(partition, again.map((k) => k.key));
-        const markers = again.filter((k) => k.marker).map((k) => k.key);
-        if (keys.pin && markers.length > 0) await keys.pin(partition, markers);
+        const relisted = again.filter((k) => !(keys.pin && k.marker)).map((k) => k.key);
+        const repinned = keys.pin ? again.filter((k) => k.marker).map((k) => k.key) : [];
+        if (relisted.length > 0) await keys.add(partition, relisted);
+        if (repinned.length > 0) await keys.pin!(partition, repinned);
       }
     }
 
