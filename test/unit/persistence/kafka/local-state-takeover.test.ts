@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { childEnd } from '../../../support/captured-child';
 import { LocalPartitionStore, type LocalStateIdentity, LocalStateSupersededError, type LocalUpdate } from '../../../../persistence/kafka/local-state';
 
 const root = path.resolve(__dirname, '../../../..');
@@ -46,18 +47,10 @@ test('a second store writing while the first has a write in flight does not bloc
     })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
   `;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
   const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const ended = await childEnd(child);
   clearTimeout(killer);
-  expect({ ...ended, out, err }).toEqual({ code: 0, signal: null, out: 'done', err: '' });
+  expect(ended).toEqual({ code: 0, signal: null, stdout: 'done', stderr: '' });
 }, 40_000);
 
 test('the older store, taken over, refuses everything after its write in flight landed, and leaves the newer one its files', async () => {

@@ -3,16 +3,12 @@
 // is left alone.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { type ChildEnd, childEnd } from '../../../support/captured-child';
 
 const root = path.resolve(__dirname, '../../../..');
 const BLOCKED_MS = 1500;
 
-interface Ended {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-  ms: number;
-}
+type Ended = ChildEnd & { ms: number };
 
 /** Runs `body` in a child with the watchdog started (blockedMs 1.5 s unless given, beats every 100 ms). */
 function child(body: string, during?: (pid: number) => Promise<void>, blockedMs = BLOCKED_MS): Promise<Ended> {
@@ -25,14 +21,10 @@ function child(body: string, during?: (pid: number) => Promise<void>, blockedMs 
   `;
   const started = Date.now();
   const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  p.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
   p.stdout.once('data', () => {
     void during?.(p.pid!);
   });
-  return new Promise((resolve) => p.on('exit', (code, signal) => resolve({ code, signal, stderr, ms: Date.now() - started })));
+  return childEnd(p).then((end) => ({ ...end, ms: Date.now() - started }));
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
