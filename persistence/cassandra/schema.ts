@@ -333,10 +333,15 @@ async function tableServed(client: Client, keyspace: string, table: string): Pro
   }
 }
 
-/** The node does not know the table (yet): an Invalid (0x2200) "does not exist" / "unconfigured table". */
+/**
+ * The node does not serve the table (yet): an Invalid (0x2200) "does not exist" / "unconfigured
+ * table", or, a moment later in the same creation, a server error (0x0000) "Unknown CF <id>" — the
+ * table's metadata is there, its column family not registered yet.
+ */
 function isTableNotServed(err: unknown): boolean {
   const e = err as { code?: number; message?: string } | undefined;
-  return e?.code === 0x2200 && /does not exist|unconfigured table/i.test(e.message ?? '');
+  if (e?.code === 0x2200) return /does not exist|unconfigured table/i.test(e.message ?? '');
+  return e?.code === 0x0000 && /Unknown CF/i.test(e.message ?? '');
 }
 
 /**
