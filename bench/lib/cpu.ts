@@ -41,9 +41,17 @@ export function cpuUsPerRecord(fromMs: number | undefined, toMs: number | undefi
  * and it still runs; undefined otherwise (e.g. a broker started elsewhere).
  */
 export function localBrokerPid(packageRoot: string): number | undefined {
+  return localServerPid(packageRoot, 'kafka');
+}
+
+/**
+ * The pid of a server `npm run infra:up` of this checkout started (its pid file under
+ * .cache/data/run), if that process still runs and its command line names it; undefined otherwise.
+ */
+export function localServerPid(packageRoot: string, server: 'kafka' | 'temporal' | 'cassandra'): number | undefined {
   try {
-    const pid = Number(readFileSync(path.join(packageRoot, '.cache', 'data', 'run', 'kafka.pid'), 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka') ? pid : undefined;
+    const pid = Number(readFileSync(path.join(packageRoot, '.cache', 'data', 'run', `${server}.pid`), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(server) ? pid : undefined;
   } catch {
     return undefined;
   }

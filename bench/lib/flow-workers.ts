@@ -256,23 +256,27 @@ interface LoadProducer {
   send(record: { topic: string; acks: number; messages: Array<{ key: string; value: string }> }): Promise<unknown>;
 }
 
+/** The n-th record of a steady load. */
+export type LoadMessage = (n: number) => { key: string; value: string };
+
 /**
  * A steady input: every 50 ms, what is due at `rate` records/s since the start, each send
- * acknowledged (acks=all) before the next; keys `k<n mod keys>`, values `{"n": n}`.
+ * acknowledged (acks=all) before the next; keys `k<n mod keys>`, values `{"n": n}` — or what
+ * `message` makes of n.
  */
 export class SteadyLoad {
   produced = 0;
   private running = true;
   private readonly loop: Promise<void>;
 
-  constructor(producer: LoadProducer, topic: string, rate: number, keys: number) {
+  constructor(producer: LoadProducer, topic: string, rate: number, keys: number, message: LoadMessage = (n) => ({ key: `k${n % keys}`, value: JSON.stringify({ n }) })) {
     const started = performance.now();
     this.loop = (async () => {
       while (this.running) {
         const due = Math.floor(((performance.now() - started) / 1000) * rate) - this.produced;
         if (due > 0) {
           const from = this.produced;
-          await producer.send({ topic, acks: -1, messages: Array.from({ length: due }, (_, j) => ({ key: `k${(from + j) % keys}`, value: JSON.stringify({ n: from + j }) })) });
+          await producer.send({ topic, acks: -1, messages: Array.from({ length: due }, (_, j) => message(from + j)) });
           this.produced += due;
         }
         await sleep(50);
