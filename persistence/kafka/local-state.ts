@@ -55,7 +55,8 @@ export interface LocalCheckpoint {
 }
 
 export type LocalLoad =
-  | { readonly kind: 'loaded'; readonly entries: Map<string, StoredSnapshot>; readonly checkpoint: LocalCheckpoint }
+  /** `entries`: every entry, unless the load was asked not to read them (a bounded state cache reads keys on demand). */
+  | { readonly kind: 'loaded'; readonly entries: Map<string, StoredSnapshot> | undefined; readonly checkpoint: LocalCheckpoint }
   | { readonly kind: 'none' }
   | { readonly kind: 'untrusted'; readonly reason: string; readonly cause: LocalDiscardCause };
 
@@ -173,24 +174,27 @@ export class LocalPartitionStore {
   }
 
   /**
-   * Reads the local copy and checks it can be trusted (format, identity, checksum, digest); the
+   * Checks the local copy can be trusted (format, identity, checksum, digest) and reads its entries
+   * (unless `readEntries` is false: a bounded state cache reads keys on demand with `get`); the
    * topic-side checks (log start, retention) are the caller's. An unreadable store is reported,
    * never thrown. Yields to the event loop every few thousand entries (other partitions go on).
    */
-  async load(): Promise<LocalLoad> {
+  async load(options: { readonly readEntries?: boolean } = {}): Promise<LocalLoad> {
     await this.hold();
     const data = path.join(this.path, DATA_FILE);
     if (!fs.existsSync(data)) return { kind: 'none' };
     const marker = readMarker(path.join(this.path, CLEAN_MARKER));
-    // Closed cleanly and byte-identical since: exactly what this code wrote, so the per-entry digest
-    // is not recomputed (the file checksum covers it). Otherwise every entry is checked.
-    const verifyEntries = !marker;
+    // Closed cleanly and byte-identical since: exactly what this code wrote (the file checksum
+    // covers every entry). Otherwise a child process reads every entry first and reports their
+    // count and digest.
+    let verified: EntriesDigest | undefined;
     if (marker) {
       const sha = await fileSha256(data);
       if (sha !== marker.sha256) return { kind: 'untrusted', cause: 'checksum', reason: 'state file checksum mismatch (it changed after it was closed)' };
     } else {
       const verdict = await verifyInChild(this.path);
-      if (verdict) return { kind: 'untrusted', cause: 'unreadable', reason: `the state file fails verification after an unclean shutdown: ${verdict}` };
+      if (typeof verdict === 'string') return { kind: 'untrusted', cause: 'unreadable', reason: `the state file fails verification after an unclean shutdown: ${verdict}` };
+      verified = verdict;
     }
     let c: LocalCheckpoint | undefined;
     try {
@@ -208,26 +212,52 @@ export class LocalPartitionStore {
       if (checkpointChecksum(rest) !== checksum) return { kind: 'untrusted', cause: 'checksum', reason: 'checkpoint checksum mismatch' };
       const differs = sameIdentity(c.identity, this.identity);
       if (differs) return { kind: 'untrusted', cause: 'identity', reason: `the store belongs elsewhere: ${differs}` };
-      const entries = new Map<string, StoredSnapshot>();
-      const digest = Buffer.alloc(DIGEST_BYTES);
-      let n = 0;
-      for (const { key, value } of this.entries!.getRange()) {
-        if (++n % 4096 === 0) await new Promise((r) => setImmediate(r));
-        const stored = unframe(value);
-        entries.set(key, stored);
-        if (verifyEntries) xorInto(digest, entryDigest(key, stored));
+      if (verified) {
+        if (verified.count !== c.keys) return { kind: 'untrusted', cause: 'checksum', reason: `${verified.count} entries, the checkpoint says ${c.keys}` };
+        if (verified.digest !== c.digest) return { kind: 'untrusted', cause: 'checksum', reason: 'state digest mismatch (an entry changed on disk)' };
       }
-      if (entries.size !== c.keys) return { kind: 'untrusted', cause: 'checksum', reason: `${entries.size} entries, the checkpoint says ${c.keys}` };
-      if (verifyEntries && digest.toString('hex') !== c.digest) {
-        return { kind: 'untrusted', cause: 'checksum', reason: 'state digest mismatch (an entry changed on disk)' };
+      let entries: Map<string, StoredSnapshot> | undefined;
+      if (options.readEntries !== false) {
+        entries = new Map<string, StoredSnapshot>();
+        let n = 0;
+        for (const { key, value } of this.entries!.getRange()) {
+          if (++n % 4096 === 0) await new Promise((r) => setImmediate(r));
+          entries.set(key, unframe(value));
+        }
+        if (entries.size !== c.keys) return { kind: 'untrusted', cause: 'checksum', reason: `${entries.size} entries, the checkpoint says ${c.keys}` };
       }
       this.digest = Buffer.from(c.digest, 'hex');
-      this.keys = entries.size;
+      this.keys = c.keys;
       this.checkpoint = c.checkpoint;
       return { kind: 'loaded', entries, checkpoint: c };
     } catch (err) {
       return { kind: 'untrusted', cause: 'unreadable', reason: `the store cannot be read: ${(err as Error).message}` };
     }
+  }
+
+  /** The number of entries as of the last write (or load). */
+  get size(): number {
+    return this.keys;
+  }
+
+  /**
+   * One key's entry, read now (synchronously: LMDB reads are memory-mapped). Only once loaded or
+   * written; a store taken over by a newer recovery throws LocalStateSupersededError.
+   */
+  get(key: string): StoredSnapshot | undefined {
+    const value = this.readable().get(key);
+    return value === undefined ? undefined : unframe(value);
+  }
+
+  /** Whether the store has an entry for the key (read now). */
+  has(key: string): boolean {
+    return this.readable().doesExist(key);
+  }
+
+  private readable(): Database<Buffer, string> {
+    if (this.superseded) throw new LocalStateSupersededError(this.path);
+    if (!this.entries) throw new InternalError(`local state: ${this.path} is read before it is loaded`);
+    return this.entries;
   }
 
   /** Deletes the store's files and starts empty. */
@@ -361,35 +391,69 @@ function readMarker(file: string): { sha256: string } | undefined {
   }
 }
 
-/** SHA-256 of a file, read and hashed off the main thread (other partitions go on meanwhile). */
+/**
+ * SHA-256 of a file, read in 1 MiB chunks (the process holds one chunk, not the file: a worker
+ * opening many large stores at once stays small); other partitions go on between chunks.
+ */
 async function fileSha256(file: string): Promise<string> {
-  const bytes = await fs.promises.readFile(file);
-  return Buffer.from(await globalThis.crypto.subtle.digest('SHA-256', bytes)).toString('hex');
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }
 
-/** Reads every entry in a child process; undefined when it got through, else what went wrong. */
-async function verifyInChild(dir: string): Promise<string | undefined> {
+/** The entries' count and XOR digest, as a verifying child read them. */
+interface EntriesDigest {
+  readonly count: number;
+  readonly digest: string;
+}
+
+/**
+ * Reads every entry in a child process and computes their count and digest there (entryDigest's
+ * MD5 over key, offset and bytes, written out for a plain `node -e`): the entries, or what went
+ * wrong. The main thread neither risks a damaged file nor spends the read.
+ */
+async function verifyInChild(dir: string): Promise<EntriesDigest | string> {
   const script = `
+    const { createHash } = require('node:crypto');
     const { open } = require(${JSON.stringify(require.resolve('lmdb'))});
     const env = open({ path: ${JSON.stringify(dir)}, readOnly: true, maxDbs: 4, compression: false });
-    let n = 0;
-    for (const name of ['entries', 'meta']) {
-      const db = env.openDB({ name, encoding: 'binary', compression: false });
-      for (const { value } of db.getRange()) n += value.length >= 0 ? 1 : 0;
+    const meta = env.openDB({ name: 'meta', encoding: 'binary', compression: false });
+    for (const { value } of meta.getRange()) if (value.length < 0) throw new Error('unreachable');
+    const entries = env.openDB({ name: 'entries', encoding: 'binary', compression: false });
+    const digest = Buffer.alloc(${DIGEST_BYTES});
+    let count = 0;
+    for (const { key, value } of entries.getRange()) {
+      if (value.length < 8) throw new Error('entry of ' + value.length + ' bytes is shorter than its header');
+      const k = Buffer.from(key, 'utf8');
+      const head = Buffer.allocUnsafe(8);
+      head.writeUInt32BE(k.length, 0);
+      head.writeUInt32BE(value.length - 8, 4);
+      const d = createHash('md5').update(head).update(k).update(value.readBigInt64BE(0).toString()).update('\\u0000').update(value.subarray(8)).digest();
+      for (let i = 0; i < ${DIGEST_BYTES}; i++) digest[i] ^= d[i];
+      count++;
     }
-    process.stdout.write(String(n));
+    process.stdout.write(JSON.stringify({ count, digest: digest.toString('hex') }));
   `;
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
+    let out = '';
     child.stderr.on('data', (d: Buffer) => {
       err += d.toString();
     });
-    child.stdout.resume();
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     child.on('error', (e) => resolve(e.message));
-    child.on('exit', (code, signal) => {
-      if (code === 0) resolve(undefined);
-      else resolve(signal ? `the reader died of ${signal}` : `the reader failed: ${err.trim().split('\n').slice(-1)[0] ?? `exit ${code}`}`);
+    child.on('close', (code, signal) => {
+      if (code === 0) {
+        try {
+          const read = JSON.parse(out) as EntriesDigest;
+          resolve({ count: read.count, digest: read.digest });
+        } catch {
+          resolve(`the reader's answer is not readable: ${out.slice(0, 200)}`);
+        }
+      } else resolve(signal ? `the reader died of ${signal}` : `the reader failed: ${err.trim().split('\n').slice(-1)[0] ?? `exit ${code}`}`);
     });
   });
 }

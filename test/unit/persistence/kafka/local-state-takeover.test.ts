@@ -73,7 +73,7 @@ test('the older store, taken over, refuses everything after its write in flight 
   expect(loaded.kind).toBe('loaded');
   if (loaded.kind !== 'loaded') return;
   expect(loaded.checkpoint.checkpoint).toBe('2');
-  expect(loaded.entries.get('k3')?.offset).toBe('2');
+  expect(loaded.entries?.get('k3')?.offset).toBe('2');
   await reopened.close();
 });
 
