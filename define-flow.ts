@@ -102,6 +102,14 @@ export interface FlowOptions<S, V> {
    * (a key holds its earliest unpersisted offset). 1 folds one record at a time.
    */
   asyncConcurrency?: number;
+  /**
+   * A bound on the keys each worker process holds in memory, shared by its partitions: the other
+   * keys stay in the local state store and are read back when a record comes for them, and a
+   * restart onto an intact store loads no key. Needs local state (`persistence.localState` or
+   * `KFT_STATE_DIR`, transactional Kafka persistence); not yet with `onTimer` or `stateTtl`. The
+   * worker's `KFT_STATE_CACHE_MAX_KEYS` overrides it. Default: every key in memory. See docs/local-state.md.
+   */
+  stateCache?: { maxKeys: number };
 }
 
 export interface ConsumerOptions {
@@ -125,6 +133,8 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly asyncConcurrency: number | undefined;
   /** The idle flush's quiet time (FlowOptions.idleFlush), ms; undefined: off. */
   readonly idleFlushMs: number | undefined;
+  /** FlowOptions.stateCache; undefined: every key in memory. */
+  readonly stateCache: { readonly maxKeys: number } | undefined;
 }
 
 /** How long a caught-up partition must receive nothing before its idle flush, by default. */
@@ -188,6 +198,7 @@ const schema = z.strictObject({
     .strictObject({ sessionTimeout: durationSchema.optional(), heartbeatInterval: durationSchema.optional(), rebalanceTimeout: durationSchema.optional() })
     .optional(),
   asyncConcurrency: z.number().int().positive().optional(),
+  stateCache: z.strictObject({ maxKeys: z.number().int().positive() }).optional(),
   onTimer: fn('onTimer').optional(),
   stateTtl: z.union([durationSchema, z.strictObject({ after: durationSchema, time: z.enum(['processing', 'event']).optional() })]).optional(),
   allowedLateness: durationSchema.optional(),
@@ -285,5 +296,6 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     stateTtl,
     allowedLatenessMs,
     idleFlushMs: options.idleFlush === false ? undefined : toMillis(options.idleFlush ?? DEFAULT_IDLE_FLUSH_MS, 'idleFlush'),
+    stateCache: options.stateCache ? Object.freeze({ maxKeys: options.stateCache.maxKeys }) : undefined,
   });
 }

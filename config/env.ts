@@ -142,6 +142,8 @@ export interface WorkerEnv extends Env {
   security: Security;
   /** `KFT_STATE_DIR`: local state of the worker's transactional Kafka flows; undefined: off. */
   stateDir: string | undefined;
+  /** `KFT_STATE_CACHE_MAX_KEYS`: the worker's bounded state cache (overrides the flow's stateCache.maxKeys); undefined: the flow's. */
+  stateCacheMaxKeys: number | undefined;
   /** `KFT_MAX_HISTORY_EVENTS`: partition workflows continue as new past this; undefined: the workflow's default. */
   maxHistoryEvents: number | undefined;
   /** `KFT_EXIT_WITH_PARENT` (1 on, 0 off; unset: on when run by npm, i.e. `npm_execpath` is set). */
@@ -170,6 +172,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     metricsHost: envValue('KFT_METRICS_HOST', optional(metricsHost), '', env) ?? '127.0.0.1',
     security: readSecurity(env),
     stateDir: env.KFT_STATE_DIR || undefined,
+    stateCacheMaxKeys: envValue('KFT_STATE_CACHE_MAX_KEYS', optional(positiveInt), '', env),
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),

@@ -12,6 +12,7 @@ import { PartitionFlow } from './partition-flow';
 import type { PoisonPolicy } from './poison';
 import type { PartitionPersistence } from './ports';
 import type { FlowRecord } from './record';
+import type { StateCache } from './state-cache';
 import type { TimerPolicy } from './timers';
 
 /**
@@ -57,6 +58,8 @@ export interface PartitionContext<S, V> {
   /** The process's flow metrics (one per registry); or a registry to create them in. */
   readonly metrics?: FlowMetrics;
   readonly registry?: Registry;
+  /** The worker's bounded state cache (used when the backend reads keys on demand). */
+  readonly stateCache?: StateCache;
 }
 
 /** Builds the engine for one assigned partition of a defined flow. */
@@ -87,5 +90,6 @@ export function createPartitionFlow<S, V>(definition: PartitionFlowDefinition<S,
     // The partition's log lines hold no record data without logKeys, whatever error they carry.
     logger: context.logger && redactingLogger(context.logger),
     metrics: context.metrics ?? (context.registry ? FlowMetrics.of(context.registry) : undefined),
+    stateCache: context.stateCache,
   });
 }

@@ -16,6 +16,7 @@ import { type Logger, silentLogger } from '../core/logger';
 import { FlowMetrics, type PartitionMetrics } from './metrics';
 import { offsetFromKafka } from './offsets';
 import { PartitionKeys } from './partition-keys';
+import { cachedPartition, type StateCache } from './state-cache';
 import { PartitionPersister } from './partition-persister';
 import { PendingOutputs } from './pending-outputs';
 import type { PersistReason, PersistResult } from './persist-types';
@@ -85,6 +86,12 @@ export interface PartitionFlowOptions<S, V> {
   readonly clock?: Clock;
   readonly logger?: Logger;
   readonly metrics?: FlowMetrics;
+  /**
+   * The worker's bounded state cache, when the backend reads keys from its store on demand
+   * (`persistence.has`): this partition reports its live keys to it and unloads its share of the
+   * excess. Ignored by a backend that does not.
+   */
+  readonly stateCache?: StateCache;
 }
 
 const NO_HEADERS: RecordHeaders = Object.freeze({});
@@ -131,6 +138,16 @@ export class PartitionFlow<S, V> {
   private readonly unloaded: Set<string>;
   /** Keys with a write in flight: if they finish meanwhile, their stored state must still be deleted. */
   private readonly writing: Set<KeyFlow<S, V>>;
+  /** The keys as the persists share them (unloading for the state cache goes through it). */
+  private readonly partitionKeys: PartitionKeys<S, V>;
+  /** The backend reads any key on demand: whether its store has state for a key not in memory. */
+  private readonly storeHas: ((key: string) => boolean) | undefined;
+  /** The state cache and this partition's name in it (set when the backend reads keys on demand). */
+  private readonly cache: { readonly of: StateCache; readonly id: string } | undefined;
+  /** Nothing was left to unload for the cache: not tried again until a persist makes keys clean. */
+  private cacheStarved = false;
+  /** The partition clock of the last unload: keys touched since get a second chance. */
+  private lastUnload = 0;
   /** Outputs emitted (or dead-lettered) and not landed yet, and when they are due. */
   private readonly outputs: PendingOutputs;
   /** The persist pipeline; owns the committed offset. */
@@ -173,7 +190,11 @@ export class PartitionFlow<S, V> {
     this.m = (options.metrics ?? FlowMetrics.of()).forPartition(options.flow, options.topic, options.partition);
     this.journaling = persistsJournal(options.mode);
     this.nextOffset = offsetFromKafka(options.assignedAt);
-    const keys = new PartitionKeys<S, V>(this.epoch);
+    const has = options.persistence.has;
+    this.storeHas = has === undefined ? undefined : (key) => has.call(options.persistence, key);
+    this.cache = this.storeHas && options.stateCache ? { of: options.stateCache, id: cachedPartition(options.topic, options.partition) } : undefined;
+    const keys = new PartitionKeys<S, V>(this.epoch, this.storeHas !== undefined);
+    this.partitionKeys = keys;
     this.keys = keys.live;
     this.unloaded = keys.unloaded;
     this.writing = keys.writing;
@@ -352,6 +373,7 @@ export class PartitionFlow<S, V> {
     if (lastOffset + 1 > this.nextOffset) this.nextOffset = lastOffset + 1;
     if (keyless > 0) this.m.keylessDropped.inc(keyless);
     this.countFolded();
+    if (this.cache) this.trimCache();
 
     const wait = this.runs.endBatch();
     if (wait) return this.awaitBatch(wait);
@@ -374,7 +396,7 @@ export class PartitionFlow<S, V> {
       kf = new KeyFlow<S, V>(key, this.rel, offset, this.journaling);
       this.registerFirstTimer(kf);
       this.keys.set(key, kf);
-      if (this.unloaded.has(key)) this.runs.readBack(kf);
+      if (this.inStore(key)) this.runs.readBack(kf);
     }
     // A key that held nothing (a delete marker waiting for its purge) holds from its next record.
     if (kf.holding === undefined) kf.holding = offset;
@@ -700,9 +722,15 @@ export class PartitionFlow<S, V> {
    * Persists run one at a time, in call order.
    */
   persist(now: number = this.clock.now(), reason: PersistReason = 'periodic'): Promise<PersistResult> {
-    const run = this.persistChain.then(() => {
+    const run = this.persistChain.then(async () => {
       this.ensureHealthy();
-      return this.persister.run(now, reason);
+      const result = await this.persister.run(now, reason);
+      if (this.cache) {
+        // Written keys are clean now: they can leave the cache.
+        this.cacheStarved = false;
+        this.trimCache();
+      }
+      return result;
     });
     this.persistChain = run.catch(() => undefined);
     return run;
@@ -780,7 +808,7 @@ export class PartitionFlow<S, V> {
   async lookup(key: string): Promise<KeyLookup<S> | undefined> {
     const live = this.keys.get(key);
     if (live !== undefined) return this.lookedUp(live, 'memory', this.o.mode !== 'none' && !live.dirty);
-    if (!this.unloaded.has(key)) return undefined;
+    if (!this.inStore(key)) return undefined;
     const found = await this.o.persistence.read(key);
     if (found === undefined) return undefined;
     const kf = new KeyFlow<S, V>(key, this.rel, this.nextOffset, false);
@@ -799,6 +827,27 @@ export class PartitionFlow<S, V> {
       if (!kf.hasState) continue;
       if (kf.lazy) this.decodeOrFail(kf);
       yield [key, kf.state as S];
+    }
+  }
+
+  /** Unloaded with state in the store: a record for it reads it back first. */
+  private inStore(key: string): boolean {
+    return this.unloaded.has(key) || this.storeHas?.(key) === true;
+  }
+
+  /** Reports the live keys to the worker's state cache and, over its bound, unloads this partition's share of keys the store holds. */
+  private trimCache(): void {
+    const { of, id } = this.cache!;
+    const unloaded = of.report(id, this.keys.size, (count) => {
+      if (this.cacheStarved) return 0;
+      const done = this.partitionKeys.unloadClean(count, this.lastUnload);
+      // Every other key is changed, busy or waiting for a write: none until a persist.
+      if (done < count) this.cacheStarved = true;
+      return done;
+    });
+    if (unloaded > 0) {
+      this.lastUnload = this.rel;
+      this.m.keysEvicted.inc(unloaded);
     }
   }
 

@@ -116,6 +116,13 @@ export interface PartitionPersistence<S, V> {
   restoreProgress?(): RestoreProgress | undefined;
   /** One key, read again after it was unloaded from memory. */
   read(key: string): Promise<RecoveredKey<S, V> | undefined>;
+  /**
+   * Set by a backend that reads any key from its store on demand (a bounded state cache): whether
+   * the store has state for a key not in memory, answered at once. `recover()` then yields no keys
+   * (each is read back when a record comes for it) and the engine may unload any key whose state
+   * the store holds.
+   */
+  readonly has?: (key: string) => boolean;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;
   /** Releases what this partition's persistence holds (a transactional producer), if anything. */
   close?(): Promise<void>;

@@ -53,6 +53,8 @@ export interface WorkerContext {
   readonly localState?: boolean;
   /** The worker's `KFT_STATE_DIR`, if set. */
   readonly stateDir?: string;
+  /** The worker has a bounded state cache: local state reads keys on demand (never all loaded). */
+  readonly keysOnDemand?: boolean;
 }
 
 export function createBackend<S, V>(definition: BackendFlow<V>, worker: WorkerContext): PersistenceBackend<S, V> {

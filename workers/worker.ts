@@ -11,6 +11,7 @@ import { checkKafkaLogin, kafkaAuthFailure } from './connect/kafka-login';
 import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './runtime/flow-consumer';
 import { FlowRuntime } from './runtime/flow-runtime';
+import { stateCacheOf } from './runtime/state-cache-config';
 import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
@@ -71,6 +72,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const startup = options.startup ?? new StartupMarks();
   startup.mark('runWorker');
   const persistence = descriptorOf(definition.persistence.backend);
+  // Checked before anything connects: a stateCache without local state is a ConfigError.
+  const stateCache = stateCacheOf(definition, env);
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
   // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
@@ -171,7 +174,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     await tracing?.shutdown();
     throw err;
   }
-  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir });
+  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir, keysOnDemand: stateCache !== undefined });
   // The snapshot topic's check (≈ 150 ms) starts now, while the Temporal workers start: the
   // partitions' recoveries (from the join on) wait for this same check instead of making their
   // own; the first assignment repeats it if it failed here.
@@ -202,6 +205,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     reassertAfterMs: env.reassertAfterMs,
     workflowReportEveryMs: env.workflowReportEveryMs,
     restoreReportEveryMs: env.restoreReportEveryMs,
+    stateCache,
   });
   flowRuntimeCreated = flowRuntime;
   const activityWorkerCreated = Worker.create({

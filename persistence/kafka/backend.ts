@@ -90,6 +90,11 @@ export interface KafkaSnapshotBackendOptions<S> {
 export interface LocalStateOptions {
   /** The state directory; each worker process needs its own. */
   readonly dir: string;
+  /**
+   * Keys are read from the store on demand, never all loaded (the worker's bounded state cache):
+   * restores read only the delta and the engine reads a key back when a record comes for it.
+   */
+  readonly onDemand?: boolean;
 }
 
 /** Kafka's default delete.retention.ms (1 day), when the topic's cannot be read. */
@@ -285,6 +290,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
               }),
               deleteRetentionMs: () => this.deleteRetentionMs(),
               round: this.restoreRound,
+              onDemand: this.o.localState.onDemand === true,
             }
           : undefined,
       });

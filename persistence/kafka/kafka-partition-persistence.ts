@@ -14,7 +14,8 @@
  *   snapshots land (kafka-flow #732), only its offset commit is refused.
  *
  * Both keep each key's latest record bytes in memory (read back when the engine asks for a key it
- * unloaded) and write the same record format.
+ * unloaded) and write the same record format — or, with local state read on demand (a bounded
+ * state cache), in the local store (store-snapshot-cache.ts).
  *
  * This class is the port's face; the work is done by parts with one job each: the mode's writer
  * (transactional-snapshot-writer.ts, caching-snapshot-writer.ts, over snapshot-writer.ts and
@@ -33,6 +34,7 @@ import { type LocalStateHook, LocalStateManager } from './local-state-manager';
 import type { KafkaPersistenceMetrics } from './metrics';
 import type { SnapshotLogReader, StoredSnapshot } from './recovery';
 import { SnapshotCache } from './snapshot-cache';
+import { StoreSnapshotCache } from './store-snapshot-cache';
 import type { SnapshotFormat } from './snapshot-format';
 import { type RecoveryStats, SnapshotRestorer } from './snapshot-restorer';
 import type { PersistenceStats, SnapshotWriter } from './snapshot-writer';
@@ -88,6 +90,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   private readonly restorer: SnapshotRestorer;
   private chain: Promise<unknown> = Promise.resolve();
   private recovery: RecoveryStats | undefined;
+  /**
+   * Keys are read from the local store on demand (a bounded state cache): whether it has state
+   * for a key the engine does not hold; `recover()` then yields no keys. Undefined otherwise.
+   */
+  readonly has?: (key: string) => boolean;
 
   constructor(options: KafkaPartitionPersistenceOptions<S>) {
     if (!(options.maxWritesPerBatch >= 1)) throw new RangeError(`maxWritesPerBatch must be at least 1, got ${options.maxWritesPerBatch}`);
@@ -95,10 +102,14 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     this.maxWritesPerBatch = options.maxWritesPerBatch;
     const log = options.logger ?? silentLogger;
     const { flow, input, snapshotTopic, format, reader, metrics } = options;
-    this.cache = new SnapshotCache<S>({ format, snapshotTopic, partition: input.partition });
+    const where = { format, snapshotTopic, partition: input.partition };
+    const onDemand = options.mode === 'transactional' && options.local?.onDemand === true ? new StoreSnapshotCache<S>(where, options.local!.store) : undefined;
+    this.cache = onDemand ?? new SnapshotCache<S>(where);
+    if (onDemand) this.has = (key) => onDemand.has(key);
     const context = { flow, input, snapshotTopic, format, cache: this.cache, log, metrics, onFence: options.onFence };
     if (options.mode === 'transactional') {
       this.local = options.local ? new LocalStateManager(options.local, { flow, input, snapshotTopic, reader, log, metrics }) : undefined;
+      if (this.local && onDemand) this.local.listener = onDemand;
       this.transactional = new TransactionalSnapshotWriter<S, V>(context, {
         transactions: options.transactions,
         generation: options.generation,
@@ -196,7 +207,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
       next: async () => {
         if (keys) return next();
         const restored = await this.restorer.restore(this.transactional?.fenceMs ?? 0);
-        this.cache.replace(restored.entries);
+        if (restored.entries) this.cache.replace(restored.entries);
         this.recovery = restored.stats;
         keys = this.cache.all();
         return next();

@@ -19,11 +19,25 @@ export interface LocalStateHook {
   /** The worker-wide summary of a rebalance's restores. */
   readonly round?: RestoreRound;
   readonly now?: () => number;
+  /**
+   * Keys are read from the store on demand (a bounded state cache): a restore does not read the
+   * store's entries, and the partition's cache of latest records is the store itself.
+   */
+  readonly onDemand?: boolean;
+}
+
+/** Who keeps the changes queued for the store until it has them (the on-demand cache). */
+export interface LocalWriteListener {
+  /** Changes about to be queued for the store (they landed in Kafka, or a restore read them). */
+  apply(updates: readonly LocalUpdate[]): void;
+  /** A local write committed these changes. */
+  inStore(updates: readonly LocalUpdate[]): void;
 }
 
 /** The local copy and its checkpoint if they can be trusted; otherwise why not (and the store was emptied). */
 export type LocalLoadOutcome =
-  | { kind: 'loaded'; entries: Map<string, StoredSnapshot>; checkpoint: string }
+  /** `entries`: undefined when keys are read on demand (the store has them). `keys`: the store's count. */
+  | { kind: 'loaded'; entries: Map<string, StoredSnapshot> | undefined; keys: number; checkpoint: string }
   | { kind: 'full'; cause: LocalDiscardCause | 'none'; reason: string };
 
 export interface LocalStateContext extends PartitionScope {
@@ -38,6 +52,8 @@ export class LocalStateManager {
   private chain: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private readonly labels: { flow: string; topic: string; partition: string };
+  /** The on-demand cache, told of every change queued for the store and of every write committed. */
+  listener: LocalWriteListener | undefined;
 
   constructor(
     readonly hook: LocalStateHook,
@@ -56,7 +72,7 @@ export class LocalStateManager {
     const { snapshotTopic, input, reader } = this.c;
     const local = this.hook;
     const tp = `${snapshotTopic}-${input.partition}`;
-    const loaded = await local.store.load();
+    const loaded = await local.store.load({ readEntries: !local.onDemand });
     let untrusted: { cause: LocalDiscardCause; reason: string } | undefined;
     if (loaded.kind === 'untrusted') untrusted = loaded;
     else if (loaded.kind === 'loaded') {
@@ -71,8 +87,8 @@ export class LocalStateManager {
       else if (age > retention) {
         untrusted = { cause: 'retention', reason: `checkpoint last current ${Math.round(age / 1000)} s ago, longer than delete.retention.ms ${retention} (tombstones may be gone)` };
       } else {
-        this.c.log.info({ ...this.where(), checkpoint: c.checkpoint, keys: loaded.entries.size }, `local state of ${tp}: ${loaded.entries.size} keys, checkpoint ${c.checkpoint}`);
-        return { kind: 'loaded', entries: loaded.entries, checkpoint: c.checkpoint };
+        this.c.log.info({ ...this.where(), checkpoint: c.checkpoint, keys: c.keys }, `local state of ${tp}: ${c.keys} keys, checkpoint ${c.checkpoint}`);
+        return { kind: 'loaded', entries: loaded.entries, keys: c.keys, checkpoint: c.checkpoint };
       }
     }
     if (untrusted) {
@@ -129,12 +145,22 @@ export class LocalStateManager {
     await this.hook.store.close();
   }
 
-  /** Queues one local write (one LMDB transaction: entries and checkpoint); a failure stops mirroring, never the partition. */
+  /**
+   * Queues one local write (one LMDB transaction: entries and checkpoint); a failure stops
+   * mirroring, never the partition. The listener keeps the changes until the store has them (for
+   * good, once mirroring stopped).
+   */
   private write(updates: readonly LocalUpdate[], previous: (key: string) => StoredSnapshot | undefined, checkpoint: string | undefined): void {
+    const listener = this.listener;
+    listener?.apply(updates);
     if (this.stopped) return;
     const local = this.hook;
     this.chain = this.chain
-      .then(() => (this.stopped ? undefined : local.store.write(updates, previous, checkpoint, (local.now ?? Date.now)())))
+      .then(async () => {
+        if (this.stopped) return;
+        await local.store.write(updates, previous, checkpoint, (local.now ?? Date.now)());
+        listener?.inStore(updates);
+      })
       .catch((err) => {
         this.stopped = true;
         this.c.metrics?.localStateWriteFailures.inc(this.labels);

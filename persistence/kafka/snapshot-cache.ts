@@ -10,7 +10,7 @@ import type { LazySnapshot, RecoveredKey } from '../../flow/ports';
 import type { StoredSnapshot } from './recovery';
 import type { SnapshotFormat } from './snapshot-format';
 
-interface Where<S> {
+export interface Where<S> {
   readonly format: SnapshotFormat<S>;
   readonly snapshotTopic: string;
   readonly partition: number;
@@ -56,9 +56,9 @@ class StoredLazySnapshot<S> implements LazySnapshot<S> {
 export type SnapshotUpdate = readonly [key: string, next: StoredSnapshot | undefined];
 
 export class SnapshotCache<S> {
-  private entries = new Map<string, StoredSnapshot>();
+  protected entries = new Map<string, StoredSnapshot>();
 
-  constructor(private readonly where: Where<S>) {}
+  constructor(protected readonly where: Where<S>) {}
 
   get size(): number {
     return this.entries.size;
@@ -66,6 +66,11 @@ export class SnapshotCache<S> {
 
   get(key: string): StoredSnapshot | undefined {
     return this.entries.get(key);
+  }
+
+  /** Whether a record is kept for the key. */
+  has(key: string): boolean {
+    return this.entries.has(key);
   }
 
   /** Every key, as recovery left them. */

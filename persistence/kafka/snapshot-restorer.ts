@@ -49,8 +49,8 @@ export interface RestorerContext extends PartitionScope {
 }
 
 export interface Restored {
-  /** Each key's latest record. */
-  readonly entries: Map<string, StoredSnapshot>;
+  /** Each key's latest record; undefined when keys are read from the local store on demand. */
+  readonly entries: Map<string, StoredSnapshot> | undefined;
   readonly stats: RecoveryStats;
 }
 
@@ -94,28 +94,37 @@ export class SnapshotRestorer {
         throw err;
       }
       const readMs = performance.now() - started;
-      const localKeys = fromLocal?.kind === 'loaded' ? fromLocal.entries.size : 0;
-      let entries: Map<string, StoredSnapshot>;
+      const localKeys = fromLocal?.kind === 'loaded' ? fromLocal.keys : 0;
+      let entries: Map<string, StoredSnapshot> | undefined;
+      let keys: number;
       if (local && fromLocal?.kind === 'loaded') {
         // Local copy + delta: tombstones delete locally, every record of the delta overwrites.
         const merged = fromLocal.entries;
+        const before = (key: string) => (merged ? merged.get(key) : local.hook.store.get(key));
         const updates: LocalUpdate[] = [];
         const previous = new Map<string, StoredSnapshot | undefined>();
+        keys = fromLocal.keys;
         for (const key of read.deleted) {
-          previous.set(key, merged.get(key));
+          const was = before(key);
+          if (was) keys--;
+          previous.set(key, was);
           updates.push([key, undefined]);
-          merged.delete(key);
+          merged?.delete(key);
         }
         for (const [key, stored] of read.snapshots) {
-          previous.set(key, merged.get(key));
+          const was = before(key);
+          if (!was) keys++;
+          previous.set(key, was);
           updates.push([key, stored]);
-          merged.set(key, stored);
+          merged?.set(key, stored);
         }
         entries = merged;
         local.restored(updates, (k) => previous.get(k), read.bound);
       } else {
-        entries = read.snapshots;
+        keys = read.snapshots.size;
         if (local) local.restored([...read.snapshots], () => undefined, read.bound);
+        // Read on demand: the store (and until it has them, the cache's pending changes) holds them.
+        entries = local?.hook.onDemand ? undefined : read.snapshots;
       }
       const ms = fenceMs + readMs;
       const stats: RecoveryStats = {
@@ -125,7 +134,7 @@ export class SnapshotRestorer {
         bound: read.bound,
         lastStableAtStart: read.lastStableAtStart,
         waitedForOpenTransactions: BigInt(read.lastStableAtStart) < BigInt(read.bound),
-        keys: entries.size,
+        keys,
         records: read.records,
         tombstones: read.tombstones,
         bytes: read.bytes,
@@ -139,7 +148,7 @@ export class SnapshotRestorer {
         fullRestoreReason: fromLocal && fromLocal.kind !== 'loaded' ? fromLocal.reason : undefined,
       };
       this.c.metrics?.recoveryDuration.observe(this.labels, ms / 1000);
-      this.c.metrics?.recoveredKeys.inc(this.labels, entries.size);
+      this.c.metrics?.recoveredKeys.inc(this.labels, keys);
       if (local) {
         const m = this.c.metrics;
         const kind = stats.restore ?? 'full';
@@ -147,7 +156,7 @@ export class SnapshotRestorer {
         m?.restoreLocalKeys.inc(this.labels, localKeys);
         m?.restoreTopicRecords.inc({ ...this.labels, kind }, read.records);
         this.c.log.info(
-          { ...this.where(), fromLocal: localKeys, fromTopic: read.records, keys: entries.size, fromOffset: read.fromOffset, bound: read.bound, ms: Math.round(ms) },
+          { ...this.where(), fromLocal: localKeys, fromTopic: read.records, keys, fromOffset: read.fromOffset, bound: read.bound, ms: Math.round(ms) },
           `restored ${snapshotTopic}-${input.partition}: ${localKeys} from local state, ${read.records} from the topic, ${Math.round(ms)} ms`,
         );
         local.hook.round?.end({ fromLocal: localKeys, fromTopic: read.records, full: kind === 'full' });

@@ -25,6 +25,11 @@ export class InMemorySnapshotStore<S> implements SnapshotStore<S> {
     return this.partitions.get(partitionKey(partition))?.get(key);
   }
 
+  /** Whether anything (a snapshot or a delete marker) is stored for the key, answered at once. */
+  has(partition: TopicPartition, key: string): boolean {
+    return this.partitions.get(partitionKey(partition))?.has(key) ?? false;
+  }
+
   async *readAll(partition: TopicPartition): AsyncIterable<readonly [string, StoredKey<S>]> {
     const stored = this.partitions.get(partitionKey(partition));
     if (stored) yield* [...stored.entries()];

@@ -75,6 +75,13 @@ describe('defineFlow', () => {
     }
   });
 
+  test('stateCache: none unless set; maxKeys a positive integer or ConfigError naming it', () => {
+    expect(defineFlow(base).stateCache).toBeUndefined();
+    expect(defineFlow({ ...base, stateCache: { maxKeys: 1000 } }).stateCache).toEqual({ maxKeys: 1000 });
+    for (const bad of [0, -1, 2.5, '10' as never]) expect(() => defineFlow({ ...base, stateCache: { maxKeys: bad } })).toThrow(/stateCache\.maxKeys: /);
+    expect(() => defineFlow({ ...base, stateCache: { maxKeys: 10, maxBytes: 5 } as never })).toThrow(/stateCache: /);
+  });
+
   test('idleFlush: 250 ms of quiet unless set; a duration, or false for none; anything else is a ConfigError naming it', () => {
     expect(defineFlow(base).idleFlushMs).toBe(250);
     expect(defineFlow({ ...base, idleFlush: '2s' }).idleFlushMs).toBe(2000);

@@ -1,4 +1,5 @@
 import type { EachBatchPayload } from 'kafkajs';
+import { cachedPartition } from '../../flow/state-cache';
 import type { PersistResult as WorkflowPersistResult } from '../../activities/types';
 import { offsetFromKafka } from '../../flow/offsets';
 import type { GroupGeneration, RevokedPartitions } from '../../kafka';
@@ -50,6 +51,7 @@ export class ConsumerSide extends RuntimeSide {
       // revoked for good: its state and producer go
       this.recoveries.drop(slot);
       slot.cadence?.stop();
+      this.o.stateCache?.forget(cachedPartition(slot.topic, slot.partition));
       void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
     }
     this.log.info(

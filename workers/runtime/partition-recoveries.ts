@@ -135,6 +135,7 @@ export class PartitionRecoveries extends RuntimeSide {
       persistence,
       logger: this.log,
       metrics: this.o.metrics,
+      stateCache: this.o.stateCache,
     });
     let outcome: Prepared['outcome'];
     const stopReports = this.reportProgress(slot, owner, persistence);

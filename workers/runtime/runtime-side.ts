@@ -1,6 +1,7 @@
 import type { Logger } from '../../core/logger';
 import type { FlowDefinition } from '../../define-flow';
 import type { FlowMetrics } from '../../flow/metrics';
+import type { StateCache } from '../../flow/state-cache';
 import type { PersistenceBackend } from '../../persistence/backends';
 import type { FlowConsumer } from './flow-consumer';
 import type { PartitionSignals } from './partition-signals';
@@ -38,6 +39,8 @@ export interface FlowRuntimeOptions {
    * recovery over (see recover). False: every recovery starts with its activity.
    */
   recoverAtJoin?: boolean;
+  /** The bounded state cache its partitions share (FlowOptions.stateCache); undefined: every key in memory. */
+  stateCache?: StateCache;
 }
 
 /** What the parts of a flow's runtime share: the flow, its consumer, its slots and persists, and whether the process is stopping. */

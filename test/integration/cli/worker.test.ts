@@ -78,6 +78,12 @@ describe('kafka-flow-temporal worker / status / inspect errors', () => {
     expect(r.out.trim()).toMatch(/uses the memory backend: its state lives inside each worker process/);
   });
 
+  test('a bounded state cache without local state: a ConfigError before anything connects', async () => {
+    const r = await cli(['worker', flow], { KFT_STATE_CACHE_MAX_KEYS: '1000', KFT_STATE_DIR: '' });
+    expect(r.code).toBe(2);
+    expect(r.out.trim()).toMatch(/^kafka-flow-temporal: ConfigError: flow "[^"]+": KFT_STATE_CACHE_MAX_KEYS needs local state with transactional Kafka persistence/);
+  });
+
   test('an invalid flow definition names the field', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-cli-'));
     const bad = path.join(dir, 'bad.ts');

@@ -8,43 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually, FlowCluster, type Worker } from '../orchestration/harness';
-
-interface Line {
-  msg: string;
-  level: number;
-  snapshotTopic?: string;
-  partition?: number;
-  fromLocal?: number;
-  fromTopic?: number;
-  [k: string]: unknown;
-}
-
-const lines = (cluster: FlowCluster, w: Worker): Line[] => cluster.logLines<Line>(w);
-
-interface Restored {
-  fromLocal: number;
-  fromTopic: number;
-  /** The snapshot partition's range the restore read: [fromOffset, bound). */
-  fromOffset?: string;
-  bound?: string;
-}
-
-/** Each partition's "restored <topic>-<p>: N from local state, M from the topic, K ms" line, last one per partition. */
-function restored(cluster: FlowCluster, w: Worker, snapshotTopic: string): Map<number, Restored> {
-  const out = new Map<number, Restored>();
-  for (const l of lines(cluster, w)) {
-    const m = /^restored (.+)-(\d+): (\d+) from local state, (\d+) from the topic, \d+ ms$/.exec(l.msg);
-    if (m && m[1] === snapshotTopic) {
-      out.set(Number(m[2]), {
-        fromLocal: Number(m[3]),
-        fromTopic: Number(m[4]),
-        fromOffset: typeof l.fromOffset === 'string' ? l.fromOffset : undefined,
-        bound: typeof l.bound === 'string' ? l.bound : undefined,
-      });
-    }
-  }
-  return out;
-}
+import { exact, lines, restored, settled } from './support';
 
 /**
  * The worker-wide lines ("restored N partition(s) of flow F in this rebalance: L from local
@@ -58,15 +22,6 @@ function rounds(cluster: FlowCluster, w: Worker): Array<{ partitions: number; fr
     if (m) out.push({ partitions: Number(m[1]), fromLocal: Number(m[2]), fromTopic: Number(m[3]) });
   }
   return out;
-}
-
-async function settled(cluster: FlowCluster, owners: number): Promise<void> {
-  await cluster.untilRunningOn(owners, `running on ${owners}`, 90_000);
-  await cluster.untilCaughtUp('caught up');
-}
-
-async function exact(cluster: FlowCluster): Promise<void> {
-  expect(await cluster.persisted()).toEqual(await cluster.reference());
 }
 
 test('restarts, a partition moving away and back, kill -9 under load, corrupted and deleted state: only deltas are read, the state stays exact', async () => {

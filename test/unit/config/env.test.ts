@@ -79,6 +79,13 @@ describe('worker environment variables', () => {
     expect(() => readWorkerEnv({ KFT_WORKFLOW_REPORT_EVERY_MS: '-5' })).toThrow(/KFT_WORKFLOW_REPORT_EVERY_MS/);
   });
 
+  test('KFT_STATE_CACHE_MAX_KEYS: unset or empty leaves the flow\'s stateCache; else a positive integer', () => {
+    expect(readWorkerEnv({}).stateCacheMaxKeys).toBeUndefined();
+    expect(readWorkerEnv({ KFT_STATE_CACHE_MAX_KEYS: '' }).stateCacheMaxKeys).toBeUndefined();
+    expect(readWorkerEnv({ KFT_STATE_CACHE_MAX_KEYS: '1000000' }).stateCacheMaxKeys).toBe(1_000_000);
+    for (const bad of ['0', '-3', '1.5', 'many']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_KEYS: bad })).toThrow(/KFT_STATE_CACHE_MAX_KEYS/);
+  });
+
   test('KFT_RESTORE_REPORT_EVERY_MS: unset leaves the default (10 s, the runtime default); else a positive integer', () => {
     expect(readWorkerEnv({}).restoreReportEveryMs).toBeUndefined();
     expect(readWorkerEnv({ KFT_RESTORE_REPORT_EVERY_MS: '250' }).restoreReportEveryMs).toBe(250);

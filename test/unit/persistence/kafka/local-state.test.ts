@@ -92,7 +92,10 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function persistence(log: FakeLog, o: { local?: boolean; now?: () => number; retentionMs?: number; lines?: Logged[]; round?: RestoreRound; id?: LocalStateIdentity } = {}) {
+function persistence(
+  log: FakeLog,
+  o: { local?: boolean; now?: () => number; retentionMs?: number; lines?: Logged[]; round?: RestoreRound; id?: LocalStateIdentity; onDemand?: boolean } = {},
+) {
   return new KafkaPartitionPersistence<number>({
     flow: 'f',
     input: { topic: 'in', partition: P },
@@ -110,7 +113,13 @@ function persistence(log: FakeLog, o: { local?: boolean; now?: () => number; ret
     local:
       o.local === false
         ? undefined
-        : { store: new LocalPartitionStore(dir, o.id ?? identity), deleteRetentionMs: async () => o.retentionMs ?? 86_400_000, now: o.now, round: o.round },
+        : {
+            store: new LocalPartitionStore(dir, o.id ?? identity),
+            deleteRetentionMs: async () => o.retentionMs ?? 86_400_000,
+            now: o.now,
+            round: o.round,
+            onDemand: o.onDemand,
+          },
   });
 }
 
@@ -365,6 +374,82 @@ describe('restore from local state', () => {
   });
 });
 
+describe('keys read on demand (a bounded state cache)', () => {
+  /** Every key a full read of the log has, and a few it has not, answered by `has` and `read` as the full read says. */
+  async function answersAsFullRead(p: KafkaPartitionPersistence<number>, log: FakeLog): Promise<void> {
+    const full = await fullRead(log);
+    expect(full.size).toBeGreaterThan(0);
+    for (const [key, state] of full) {
+      expect([key, p.has!(key)]).toEqual([key, true]);
+      expect([key, (await p.read(key))?.snapshot?.state]).toEqual([key, state]);
+    }
+    for (const key of ['absent', 'old0', 'b']) {
+      if (full.has(key)) continue;
+      expect([key, p.has!(key)]).toEqual([key, false]);
+      expect(await p.read(key)).toBeUndefined();
+    }
+  }
+
+  test('a restore yields no key and reads none into memory; has/read answer as a full read, before and after each local write lands', async () => {
+    const log = new FakeLog();
+    await seeded(log);
+    const p = persistence(log, { onDemand: true });
+    expect(await recoverAll(p)).toEqual(new Map());
+    expect(p.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0, fromLocal: 22, keys: 22 });
+    await answersAsFullRead(p, log);
+    // Landed in Kafka, its local write queued: answered from the pending changes, then from the store.
+    await put(p, { a: 11, q: 17, old2: null });
+    await answersAsFullRead(p, log);
+    await p.localWritesDone();
+    await answersAsFullRead(p, log);
+    await p.close();
+
+    // Another owner's records after the checkpoint: the delta goes to the store, nothing to memory.
+    log.append('a', 99);
+    log.append('old3', null);
+    log.append('new', 5);
+    log.marker();
+    const q = persistence(log, { onDemand: true });
+    expect(await recoverAll(q)).toEqual(new Map());
+    expect(q.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 3, keys: 22 });
+    await answersAsFullRead(q, log);
+    await q.close();
+    const r = persistence(log, { onDemand: true });
+    await recoverAll(r);
+    expect(r.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0, fromLocal: 22 });
+    await answersAsFullRead(r, log);
+    await r.close();
+  });
+
+  test('a full restore (no checkpoint) writes the partition to the store and yields no key', async () => {
+    const log = new FakeLog();
+    for (let i = 0; i < 50; i++) log.append(`k${i % 30}`, i);
+    log.append('k3', null);
+    log.marker();
+    const p = persistence(log, { onDemand: true });
+    expect(await recoverAll(p)).toEqual(new Map());
+    expect(p.lastRecovery).toMatchObject({ restore: 'full', keys: 29 });
+    await answersAsFullRead(p, log);
+    await p.localWritesDone();
+    await answersAsFullRead(p, log);
+    await p.close();
+  });
+
+  test('a crash between the Kafka commit and the local write: the next restore reads the delta and answers as a full read', async () => {
+    const log = new FakeLog();
+    await seeded(log);
+    const crashed = persistence(log, { local: false });
+    await recoverAll(crashed);
+    await put(crashed, { a: 7, z: 26, old5: null });
+    const p = persistence(log, { onDemand: true });
+    await recoverAll(p);
+    expect(p.lastRecovery?.restore).toBe('delta');
+    expect(p.lastRecovery?.fromTopic).toBeGreaterThan(0);
+    await answersAsFullRead(p, log);
+    await p.close();
+  });
+});
+
 describe('LocalPartitionStore', () => {
   test('the digest follows puts, overwrites and deletes; the store reloads exactly', async () => {
     const s = new LocalPartitionStore(dir, identity);
@@ -382,7 +467,7 @@ describe('LocalPartitionStore', () => {
     expect(loaded.kind).toBe('loaded');
     if (loaded.kind !== 'loaded') return;
     expect(loaded.checkpoint.checkpoint).toBe('6');
-    expect([...loaded.entries]).toEqual([...current].sort(([x], [y]) => x.localeCompare(y)));
+    expect([...(loaded.entries ?? [])]).toEqual([...current].sort(([x], [y]) => x.localeCompare(y)));
     await again.close();
   });
 

@@ -1,0 +1,64 @@
+/**
+ * Each key's latest snapshot record of one partition, read from the local state store on demand
+ * instead of held in memory (the bounded state cache: docs/local-state.md). The store is written
+ * after each transaction lands, in order; until a write is in the store its changes are kept here
+ * (`pending`), so a key read at any moment gets its latest landed record. A change leaves
+ * `pending` once the store holds it and no later change of the key is waiting.
+ */
+import type { LocalPartitionStore } from './local-state';
+import type { StoredSnapshot } from './recovery';
+import { SnapshotCache, type SnapshotUpdate, type Where } from './snapshot-cache';
+
+export class StoreSnapshotCache<S> extends SnapshotCache<S> {
+  /** Landed changes not in the store yet, newest per key (null: deleted). */
+  private readonly pending = new Map<string, StoredSnapshot | null>();
+
+  constructor(
+    where: Where<S>,
+    private readonly store: LocalPartitionStore,
+  ) {
+    super(where);
+  }
+
+  /** The store's entries (as of its last write). */
+  override get size(): number {
+    return this.store.size;
+  }
+
+  /** Changes landed in Kafka and not in the store yet. */
+  get waiting(): number {
+    return this.pending.size;
+  }
+
+  override get(key: string): StoredSnapshot | undefined {
+    const p = this.pending.get(key);
+    if (p !== undefined) return p ?? undefined;
+    return this.store.get(key);
+  }
+
+  override has(key: string): boolean {
+    const p = this.pending.get(key);
+    if (p !== undefined) return p !== null;
+    return this.store.has(key);
+  }
+
+  /** Nothing is enumerated: keys are read when asked for. */
+  override all(): IterableIterator<[string, StoredSnapshot]> {
+    return new Map<string, StoredSnapshot>().entries();
+  }
+
+  /** What a recovery read is written to the store (the restorer does that): nothing to keep here. */
+  override replace(_entries: Map<string, StoredSnapshot>): void {}
+
+  /** Changes that landed: kept until the store has them (`inStore`). */
+  override apply(updates: readonly SnapshotUpdate[]): void {
+    for (const [key, stored] of updates) this.pending.set(key, stored ?? null);
+  }
+
+  /** A local write committed these changes: the store answers for them now, unless a later change waits. */
+  inStore(updates: readonly SnapshotUpdate[]): void {
+    for (const [key, stored] of updates) {
+      if (this.pending.get(key) === (stored ?? null)) this.pending.delete(key);
+    }
+  }
+}
