@@ -1,0 +1,44 @@
+// Which flows a worker can give a bounded state cache (FlowOptions.stateCache,
+// KFT_STATE_CACHE_MAX_KEYS): transactional Kafka persistence with local state, no key timers; the
+// environment's bound overrides the flow's; anything else is a ConfigError saying what to change.
+import { ConfigError } from '../../../../config/errors';
+import { defineFlow, type FlowOptions } from '../../../../define-flow';
+import { standbyReplicasOf, stateCacheOf } from '../../../../workers/runtime/local-state-config';
+
+const base: FlowOptions<number, unknown> = { name: 'f', groupId: 'g', topics: ['t'], fold: (s) => (s ?? 0) + 1 };
+const local = { ...base, persistence: { backend: 'kafka' as const, transactional: true, localState: { dir: '/state' } } };
+
+test('none unless the flow or the environment sets one; the environment overrides the flow', () => {
+  expect(stateCacheOf(defineFlow(local), {})).toBeUndefined();
+  expect(stateCacheOf(defineFlow({ ...local, stateCache: { maxKeys: 500 } }), {})?.maxKeys).toBe(500);
+  expect(stateCacheOf(defineFlow({ ...local, stateCache: { maxKeys: 500 } }), { stateCacheMaxKeys: 20 })?.maxKeys).toBe(20);
+  // KFT_STATE_DIR turns local state on for a transactional Kafka flow.
+  const kafka = defineFlow({ ...base, persistence: { backend: 'kafka', transactional: true } });
+  expect(stateCacheOf(kafka, { stateCacheMaxKeys: 20, stateDir: '/state' })?.maxKeys).toBe(20);
+});
+
+test.each([
+  ['without local state', { ...base, persistence: { backend: 'kafka' as const, transactional: true } }, /stateCache \(the keys out of memory are read from the local store\) needs local state with transactional Kafka persistence/],
+  ['on the memory backend', base, /stateCache \(.*\) needs local state/],
+  ['on Cassandra', { ...base, persistence: { backend: 'cassandra' as const } }, /stateCache \(.*\) needs local state/],
+  ['with stateTtl', { ...local, stateTtl: '1h' }, /stateCache does not work with stateTtl yet/],
+  ['with onTimer', { ...local, onTimer: (s: number | undefined) => s }, /stateCache does not work with onTimer yet/],
+])('a ConfigError %s', (_, options, message) => {
+  const flow = defineFlow({ ...(options as FlowOptions<number, unknown>), stateCache: { maxKeys: 10 } });
+  expect(() => stateCacheOf(flow, {})).toThrow(ConfigError);
+  expect(() => stateCacheOf(flow, {})).toThrow(message);
+});
+
+test('the environment variable is named when it is the one set', () => {
+  expect(() => stateCacheOf(defineFlow(base), { stateCacheMaxKeys: 10 })).toThrow(/KFT_STATE_CACHE_MAX_KEYS \(.*\) needs local state/);
+  expect(() => standbyReplicasOf(defineFlow(base), { standbyReplicas: 1 })).toThrow(/KFT_STANDBY_REPLICAS \(.*\) needs local state/);
+});
+
+test('standby replicas: none unless set, the environment overriding the flow; only with local state', () => {
+  expect(standbyReplicasOf(defineFlow(base), {})).toBe(0);
+  expect(standbyReplicasOf(defineFlow(local), {})).toBe(0);
+  expect(standbyReplicasOf(defineFlow({ ...local, standbyReplicas: 1 }), {})).toBe(1);
+  expect(standbyReplicasOf(defineFlow({ ...local, standbyReplicas: 1 }), { standbyReplicas: 2 })).toBe(2);
+  expect(standbyReplicasOf(defineFlow({ ...local, standbyReplicas: 1 }), { standbyReplicas: 0 })).toBe(0);
+  expect(() => standbyReplicasOf(defineFlow({ ...base, standbyReplicas: 1 }), {})).toThrow(/standbyReplicas \(a standby copy is kept in the local store\) needs local state/);
+});

@@ -1,0 +1,51 @@
+/**
+ * What a worker's local state allows, checked before anything connects: whether the flow has
+ * local state (transactional Kafka persistence with `persistence.localState` or KFT_STATE_DIR),
+ * its bounded state cache (FlowOptions.stateCache, KFT_STATE_CACHE_MAX_KEYS) and its standby
+ * replicas (FlowOptions.standbyReplicas, KFT_STANDBY_REPLICAS). Both need local state; the cache
+ * also needs keys whose timers a restart does not have to find (no onTimer, no stateTtl: a restart
+ * reads no key, so it would not see their timers).
+ */
+import { ConfigError } from '../../config/errors';
+import type { FlowDefinition } from '../../define-flow';
+import { StateCache } from '../../flow/state-cache';
+
+export interface LocalStateEnv {
+  readonly stateDir?: string;
+  readonly stateCacheMaxKeys?: number;
+  readonly standbyReplicas?: number;
+}
+
+/** The flow keeps local state in this worker. */
+export function hasLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): boolean {
+  const p = definition.persistence;
+  return p.backend === 'kafka' && p.transactional && (env.stateDir !== undefined || p.localState !== undefined);
+}
+
+function needsLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv, what: string): void {
+  if (hasLocalState(definition, env)) return;
+  throw new ConfigError(
+    `flow "${definition.name}": ${what} needs local state with transactional Kafka persistence (persistence: { backend: 'kafka', transactional: true, localState: { dir } } or KFT_STATE_DIR)`,
+  );
+}
+
+export function stateCacheOf<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): StateCache | undefined {
+  const maxKeys = env.stateCacheMaxKeys ?? definition.stateCache?.maxKeys;
+  if (maxKeys === undefined) return undefined;
+  const where = env.stateCacheMaxKeys !== undefined ? 'KFT_STATE_CACHE_MAX_KEYS' : 'stateCache';
+  needsLocalState(definition, env, `${where} (the keys out of memory are read from the local store)`);
+  if (definition.onTimer || definition.stateTtl) {
+    throw new ConfigError(
+      `flow "${definition.name}": ${where} does not work with ${definition.onTimer ? 'onTimer' : 'stateTtl'} yet (a restart reads no key, so it would not find their timers); remove one of them`,
+    );
+  }
+  return new StateCache(maxKeys);
+}
+
+/** How many standby copies of each partition the group keeps (0: none). */
+export function standbyReplicasOf<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): number {
+  const replicas = env.standbyReplicas ?? definition.standbyReplicas;
+  if (replicas === 0) return 0;
+  needsLocalState(definition, env, `${env.standbyReplicas !== undefined ? 'KFT_STANDBY_REPLICAS' : 'standbyReplicas'} (a standby copy is kept in the local store)`);
+  return replicas;
+}
