@@ -110,6 +110,14 @@ export interface FlowOptions<S, V> {
    * worker's `KFT_STATE_CACHE_MAX_KEYS` overrides it. Default: every key in memory. See docs/local-state.md.
    */
   stateCache?: { maxKeys: number };
+  /**
+   * Each partition's state kept warm on this many other workers (Kafka Streams' standby replicas):
+   * they tail its snapshot partition into their local store, and the group's assignment gives a
+   * partition whose owner left to the worker with the freshest copy, which then restores only the
+   * records written since its last round. Needs local state (`persistence.localState` or
+   * `KFT_STATE_DIR`); the worker's `KFT_STANDBY_REPLICAS` overrides it. Default 0.
+   */
+  standbyReplicas?: number;
 }
 
 export interface ConsumerOptions {
@@ -135,6 +143,8 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly idleFlushMs: number | undefined;
   /** FlowOptions.stateCache; undefined: every key in memory. */
   readonly stateCache: { readonly maxKeys: number } | undefined;
+  /** FlowOptions.standbyReplicas (0: none). */
+  readonly standbyReplicas: number;
 }
 
 /** How long a caught-up partition must receive nothing before its idle flush, by default. */
@@ -199,6 +209,7 @@ const schema = z.strictObject({
     .optional(),
   asyncConcurrency: z.number().int().positive().optional(),
   stateCache: z.strictObject({ maxKeys: z.number().int().positive() }).optional(),
+  standbyReplicas: z.number().int().nonnegative().optional(),
   onTimer: fn('onTimer').optional(),
   stateTtl: z.union([durationSchema, z.strictObject({ after: durationSchema, time: z.enum(['processing', 'event']).optional() })]).optional(),
   allowedLateness: durationSchema.optional(),
@@ -297,5 +308,6 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     allowedLatenessMs,
     idleFlushMs: options.idleFlush === false ? undefined : toMillis(options.idleFlush ?? DEFAULT_IDLE_FLUSH_MS, 'idleFlush'),
     stateCache: options.stateCache ? Object.freeze({ maxKeys: options.stateCache.maxKeys }) : undefined,
+    standbyReplicas: options.standbyReplicas ?? 0,
   });
 }

@@ -5,6 +5,7 @@
  */
 import type { Consumer } from 'kafkajs';
 import { InternalError } from '../config/errors';
+import { readTasks } from './state-assignor';
 
 export interface GroupGeneration {
   groupId: string;
@@ -12,6 +13,8 @@ export interface GroupGeneration {
   memberId: string;
   /** The partitions this member was assigned under this generation, by topic. */
   assignment: Record<string, number[]>;
+  /** The partitions it keeps standby copies of (the state assignor's tasks), by topic; empty otherwise. */
+  standby?: Record<string, number[]>;
 }
 
 export class GroupMembership {
@@ -28,6 +31,7 @@ export class GroupMembership {
         assignment: Object.fromEntries(
           Object.entries(payload.memberAssignment).map(([topic, partitions]) => [topic, [...partitions]]),
         ),
+        standby: readTasks(payload.memberUserData).standby,
       };
       if (typeof generation.generationId !== 'number') {
         throw new InternalError('GROUP_JOIN without generationId: is the kafkajs patch applied? (npm install runs patch-package)');

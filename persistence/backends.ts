@@ -37,6 +37,10 @@ export interface PersistenceBackend<S, V> {
   prepare?(): Promise<void>;
   /** The partition was revoked for good: close what it held (its transactional producer). */
   release?(partition: TopicPartition): Promise<void>;
+  /** The partitions this worker keeps standby copies of, by topic (local state: see docs/local-state.md); others stop. */
+  standby?(tasks: Readonly<Record<string, readonly number[]>>): void;
+  /** How fresh each local copy is (its checkpoint, a snapshot-partition offset), by topic and partition: the assignor's hints. */
+  localCheckpoints?(): Record<string, Record<string, string>>;
   close(): Promise<void>;
 }
 

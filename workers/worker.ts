@@ -11,7 +11,8 @@ import { checkKafkaLogin, kafkaAuthFailure } from './connect/kafka-login';
 import { setLogKeys } from '../core/redact';
 import { KafkaFlowConsumer } from './runtime/flow-consumer';
 import { FlowRuntime } from './runtime/flow-runtime';
-import { stateCacheOf } from './runtime/state-cache-config';
+import { hasLocalState, standbyReplicasOf, stateCacheOf } from './runtime/local-state-config';
+import type { MemberHints } from '../kafka/state-assignor';
 import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
@@ -74,6 +75,11 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const persistence = descriptorOf(definition.persistence.backend);
   // Checked before anything connects: a stateCache without local state is a ConfigError.
   const stateCache = stateCacheOf(definition, env);
+  const standbyReplicas = standbyReplicasOf(definition, env);
+  // With local state the group's assignment is sticky and prefers fresh local copies; it reads
+  // the runtime and the backend, made below.
+  let hints: () => MemberHints = () => ({ owned: {}, fresh: {} });
+  const assignment = hasLocalState(definition, env) ? { hints: () => hints(), standbyReplicas } : undefined;
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
   // Keys and codec errors in logs and error messages only if the flow says so (core/redact).
@@ -195,7 +201,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   const flowRuntime = new FlowRuntime({
     definition,
     httpAddress: server?.advertisedUrl,
-    consumer: KafkaFlowConsumer.of(definition, brokers, env.security.kafka, log),
+    consumer: KafkaFlowConsumer.of(definition, brokers, env.security.kafka, log, assignment),
     signals,
     taskQueue,
     backend,
@@ -208,6 +214,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     stateCache,
   });
   flowRuntimeCreated = flowRuntime;
+  hints = () => ({ owned: flowRuntime.heldPartitions(), fresh: backend.localCheckpoints?.() ?? {} });
   const activityWorkerCreated = Worker.create({
     connection,
     namespace: temporal.namespace,

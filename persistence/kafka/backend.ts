@@ -17,13 +17,14 @@ import type { KafkaClient } from '../../kafka/client';
 import { CommittedOffsets } from '../../kafka/committed-offsets';
 import { PartitionReader } from '../../kafka/partition-reader';
 import { PlainWriter } from '../../kafka/plain-writer';
-import { TransactionalWriter } from '../../kafka/transactional-writer';
+import { snapshotTransactionalId, TransactionalWriter } from '../../kafka/transactional-writer';
 import type { OffsetCommitter } from '../offset-committer';
 import { isDeleteMarker, type StoredKey } from '../../core/persistence-types';
 import { OutputProducer, OutputTopics } from './dead-letter';
 import type { GenerationSource, OutcomeProbe, WriteGeneration } from './transactional-snapshot-writer';
 import { KafkaPartitionPersistence } from './kafka-partition-persistence';
 import { LocalPartitionStore } from './local-state';
+import { StandbyReplica } from './standby-replica';
 import { KafkaPersistenceMetrics } from './metrics';
 import { readSnapshotPartition } from './recovery';
 import { RestoreRound } from './restore-round';
@@ -152,6 +153,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   private readonly outputTopics: OutputTopics;
   private topicReady: Promise<void> | undefined;
   private readonly partitions = new Map<number, KafkaPartitionPersistence<S, V>>();
+  /** Warm copies of partitions this worker does not own (standbyReplicas), by partition. */
+  private readonly standbys = new Map<number, StandbyReplica>();
   private closed = false;
   private readonly restoreRound: RestoreRound | undefined;
   private deleteRetention: Promise<number> | undefined;
@@ -237,6 +240,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       throw new RangeError(`this backend persists input topic "${this.inputTopic}", not "${a.topic}"`);
     }
     await this.ensureTopic();
+    // Its standby copy here stops: the owner's store (made below) takes the directory over.
+    this.dropStandby(a.partition);
     const previous = this.partitions.get(a.partition);
     if (previous) {
       this.partitions.delete(a.partition);
@@ -353,6 +358,64 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     return this.partitions.get(partition);
   }
 
+  /**
+   * The partitions this worker keeps a standby copy of (the group's assignment said so): started
+   * for those new to the set and not owned here, stopped for those no longer in it. Local state only.
+   */
+  standby(partitions: readonly number[]): void {
+    const local = this.o.localState;
+    if (!local || this.closed) return;
+    const wanted = new Set(partitions.filter((p) => !this.partitions.has(p)));
+    for (const p of [...this.standbys.keys()]) if (!wanted.has(p)) this.dropStandby(p);
+    for (const partition of wanted) {
+      if (this.standbys.has(partition)) continue;
+      const replica = new StandbyReplica({
+        flow: this.flowName,
+        input: { topic: this.inputTopic, partition },
+        snapshotTopic: this.snapshotTopic,
+        reader: this.reader,
+        local: {
+          store: new LocalPartitionStore(local.dir, {
+            flow: this.flowName,
+            groupId: this.groupId,
+            snapshotTopic: this.snapshotTopic,
+            partition,
+            transactionalId: snapshotTransactionalId(this.transactionalIdPrefix, partition),
+          }),
+          deleteRetentionMs: () => this.deleteRetentionMs(),
+        },
+        stallTimeoutMs: this.recoveryStallTimeoutMs,
+        log: this.log,
+        metrics: this.metrics,
+      });
+      this.standbys.set(partition, replica);
+      replica.start();
+    }
+  }
+
+  /** Each local copy's checkpoint (snapshot-partition offset), owned or standby, by partition. */
+  localCheckpoints(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [p, r] of this.standbys) if (r.checkpoint !== undefined) out[p] = r.checkpoint;
+    for (const [p, persistence] of this.partitions) {
+      const c = persistence.localCheckpoint;
+      if (c !== undefined) out[p] = c;
+    }
+    return out;
+  }
+
+  /** The standby copies and their lag (snapshot-partition offsets behind the log end at their last round). */
+  standbyStatus(): Array<{ partition: number; checkpoint: string | undefined; lag: number | undefined }> {
+    return [...this.standbys].map(([partition, r]) => ({ partition, checkpoint: r.checkpoint, lag: r.lag }));
+  }
+
+  private dropStandby(partition: number): void {
+    const replica = this.standbys.get(partition);
+    if (!replica) return;
+    this.standbys.delete(partition);
+    void replica.stop();
+  }
+
   /** Closes one partition's producer (the partition was revoked for good). */
   async release(partition: number): Promise<void> {
     const p = this.partitions.get(partition);
@@ -362,6 +425,9 @@ export class KafkaSnapshotBackend<S, V = unknown> {
 
   async close(): Promise<void> {
     this.closed = true;
+    const standbys = [...this.standbys.values()];
+    this.standbys.clear();
+    await Promise.all(standbys.map((r) => r.stop()));
     const closers = [...this.partitions.values()].map((p) => () => p.close());
     this.partitions.clear();
     for (const close of [

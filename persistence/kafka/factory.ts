@@ -68,6 +68,8 @@ export function kafkaBackend<S, V>(definition: BackendFlow<V>, worker: WorkerCon
         ...(owner.committedOffset ? { committedOffset: () => owner.committedOffset!() } : {}),
       }),
     release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
+    standby: (tasks) => backend.standby(tasks),
+    localCheckpoints: () => backend.localCheckpoints(),
     prepare: () => backend.prepare(),
     close: () => backend.close(),
   };

@@ -74,6 +74,16 @@ export class KafkaFlowBackend<S, V = unknown> {
     for (const backend of backends) yield* backend.readAll(options.partition);
   }
 
+  /** The partitions to keep standby copies of, by input topic (see KafkaSnapshotBackend.standby). */
+  standby(tasks: Readonly<Record<string, readonly number[]>>): void {
+    for (const [topic, backend] of this.backends) backend.standby(tasks[topic] ?? []);
+  }
+
+  /** Each local copy's checkpoint, by input topic and partition. */
+  localCheckpoints(): Record<string, Record<string, string>> {
+    return Object.fromEntries([...this.backends].map(([topic, backend]) => [topic, backend.localCheckpoints()]));
+  }
+
   async close(): Promise<void> {
     for (const backend of this.backends.values()) await backend.close();
   }

@@ -150,6 +150,11 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     return this.transactional?.transactionalId;
   }
 
+  /** The local store's checkpoint (snapshot-partition offset), with local state, once restored. */
+  get localCheckpoint(): string | undefined {
+    return this.local?.hook.store.lastCheckpoint;
+  }
+
   /** The last recovery's counts and durations, once `recover()` has run. */
   get lastRecovery(): RecoveryStats | undefined {
     return this.recovery;

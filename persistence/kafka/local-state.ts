@@ -156,6 +156,11 @@ export class LocalPartitionStore {
   private static made = 0;
   private readonly made = ++LocalPartitionStore.made;
   private superseded = false;
+  /**
+   * Taken over in this process from a store that had the environment open (a standby copy, an
+   * overlapping recovery): the file is as LMDB left it a moment ago here, so it is not verified again.
+   */
+  private handedOver = false;
   private env: RootDatabase | undefined;
   private entries: Database<Buffer, string> | undefined;
   private meta: Database<LocalCheckpoint, string> | undefined;
@@ -188,7 +193,9 @@ export class LocalPartitionStore {
     // covers every entry). Otherwise a child process reads every entry first and reports their
     // count and digest.
     let verified: EntriesDigest | undefined;
-    if (marker) {
+    if (this.handedOver) {
+      // Open and consistent in this process until the takeover: nothing to verify.
+    } else if (marker) {
       const sha = await fileSha256(data);
       if (sha !== marker.sha256) return { kind: 'untrusted', cause: 'checksum', reason: 'state file checksum mismatch (it changed after it was closed)' };
     } else {
@@ -338,6 +345,7 @@ export class LocalPartitionStore {
       this.superseded = true;
       throw new LocalStateSupersededError(this.path);
     }
+    if (current?.store.env !== undefined) this.handedOver = true;
     const ready = current ? current.store.supersede(current.ready) : Promise.resolve();
     holders.set(this.path, { store: this, ready });
     await ready;

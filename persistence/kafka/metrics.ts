@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 type Labels = 'flow' | 'topic' | 'partition';
 
@@ -29,6 +29,9 @@ export class KafkaPersistenceMetrics {
   /** Local stores discarded as untrustworthy, by cause. */
   readonly localStateDiscarded: Counter<Labels | 'cause'>;
   readonly localStateWriteFailures: Counter<Labels>;
+  /** Standby replicas: snapshot-partition offsets between the local copy's checkpoint and the log end, at each round's start. */
+  readonly standbyLag: Gauge<Labels>;
+  readonly standbyRecords: Counter<Labels>;
 
   private static readonly byRegistry = new WeakMap<Registry, KafkaPersistenceMetrics>();
 
@@ -121,6 +124,18 @@ export class KafkaPersistenceMetrics {
     this.localStateWriteFailures = new Counter({
       name: 'kafka_flow_local_state_write_failures_total',
       help: 'Local state writes that failed (mirroring stops until the next assignment)',
+      labelNames,
+      registers,
+    });
+    this.standbyLag = new Gauge({
+      name: 'kafka_flow_standby_lag_offsets',
+      help: "A standby replica's lag: snapshot-partition offsets between its local checkpoint and the log end when its last round started",
+      labelNames,
+      registers,
+    });
+    this.standbyRecords = new Counter({
+      name: 'kafka_flow_standby_records_total',
+      help: 'Snapshot records standby replicas read into their local copies',
       labelNames,
       registers,
     });

@@ -54,6 +54,30 @@ export interface Restored {
   readonly stats: RecoveryStats;
 }
 
+/** The changes a read of the snapshot partition makes to a local copy, given each key's entry there `before`. */
+export function deltaOf(
+  read: { readonly deleted: ReadonlySet<string>; readonly snapshots: ReadonlyMap<string, StoredSnapshot> },
+  before: (key: string) => StoredSnapshot | undefined,
+): { updates: LocalUpdate[]; previous: Map<string, StoredSnapshot | undefined>; added: number; removed: number } {
+  const updates: LocalUpdate[] = [];
+  const previous = new Map<string, StoredSnapshot | undefined>();
+  let added = 0;
+  let removed = 0;
+  for (const key of read.deleted) {
+    const was = before(key);
+    if (was) removed++;
+    previous.set(key, was);
+    updates.push([key, undefined]);
+  }
+  for (const [key, stored] of read.snapshots) {
+    const was = before(key);
+    if (!was) added++;
+    previous.set(key, was);
+    updates.push([key, stored]);
+  }
+  return { updates, previous, added, removed };
+}
+
 export class SnapshotRestorer {
   private readonly labels: { flow: string; topic: string; partition: string };
   /** How far the running restore's topic read is (undefined until its first fetch). */
@@ -100,26 +124,11 @@ export class SnapshotRestorer {
       if (local && fromLocal?.kind === 'loaded') {
         // Local copy + delta: tombstones delete locally, every record of the delta overwrites.
         const merged = fromLocal.entries;
-        const before = (key: string) => (merged ? merged.get(key) : local.hook.store.get(key));
-        const updates: LocalUpdate[] = [];
-        const previous = new Map<string, StoredSnapshot | undefined>();
-        keys = fromLocal.keys;
-        for (const key of read.deleted) {
-          const was = before(key);
-          if (was) keys--;
-          previous.set(key, was);
-          updates.push([key, undefined]);
-          merged?.delete(key);
-        }
-        for (const [key, stored] of read.snapshots) {
-          const was = before(key);
-          if (!was) keys++;
-          previous.set(key, was);
-          updates.push([key, stored]);
-          merged?.set(key, stored);
-        }
+        const delta = deltaOf(read, (key) => (merged ? merged.get(key) : local.hook.store.get(key)));
+        keys = fromLocal.keys + delta.added - delta.removed;
+        if (merged) for (const [key, next] of delta.updates) next ? merged.set(key, next) : merged.delete(key);
         entries = merged;
-        local.restored(updates, (k) => previous.get(k), read.bound);
+        local.restored(delta.updates, (k) => delta.previous.get(k), read.bound);
       } else {
         keys = read.snapshots.size;
         if (local) local.restored([...read.snapshots], () => undefined, read.bound);

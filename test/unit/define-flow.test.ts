@@ -82,6 +82,12 @@ describe('defineFlow', () => {
     expect(() => defineFlow({ ...base, stateCache: { maxKeys: 10, maxBytes: 5 } as never })).toThrow(/stateCache: /);
   });
 
+  test('standbyReplicas: 0 unless set; an integer >= 0 or ConfigError naming it', () => {
+    expect(defineFlow(base).standbyReplicas).toBe(0);
+    expect(defineFlow({ ...base, standbyReplicas: 2 }).standbyReplicas).toBe(2);
+    for (const bad of [-1, 1.5, '1' as never]) expect(() => defineFlow({ ...base, standbyReplicas: bad })).toThrow(/standbyReplicas: /);
+  });
+
   test('idleFlush: 250 ms of quiet unless set; a duration, or false for none; anything else is a ConfigError naming it', () => {
     expect(defineFlow(base).idleFlushMs).toBe(250);
     expect(defineFlow({ ...base, idleFlush: '2s' }).idleFlushMs).toBe(2000);

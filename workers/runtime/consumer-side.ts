@@ -54,8 +54,10 @@ export class ConsumerSide extends RuntimeSide {
       this.o.stateCache?.forget(cachedPartition(slot.topic, slot.partition));
       void this.o.backend.release?.({ topic: slot.topic, partition: slot.partition }).catch((err) => this.log.warn({ err }, 'release failed'));
     }
+    // Standby copies of partitions others own (the state assignor's tasks); the others stop.
+    this.o.backend.standby?.(g.standby ?? {});
     this.log.info(
-      { generation: g.generationId, memberId: g.memberId, assignment: g.assignment },
+      { generation: g.generationId, memberId: g.memberId, assignment: g.assignment, ...(g.standby && Object.keys(g.standby).length > 0 ? { standby: g.standby } : {}) },
       'partitions assigned',
     );
     void this.signalAssignments(g).catch((err) => this.log.error({ err }, 'could not signal the partition workflows'));

@@ -1,4 +1,5 @@
-import type { Admin, Consumer, ConsumerRunConfig, EachBatchPayload } from 'kafkajs';
+import { type Admin, type Consumer, type ConsumerRunConfig, type EachBatchPayload, PartitionAssigners } from 'kafkajs';
+import { type MemberHints, stateAssigner } from '../../kafka/state-assignor';
 import type { KafkaSecurity } from '../../config/security';
 import { type Logger, silentLogger } from '../../core/logger';
 import type { FlowDefinition } from '../../define-flow';
@@ -62,6 +63,12 @@ export interface FlowConsumer {
 }
 
 /** The first wait before the consumer rejoins after an error kafkajs does not retry; doubled each time, up to the last. */
+/** The state-aware assignor's inputs: this member's hints at each join, and the standby copies per partition. */
+export interface StateAssignment {
+  readonly hints: () => MemberHints;
+  readonly standbyReplicas: number;
+}
+
 export const REJOIN_FIRST_MS = 1_000;
 export const REJOIN_MAX_MS = 30_000;
 
@@ -90,8 +97,8 @@ export class KafkaFlowConsumer implements FlowConsumer {
   private rejoinTimer?: NodeJS.Timeout;
 
   /** A consumer of `definition`'s group on its own client of `brokers` (the worker's). */
-  static of(definition: FlowDefinition<unknown, unknown>, brokers: string[], security?: KafkaSecurity, logger?: Logger): KafkaFlowConsumer {
-    return new KafkaFlowConsumer(definition, createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security, logger }), logger);
+  static of(definition: FlowDefinition<unknown, unknown>, brokers: string[], security?: KafkaSecurity, logger?: Logger, assignment?: StateAssignment): KafkaFlowConsumer {
+    return new KafkaFlowConsumer(definition, createKafkaClient({ brokers, clientId: `kafka-flow-temporal-${definition.name}`, security, logger }), logger, assignment);
   }
 
   constructor(
@@ -99,6 +106,8 @@ export class KafkaFlowConsumer implements FlowConsumer {
     kafka: KafkaClient,
     /** Where the consumer's own warnings go (the worker's logger; kafkajs's lines go where `kafka` sends them). */
     private readonly log: Logger = silentLogger,
+    /** With local state: the state-aware assignor (kafka/state-assignor.ts), round robin with members that lack it. */
+    assignment?: StateAssignment,
   ) {
     this.committed = new CommittedOffsets(kafka);
     this.kafka = kafka;
@@ -130,6 +139,7 @@ export class KafkaFlowConsumer implements FlowConsumer {
           heartbeatInterval: definition.consumer.heartbeatIntervalMs,
           rebalanceTimeout: definition.consumer.rebalanceTimeoutMs,
           fetchResponseDecoder: decodeFetchResponse,
+          ...(assignment ? { partitionAssigners: [stateAssigner(assignment.hints, assignment.standbyReplicas), PartitionAssigners.roundRobin] } : {}),
           onOffsetOutOfRange: (at) => this.handlers?.onOffsetOutOfRange(at) ?? Promise.resolve(),
         },
         (revoked) => this.handlers?.onRevoke(revoked) ?? Promise.resolve(),

@@ -63,6 +63,18 @@ export interface PartitionFigures {
 }
 
 export class FlowRuntime implements PartitionHost {
+  /** The partitions whose state is in memory here (an engine, running or kept across a revoke), by topic: the assignor keeps them here. */
+  heldPartitions(): Record<string, number[]> {
+    const out: Record<string, number[]> = {};
+    for (const slot of this.slots.all()) {
+      if (slot.flow === undefined || slot.flow.failed !== undefined) continue;
+      const list = out[slot.topic];
+      if (list) list.push(slot.partition);
+      else out[slot.topic] = [slot.partition];
+    }
+    return out;
+  }
+
   readonly definition: FlowDefinition<unknown, unknown>;
   readonly taskQueue: string;
   private readonly o: FlowRuntimeOptions;

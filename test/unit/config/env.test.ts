@@ -86,6 +86,14 @@ describe('worker environment variables', () => {
     for (const bad of ['0', '-3', '1.5', 'many']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_KEYS: bad })).toThrow(/KFT_STATE_CACHE_MAX_KEYS/);
   });
 
+  test('KFT_STANDBY_REPLICAS: unset or empty leaves the flow\'s standbyReplicas; else an integer >= 0', () => {
+    expect(readWorkerEnv({}).standbyReplicas).toBeUndefined();
+    expect(readWorkerEnv({ KFT_STANDBY_REPLICAS: '' }).standbyReplicas).toBeUndefined();
+    expect(readWorkerEnv({ KFT_STANDBY_REPLICAS: '0' }).standbyReplicas).toBe(0);
+    expect(readWorkerEnv({ KFT_STANDBY_REPLICAS: '2' }).standbyReplicas).toBe(2);
+    for (const bad of ['-1', '0.5', 'one']) expect(() => readWorkerEnv({ KFT_STANDBY_REPLICAS: bad })).toThrow(/KFT_STANDBY_REPLICAS/);
+  });
+
   test('KFT_RESTORE_REPORT_EVERY_MS: unset leaves the default (10 s, the runtime default); else a positive integer', () => {
     expect(readWorkerEnv({}).restoreReportEveryMs).toBeUndefined();
     expect(readWorkerEnv({ KFT_RESTORE_REPORT_EVERY_MS: '250' }).restoreReportEveryMs).toBe(250);

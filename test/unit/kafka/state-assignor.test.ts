@@ -1,0 +1,80 @@
+// The state-aware assignor's plan (kafka/state-assignor.ts): balanced shares, partitions kept with
+// their owners, the rest to the freshest local copy, standbys on other members — and the join
+// metadata it reads (anything unreadable counts as no hints).
+import { AssignerProtocol } from 'kafkajs';
+import { type MemberHints, planAssignment, readHints, readTasks, stateAssigner } from '../../../kafka/state-assignor';
+
+const T = 'in';
+const parts = (n: number, topic = T) => Array.from({ length: n }, (_, partition) => ({ topic, partition }));
+const member = (memberId: string, owned: number[] = [], fresh: Record<number, number> = {}) => ({
+  memberId,
+  hints: { owned: owned.length ? { [T]: owned } : {}, fresh: { [T]: Object.fromEntries(Object.entries(fresh).map(([p, o]) => [p, String(o)])) } } as MemberHints,
+});
+const sorted = (a: number[] | undefined) => [...(a ?? [])].sort((x, y) => x - y);
+
+test('no hints: every member gets ⌊N/M⌋ or ⌈N/M⌉, every partition exactly once', () => {
+  const plan = planAssignment([member('b'), member('a'), member('c')], parts(8), 0);
+  const counts = [...plan.active.values()].map((a) => (a[T] ?? []).length).sort();
+  expect(counts).toEqual([2, 3, 3]);
+  expect(sorted([...plan.active.values()].flatMap((a) => a[T] ?? []))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+});
+
+test('a member joining takes only what the others must give up; the rest stay with their owners', () => {
+  const plan = planAssignment([member('a', [0, 1, 2]), member('b', [3, 4, 5]), member('c')], parts(6), 0);
+  const a = sorted(plan.active.get('a')![T]);
+  const b = sorted(plan.active.get('b')![T]);
+  expect(a).toHaveLength(2);
+  expect(b).toHaveLength(2);
+  for (const p of a) expect([0, 1, 2]).toContain(p);
+  for (const p of b) expect([3, 4, 5]).toContain(p);
+  expect(sorted(plan.active.get('c')![T])).toHaveLength(2);
+});
+
+test('a member leaving: its partitions go to the member with the freshest local copy of each', () => {
+  // b owned 2 and 3; it is gone. a has a copy of 3 at offset 900, c of 2 at 500 and of 3 at 100.
+  const plan = planAssignment([member('a', [0], { 3: 900 }), member('c', [1], { 2: 500, 3: 100 })], parts(4), 0);
+  expect(sorted(plan.active.get('a')![T])).toEqual([0, 3]);
+  expect(sorted(plan.active.get('c')![T])).toEqual([1, 2]);
+});
+
+test('two members claiming one partition (one of them stale): the fresher copy keeps it', () => {
+  const plan = planAssignment([member('a', [0], { 0: 10 }), member('b', [0], { 0: 70 })], parts(2), 0);
+  expect(plan.active.get('b')![T]).toContain(0);
+  expect(plan.active.get('a')![T]).toEqual([1]);
+});
+
+test('standbys: never the owner, the freshest copy first, spread otherwise; capped by the other members', () => {
+  const two = planAssignment([member('a'), member('b')], parts(4), 1);
+  for (const [m, other] of [['a', 'b'], ['b', 'a']] as const) expect(sorted(two.standby.get(m)![T])).toEqual(sorted(two.active.get(other)![T]));
+  const three = planAssignment([member('a', [0, 1]), member('b', [2, 3]), member('c', [], { 0: 50 })], parts(6), 1);
+  expect(three.standby.get('c')![T]).toContain(0);
+  for (const [m, tasks] of three.standby) for (const p of tasks[T] ?? []) expect(three.active.get(m)![T] ?? []).not.toContain(p);
+  const counts = [...three.standby.values()].map((s) => (s[T] ?? []).length);
+  expect(counts.reduce((x, y) => x + y, 0)).toBe(6);
+  expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(2);
+  const alone = planAssignment([member('a')], parts(3), 2);
+  expect(alone.standby.get('a')).toEqual({});
+});
+
+test('unreadable hints or tasks count as none', () => {
+  expect(readHints(Buffer.from('not json'))).toEqual({ owned: {}, fresh: {} });
+  expect(readHints(null)).toEqual({ owned: {}, fresh: {} });
+  expect(readHints(Buffer.from('{"owned":[1],"fresh":"x"}'))).toEqual({ owned: {}, fresh: {} });
+  expect(readTasks(Buffer.from('{'))).toEqual({ standby: {} });
+  expect(readTasks(Buffer.from('{"standby":{"in":[1]}}'))).toEqual({ standby: { in: [1] } });
+});
+
+test('the kafkajs adapter: hints travel in the join metadata, standbys in the assignment userData', async () => {
+  const cluster = { findTopicPartitionMetadata: () => [0, 1, 2, 3].map((partitionId) => ({ partitionId })) };
+  const mine = stateAssigner(() => ({ owned: { [T]: [1, 2] }, fresh: {} }), 1)({ cluster } as never);
+  const theirs = stateAssigner(() => ({ owned: { [T]: [0, 3] }, fresh: {} }), 1)({ cluster } as never);
+  const members = [
+    { memberId: 'm1', memberMetadata: mine.protocol({ topics: [T] }).metadata },
+    { memberId: 'm2', memberMetadata: theirs.protocol({ topics: [T] }).metadata },
+  ];
+  const out = await mine.assign({ members, topics: [T] });
+  const decoded = new Map(out.map((o) => [o.memberId, AssignerProtocol.MemberAssignment.decode(o.memberAssignment)!]));
+  expect(sorted(decoded.get('m1')!.assignment[T])).toEqual([1, 2]);
+  expect(sorted(decoded.get('m2')!.assignment[T])).toEqual([0, 3]);
+  expect(sorted(readTasks(decoded.get('m1')!.userData).standby[T])).toEqual([0, 3]);
+});
