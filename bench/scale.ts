@@ -9,9 +9,11 @@
 // processes on one input topic of 192 partitions (--quick: 48), a steady 200 orders/s (--quick:
 // 50; about one order per partition per second either way) over 10 stores a partition (the
 // example's orders, each given one of PARTITIONS × 10 stores as its store and key, so that every
-// partition has keys). Once every partition workflow runs (on all 4 workers) and a warm-up has
-// passed, a window of 5 min (--quick: 60 s), and per partition and minute over it:
-//   temporal_server_cpu_ms_per_partition_minute   the dev server's CPU (/proc/<pid>/stat)
+// partition has keys), in a Temporal namespace of the run's own. Once every partition workflow
+// runs (on all 4 workers; read from the visibility store) and a warm-up has passed, a window of
+// 5 min (--quick: 60 s), and per partition and minute over it:
+//   temporal_server_cpu_ms_per_partition_minute   the dev server's CPU (/proc/<pid>/stat), less
+//                                                 its rate over a baseline before the workers start
 //   workflow_tasks_per_partition_minute           WorkflowTaskCompleted events in the window
 //   activity_tasks_per_partition_minute           activity tasks closed (completed, failed, timed
 //                                                 out, cancelled) in the window
@@ -26,14 +28,16 @@
 // every run that reaches into the window (continue-as-new followed back). Then one rebalance: a
 // worker leaves gracefully (SIGTERM) and the time until every partition runs on the 3 left is
 // rebalance_ms (eager: every partition is revoked and assigned again), with the history events
-// it cost per partition. Topics, group and workflows are removed at the end.
+// it cost per partition. Topics, group, workflows and namespace are removed at the end.
 // `npm run bench:scale [-- --quick]`; BENCH_PARTITIONS, BENCH_WORKERS, BENCH_RATE, BENCH_WINDOW_MS,
 // BENCH_WORKER_LOG (a file for the workers' log lines).
 import os from 'node:os';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
 import { Partitioners } from 'kafkajs';
 import { order } from '../examples/sales/orders';
-import { brokersFromEnv } from '../config/env';
+import { brokersFromEnv, formatHostPort, readEnv } from '../config/env';
+import { freshNamespace } from '../test/support/servers';
 import { partitionWorkflowId } from '../workflows/partition-workflow';
 import { freePort } from '../workers/observability/metrics-server';
 import { isQuick, sized } from './lib/args';
@@ -67,7 +71,9 @@ const PERSIST_EVERY = '1 min';
 const WARM_UP_MS = sized(60_000, 20_000);
 const WINDOW_MS = Number(process.env.BENCH_WINDOW_MS ?? sized(300_000, 60_000));
 const SAMPLE_EVERY_MS = 10_000;
-const START_DEADLINE_MS = 300_000;
+/** Before the workers start: the servers' CPU without this run, subtracted from the window's. */
+const BASELINE_MS = sized(60_000, 20_000);
+const START_DEADLINE_MS = 600_000;
 const REBALANCE_DEADLINE_MS = 300_000;
 
 /** Order n of the example's generator, its store one of STORES (the key: every partition gets some). */
@@ -88,9 +94,17 @@ interface Reading {
   workers: Sample[][];
 }
 
+/** The server's metrics the figures use (its /metrics text runs to tens of MB: a label set per task queue). */
+const SERVER_METRICS = new Set(['service_requests', 'persistence_requests', 'persistence_latency_sum', 'persistence_latency_count']);
+
 async function read(temporalPid: number | undefined, brokerPid: number | undefined, serverUrl: string | undefined, pids: number[], ports: number[]): Promise<Reading> {
   const [server, workers] = await Promise.all([
-    serverUrl ? scrapeMetrics(serverUrl).catch(() => []) : Promise.resolve([]),
+    serverUrl
+      ? scrapeMetrics(serverUrl, 30_000, SERVER_METRICS).catch((err: Error) => {
+          process.stderr.write(`warning: the Temporal server's /metrics did not answer: ${err.message}\n`);
+          return [];
+        })
+      : Promise.resolve([]),
     Promise.all(ports.map((port) => scrapeMetrics(`http://127.0.0.1:${port}/metrics`).catch(() => []))),
   ]);
   return {
@@ -104,21 +118,14 @@ async function read(temporalPid: number | undefined, brokerPid: number | undefin
   };
 }
 
-/** The Temporal server's requests in the namespace between two readings, per service and operation. */
-function serverRequests(before: Reading, after: Reading, service: string): Record<string, number> {
-  const was = sumBy(before.server, 'service_requests', 'operation', { namespace: 'default', service_name: service });
+/**
+ * A server counter between two readings, per operation, for the samples matching `labels`:
+ * `service_requests` (gRPC requests by service) or `persistence_requests` (the store's).
+ */
+function serverOperations(before: Reading, after: Reading, metric: string, labels: Record<string, string>): Record<string, number> {
+  const was = sumBy(before.server, metric, 'operation', labels);
   const out: Record<string, number> = {};
-  for (const [op, n] of Object.entries(sumBy(after.server, 'service_requests', 'operation', { namespace: 'default', service_name: service }))) {
-    if (n - (was[op] ?? 0) > 0) out[op] = n - (was[op] ?? 0);
-  }
-  return out;
-}
-
-/** The history store's requests between two readings, per operation (all namespaces: the dev server labels some `system`). */
-function historyStoreRequests(before: Reading, after: Reading): Record<string, number> {
-  const was = sumBy(before.server, 'persistence_requests', 'operation', { service_name: 'history' });
-  const out: Record<string, number> = {};
-  for (const [op, n] of Object.entries(sumBy(after.server, 'persistence_requests', 'operation', { service_name: 'history' }))) {
+  for (const [op, n] of Object.entries(sumBy(after.server, metric, 'operation', labels))) {
     if (n - (was[op] ?? 0) > 0) out[op] = n - (was[op] ?? 0);
   }
   return out;
@@ -145,6 +152,18 @@ async function partitionEvents(watcher: StatusWatcher, flow: string, fromMs: num
 
 const round = (n: number, digits = 2): number => Number(n.toFixed(digits));
 
+/** Removes the run's namespace (the dev server deletes its workflows in the background). */
+async function deleteNamespace(namespace: string): Promise<void> {
+  const connection = await Connection.connect({ address: formatHostPort(readEnv().temporalAddress) });
+  try {
+    await connection.operatorService.deleteNamespace({ namespace });
+  } catch (err) {
+    process.stderr.write(`warning: could not delete namespace ${namespace}: ${(err as Error).message}\n`);
+  } finally {
+    await connection.close();
+  }
+}
+
 async function main(): Promise<void> {
   const brokers = brokersFromEnv();
   const id = uniqueName('bench-scale');
@@ -163,10 +182,24 @@ async function main(): Promise<void> {
   process.stdout.write(
     `scale: the sales example, ${PARTITIONS} partitions over ${WORKERS} workers (${perWorker} each), ${RATE} orders/s over ${STORES} stores, persistEvery ${PERSIST_EVERY}, window ${WINDOW_MS / 1000} s\n`,
   );
+  // A namespace of its own: the workflow task queue is shared by every flow's workers in a
+  // namespace (in `default`, other checkouts' and tests' partition workflows would be run by these
+  // workers, and theirs by others'), and the server's metrics are labelled by namespace. Set before
+  // anything connects: the workers, the watcher and the clean-up read TEMPORAL_NAMESPACE.
+  const namespace = await freshNamespace('bench-scale');
+  process.env.TEMPORAL_NAMESPACE = namespace;
   try {
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
     await producer.connect();
+
+    // ---- baseline: the servers' CPU before this run's workers exist ------------------------------
+    const baselineFrom = await read(temporalPid, brokerPid, undefined, [], []);
+    await sleep(BASELINE_MS);
+    const baselineTo = await read(temporalPid, brokerPid, undefined, [], []);
+    const baselineMs = baselineTo.perf - baselineFrom.perf;
+    const serverBaselineCpu = cpuDelta(baselineFrom.serverCpuMs, baselineTo.serverCpuMs);
+    const brokerBaselineCpu = cpuDelta(baselineFrom.brokerCpuMs, baselineTo.brokerCpuMs);
 
     // ---- start: every partition running, on every worker ------------------------------------------
     const ports: number[] = [];
@@ -193,7 +226,14 @@ async function main(): Promise<void> {
     }
     const watcher = await StatusWatcher.connect();
     run.watcher = watcher;
-    await eventually(`all ${PARTITIONS} partitions running on ${WORKERS} workers`, () => watcher.runningOn(id, id, PARTITIONS, WORKERS), START_DEADLINE_MS, run.workers);
+    // Watched through the visibility store: a status query per partition every 250 ms kept the
+    // workers of 192 partitions on 2 cores too busy to settle in 300 s.
+    const startGenerations = await eventually(
+      `all ${PARTITIONS} partitions running on ${WORKERS} workers`,
+      () => watcher.runningByVisibility(id, PARTITIONS, WORKERS),
+      START_DEADLINE_MS,
+      run.workers,
+    );
     const startupMs = performance.now() - startedAt;
     process.stdout.write(`every partition running on ${WORKERS} workers after ${(startupMs / 1000).toFixed(1)} s; load on, warm-up ${WARM_UP_MS / 1000} s\n`);
 
@@ -247,11 +287,11 @@ async function main(): Promise<void> {
     const signals = type('WORKFLOW_EXECUTION_SIGNALED');
     const runsStarted = type('WORKFLOW_EXECUTION_STARTED');
     const upserts = type('UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
-    const frontend = serverRequests(before, after, 'frontend');
+    const frontend = serverOperations(before, after, 'service_requests', { namespace, service_name: 'frontend' });
     const heartbeats = frontend.RecordActivityTaskHeartbeat ?? 0;
     const frontendTotal = Object.values(frontend).reduce((a, b) => a + b, 0);
     const frontendNonPoll = Object.entries(frontend).reduce((n, [op, v]) => (op.startsWith('Poll') ? n : n + v), 0);
-    const historyStore = historyStoreRequests(before, after);
+    const historyStore = serverOperations(before, after, 'persistence_requests', { namespace, service_name: 'history' });
     const historyWrites = Object.entries(historyStore).reduce((n, [op, v]) => (/^(Update|Create|Append|ConflictResolve|Set)/.test(op) && !op.startsWith('UpdateShard') ? n + v : n), 0);
     const serverCpu = cpuDelta(before.serverCpuMs, after.serverCpuMs);
     const brokerCpu = cpuDelta(before.brokerCpuMs, after.brokerCpuMs);
@@ -273,25 +313,33 @@ async function main(): Promise<void> {
     }
 
     const figures: Record<string, number> = {};
-    if (serverCpu !== undefined) figures.temporal_server_cpu_ms_per_partition_minute = perPartitionMinute(serverCpu);
+    // The server's figures only if both readings have its metrics.
+    const serverMetrics = before.server.length > 0 && after.server.length > 0;
+    // The servers' CPU of this run: the window's minus what they spent at the baseline's rate
+    // (another checkout's tests or benchmarks on the same servers, the servers' own idle work).
+    const net = (cpu: number | undefined, baseline: number | undefined) =>
+      cpu === undefined || baseline === undefined ? undefined : Math.max(0, cpu - (baseline * windowMs) / baselineMs);
+    const serverNetCpu = net(serverCpu, serverBaselineCpu);
+    const brokerNetCpu = net(brokerCpu, brokerBaselineCpu);
+    if (serverNetCpu !== undefined) figures.temporal_server_cpu_ms_per_partition_minute = perPartitionMinute(serverNetCpu);
     figures.workflow_tasks_per_partition_minute = perPartitionMinute(workflowTasks);
     figures.activity_tasks_per_partition_minute = perPartitionMinute(activityTasks);
     figures.timers_per_partition_minute = perPartitionMinute(timers);
     figures.signals_per_partition_minute = perPartitionMinute(signals);
-    if (serverUrl) figures.activity_heartbeats_per_partition_minute = perPartitionMinute(heartbeats);
+    if (serverMetrics) figures.activity_heartbeats_per_partition_minute = perPartitionMinute(heartbeats);
     // Issue 33's assumption: actions ≈ workflow tasks + activity tasks + timers + signals.
     figures.temporal_actions_per_partition_minute = perPartitionMinute(workflowTasks + activityTasks + timers + signals);
     // Temporal Cloud's own list (docs/scale.md): activities started, heartbeats recorded, timers,
     // signals, search-attribute upserts and workflows started (continue-as-new); workflow tasks are
     // not actions there (queries are, but none is made in the window).
-    if (serverUrl) figures.temporal_cloud_actions_per_partition_minute = perPartitionMinute(activitiesScheduled + heartbeats + timers + signals + upserts + runsStarted);
-    if (serverUrl) figures.temporal_frontend_requests_per_partition_minute = perPartitionMinute(frontendTotal);
-    if (serverUrl) figures.temporal_frontend_requests_non_poll_per_partition_minute = perPartitionMinute(frontendNonPoll);
-    if (serverUrl) figures.temporal_history_store_writes_per_partition_minute = perPartitionMinute(historyWrites);
+    if (serverMetrics) figures.temporal_cloud_actions_per_partition_minute = perPartitionMinute(activitiesScheduled + heartbeats + timers + signals + upserts + runsStarted);
+    if (serverMetrics) figures.temporal_frontend_requests_per_partition_minute = perPartitionMinute(frontendTotal);
+    if (serverMetrics) figures.temporal_frontend_requests_non_poll_per_partition_minute = perPartitionMinute(frontendNonPoll);
+    if (serverMetrics) figures.temporal_history_store_writes_per_partition_minute = perPartitionMinute(historyWrites);
     // The mean time of the store's UpdateWorkflowExecution in the window: a history shard makes its
     // writes one at a time, so 1000 / this is what one shard can take per second on this store.
     const updates = ['sum', 'count'].map((k) =>
-      ['before', 'after'].map((w) => sumOf((w === 'before' ? before : after).server, `persistence_latency_${k}`, { operation: 'UpdateWorkflowExecution' })),
+      ['before', 'after'].map((w) => sumOf((w === 'before' ? before : after).server, `persistence_latency_${k}`, { namespace, operation: 'UpdateWorkflowExecution' })),
     );
     const updateCount = updates[1]![1]! - updates[1]![0]!;
     if (updateCount > 0) figures.temporal_history_store_update_ms = round(((updates[0]![1]! - updates[0]![0]!) * 1000) / updateCount, 3);
@@ -300,7 +348,7 @@ async function main(): Promise<void> {
     figures.worker_rss_mb_per_partition = round(rssMb / perWorker, 2);
     const workerCpuTotal = workerCpu.reduce<number>((a, b) => a + (b ?? 0), 0);
     figures.worker_cpu_ms_per_partition_minute = perPartitionMinute(workerCpuTotal);
-    if (brokerCpu !== undefined) figures.kafka_broker_cpu_ms_per_partition_minute = perPartitionMinute(brokerCpu);
+    if (brokerNetCpu !== undefined) figures.kafka_broker_cpu_ms_per_partition_minute = perPartitionMinute(brokerNetCpu);
     figures.records_per_partition_minute = perPartitionMinute(folded);
     figures.kafka_transactions_per_partition_minute = perPartitionMinute(transactions);
     figures.snapshot_records_per_partition_minute = perPartitionMinute(snapshotRecords);
@@ -309,16 +357,22 @@ async function main(): Promise<void> {
     // ---- one rebalance: a worker leaves ------------------------------------------------------------
     const leaving = run.workers[WORKERS - 1]!;
     const staying = run.workers.slice(0, WORKERS - 1);
+    const generationBefore = Math.max(...((await watcher.runningByVisibility(id, PARTITIONS)) ?? [-1]));
     const rebalanceFrom = await read(temporalPid, brokerPid, serverUrl, [], []);
     process.stdout.write(`rebalance: ${leaving.name} leaves (SIGTERM)\n`);
     const leftWith = leaving.stop();
-    await eventually(`all partitions running on ${WORKERS - 1} workers`, () => watcher.runningOn(id, id, PARTITIONS, WORKERS - 1), REBALANCE_DEADLINE_MS, staying);
+    await eventually(
+      `all partitions running on ${WORKERS - 1} workers`,
+      () => watcher.runningByVisibility(id, PARTITIONS, WORKERS - 1, generationBefore),
+      REBALANCE_DEADLINE_MS,
+      staying,
+    );
     const rebalanceTo = await read(temporalPid, brokerPid, serverUrl, [], []);
     const rebalanceMs = rebalanceTo.perf - rebalanceFrom.perf;
     const leaveExit = await leftWith;
     const rebalanceEvents = await partitionEvents(watcher, id, rebalanceFrom.at, rebalanceTo.at);
     const rebalanceTypes = eventsByType(rebalanceEvents);
-    const rebalanceFrontend = serverRequests(rebalanceFrom, rebalanceTo, 'frontend');
+    const rebalanceFrontend = serverOperations(rebalanceFrom, rebalanceTo, 'service_requests', { namespace, service_name: 'frontend' });
     figures.rebalance_ms = Math.round(rebalanceMs);
     figures.rebalance_history_events_per_partition = round(rebalanceEvents.reduce((n, e) => n + e.events, 0) / PARTITIONS);
     figures.rebalance_activities_per_partition = round((rebalanceTypes.ACTIVITY_TASK_SCHEDULED ?? 0) / PARTITIONS);
@@ -345,6 +399,7 @@ async function main(): Promise<void> {
         warm_up_ms: WARM_UP_MS,
         window_ms: Math.round(windowMs),
         startup_ms: Math.round(startupMs),
+        group_generation_at_start: Math.max(...startGenerations),
         orders_produced_in_window: produced,
         records_folded_in_window: folded,
         outputs_in_window: outputs,
@@ -359,21 +414,27 @@ async function main(): Promise<void> {
         history_runs_read: events.reduce((n, e) => n + e.runs, 0),
         temporal_frontend_requests: frontend,
         temporal_history_store_requests: historyStore,
-        temporal_server_cpu_ms: serverCpu,
-        temporal_server_cores: serverCpu === undefined ? undefined : round(serverCpu / windowMs, 3),
-        kafka_broker_cpu_ms: brokerCpu,
+        namespace,
+        cpu_baseline: {
+          how: `the servers' CPU over ${Math.round(baselineMs / 1000)} s before the workers started, at that rate subtracted from the window's`,
+          temporal_server_cpu_ms: serverBaselineCpu,
+          kafka_broker_cpu_ms: brokerBaselineCpu,
+        },
+        temporal_server_cpu_ms: { window: serverCpu, net: serverNetCpu },
+        temporal_server_cores: serverNetCpu === undefined ? undefined : round(serverNetCpu / windowMs, 3),
+        kafka_broker_cpu_ms: { window: brokerCpu, net: brokerNetCpu },
         worker_cpu_ms: workerCpu,
         worker_rss_mb_samples: rss,
         worker_rss_mb_after_rebalance: { partitions_per_worker: round(PARTITIONS / (WORKERS - 1), 1), rss: rssAfterRebalance },
         rebalance: {
-          how: `${leaving.name} stopped with SIGTERM (flush, commit, leave the group); timed until every partition's workflow is running on the ${WORKERS - 1} workers left`,
+          how: `${leaving.name} stopped with SIGTERM (flush, commit, leave the group); timed until every partition's workflow shows running on the ${WORKERS - 1} workers left, in a newer generation (the visibility store, polled every 250 ms)`,
           leaving_exit_code: leaveExit,
           history_events_by_type: rebalanceTypes,
           temporal_frontend_requests: rebalanceFrontend,
-          note: 'the status queries that watch for the end of the rebalance (one per partition per poll) are among the frontend requests',
+          note: 'the visibility list calls that watch for the end of the rebalance are among the frontend requests',
         },
         counting:
-          'history events by event time in the window, over every run of a partition workflow that reaches into it (continue-as-new followed back); heartbeats, requests and store writes from the Temporal dev server’s own /metrics (namespace default, all clients: another user of the server in the window adds to them); Kafka figures from the workers’ /metrics; CPU from /proc/<pid>/stat',
+          'history events by event time in the window, over every run of a partition workflow that reaches into it (continue-as-new followed back); heartbeats, requests and store writes from the Temporal dev server’s own /metrics, in the run’s own namespace; Kafka figures from the workers’ /metrics; CPU from /proc/<pid>/stat',
         load_avg_1m: { at_start: round(loadAtStart), at_end: round(os.loadavg()[0] ?? 0) },
       },
     });
@@ -383,6 +444,7 @@ async function main(): Promise<void> {
     // member holds it for the example's 30 s session timeout.
     await Promise.all(run.workers.map((w) => w.stop(60_000).catch(() => null)));
     await endFlowRun(run);
+    await deleteNamespace(namespace);
   }
 }
 

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Client } from '@temporalio/client';
 import { type PartitionStatus, partitionWorkflowId, statusQuery } from '../../workflows/partition-workflow';
+import { searchAttributes } from '../../workflows/search-attributes';
 import { connectTemporal, type TemporalConnections } from '../../workers/connect/temporal-connection';
 import { createKafkaClient, PartitionReader } from '../../kafka';
 import { inspectFlow } from '../../workers/cli/inspect';
@@ -111,6 +112,28 @@ export class StatusWatcher {
     const all = rows as PartitionStatus[];
     const distinct = new Set(all.map((r) => r.owner?.taskQueue)).size;
     return owners === undefined || distinct === owners ? all : undefined;
+  }
+
+  /**
+   * The same as runningOn, read from the visibility store (the search attributes each partition
+   * workflow upserts) in one list call instead of a status query per partition — at hundreds of
+   * partitions those queries, each a task a worker must answer, load the workers being watched.
+   * Every partition `running`, on `owners` distinct members (any number if omitted), each above
+   * generation `after` (if given); its generations, or undefined.
+   */
+  async runningByVisibility(flow: string, partitions: number, owners?: number, after = -1): Promise<number[] | undefined> {
+    const generations: number[] = [];
+    const members = new Set<string>();
+    for await (const wf of this.client.workflow.list({ query: `KafkaFlow = "${flow}" AND ExecutionStatus = "Running"` })) {
+      const attrs = wf.typedSearchAttributes;
+      const partition = attrs.get(searchAttributes.partition);
+      const generation = attrs.get(searchAttributes.generation) ?? -1;
+      if (partition === undefined || attrs.get(searchAttributes.phase) !== 'running' || generation <= after) return undefined;
+      generations[partition] = generation;
+      members.add(attrs.get(searchAttributes.owner) ?? '');
+    }
+    if (generations.filter((g) => g !== undefined).length !== partitions) return undefined;
+    return owners === undefined || members.size === owners ? generations : undefined;
   }
 
   async close(): Promise<void> {

@@ -8,17 +8,21 @@ export interface Sample {
   value: number;
 }
 
-/** The samples of a /metrics text (comments and unparsable lines skipped). */
-export function parseMetrics(text: string): Sample[] {
+/**
+ * The samples of a /metrics text (comments and unparsable lines skipped), only those named in
+ * `names` if given: a server's text can run to tens of MB (a label set per task queue).
+ */
+export function parseMetrics(text: string, names?: ReadonlySet<string>): Sample[] {
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
     const brace = line.indexOf('{');
     const space = line.lastIndexOf(' ');
     if (space < 0) continue;
+    const name = brace >= 0 && brace < space ? line.slice(0, brace) : line.slice(0, space);
+    if (names && !names.has(name)) continue;
     const value = Number(line.slice(space + 1));
     if (!Number.isFinite(value)) continue;
-    const name = brace >= 0 && brace < space ? line.slice(0, brace) : line.slice(0, space);
     const labels: Record<string, string> = {};
     if (brace >= 0 && brace < space) {
       for (const m of line.slice(brace + 1, line.lastIndexOf('}')).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[m[1]!] = m[2]!;
@@ -49,10 +53,10 @@ export function sumBy(samples: readonly Sample[], name: string, by: string, labe
   return out;
 }
 
-/** GETs a /metrics URL and parses it. */
-export async function scrapeMetrics(url: string, timeoutMs = 5_000): Promise<Sample[]> {
+/** GETs a /metrics URL and parses it (the samples named in `names`, if given). */
+export async function scrapeMetrics(url: string, timeoutMs = 5_000, names?: ReadonlySet<string>): Promise<Sample[]> {
   const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return parseMetrics(await response.text());
+  return parseMetrics(await response.text(), names);
 }
 

@@ -6,6 +6,8 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { localServerPid } from './cpu';
 import { scrapeMetrics } from './prometheus';
 
+const SERVICE_REQUESTS = new Set(['service_requests']);
+
 /** The local Temporal server's pid (its infra pid file), or undefined. */
 export function localTemporalPid(packageRoot: string): number | undefined {
   return localServerPid(packageRoot, 'temporal');
@@ -47,10 +49,8 @@ export function listeningPorts(pid: number): number[] {
 export async function temporalMetricsUrl(pid: number | undefined): Promise<string | undefined> {
   if (process.env.BENCH_TEMPORAL_METRICS_URL) return process.env.BENCH_TEMPORAL_METRICS_URL;
   if (pid === undefined) return undefined;
-  for (const port of listeningPorts(pid)) {
-    const url = `http://127.0.0.1:${port}/metrics`;
-    const samples = await scrapeMetrics(url, 1_000).catch(() => []);
-    if (samples.some((s) => s.name === 'service_requests')) return url;
-  }
-  return undefined;
+  // All ports at once, each given seconds: a loaded server answers slowly, a gRPC port not at all.
+  const urls = listeningPorts(pid).map((port) => `http://127.0.0.1:${port}/metrics`);
+  const found = await Promise.all(urls.map((url) => scrapeMetrics(url, 10_000, SERVICE_REQUESTS).then((samples) => samples.length > 0, () => false)));
+  return urls.find((_, i) => found[i]);
 }
