@@ -188,6 +188,8 @@ async function main(): Promise<void> {
   // anything connects: the workers, the watcher and the clean-up read TEMPORAL_NAMESPACE.
   const namespace = await freshNamespace('bench-scale');
   process.env.TEMPORAL_NAMESPACE = namespace;
+  // …as the server's metrics label it (a label value's characters outside [A-Za-z0-9_] become _).
+  const nsLabel = namespace.replace(/[^A-Za-z0-9_]/g, '_');
   try {
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
@@ -287,11 +289,11 @@ async function main(): Promise<void> {
     const signals = type('WORKFLOW_EXECUTION_SIGNALED');
     const runsStarted = type('WORKFLOW_EXECUTION_STARTED');
     const upserts = type('UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
-    const frontend = serverOperations(before, after, 'service_requests', { namespace, service_name: 'frontend' });
+    const frontend = serverOperations(before, after, 'service_requests', { namespace: nsLabel, service_name: 'frontend' });
     const heartbeats = frontend.RecordActivityTaskHeartbeat ?? 0;
     const frontendTotal = Object.values(frontend).reduce((a, b) => a + b, 0);
     const frontendNonPoll = Object.entries(frontend).reduce((n, [op, v]) => (op.startsWith('Poll') ? n : n + v), 0);
-    const historyStore = serverOperations(before, after, 'persistence_requests', { namespace, service_name: 'history' });
+    const historyStore = serverOperations(before, after, 'persistence_requests', { namespace: nsLabel, service_name: 'history' });
     const historyWrites = Object.entries(historyStore).reduce((n, [op, v]) => (/^(Update|Create|Append|ConflictResolve|Set)/.test(op) && !op.startsWith('UpdateShard') ? n + v : n), 0);
     const serverCpu = cpuDelta(before.serverCpuMs, after.serverCpuMs);
     const brokerCpu = cpuDelta(before.brokerCpuMs, after.brokerCpuMs);
@@ -339,7 +341,7 @@ async function main(): Promise<void> {
     // The mean time of the store's UpdateWorkflowExecution in the window: a history shard makes its
     // writes one at a time, so 1000 / this is what one shard can take per second on this store.
     const updates = ['sum', 'count'].map((k) =>
-      ['before', 'after'].map((w) => sumOf((w === 'before' ? before : after).server, `persistence_latency_${k}`, { namespace, operation: 'UpdateWorkflowExecution' })),
+      ['before', 'after'].map((w) => sumOf((w === 'before' ? before : after).server, `persistence_latency_${k}`, { namespace: nsLabel, operation: 'UpdateWorkflowExecution' })),
     );
     const updateCount = updates[1]![1]! - updates[1]![0]!;
     if (updateCount > 0) figures.temporal_history_store_update_ms = round(((updates[0]![1]! - updates[0]![0]!) * 1000) / updateCount, 3);
@@ -372,7 +374,7 @@ async function main(): Promise<void> {
     const leaveExit = await leftWith;
     const rebalanceEvents = await partitionEvents(watcher, id, rebalanceFrom.at, rebalanceTo.at);
     const rebalanceTypes = eventsByType(rebalanceEvents);
-    const rebalanceFrontend = serverOperations(rebalanceFrom, rebalanceTo, 'service_requests', { namespace, service_name: 'frontend' });
+    const rebalanceFrontend = serverOperations(rebalanceFrom, rebalanceTo, 'service_requests', { namespace: nsLabel, service_name: 'frontend' });
     figures.rebalance_ms = Math.round(rebalanceMs);
     figures.rebalance_history_events_per_partition = round(rebalanceEvents.reduce((n, e) => n + e.events, 0) / PARTITIONS);
     figures.rebalance_activities_per_partition = round((rebalanceTypes.ACTIVITY_TASK_SCHEDULED ?? 0) / PARTITIONS);
