@@ -13,7 +13,19 @@
 // notices the dead member only when it expires, so failover_ms is dominated by it;
 // failover_minus_session_timeout_ms is the rest (rebalance, the partition workflows moving the
 // partitions, recovery, the first persist). Each trial has its own topic, group and workflows.
+// Each trial runs twice: as above, and with standby replicas (issue 30: each worker with its own
+// KFT_STATE_DIR and KFT_STANDBY_REPLICAS=1, so the survivor keeps a warm copy of the partitions the
+// dead worker owned):
+//   failover_ms_standby        the same measure with standbys
+//   failover_restored_records_with_standby / _without_standby
+//                              snapshot records the survivor's recoveries of the dead worker's
+//                              partitions read from the topic (its `recovered` lines' snapshotsRead)
+//   snapshot_records_last_second_before_kill
+//                              offsets the snapshot partitions of those partitions grew by in the last
+//                              second before the kill: a standby copy a round (1 s) behind reads about
+//                              this much, the bound the issue sets on the restored records
 // `npm run bench:failover [-- --quick]`: full 3 trials at 2,000 records/s; quick 1 at 500/s.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Partitioners } from 'kafkajs';
@@ -33,11 +45,13 @@ import {
   runMain,
 } from './lib/flow-workers';
 import { startProgress } from './lib/progress';
+import { endOffsets } from './lib/committed';
 import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median } from './lib/timing';
 import { brokersFromEnv } from '../config/env';
+import { defaultSnapshotTopic } from '../persistence/kafka/topic';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'offset-hash-flow.ts');
 const PARTITIONS = 6;
@@ -63,6 +77,10 @@ interface Trial {
   /** kill → the committed offset of every partition past its value at the kill. */
   committed_ms?: number;
   killed_partitions: number[];
+  /** Snapshot records the survivor's recoveries of the killed partitions read from the topic. */
+  restored_records?: number;
+  /** Offsets the killed partitions' snapshot partitions grew by in the last second before the kill. */
+  written_last_second: number;
   /** Produced, and found in the input topic by the reference fold. */
   records: number;
   records_in_topic: number;
@@ -74,16 +92,22 @@ interface Trial {
   load_avg_1m: number;
 }
 
+type Variant = 'plain' | 'standby';
+
 async function main(): Promise<void> {
   const trials: Trial[] = [];
+  const standbyTrials: Trial[] = [];
   for (let t = 1; t <= TRIALS; t++) {
-    process.stdout.write(`trial ${t}/${TRIALS}: ${RATE} records/s over ${PARTITIONS} partitions, session timeout ${SESSION_TIMEOUT_MS} ms\n`);
-    const trial = await runTrial();
-    trials.push(trial);
-    process.stdout.write(`  ${JSON.stringify(trial)}\n`);
+    for (const variant of ['plain', 'standby'] as const) {
+      process.stdout.write(`trial ${t}/${TRIALS} (${variant}): ${RATE} records/s over ${PARTITIONS} partitions, session timeout ${SESSION_TIMEOUT_MS} ms\n`);
+      const trial = await runTrial(variant);
+      (variant === 'plain' ? trials : standbyTrials).push(trial);
+      process.stdout.write(`  ${JSON.stringify(trial)}\n`);
+    }
   }
   const failover = median(trials.map((t) => t.failover_ms));
-  const sum = (k: 'records_lost' | 'records_duplicated' | 'keys_mismatched') => trials.reduce((a, t) => a + t[k], 0);
+  const sum = (k: 'records_lost' | 'records_duplicated' | 'keys_mismatched') => [...trials, ...standbyTrials].reduce((a, t) => a + t[k], 0);
+  const restored = (ts: Trial[]) => Math.round(median(ts.map((t) => t.restored_records ?? Number.NaN)));
   const med = (k: 'reassigned_ms' | 'recovered_ms' | 'running_ms' | 'committed_ms') => {
     const values = trials.flatMap((t) => (t[k] === undefined ? [] : [t[k]!]));
     return values.length === trials.length ? Math.round(median(values)) : undefined;
@@ -94,11 +118,17 @@ async function main(): Promise<void> {
     failover_minus_session_timeout_ms: Math.round(failover - SESSION_TIMEOUT_MS),
     session_timeout_ms: SESSION_TIMEOUT_MS,
     ...exactness,
+    failover_ms_standby: Math.round(median(standbyTrials.map((t) => t.failover_ms))),
+    failover_restored_records_without_standby: restored(trials),
+    failover_restored_records_with_standby: restored(standbyTrials),
+    snapshot_records_last_second_before_kill: Math.round(median(standbyTrials.map((t) => t.written_last_second))),
   };
   const phases = { reassigned_ms: med('reassigned_ms'), recovered_ms: med('recovered_ms'), running_ms: med('running_ms'), committed_ms: med('committed_ms') };
   for (const [k, v] of Object.entries(phases)) if (v !== undefined) figures[`failover_${k}`] = v;
-  const rows: Row[] = trials.map((t, i) => ({
+  const rows: Row[] = [...trials.map((t, i) => ({ t, i, variant: 'plain' })), ...standbyTrials.map((t, i) => ({ t, i, variant: 'standby' }))].map(({ t, i, variant }) => ({
     trial: i + 1,
+    variant,
+    restored_records: t.restored_records ?? '-',
     failover_ms: Math.round(t.failover_ms),
     reassigned_ms: t.reassigned_ms ?? '-',
     recovered_ms: t.recovered_ms ?? '-',
@@ -130,13 +160,16 @@ async function main(): Promise<void> {
       statistic: 'median of the trials; lost/duplicated/mismatched summed over them',
       phases: 'ms after the kill: reassigned (survivor logs the new assignment), recovered (last of the dead worker\'s partitions recovered on the survivor), running (all partitions running on the survivor per the workflows), committed (every partition\'s committed offset past its value at the kill); failover_ms is when both of the last two hold',
       runs: trials,
+      standby:
+        'the same trials with KFT_STATE_DIR per worker and KFT_STANDBY_REPLICAS=1 (a round a second); restored records: the survivor\'s `recovered` lines\' snapshotsRead for the dead worker\'s partitions; last second: the growth of those snapshot partitions\' end offsets in the second before the kill',
+      standby_runs: standbyTrials,
     },
   });
   process.stdout.write(`results: ${file}\n`);
   if (exactness.records_lost + exactness.records_duplicated + exactness.keys_mismatched > 0) process.exitCode = 1;
 }
 
-async function runTrial(): Promise<Trial> {
+async function runTrial(variant: Variant): Promise<Trial> {
   const brokers = brokersFromEnv();
   const id = uniqueName('bench-failover');
   const names = { name: id, group: id, topic: id, backend: 'kafka' as const, persistEveryMs: PERSIST_EVERY_MS, sessionTimeoutMs: SESSION_TIMEOUT_MS };
@@ -147,6 +180,7 @@ async function runTrial(): Promise<Trial> {
   let watcher: StatusWatcher | undefined;
   let input: SteadyLoad | undefined;
   const load = os.loadavg()[0] ?? 0;
+  let stateRoot: string | undefined;
   try {
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
@@ -154,8 +188,10 @@ async function runTrial(): Promise<Trial> {
     input = new SteadyLoad(producer, id, RATE, KEYS);
     const env = offsetHashEnv(id, PERSIST_EVERY_MS, SESSION_TIMEOUT_MS);
     const logFile = process.env.BENCH_WORKER_LOG;
-    const a = spawnWorker('a', FLOW_MODULE, env, logFile);
-    const b = spawnWorker('b', FLOW_MODULE, env, logFile);
+    stateRoot = variant === 'standby' ? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-failover-')) : undefined;
+    const own = (name: string) => (stateRoot ? { ...env, KFT_STATE_DIR: path.join(stateRoot, name), KFT_STANDBY_REPLICAS: '1' } : env);
+    const a = spawnWorker('a', FLOW_MODULE, own('a'), logFile);
+    const b = spawnWorker('b', FLOW_MODULE, own('b'), logFile);
     workers.push(a, b);
     watcher = await StatusWatcher.connect();
     const w = watcher;
@@ -164,11 +200,16 @@ async function runTrial(): Promise<Trial> {
     const ownedBy = (worker: FlowWorker, rows: typeof both) =>
       rows.filter((r) => r.owner?.taskQueue.includes(`/${worker.process.pid}-`)).map((r) => r.partition);
     if (ownedBy(a, both).length === 0 || ownedBy(b, both).length === 0) throw new Error('both workers should own partitions');
-    await sleep(BEFORE_KILL_MS);
+    await sleep(BEFORE_KILL_MS - 1_000);
+    const snapshotTopic = defaultSnapshotTopic(id, id);
+    const secondBefore = await endOffsets(admin, snapshotTopic);
+    await sleep(1_000);
 
     const atKill = await committed(admin, id);
     const killedPartitions = ownedBy(a, (await w.runningOn(id, id, PARTITIONS, 2)) ?? both);
     a.kill();
+    const atKillEnd = await endOffsets(admin, snapshotTopic);
+    const writtenLastSecond = killedPartitions.reduce((n, p) => n + Number((atKillEnd.get(p) ?? 0n) - (secondBefore.get(p) ?? 0n)), 0);
     const killedAt = performance.now();
     const survivorQueue = `/${b.process.pid}-`;
     const progress = startProgress('failover', PARTITIONS, { plainEveryMs: 2_000 });
@@ -197,6 +238,7 @@ async function runTrial(): Promise<Trial> {
     const reassigned = after((msg) => msg === 'partitions assigned')[0];
     const recoveredLines = after((msg, json) => msg === 'recovered' && killedPartitions.includes(json.partition as number));
     const recoveredAt = recoveredLines.length >= killedPartitions.length ? recoveredLines[recoveredLines.length - 1]!.at : undefined;
+    const restoredRecords = recoveredLines.length >= killedPartitions.length ? recoveredLines.reduce((n, l) => n + Number(l.json?.snapshotsRead ?? 0), 0) : undefined;
 
     await sleep(AFTER_FAILOVER_MS);
     await input.stop();
@@ -210,6 +252,8 @@ async function runTrial(): Promise<Trial> {
       running_ms: runningAt === undefined ? undefined : Math.round(runningAt - killedAt),
       committed_ms: committedAt === undefined ? undefined : Math.round(committedAt - killedAt),
       killed_partitions: killedPartitions,
+      restored_records: restoredRecords,
+      written_last_second: writtenLastSecond,
       records: input.produced,
       ...exact,
       survivor_exit: survivorExit,
@@ -217,6 +261,7 @@ async function runTrial(): Promise<Trial> {
     };
   } finally {
     await endFlowRun({ id, partitions: PARTITIONS, brokers, input, workers, watcher, producer, admin });
+    if (stateRoot) fs.rmSync(stateRoot, { recursive: true, force: true });
   }
 }
 
