@@ -8,10 +8,21 @@ export interface ModeSpec {
   id: string;
   backend: ChaosBackend;
   local: boolean;
+  /**
+   * The workers' bounded state cache (KFT_STATE_CACHE_MAX_KEYS) as a share of the run's keys: most
+   * keys live in the local store and are read back on demand. Without key timers (the cache does
+   * not take them yet), in the workers and in the oracle's reference fold.
+   */
+  cacheShare?: number;
+  /** Standby copies of each partition on other workers (KFT_STANDBY_REPLICAS). */
+  standbyReplicas?: number;
 }
 export const MODE_SPECS: Record<string, ModeSpec> = {
   kafka: { id: 'kafka', backend: 'kafka', local: false },
   'kafka-local': { id: 'kafka-local', backend: 'kafka', local: true },
+  // State beyond memory: a tenth of the keys in memory, the rest in the local stores, and a
+  // standby copy of every partition on another worker.
+  'kafka-cache': { id: 'kafka-cache', backend: 'kafka', local: true, cacheShare: 0.1, standbyReplicas: 1 },
   cassandra: { id: 'cassandra', backend: 'cassandra', local: false },
 };
 
@@ -22,6 +33,11 @@ export const MODE_SPECS: Record<string, ModeSpec> = {
 export function serversNeeded(spec: ModeSpec): Server[] {
   const servers: Server[] = spec.backend === 'cassandra' ? ['kafka', 'temporal', 'cassandra'] : ['kafka', 'temporal'];
   return [...servers, ownerOf(spec)];
+}
+
+/** Key timers in this mode: the run's setting, except where the state cache cannot take them. */
+export function timersIn(spec: ModeSpec, timers: 'on' | 'off'): 'on' | 'off' {
+  return spec.cacheShare === undefined ? timers : 'off';
 }
 
 export const ownerOf = (spec: ModeSpec): Server => `owner:${spec.id}`;

@@ -11,7 +11,7 @@
 // exactly once (transactional Kafka, read_committed) or at least once and exactly once after
 // deduplication by their kafka-flow-source header (Cassandra).
 //
-// npm run chaos [-- --quick] [--parallel | --sequential] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra]
+// npm run chaos [-- --quick] [--parallel | --sequential] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra,kafka-cache]
 //                [--port-base 23000] [--keep-servers]
 // npm run bench:chaos [-- --quick]   the same, writing bench/results/chaos.json
 import fs from 'node:fs';
@@ -28,7 +28,7 @@ import type { FaultRecord } from './fault-log';
 import { executeFault, FAULT_KINDS } from './faults';
 import { readDeadLetters, readInput, readOutputs } from './input';
 import { LoadProducer } from './load-producer';
-import { type Mode, MODE_SPECS } from './modes';
+import { type Mode, MODE_SPECS, timersIn } from './modes';
 import { compareStates, OutputCheck } from './oracle';
 import { Outages } from './outages';
 import { type ModeVerdict, report } from './report';
@@ -147,7 +147,9 @@ async function main(): Promise<number> {
         CHAOS_CASSANDRA_KEYSPACE: 'kafka_flow_chaos',
         CHAOS_MAX_WRITES: String(MAX_WRITES),
         CHAOS_MAX_PENDING_OUTPUTS: String(MAX_PENDING_OUTPUTS),
-        CHAOS_TIMERS: TIMERS,
+        CHAOS_TIMERS: timersIn(spec, TIMERS),
+        ...(spec.cacheShare !== undefined ? { KFT_STATE_CACHE_MAX_KEYS: String(Math.max(1, Math.floor(KEYS * spec.cacheShare))) } : {}),
+        ...(spec.standbyReplicas !== undefined ? { KFT_STANDBY_REPLICAS: String(spec.standbyReplicas) } : {}),
         CHAOS_CASSANDRA_FENCING: CASSANDRA_FENCING ?? '',
         CHAOS_CASSANDRA_LAYOUT: CASSANDRA_LAYOUT ?? '',
         TEMPORAL_LOG_LEVEL: 'warn',
@@ -165,6 +167,7 @@ async function main(): Promise<number> {
         maxPendingOutputs: MAX_PENDING_OUTPUTS,
         cassandraFencing: CASSANDRA_FENCING,
         cassandraLayout: CASSANDRA_LAYOUT,
+        timers: timersIn(spec, TIMERS) === 'on',
       });
       modes.push({ spec, index, name, topic: name, pool, producer: new LoadProducer(producer, name, prng(SEED + index + 1)), definition });
     }
@@ -297,7 +300,7 @@ async function main(): Promise<number> {
 
       say('oracle: reference fold of each input topic vs inspect, and its outputs vs the output topic');
       for (const m of group) {
-        const reference = await readInput(client, m.topic, TIMERS === 'on');
+        const reference = await readInput(client, m.topic, timersIn(m.spec, TIMERS) === 'on');
         const actual = new Map<string, ChaosState>();
         let inspectError: string | undefined;
         try {
