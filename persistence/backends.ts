@@ -25,6 +25,16 @@ export interface BackendFlow<V, P extends ResolvedBackendOptions = ResolvedPersi
   readonly outputTopics: readonly string[];
 }
 
+/** A standby copy a worker keeps of a partition another worker owns. */
+export interface StandbyCopy {
+  readonly topic: string;
+  readonly partition: number;
+  /** Its local checkpoint (snapshot-partition offset), once it has one. */
+  readonly checkpoint?: string;
+  /** Snapshot-partition offsets between the checkpoint and the log end when its last round started. */
+  readonly lag?: number;
+}
+
 /** A flow's persistence backend in a worker process. */
 export interface PersistenceBackend<S, V> {
   /** The partition's persistence for its owner; a fencing backend fences the partition's earlier owners before it returns. */
@@ -41,6 +51,8 @@ export interface PersistenceBackend<S, V> {
   standby?(tasks: Readonly<Record<string, readonly number[]>>): void;
   /** How fresh each local copy is (its checkpoint, a snapshot-partition offset), by topic and partition: the assignor's hints. */
   localCheckpoints?(): Record<string, Record<string, string>>;
+  /** The standby copies this worker keeps now, with their lag. */
+  standbyStatus?(): StandbyCopy[];
   close(): Promise<void>;
 }
 

@@ -235,6 +235,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     runtime: flowRuntime,
     temporal: temporal.client,
     kafka: createKafkaClient({ brokers, clientId: `${taskQueue}-keys`, logLevel: 'nothing', security: env.security.kafka, logger: log }),
+    standbys: () => backend.standbyStatus?.() ?? [],
   });
   const consumerStarted = flowRuntime.start().then(
     () => startup.mark('joined'),

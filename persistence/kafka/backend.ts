@@ -3,6 +3,7 @@
  * partition's PartitionPersistence, owns the shared clients (plain producer, reader, committed
  * offsets, admin) and the snapshot topic.
  */
+import type { StandbyCopy } from '../backends';
 import { Registry } from 'prom-client';
 import { ClosedError, ConfigError } from '../../config/errors';
 import type { Codec } from '../../core/codec/codec';
@@ -25,6 +26,7 @@ import type { GenerationSource, OutcomeProbe, WriteGeneration } from './transact
 import { KafkaPartitionPersistence } from './kafka-partition-persistence';
 import { LocalPartitionStore } from './local-state';
 import { StandbyReplica } from './standby-replica';
+import { readLocalCheckpoints } from './local-checkpoints';
 import { KafkaPersistenceMetrics } from './metrics';
 import { readSnapshotPartition } from './recovery';
 import { RestoreRound } from './restore-round';
@@ -155,6 +157,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   private readonly partitions = new Map<number, KafkaPartitionPersistence<S, V>>();
   /** Warm copies of partitions this worker does not own (standbyReplicas), by partition. */
   private readonly standbys = new Map<number, StandbyReplica>();
+  /** The checkpoints of the stores this worker's previous run left in its state directory (read once, at start). */
+  private diskCheckpoints = new Map<number, string>();
   private closed = false;
   private readonly restoreRound: RestoreRound | undefined;
   private deleteRetention: Promise<number> | undefined;
@@ -213,6 +217,13 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     if (!this.topicReady) {
       this.topicReady = (async () => {
         const partitions = inputPartitionCount ?? (await this.inputPartitionCount());
+        if (this.o.localState) {
+          // For the assignor's first join: which partitions this worker has fresh local state of.
+          const dir = this.o.localState.dir;
+          void readLocalCheckpoints(dir, { flow: this.flowName, groupId: this.groupId, snapshotTopic: this.snapshotTopic }, [...Array(partitions).keys()]).then((found) => {
+            this.diskCheckpoints = found;
+          });
+        }
         const outcome = await ensureSnapshotTopic(this.admin, {
           topic: this.snapshotTopic,
           partitions,
@@ -396,6 +407,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   /** Each local copy's checkpoint (snapshot-partition offset), owned or standby, by partition. */
   localCheckpoints(): Record<string, string> {
     const out: Record<string, string> = {};
+    for (const [p, c] of this.diskCheckpoints) out[p] = c;
     for (const [p, r] of this.standbys) if (r.checkpoint !== undefined) out[p] = r.checkpoint;
     for (const [p, persistence] of this.partitions) {
       const c = persistence.localCheckpoint;
@@ -405,8 +417,13 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   }
 
   /** The standby copies and their lag (snapshot-partition offsets behind the log end at their last round). */
-  standbyStatus(): Array<{ partition: number; checkpoint: string | undefined; lag: number | undefined }> {
-    return [...this.standbys].map(([partition, r]) => ({ partition, checkpoint: r.checkpoint, lag: r.lag }));
+  standbyStatus(): StandbyCopy[] {
+    return [...this.standbys].map(([partition, r]) => ({
+      topic: this.inputTopic,
+      partition,
+      ...(r.checkpoint !== undefined ? { checkpoint: r.checkpoint } : {}),
+      ...(r.lag !== undefined ? { lag: r.lag } : {}),
+    }));
   }
 
   private dropStandby(partition: number): void {

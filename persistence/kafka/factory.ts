@@ -70,6 +70,7 @@ export function kafkaBackend<S, V>(definition: BackendFlow<V>, worker: WorkerCon
     release: (tp) => backend.forTopic(tp.topic).release(tp.partition),
     standby: (tasks) => backend.standby(tasks),
     localCheckpoints: () => backend.localCheckpoints(),
+    standbyStatus: () => backend.standbyStatus(),
     prepare: () => backend.prepare(),
     close: () => backend.close(),
   };

@@ -4,6 +4,7 @@
  * transactional ids). A single-topic flow uses the plain defaults (`<groupId>-<flowName>-snapshots`,
  * `<groupId>-<flowName>`); a multi-topic flow gets the input topic in both names.
  */
+import type { StandbyCopy } from '../backends';
 import { ConfigError } from '../../config/errors';
 import {
   type InspectedSnapshot,
@@ -77,6 +78,11 @@ export class KafkaFlowBackend<S, V = unknown> {
   /** The partitions to keep standby copies of, by input topic (see KafkaSnapshotBackend.standby). */
   standby(tasks: Readonly<Record<string, readonly number[]>>): void {
     for (const [topic, backend] of this.backends) backend.standby(tasks[topic] ?? []);
+  }
+
+  /** The standby copies this worker keeps, of every input topic. */
+  standbyStatus(): StandbyCopy[] {
+    return [...this.backends.values()].flatMap((backend) => backend.standbyStatus());
   }
 
   /** Each local copy's checkpoint, by input topic and partition. */

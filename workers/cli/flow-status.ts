@@ -9,8 +9,16 @@ export { DEFAULT_QUERY_TIMEOUT_MS };
 /** How long the workflow listing may take. */
 const LIST_TIMEOUT_MS = 5_000;
 
-/** A partition whose status query a worker answered: the live figures. */
-export type QueriedStatus = PartitionStatus & { readonly source: 'query' };
+/** A standby copy of a partition on a worker (asked of the workers at their HTTP addresses). */
+export interface StandbyView {
+  /** The worker keeping it: its activity task queue. */
+  readonly worker: string;
+  readonly checkpoint?: string;
+  readonly lag?: number;
+}
+
+/** A partition whose status query a worker answered: the live figures, and its standby copies when any worker reports one. */
+export type QueriedStatus = PartitionStatus & { readonly source: 'query'; readonly standbys?: readonly StandbyView[] };
 
 /**
  * A partition whose status query got no answer (no worker runs, or none answered in time): what
@@ -75,11 +83,47 @@ export async function flowStatusRows(flowName: string, options: FlowStatusOption
         }
       }),
     );
-    return rows.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+    const withStandbys = await addStandbys(flowName, rows, deadline);
+    return withStandbys.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   } finally {
     await Promise.race([Promise.allSettled(calls), new Promise((r) => setTimeout(r, CLOSE_GRACE_MS).unref())]);
     await client.connection.close();
   }
+}
+
+/**
+ * The standby copies the owners report (`GET /flows/<flow>/standbys` at each owner's HTTP address,
+ * by the deadline), added to the rows of their partitions. A worker without an HTTP address, or
+ * one that does not answer, adds nothing.
+ */
+async function addStandbys(flowName: string, rows: StatusRow[], deadline: number): Promise<StatusRow[]> {
+  const workers = new Map<string, string>();
+  for (const r of rows) if (r.source === 'query' && r.owner?.httpAddress) workers.set(r.owner.httpAddress, r.owner.taskQueue);
+  if (workers.size === 0) return rows;
+  const byPartition = new Map<string, StandbyView[]>();
+  const timeoutMs = Math.max(500, deadline - Date.now());
+  await Promise.all(
+    [...workers].map(async ([address, worker]) => {
+      try {
+        const res = await fetch(`${address}/flows/${encodeURIComponent(flowName)}/standbys`, { signal: AbortSignal.timeout(timeoutMs) });
+        if (!res.ok) return;
+        const body = (await res.json()) as { standbys?: Array<{ topic: string; partition: number; checkpoint?: string; lag?: number }> };
+        for (const c of body.standbys ?? []) {
+          const k = `${c.topic}\u0000${c.partition}`;
+          const list = byPartition.get(k) ?? [];
+          list.push({ worker, ...(c.checkpoint !== undefined ? { checkpoint: c.checkpoint } : {}), ...(c.lag !== undefined ? { lag: c.lag } : {}) });
+          byPartition.set(k, list);
+        }
+      } catch {
+        // not answering: its copies are not shown
+      }
+    }),
+  );
+  if (byPartition.size === 0) return rows;
+  return rows.map((r) => {
+    const standbys = r.source === 'query' ? byPartition.get(`${r.topic}\u0000${r.partition}`) : undefined;
+    return standbys ? { ...r, standbys } : r;
+  });
 }
 
 /** How long a status read waits, at most, for queries it gave up on to end before it closes its connection. */
@@ -146,14 +190,22 @@ export function fallbackHint(rows: readonly StatusRow[]): string | undefined {
   return `no worker answered the status query${which}; phases from search attributes (start a worker for live figures)`;
 }
 
+/** `<worker> lag N` per standby copy, comma-separated; `-` for none. */
+function standbyText(standbys: readonly StandbyView[] | undefined): string {
+  if (!standbys || standbys.length === 0) return '-';
+  return standbys.map((s) => `${s.worker.split('/').slice(-2).join('/')} lag ${s.lag ?? '?'}`).join(', ');
+}
+
 export function formatStatus(rows: readonly (StatusRow | PartitionStatus)[]): string {
   const header = ['topic', 'partition', 'phase', 'generation', 'owner', 'committed', 'lag', 'keys', 'last persist', 'fences', 'outputs'];
   const anyFallback = rows.some((r) => 'source' in r && r.source === 'search-attributes');
+  const anyStandby = rows.some((r) => 'standbys' in r && r.standbys !== undefined);
+  if (anyStandby) header.push('standby');
   if (anyFallback) header.push('from');
   const lines = rows.map((r) => {
     if ('source' in r && r.source === 'search-attributes') {
       const line = [r.topic, String(r.partition), r.phase, String(r.generation ?? '-'), r.owner ?? '-', '-', '-', '-', '-', '-', '-'];
-      return [...line, 'search attributes'];
+      return [...line, ...(anyStandby ? ['-'] : []), 'search attributes'];
     }
     const s = r as PartitionStatus;
     const line = [
@@ -170,6 +222,7 @@ export function formatStatus(rows: readonly (StatusRow | PartitionStatus)[]): st
       String(s.counters.fences),
       String(s.counters.outputs ?? 0),
     ];
+    if (anyStandby) line.push(standbyText((r as QueriedStatus).standbys));
     return anyFallback ? [...line, 'query'] : line;
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));

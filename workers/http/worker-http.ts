@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { StandbyCopy } from '../../persistence/backends';
 import type { Registry } from 'prom-client';
 import type { HostPort } from '../../config/env';
 import { anyPortOpen } from '../../config/net';
@@ -30,6 +31,8 @@ export interface WorkerHttpParts {
   readonly runtime: FlowRuntime;
   readonly temporal: Client;
   readonly kafka: KafkaClient;
+  /** The standby copies this worker keeps (none without local state). */
+  readonly standbys?: () => StandbyCopy[];
 }
 
 /**
@@ -59,6 +62,7 @@ export class WorkerHttp {
         temporalReachable,
       },
       keys: () => http?.parts?.keys,
+      standbys: () => (http?.parts ? { flow: http.parts.definition.name, copies: http.parts.standbys?.() ?? [] } : undefined),
       // The error only (keys hashed unless logKeys, like every error this worker logs), never the request's URL.
       onError: (err) => o.log.warn({ err }, 'an HTTP request failed'),
     });

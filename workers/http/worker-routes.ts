@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import type { StandbyCopy } from '../../persistence/backends';
 import { ConfigError } from '../../config/errors';
 import { type KeyAnswer, KeyNotFoundError, KeyQueryError, type KeySources, type OwnerKeyAnswer, type QueriedFlow, queryKey } from '../keys/key-query';
 import { NotOwnerHereError } from '../runtime/flow-runtime';
@@ -21,16 +22,24 @@ export interface WorkerRoutes {
   readonly readiness: ReadinessChecks;
   /** Undefined while the worker is starting. */
   keys(): KeyEndpoint | undefined;
+  /** The flow's standby copies on this worker; undefined while it is starting. */
+  standbys?(): { readonly flow: string; readonly copies: readonly StandbyCopy[] } | undefined;
   /** Told of what a request failed with unexpectedly (a 500). */
   onError?(err: unknown): void;
 }
 
-/** The worker's HTTP routes: `/metrics`, `/healthz`, `/readyz`, `/flows/:flow/keys/:key`. */
+/** The worker's HTTP routes: `/metrics`, `/healthz`, `/readyz`, `/flows/:flow/keys/:key`, `/flows/:flow/standbys`. */
 export function workerRouter(o: WorkerRoutes): Router {
   return new Router(o.onError)
     .get('/metrics', metricsHandler(o.registry, o.temporalCoreMetricsUrl))
     .get('/healthz', () => json(200, { alive: true }))
     .get('/readyz', () => readiness(o.readiness))
+    .get('/flows/:flow/standbys', ({ params }) => {
+      const standbys = o.standbys?.();
+      if (!standbys) return failure(503, 'Starting', 'the worker is starting: ask again in a moment');
+      if (params.flow !== standbys.flow) return failure(404, 'UnknownFlow', `this worker runs flow "${standbys.flow}"; ask a worker of flow "${params.flow}"`);
+      return json(200, { standbys: standbys.copies });
+    })
     .get('/flows/:flow/keys/:key', async ({ params, query }) => {
       const endpoint = o.keys();
       if (!endpoint) return failure(503, 'Starting', 'the worker is starting: ask again in a moment');

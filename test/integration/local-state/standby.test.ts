@@ -6,13 +6,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { flowStatusRows, formatStatus } from '../../../workers/cli/flow-status';
 import { eventually, FlowCluster } from '../orchestration/harness';
 import { exact, lines, restored, settled } from './support';
 
 test('a standby copy on the other worker: after kill -9 of the owner the survivor restores only the delta, exact', async () => {
   const cluster = new FlowCluster(4, { persistEveryMs: 500, sessionTimeoutMs: 6000, keys: 400 });
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-standby-'));
-  const env = (name: string) => ({ KFT_STATE_DIR: path.join(root, name), KFT_STANDBY_REPLICAS: '1' });
+  // An HTTP port each: `status` asks the owners for their standby copies.
+  const env = (name: string) => ({ KFT_STATE_DIR: path.join(root, name), KFT_STANDBY_REPLICAS: '1', KFT_METRICS_PORT: '0' });
   const snapshotTopic = `${cluster.names.group}-${cluster.names.name}-snapshots`;
   try {
     await cluster.start();
@@ -31,6 +33,17 @@ test('a standby copy on the other worker: after kill -9 of the owner the survivo
     const bStandby = standbyOf(b);
     for (const p of aStandby) expect(bStandby.has(p)).toBe(false);
     expect(new Set([...aStandby, ...bStandby]).size).toBe(4);
+    // `status` shows each partition's standby copy: on the worker that does not own it, with its lag.
+    const rows = await eventually('status shows a standby copy of every partition', async () => {
+      const r = await flowStatusRows(cluster.names.name, { queryTimeoutMs: 5_000 });
+      return r.length === 4 && r.every((row) => row.source === 'query' && row.standbys?.length === 1) ? r : undefined;
+    }, 30_000);
+    for (const row of rows) {
+      if (row.source !== 'query') continue;
+      expect(row.standbys![0]!.worker).not.toBe(row.owner?.taskQueue);
+      expect(typeof row.standbys![0]!.lag).toBe('number');
+    }
+    expect(formatStatus(rows).split('\n')[0]).toMatch(/ standby$/);
 
     // More input, the standbys catch up (a round a second), then a dies under load.
     await cluster.produce(3000);

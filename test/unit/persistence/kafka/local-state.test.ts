@@ -11,7 +11,8 @@ import type { ReadOptions, ReadRecord } from '../../../../kafka/partition-reader
 import type { CommitRequest, CommitResult } from '../../../../kafka/transactional-writer';
 import { KafkaPartitionPersistence } from '../../../../persistence/kafka/kafka-partition-persistence';
 import type { SnapshotTransactions } from '../../../../persistence/kafka/transactional-snapshot-writer';
-import { LocalPartitionStore, type LocalStateIdentity } from '../../../../persistence/kafka/local-state';
+import { LocalPartitionStore, type LocalStateIdentity, localStatePath } from '../../../../persistence/kafka/local-state';
+import { readLocalCheckpoints } from '../../../../persistence/kafka/local-checkpoints';
 import type { SnapshotLogReader } from '../../../../persistence/kafka/recovery';
 import { RestoreRound } from '../../../../persistence/kafka/restore-round';
 import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
@@ -469,6 +470,17 @@ describe('LocalPartitionStore', () => {
     expect(loaded.checkpoint.checkpoint).toBe('6');
     expect([...(loaded.entries ?? [])]).toEqual([...current].sort(([x], [y]) => x.localeCompare(y)));
     await again.close();
+  });
+
+  test('readLocalCheckpoints (the assignor\'s hints at start): each store\'s checkpoint, read in a child; damaged or missing stores left out', async () => {
+    const stores = [0, 1, 2, 3].map((partition) => new LocalPartitionStore(dir, { ...identity, partition, transactionalId: `t-${partition}` }));
+    await stores[0]!.write([['a', { bytes: Buffer.from('1'), offset: '4' }]], () => undefined, '17');
+    await stores[1]!.write([['b', { bytes: Buffer.from('2'), offset: '9' }]], () => undefined, '230');
+    await stores[3]!.write([['c', { bytes: Buffer.from('3'), offset: '2' }]], () => undefined, '5');
+    for (const s of stores) await s.close();
+    fs.writeFileSync(path.join(localStatePath(dir, { ...identity, partition: 1 }), 'data.mdb'), 'not an LMDB file');
+    const found = await readLocalCheckpoints(dir, { flow: identity.flow, groupId: identity.groupId, snapshotTopic: identity.snapshotTopic }, [0, 1, 2, 3, 4]);
+    expect(found).toEqual(new Map([[0, '17'], [3, '5']]));
   });
 
   test('no store: none', async () => {

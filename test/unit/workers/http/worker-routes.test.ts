@@ -68,4 +68,22 @@ describe('worker routes', () => {
       ['orders', 1, 'a/b'],
     ]);
   });
+
+  test('/flows/:flow/standbys: the standby copies this worker keeps; another flow 404; starting 503', async () => {
+    const copies = [{ topic: 'orders', partition: 1, checkpoint: '120', lag: 3 }];
+    const withStandbys = (ready: boolean) =>
+      workerRouter({
+        registry: new Registry(),
+        readiness: { partitions: () => undefined, kafkaReachable: async () => true, temporalReachable: async () => true },
+        keys: () => endpoint,
+        standbys: () => (ready ? { flow: 'sales', copies } : undefined),
+      });
+    const ask = async (path: string, ready = true) => {
+      const r = await withStandbys(ready).handle('GET', path);
+      return { status: r.status, body: JSON.parse(r.body) };
+    };
+    expect(await ask('/flows/sales/standbys')).toEqual({ status: 200, body: { standbys: copies } });
+    expect(await ask('/flows/other/standbys')).toMatchObject({ status: 404, body: { error: 'UnknownFlow' } });
+    expect(await ask('/flows/sales/standbys', false)).toMatchObject({ status: 503, body: { error: 'Starting' } });
+  });
 });

@@ -1,0 +1,71 @@
+/**
+ * The checkpoints of the local stores a worker finds in its state directory at start (left by its
+ * previous run): the group's assignor prefers, for each partition nobody holds, the member with the
+ * freshest copy — so a whole group restarting gets its own partitions back and restores deltas.
+ * Read in a child process, each store opened read-only (never in this process: lmdb-js shares one
+ * environment per path in a process, and the owner's store opens these paths later; and a damaged
+ * file can crash its reader). A hint only: the restore checks a store before it trusts it.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { type LocalStateIdentity, localStatePath } from './local-state';
+
+interface Store {
+  readonly partition: number;
+  readonly path: string;
+}
+
+/** By partition: the checkpoint of each store of `id` under `dir`; stores that cannot be read are left out. */
+export async function readLocalCheckpoints(dir: string, id: Omit<LocalStateIdentity, 'partition' | 'transactionalId'>, partitions: readonly number[]): Promise<Map<number, string>> {
+  let left: Store[] = partitions
+    .map((partition) => ({ partition, path: localStatePath(dir, { ...id, partition, transactionalId: '' }) }))
+    .filter((s) => fs.existsSync(path.join(s.path, 'data.mdb')));
+  const found = new Map<number, string>();
+  // A store that crashes the reader (SIGSEGV) is skipped; the ones after it get a new reader.
+  while (left.length > 0) {
+    const { read, reached } = await readInChild(left);
+    for (const [p, c] of read) found.set(p, c);
+    if (reached < 0) break; // the reader did not start: no hints
+    left = left.slice(reached + 1);
+  }
+  return found;
+}
+
+/** Reads `stores` in order in one child; `reached`: the index of the last store it started on (-1: none). */
+function readInChild(stores: readonly Store[]): Promise<{ read: Map<number, string>; reached: number }> {
+  // One line per store as it goes: "<i>" when it starts on it, "<i> <checkpoint>" once read.
+  const script = `
+    const fs = require('node:fs');
+    const { open } = require(${JSON.stringify(require.resolve('lmdb'))});
+    const stores = ${JSON.stringify(stores)};
+    for (let i = 0; i < stores.length; i++) {
+      fs.writeSync(1, i + '\\n');
+      try {
+        const env = open({ path: stores[i].path, readOnly: true, maxDbs: 4, compression: false });
+        const c = env.openDB({ name: 'meta', encoding: 'msgpack', compression: false }).get('checkpoint');
+        if (c && typeof c.checkpoint === 'string' && /^[0-9]+$/.test(c.checkpoint)) fs.writeSync(1, i + ' ' + c.checkpoint + '\\n');
+        env.close();
+      } catch {}
+    }
+  `;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on('error', () => resolve({ read: new Map(), reached: -1 }));
+    child.on('close', () => {
+      const read = new Map<number, string>();
+      let reached = -1;
+      for (const line of out.split('\n')) {
+        if (line === '') continue;
+        const [i, checkpoint] = line.split(' ');
+        if (checkpoint === undefined) reached = Number(i);
+        else read.set(stores[Number(i)]!.partition, checkpoint);
+      }
+      resolve({ read, reached });
+    });
+  });
+}
