@@ -75,6 +75,15 @@ export function spawnWorker(name: string, flowModule: string, env: NodeJS.Proces
   };
 }
 
+/** A partition workflow as the visibility store shows it (its search attributes). */
+export interface VisiblePartition {
+  partition?: number;
+  phase?: string;
+  generation?: number;
+  /** The owner's consumer member id. */
+  owner?: string;
+}
+
 /** Partition statuses over one Temporal connection; a query that does not answer in time counts as unknown. */
 export class StatusWatcher {
   private constructor(
@@ -114,25 +123,36 @@ export class StatusWatcher {
     return owners === undefined || distinct === owners ? all : undefined;
   }
 
+  /** Each running partition workflow of `flow` as the visibility store has its search attributes (one list call). */
+  async visiblePartitions(flow: string): Promise<VisiblePartition[]> {
+    const out: VisiblePartition[] = [];
+    for await (const wf of this.client.workflow.list({ query: `KafkaFlow = "${flow}" AND ExecutionStatus = "Running"` })) {
+      const attrs = wf.typedSearchAttributes;
+      out.push({
+        partition: attrs.get(searchAttributes.partition),
+        phase: attrs.get(searchAttributes.phase),
+        generation: attrs.get(searchAttributes.generation),
+        owner: attrs.get(searchAttributes.owner),
+      });
+    }
+    return out;
+  }
+
   /**
-   * The same as runningOn, read from the visibility store (the search attributes each partition
-   * workflow upserts) in one list call instead of a status query per partition — at hundreds of
-   * partitions those queries, each a task a worker must answer, load the workers being watched.
-   * Every partition `running`, on `owners` distinct members (any number if omitted), each above
-   * generation `after` (if given); its generations, or undefined.
+   * The same as runningOn, read from the visibility store (visiblePartitions) instead of a status
+   * query per partition — at hundreds of partitions those queries, each a task a worker must
+   * answer, load the workers being watched. Every partition `running`, on `owners` distinct members
+   * (any number if omitted), each above generation `after` (if given); its generations, or undefined.
    */
   async runningByVisibility(flow: string, partitions: number, owners?: number, after = -1): Promise<number[] | undefined> {
     const generations: number[] = [];
-    const members = new Set<string>();
-    for await (const wf of this.client.workflow.list({ query: `KafkaFlow = "${flow}" AND ExecutionStatus = "Running"` })) {
-      const attrs = wf.typedSearchAttributes;
-      const partition = attrs.get(searchAttributes.partition);
-      const generation = attrs.get(searchAttributes.generation) ?? -1;
-      if (partition === undefined || attrs.get(searchAttributes.phase) !== 'running' || generation <= after) return undefined;
-      generations[partition] = generation;
-      members.add(attrs.get(searchAttributes.owner) ?? '');
+    const members = new Set<string | undefined>();
+    for (const p of await this.visiblePartitions(flow)) {
+      if (p.partition === undefined || p.phase !== 'running' || (p.generation ?? -1) <= after) return undefined;
+      generations[p.partition] = p.generation ?? -1;
+      members.add(p.owner);
     }
-    if (generations.filter((g) => g !== undefined).length !== partitions) return undefined;
+    if (generations.filter(() => true).length !== partitions) return undefined;
     return owners === undefined || members.size === owners ? generations : undefined;
   }
 
