@@ -12,8 +12,8 @@
 // partition has keys), in a Temporal namespace of the run's own. Once every partition workflow
 // runs (on all 4 workers; read from the visibility store) and a warm-up has passed, a window of
 // 5 min (--quick: 60 s), and per partition and minute over it:
-//   temporal_server_cpu_ms_per_partition_minute   the dev server's CPU (/proc/<pid>/stat), less
-//                                                 its rate over a baseline before the workers start
+//   temporal_server_cpu_ms_per_partition_minute   the dev server's CPU (/proc/<pid>/stat) times the
+//                                                 run namespace's share of its store requests
 //   workflow_tasks_per_partition_minute           WorkflowTaskCompleted events in the window
 //   activity_tasks_per_partition_minute           activity tasks closed (completed, failed, timed
 //                                                 out, cancelled) in the window
@@ -302,6 +302,8 @@ async function main(): Promise<void> {
     const signals = type('WORKFLOW_EXECUTION_SIGNALED');
     const runsStarted = type('WORKFLOW_EXECUTION_STARTED');
     const upserts = type('UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
+    // The server's figures only if both readings have its metrics.
+    const serverMetrics = before.server.length > 0 && after.server.length > 0;
     const frontend = serverOperations(before, after, 'service_requests', { namespace: nsLabel, service_name: 'frontend' });
     const heartbeats = frontend.RecordActivityTaskHeartbeat ?? 0;
     const frontendTotal = Object.values(frontend).reduce((a, b) => a + b, 0);
@@ -328,15 +330,19 @@ async function main(): Promise<void> {
     }
 
     const figures: Record<string, number> = {};
-    // The server's figures only if both readings have its metrics.
-    const serverMetrics = before.server.length > 0 && after.server.length > 0;
     // The servers' CPU of this run: the window's minus what they spent at the baseline's rate
     // (another checkout's tests or benchmarks on the same servers, the servers' own idle work).
     const net = (cpu: number | undefined, baseline: number | undefined) =>
       cpu === undefined || baseline === undefined ? undefined : Math.max(0, cpu - (baseline * windowMs) / baselineMs);
     const serverNetCpu = net(serverCpu, serverBaselineCpu);
     const brokerNetCpu = net(brokerCpu, brokerBaselineCpu);
-    if (serverNetCpu !== undefined) figures.temporal_server_cpu_ms_per_partition_minute = perPartitionMinute(serverNetCpu);
+    // The server's CPU in the window times this run's share of its store requests (all services):
+    // what the run's workflows cost it whatever other namespaces did meanwhile (on a shared server
+    // the baseline's rate is no guide — others' load moves by 2× within minutes).
+    const storeRequests = (labels: Record<string, string>) => sumOf(after.server, 'persistence_requests', labels) - sumOf(before.server, 'persistence_requests', labels);
+    const storeShare = serverMetrics ? storeRequests({ namespace: nsLabel }) / Math.max(1, storeRequests({})) : undefined;
+    const serverRunCpu = serverCpu === undefined || storeShare === undefined ? undefined : serverCpu * storeShare;
+    if (serverRunCpu !== undefined) figures.temporal_server_cpu_ms_per_partition_minute = perPartitionMinute(serverRunCpu);
     figures.workflow_tasks_per_partition_minute = perPartitionMinute(workflowTasks);
     figures.activity_tasks_per_partition_minute = perPartitionMinute(activityTasks);
     figures.timers_per_partition_minute = perPartitionMinute(timers);
@@ -403,8 +409,14 @@ async function main(): Promise<void> {
         temporal_server_cpu_ms: serverBaselineCpu,
         kafka_broker_cpu_ms: brokerBaselineCpu,
       },
-      temporal_server_cpu_ms: { window: serverCpu, net: serverNetCpu },
-      temporal_server_cores: serverNetCpu === undefined ? undefined : round(serverNetCpu / windowMs, 3),
+      temporal_server_cpu_ms: {
+        window: serverCpu,
+        net_of_baseline: serverNetCpu,
+        store_request_share: storeShare === undefined ? undefined : round(storeShare, 3),
+        this_run: serverRunCpu,
+        figure: 'this_run: the window’s CPU × the run namespace’s share of the server’s store requests',
+      },
+      temporal_server_cores: serverRunCpu === undefined ? undefined : round(serverRunCpu / windowMs, 3),
       kafka_broker_cpu_ms: { window: brokerCpu, net: brokerNetCpu },
       worker_cpu_ms: workerCpu,
       worker_rss_mb_samples: rss,
