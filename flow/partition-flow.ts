@@ -848,6 +848,7 @@ export class PartitionFlow<S, V> {
     if (unloaded > 0) {
       this.lastUnload = this.rel;
       this.m.keysEvicted.inc(unloaded);
+      this.m.keysLive.set(this.keys.size);
     }
   }
 
