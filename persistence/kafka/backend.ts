@@ -157,6 +157,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   private readonly partitions = new Map<number, KafkaPartitionPersistence<S, V>>();
   /** Warm copies of partitions this worker does not own (standbyReplicas), by partition. */
   private readonly standbys = new Map<number, StandbyReplica>();
+  /** The standby copies' reader: connections of their own, so their fetches never queue the owners' restores. */
+  private standbyReader: PartitionReader | undefined;
   /** The checkpoints of the stores this worker's previous run left in its state directory (read once, at start). */
   private diskCheckpoints = new Map<number, string>();
   private closed = false;
@@ -384,7 +386,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         flow: this.flowName,
         input: { topic: this.inputTopic, partition },
         snapshotTopic: this.snapshotTopic,
-        reader: this.reader,
+        reader: (this.standbyReader ??= new PartitionReader(this.o.client)),
         local: {
           store: new LocalPartitionStore(local.dir, {
             flow: this.flowName,
@@ -445,6 +447,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     const standbys = [...this.standbys.values()];
     this.standbys.clear();
     await Promise.all(standbys.map((r) => r.stop()));
+    await this.standbyReader?.close().catch(() => undefined);
     const closers = [...this.partitions.values()].map((p) => () => p.close());
     this.partitions.clear();
     for (const close of [

@@ -34,6 +34,12 @@ export interface RecoveryReadOptions {
   readonly noticeEveryMs?: number;
   /** Start here instead of the log start (a checkpoint). */
   readonly fromOffset?: string;
+  /**
+   * Read up to the last stable offset instead of the log end: every transaction below it is
+   * decided, so nothing is waited for (a standby copy's rounds). Default: the log end, waiting out
+   * the transactions open when the read starts (a restore, after its fence).
+   */
+  readonly upToLastStable?: boolean;
   readonly logger?: Logger;
   /** After each fetch's records: the records read so far and the share of the range read (0–1). */
   readonly onProgress?: (records: number, fraction: number) => void;
@@ -68,7 +74,7 @@ export async function readSnapshotPartition(o: RecoveryReadOptions): Promise<Rec
   const { reader, topic, partition, logger } = o;
   const started = performance.now();
   // The bound first: the last stable offset read after it can only be at or above where it was then.
-  const bound = await reader.logEndOffset(topic, partition);
+  const bound = o.upToLastStable ? await reader.lastStableOffset(topic, partition) : await reader.logEndOffset(topic, partition);
   const [lastStableAtStart, fromOffset] = await Promise.all([
     reader.lastStableOffset(topic, partition),
     o.fromOffset ?? reader.logStartOffset(topic, partition),

@@ -70,7 +70,15 @@ export class StandbyReplica {
         const logEnd = BigInt(await reader.logEndOffset(snapshotTopic, input.partition));
         this.lag = Number(logEnd - BigInt(this.checkpoint ?? (await reader.logStartOffset(snapshotTopic, input.partition))));
         this.o.metrics?.standbyLag.set(this.labels, this.lag);
-        const read = await readSnapshotPartition({ reader, topic: snapshotTopic, partition: input.partition, stallTimeoutMs: this.o.stallTimeoutMs, fromOffset: this.checkpoint });
+        // Up to the last stable offset: the owner's open transaction is not waited for (next round).
+        const read = await readSnapshotPartition({
+          reader,
+          topic: snapshotTopic,
+          partition: input.partition,
+          stallTimeoutMs: this.o.stallTimeoutMs,
+          fromOffset: this.checkpoint,
+          upToLastStable: true,
+        });
         if (this.stopped) break;
         const store = this.o.local.store;
         const delta = deltaOf(read, (key) => store.get(key));

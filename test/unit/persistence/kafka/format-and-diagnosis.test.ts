@@ -113,6 +113,24 @@ describe('recovery read deadline', () => {
     expect(logs.some((l) => l.includes('making no progress at offset 5'))).toBe(true);
   });
 
+  it('upToLastStable (a standby copy\'s round): bounded by the last stable offset, nothing waited for, no warning', async () => {
+    logs.length = 0;
+    const reads: ReadOptions[] = [];
+    const reader: SnapshotLogReader = {
+      logEndOffset: async () => '10',
+      lastStableOffset: async () => '6',
+      logStartOffset: async () => '0',
+      read: async (o: ReadOptions) => {
+        reads.push(o);
+        return { bound: o.toOffset!, records: 0, fetches: 1 };
+      },
+    };
+    const read = await readSnapshotPartition({ reader, topic: 's', partition: 0, stallTimeoutMs: 10, fromOffset: '2', upToLastStable: true, logger });
+    expect(reads[0]).toMatchObject({ fromOffset: '2', toOffset: '6' });
+    expect(read.bound).toBe('6');
+    expect(logs.some((l) => l.startsWith('warn'))).toBe(false);
+  });
+
   it('names truncation when the re-read log end is below the bound, and undetermined when the re-read fails', async () => {
     const truncated = stuckReader({ logEnd: ['10', '2'], lastStable: ['10', '2'] });
     await expect(readSnapshotPartition({ reader: truncated, topic: 's', partition: 0, stallTimeoutMs: 10 })).rejects.toMatchObject({ cause: 'truncation' });
