@@ -25,10 +25,10 @@
 //   snapshot_records_per_partition_minute         snapshot records written (= keys persisted)
 // and more (the server's frontend requests and history-store writes, the broker's CPU, the
 // workers' CPU); events are counted from the partition workflows' histories by event time, over
-// every run that reaches into the window (continue-as-new followed back). Then one rebalance: a
-// worker leaves gracefully (SIGTERM) and the time until every partition runs on the 3 left is
-// rebalance_ms (eager: every partition is revoked and assigned again), with the history events
-// it cost per partition. Topics, group, workflows and namespace are removed at the end.
+// every run that reaches into the window (continue-as-new followed back). Then two rebalances:
+// a fifth worker joins, then leaves gracefully (SIGTERM); the time until every partition runs on
+// the workers there are is rebalance_join_ms / rebalance_leave_ms (eager: every partition is
+// revoked and assigned again), with the history events each cost per partition. Topics, group, workflows and namespace are removed at the end.
 // `npm run bench:scale [-- --quick]`; BENCH_PARTITIONS, BENCH_WORKERS, BENCH_RATE, BENCH_WINDOW_MS,
 // BENCH_WORKER_LOG (a file for the workers' log lines).
 import os from 'node:os';
@@ -46,6 +46,7 @@ import {
   endFlowRun,
   eventually,
   type FlowRun,
+  type FlowWorker,
   type LoadMessage,
   type VisiblePartition,
   runMain,
@@ -218,27 +219,25 @@ async function main(): Promise<void> {
 
     // ---- start: every partition running, on every worker ------------------------------------------
     const ports: number[] = [];
-    for (let i = 0; i < WORKERS; i++) ports.push(await freePort());
+    const spawn = async () => {
+      const port = await freePort();
+      ports.push(port);
+      const env = {
+        SALES_TOPIC: id,
+        SALES_FLOW: id,
+        SALES_GROUP: id,
+        SALES_ALERTS_TOPIC: `${id}-alerts`,
+        SALES_SESSIONS_TOPIC: `${id}-sessions`,
+        SALES_PERSIST_EVERY: PERSIST_EVERY,
+        KFT_METRICS_PORT: String(port),
+        LOG_LEVEL: 'warn',
+      };
+      const worker = spawnWorker(`w${run.workers.length + 1}`, FLOW_MODULE, env, process.env.BENCH_WORKER_LOG);
+      run.workers.push(worker);
+      return worker;
+    };
     const startedAt = performance.now();
-    for (let i = 0; i < WORKERS; i++) {
-      run.workers.push(
-        spawnWorker(
-          `w${i + 1}`,
-          FLOW_MODULE,
-          {
-            SALES_TOPIC: id,
-            SALES_FLOW: id,
-            SALES_GROUP: id,
-            SALES_ALERTS_TOPIC: `${id}-alerts`,
-            SALES_SESSIONS_TOPIC: `${id}-sessions`,
-            SALES_PERSIST_EVERY: PERSIST_EVERY,
-            KFT_METRICS_PORT: String(ports[i]),
-            LOG_LEVEL: 'warn',
-          },
-          process.env.BENCH_WORKER_LOG,
-        ),
-      );
-    }
+    for (let i = 0; i < WORKERS; i++) await spawn();
     const watcher = await StatusWatcher.connect();
     run.watcher = watcher;
     // Watched through the visibility store: a status query per partition every 250 ms kept the
@@ -429,57 +428,63 @@ async function main(): Promise<void> {
       writeResults('scale', figures, { productCommit: measured, versions: { kafka: '4.3.1', temporal: 'temporal CLI dev server 1.9.1 (SQLite, 1 history shard)' }, notes });
     save();
 
-    // ---- one rebalance: a worker leaves ------------------------------------------------------------
-    const leaving = run.workers[WORKERS - 1]!;
-    const staying = run.workers.slice(0, WORKERS - 1);
-    const generationBefore = Math.max(...((await watcher.runningByVisibility(id, PARTITIONS)) ?? [-1]));
-    const rebalanceFrom = await read(temporalPid, brokerPid, serverUrl, [], []);
-    process.stdout.write(`rebalance: ${leaving.name} leaves (SIGTERM)\n`);
-    const leftWith = leaving.stop();
-    const rebalance: Record<string, unknown> = {
-      how: `${leaving.name} stopped with SIGTERM (flush, commit, leave the group); timed until every partition's workflow shows running on the ${WORKERS - 1} workers left, in a newer generation (the visibility store, polled every 250 ms)`,
-      deadline_ms: REBALANCE_DEADLINE_MS,
-      note: 'the visibility list calls that watch for the end of the rebalance are among the frontend requests',
+    // ---- two rebalances: a fifth worker joins, then leaves again -----------------------------------
+    // Each is eager (kafkajs): every partition is revoked and assigned again. Both stay within 50
+    // partitions a worker (192 over 5, then over 4): a worker's activity slots (the SDK's default
+    // maxConcurrentActivityTaskExecutions, 100) hold two long-running activities a partition (fold
+    // loop, persist report), and a worker given more partitions than half its slots leaves the rest
+    // recovering (ScheduleToStart timeouts) — the first full run's leave, 192 over 3, did.
+    const rebalances: Record<string, unknown> = {};
+    notes.rebalances = rebalances;
+    const timeRebalance = async (kind: 'join' | 'leave', change: () => Promise<unknown>, owners: number, watch: FlowWorker[]) => {
+      const generationBefore = Math.max(...((await watcher.runningByVisibility(id, PARTITIONS)) ?? [-1]));
+      const from = await read(temporalPid, brokerPid, serverUrl, [], []);
+      process.stdout.write(`rebalance: ${kind} (${owners} workers after)\n`);
+      const changed = change();
+      const settled = await eventually(`all partitions running on ${owners} workers`, () => watcher.runningByVisibility(id, PARTITIONS, owners, generationBefore), REBALANCE_DEADLINE_MS, watch).then(
+        () => true,
+        (err: Error) => {
+          process.stderr.write(`rebalance: ${err.message}\n`);
+          return false;
+        },
+      );
+      const to = await read(temporalPid, brokerPid, serverUrl, [], []);
+      const ms = to.perf - from.perf;
+      await changed;
+      const events = await partitionEvents(watcher, id, from.at, to.at);
+      const byType = eventsByType(events);
+      rebalances[kind] = {
+        workers_after: owners,
+        settled,
+        ms: Math.round(ms),
+        ...(settled ? {} : { at_deadline: summarize(await watcher.visiblePartitions(id).catch(() => []), generationBefore) }),
+        history_events_by_type: byType,
+        temporal_frontend_requests: serverOperations(from, to, 'service_requests', { namespace: nsLabel, service_name: 'frontend' }),
+      };
+      if (settled) figures[`rebalance_${kind}_ms`] = Math.round(ms);
+      figures[`rebalance_${kind}_history_events_per_partition`] = round(events.reduce((n, e) => n + e.events, 0) / PARTITIONS);
+      figures[`rebalance_${kind}_activities_per_partition`] = round((byType.ACTIVITY_TASK_SCHEDULED ?? 0) / PARTITIONS);
+      figures[`rebalance_${kind}_signals_per_partition`] = round((byType.WORKFLOW_EXECUTION_SIGNALED ?? 0) / PARTITIONS);
+      return settled;
     };
-    notes.rebalance = rebalance;
-    const settled = await eventually(
-      `all partitions running on ${WORKERS - 1} workers`,
-      () => watcher.runningByVisibility(id, PARTITIONS, WORKERS - 1, generationBefore),
-      REBALANCE_DEADLINE_MS,
-      staying,
-    ).then(
-      () => true,
-      (err: Error) => {
-        process.stderr.write(`rebalance: ${err.message}\n`);
-        return false;
-      },
-    );
-    const rebalanceTo = await read(temporalPid, brokerPid, serverUrl, [], []);
-    const rebalanceMs = rebalanceTo.perf - rebalanceFrom.perf;
-    rebalance.settled = settled;
-    rebalance.leaving_exit_code = await leftWith;
-    if (!settled) rebalance.at_deadline = summarize(await watcher.visiblePartitions(id).catch(() => []), generationBefore);
-    const rebalanceEvents = await partitionEvents(watcher, id, rebalanceFrom.at, rebalanceTo.at);
-    const rebalanceTypes = eventsByType(rebalanceEvents);
-    rebalance.history_events_by_type = rebalanceTypes;
-    rebalance.temporal_frontend_requests = serverOperations(rebalanceFrom, rebalanceTo, 'service_requests', { namespace: nsLabel, service_name: 'frontend' });
-    if (settled) figures.rebalance_ms = Math.round(rebalanceMs);
-    else rebalance.waited_ms = Math.round(rebalanceMs);
-    figures.rebalance_history_events_per_partition = round(rebalanceEvents.reduce((n, e) => n + e.events, 0) / PARTITIONS);
-    figures.rebalance_activities_per_partition = round((rebalanceTypes.ACTIVITY_TASK_SCHEDULED ?? 0) / PARTITIONS);
-    figures.rebalance_signals_per_partition = round((rebalanceTypes.WORKFLOW_EXECUTION_SIGNALED ?? 0) / PARTITIONS);
-    // The workers left hold PARTITIONS / (WORKERS - 1) partitions each now: their RSS a little later.
+    let joined: FlowWorker | undefined;
+    const joinSettled = await timeRebalance('join', async () => (joined = await spawn()), WORKERS + 1, run.workers);
+    // The workers hold PARTITIONS / (WORKERS + 1) partitions each now: their RSS a little later.
     await sleep(SAMPLE_EVERY_MS);
-    notes.worker_rss_mb_after_rebalance = {
-      partitions_per_worker: round(PARTITIONS / (WORKERS - 1), 1),
-      rss: staying.map((w) => processMemoryMb(w.process.pid)?.rss ?? Number.NaN),
+    notes.worker_rss_mb_after_join = {
+      partitions_per_worker: round(PARTITIONS / (WORKERS + 1), 1),
+      rss: run.workers.map((w) => processMemoryMb(w.process.pid)?.rss ?? Number.NaN),
     };
+    const leaving = joined!;
+    const leaveSettled = await timeRebalance('leave', () => leaving.stop(), WORKERS, run.workers.filter((w) => w !== leaving));
+    rebalances.how =
+      'a fifth worker started, then stopped with SIGTERM (flush, commit, leave the group); each timed until every partition workflow shows running on the workers there are, in a newer generation (the visibility store, polled every 250 ms; its list calls are among the frontend requests)';
     notes.load_avg_1m = { ...(notes.load_avg_1m as object), at_end: round(os.loadavg()[0] ?? 0) };
+    if (!joinSettled || !leaveSettled) process.exitCode = 1;
 
     const rows: Row[] = Object.entries(figures).map(([figure, value]) => ({ figure, value }));
     printTable(`scale: ${PARTITIONS} partitions over ${WORKERS} workers, ${Math.round(windowMs / 1000)} s window, persistEvery ${PERSIST_EVERY}`, rows);
     process.stdout.write(`results: ${save()}\n`);
-    if (!settled) process.exitCode = 1;
   } finally {
     // Gracefully first (flush, commit, leave): an empty group can be deleted at once, while a killed
     // member holds it for the example's 30 s session timeout.
