@@ -61,6 +61,9 @@ export interface RunningWorker {
 
 let runtimeInstalled: string | undefined;
 
+/** The activity worker's slots: 2 per owned partition (fold loop, persist reports) plus the short ones, for up to ≈ 2,000 partitions. */
+export const ACTIVITY_SLOTS = 4_096;
+
 /** How long a graceful stop waits for the partition workflows to handle its revokes. */
 const REVOKES_HANDLED_TIMEOUT_MS = 10_000;
 
@@ -220,6 +223,11 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     namespace: temporal.namespace,
     taskQueue,
     activities: createFlowActivities(new Map([[definition.name, flowRuntime]])),
+    // Each owned partition holds two long-running activities here (its fold loop and its persist
+    // reports): the SDK's default of 100 slots starved a worker of more than 50 partitions (their
+    // recoveries timed out waiting for a slot; bench:scale). The slots of an idle activity cost
+    // nothing: the bound is set far above any partition count a worker can carry.
+    maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS,
     ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   }).then((w) => {
     startup.mark('activityWorkerCreated');
