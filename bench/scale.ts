@@ -430,10 +430,10 @@ async function main(): Promise<void> {
 
     // ---- two rebalances: a fifth worker joins, then leaves again -----------------------------------
     // Each is eager (kafkajs): every partition is revoked and assigned again. Both stay within 50
-    // partitions a worker (192 over 5, then over 4): a worker's activity slots (the SDK's default
-    // maxConcurrentActivityTaskExecutions, 100) hold two long-running activities a partition (fold
-    // loop, persist report), and a worker given more partitions than half its slots leaves the rest
-    // recovering (ScheduleToStart timeouts) — the first full run's leave, 192 over 3, did.
+    // partitions a worker (192 over 5, then over 4): a partition holds two long-running activities
+    // (fold loop, persist report), and on the SDK's default 100 activity slots a worker given more
+    // partitions than half its slots left the rest recovering (ScheduleToStart timeouts) — a full
+    // run's leave, 192 over 3, did; workers have had 4,096 slots since 167e9bd.
     const rebalances: Record<string, unknown> = {};
     notes.rebalances = rebalances;
     const timeRebalance = async (kind: 'join' | 'leave', change: () => Promise<unknown>, owners: number, watch: FlowWorker[]) => {
