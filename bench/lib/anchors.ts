@@ -67,6 +67,10 @@ export interface StreamsOptions {
   /** JVM max heap; default 1g. */
   heap?: string;
   timeoutMs?: number;
+  /** Called with the JVM's process once spawned (e.g. to sample its memory). */
+  onChild?: (child: ChildProcess) => void;
+  /** Runs once the committed offsets reached the end, before the JVM is stopped. */
+  beforeStop?: (child: ChildProcess) => Promise<void>;
 }
 
 /** Waits up to `ms` for a child to exit, then SIGKILLs it. */
@@ -122,6 +126,7 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const proc = child;
+    options.onChild?.(proc);
     proc.once('error', (err) => {
       exited = err;
     });
@@ -150,6 +155,7 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
       failure: () => exited,
     });
     const reachedCpuMs = processCpuMs(child.pid);
+    await options.beforeStop?.(child);
     return {
       ms: Number(reachedAt - start) / 1e6,
       records,

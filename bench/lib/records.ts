@@ -104,7 +104,7 @@ export async function produceRecords(options: ProduceOptions): Promise<{ ms: num
 }
 
 /** KRaft may answer UNKNOWN_TOPIC_OR_PARTITION for a moment after creation; wait for leaders. */
-async function waitForLeaders(admin: ReturnType<Kafka['admin']>, topic: string, partitions: number, timeoutMs = 30_000): Promise<void> {
+export async function waitForLeaders(admin: ReturnType<Kafka['admin']>, topic: string, partitions: number, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
