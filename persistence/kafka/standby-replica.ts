@@ -81,7 +81,8 @@ export class StandbyReplica {
         });
         if (this.stopped) break;
         const store = this.o.local.store;
-        const delta = deltaOf(read, (key) => store.get(key));
+        // Without a checkpoint the store was emptied (and is not open yet): nothing is in it.
+        const delta = deltaOf(read, this.checkpoint === undefined ? () => undefined : (key) => store.get(key));
         this.manager.restored(delta.updates, (k) => delta.previous.get(k), read.bound);
         await this.manager.done();
         if (this.manager.broken) throw new Error('the local write failed');

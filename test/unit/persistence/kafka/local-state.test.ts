@@ -13,6 +13,7 @@ import { KafkaPartitionPersistence } from '../../../../persistence/kafka/kafka-p
 import type { SnapshotTransactions } from '../../../../persistence/kafka/transactional-snapshot-writer';
 import { LocalPartitionStore, type LocalStateIdentity, localStatePath } from '../../../../persistence/kafka/local-state';
 import { readLocalCheckpoints } from '../../../../persistence/kafka/local-checkpoints';
+import { StandbyReplica } from '../../../../persistence/kafka/standby-replica';
 import type { SnapshotLogReader } from '../../../../persistence/kafka/recovery';
 import { RestoreRound } from '../../../../persistence/kafka/restore-round';
 import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
@@ -372,6 +373,43 @@ describe('restore from local state', () => {
     expect(summaries).toHaveLength(1);
     expect(round.last).toMatchObject({ partitions: 2, full: 2, fromTopic: 2, fromLocal: 0 });
     for (const p of ps) await p.close();
+  });
+});
+
+describe('standby copies', () => {
+  test('started on a partition with records and no local copy: reads it whole, then each round the delta; the owner takes the copy over and restores nothing', async () => {
+    const log = new FakeLog();
+    for (let i = 0; i < 30; i++) log.append(`k${i % 12}`, i);
+    log.append('k3', null);
+    log.marker();
+    const copy = new StandbyReplica({
+      flow: 'f',
+      input: { topic: 'in', partition: P },
+      snapshotTopic: TOPIC,
+      reader: log,
+      local: { store: new LocalPartitionStore(dir, identity), deleteRetentionMs: async () => 86_400_000 },
+      stallTimeoutMs: 1000,
+      everyMs: 20,
+      log: memoryLogger([]),
+    });
+    copy.start();
+    const until = async (what: () => boolean) => {
+      for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(what()).toBe(true);
+    };
+    await until(() => copy.checkpoint === String(log.next));
+    log.append('k1', 100);
+    log.append('k5', null);
+    log.append('new', 7);
+    log.marker();
+    await until(() => copy.checkpoint === String(log.next));
+    // The partition comes here: its owner's restore takes the copy over and reads nothing more.
+    const owner = persistence(log);
+    const state = await recoverAll(owner);
+    expect(owner.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0, fromLocal: 11 });
+    expect(state).toEqual(await fullRead(log));
+    await copy.stop();
+    await owner.close();
   });
 });
 
