@@ -382,11 +382,12 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     for (const p of [...this.standbys.keys()]) if (!wanted.has(p)) this.dropStandby(p);
     for (const partition of wanted) {
       if (this.standbys.has(partition)) continue;
+      this.standbyReader ??= new PartitionReader(this.o.client);
       const replica = new StandbyReplica({
         flow: this.flowName,
         input: { topic: this.inputTopic, partition },
         snapshotTopic: this.snapshotTopic,
-        reader: (this.standbyReader ??= new PartitionReader(this.o.client)),
+        reader: this.standbyReader,
         local: {
           store: new LocalPartitionStore(local.dir, {
             flow: this.flowName,
