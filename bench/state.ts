@@ -599,7 +599,12 @@ function failureOf(w: StateWorker, err: Error): string {
   return fatal ? `${fatal.replace(/^.*FATAL ERROR: /, '').trim()}${exit}` : `${err.message.split('\n')[0]!.replace(/:$/, '')}`;
 }
 
-async function memoryRun(ctx: Ctx, flow: Flow, keys: number): Promise<MemoryRun> {
+/**
+ * A worker of `flow` folds the whole topic (`keys` records, every key once). Given `deadlineMs`
+ * (the all-in-memory run: past its heap it folds on at a crawl, collecting garbage), it is stopped
+ * there and recorded as not finished.
+ */
+async function memoryRun(ctx: Ctx, flow: Flow, keys: number, deadlineMs?: number): Promise<MemoryRun> {
   const end = await readEndOffsets(flow.topic, ctx.brokers);
   const w = await startWorker(ctx, flow, keys, 'memory');
   let lastProgress = performance.now();
@@ -610,6 +615,9 @@ async function memoryRun(ctx: Ctx, flow: Flow, keys: number): Promise<MemoryRun>
       lastFolded = folded;
       lastProgress = performance.now();
     }
+    if (deadlineMs !== undefined && performance.now() - w.spawnedAt > deadlineMs) {
+      return new Error(`not caught up ${Math.round(deadlineMs / 1000)} s after its start (1.5x the cached run's time): ${folded} records folded`);
+    }
     return performance.now() - lastProgress > STALL_MS ? new Error(`no progress for ${STALL_MS / 1000} s at ${folded} records folded`) : undefined;
   };
   const base = { contestant: flow.label, keys };
@@ -619,7 +627,8 @@ async function memoryRun(ctx: Ctx, flow: Flow, keys: number): Promise<MemoryRun>
       reached = await untilCaughtUp(ctx, w, end, `${flow.label} ${keys.toLocaleString('en-US')} keys`, 3_600_000, stalled);
     } catch (err) {
       // Could not hold them: what happened, and how far it got.
-      const last = w.samples.at(-1);
+      const last = w.sample() ?? w.samples.at(-1);
+      const heap = w.running ? await w.heap() : undefined;
       const result: MemoryRun = {
         ...base,
         outcome: failureOf(w, err as Error),
@@ -628,6 +637,7 @@ async function memoryRun(ctx: Ctx, flow: Flow, keys: number): Promise<MemoryRun>
         vm_rss_mb: last ? Math.round(last.vmRss) : undefined,
         rss_anon_mb_peak: Math.round(w.peak('rssAnon')),
         vm_rss_mb_peak: Math.round(w.peak('vmRss')),
+        heap,
         growth: growthOf(w, keys),
         tail: w.tail.slice(-20).map((l) => l.slice(0, 500)),
       };
@@ -682,7 +692,9 @@ async function memorySection(ctx: Ctx): Promise<MemorySection> {
   process.stdout.write(`memory, cached: ${JSON.stringify({ ...cached, growth: undefined })}\n`);
   // Its store is not needed any more: the disk back before the next run.
   fs.rmSync(cachedFlow.stateDir!, { recursive: true, force: true });
-  const memory = await memoryRun(ctx, newFlow(ctx, 'mem-memory', topic, { local: false }), MEM_KEYS);
+  // Past its heap the all-in-memory worker folds on at a crawl: it gets 1.5x the cached run's time (at least 2 min).
+  const deadline = Math.max(120_000, 1.5 * (cached.spawn_to_caught_up_s ?? 600) * 1000);
+  const memory = await memoryRun(ctx, newFlow(ctx, 'mem-memory', topic, { local: false }), MEM_KEYS, deadline);
   process.stdout.write(`memory, all in memory: ${JSON.stringify({ ...memory, growth: undefined })}\n`);
   return { topic, produceMs, cached, memory };
 }
