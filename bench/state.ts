@@ -9,20 +9,25 @@
 //    keys), `local` (local state, no bound: every key in memory — the same persistence and
 //    local-store work without the bound) and `memory` (no local state: today's default). All three
 //    start and run every partition first; then phase by phase (`load`: FOLD_KEYS records, every key
-//    once — state of FOLD_KEYS keys, 10x the bound; `uniform`: FOLD_RECORDS records, uniform random
-//    keys; `zipf`: FOLD_RECORDS records, Zipf(1.0) keys, rank r → key k<r>) each contestant in turn
-//    (order rotated per phase), idle and caught up, gets the phase produced into its topic: fold rate
-//    = records ÷ (first record produced → the group's committed offsets at the end; the producer is
-//    several times faster than the fold). Ratio: cached ÷ local (the figure), cached ÷ memory beside
-//    it. Then SIGTERM, and every contestant's persisted state is checked key by key against a fold
-//    of what was produced.
+//    once — state of FOLD_KEYS keys, 10x the bound; then FOLD_ROUNDS rounds of `uniform`:
+//    FOLD_RECORDS records, uniform random keys, and `zipf`: FOLD_RECORDS records, Zipf(1.0) keys,
+//    rank r → key k<r>) each contestant in turn (order rotated per phase), idle and caught up, gets
+//    the phase produced into its topic: fold rate = records ÷ (first record produced → the group's
+//    committed offsets at the end; the producer is several times faster than the fold). Ratio:
+//    cached ÷ local (the figure; cached ÷ memory beside it) per round, median of the rounds. Then
+//    SIGTERM, and every contestant's persisted state is checked key by key against a fold of what
+//    was produced.
 // 2. Restarts (`first_fold_ms_1m_keys`, `_10k_keys`, `restore_full_vs_checkpoint_1m`). The cached
 //    contestant (FOLD_KEYS keys in its store) and a small flow of SMALL_KEYS keys (same bound),
-//    RESTART_RUNS rounds of: a few records produced while it is stopped, a restart onto the
-//    intact store (checkpoint), the same for the small flow, then the big one's state directory
-//    deleted and restarted (full restore). Timed from the worker's `partitions assigned` log line
-//    (from process start beside it) to the first record folded (the flow's BENCH FIRST_FOLD), and
-//    to the last partition's `partition recovered`. Medians.
+//    RESTART_RUNS rounds of, each after a SIGTERM stop and RESTART_RECORDS records produced while
+//    stopped: a restart onto the intact store (checkpoint) of the big flow, then of the small one;
+//    the same with their partition workflows terminated before (fresh-workflows: the new worker's
+//    assignment starts them afresh, no history to replay — the Temporal side's share out of the
+//    picture); then the big one's state directory deleted (full restore). Timed from the worker's
+//    `partitions assigned` log line (from its spawn beside it) to the first record folded (the
+//    flow's BENCH FIRST_FOLD), to the last partition's restore done (`partition recovered`) and to
+//    every partition folding (`recovered`). Medians. Partition 0's workflow history length at each
+//    start is recorded (a new worker replays it before the partition can run).
 // 3. Memory (`rss_mb_10m_keys`). A topic of MEM_KEYS records, every key once; one worker with the
 //    cache bounded to MEM_BOUND folds and persists all of them; its RssAnon (/proc/<pid>/status:
 //    the heap and every other anonymous mapping; LMDB's memory-mapped pages are file pages, in the
@@ -62,6 +67,9 @@ import { printTable, type Row } from './lib/table';
 import { median } from './lib/timing';
 import { prng } from '../chaos/schedule';
 import { brokersFromEnv } from '../config/env';
+import type { Client } from '@temporalio/client';
+import { partitionWorkflowId } from '../workflows/partition-workflow';
+import { connectTemporal } from '../workers/connect/temporal-connection';
 import { createKafkaClient, PartitionReader } from '../kafka';
 import { snapshotFormat } from '../persistence/kafka';
 import type { Totals } from './lib/records';
@@ -72,6 +80,8 @@ const MEM_BOUND = sized(1_000_000, 100_000);
 const FOLD_KEYS = sized(1_000_000, 100_000);
 const FOLD_BOUND = sized(100_000, 10_000);
 const FOLD_RECORDS = sized(2_000_000, 200_000);
+/** Rounds of the uniform and Zipf phases: the ratios are the medians of each round's. */
+const FOLD_ROUNDS = 3;
 const SMALL_KEYS = 10_000;
 const RESTART_RUNS = sized(3, 2);
 /** Records produced while a worker is stopped, before each restart: a few per partition. */
@@ -159,6 +169,7 @@ async function untilCaughtUp(ctx: Ctx, w: StateWorker, end: Map<number, bigint>,
 interface FoldRun {
   contestant: string;
   phase: string;
+  round: number;
   records: number;
   /** Records ÷ (the phase's first record produced → the group's committed offsets at the end). */
   records_per_s: number;
@@ -249,6 +260,7 @@ async function foldPhase(ctx: Ctx, flow: Flow, w: StateWorker, phase: Phase, fro
     return {
       contestant: flow.label,
       phase: phase.name,
+      round: phase.round,
       records: phase.records,
       records_per_s: Math.round((phase.records * 1000) / (reached - started)),
       fold_only_records_per_s: foldedAt === undefined ? undefined : Math.round((phase.records * 1000) / (foldedAt - started)),
@@ -358,7 +370,8 @@ async function checkPersisted(ctx: Ctx, flow: Flow, expect: KeyTotals): Promise<
 // 1. Fold rate ---------------------------------------------------------------------------------
 
 interface Phase {
-  name: string;
+  name: 'load' | 'uniform' | 'zipf';
+  round: number;
   records: number;
   /** A fresh picker: every contestant gets the same keys. */
   keyOf: () => KeyPicker;
@@ -386,11 +399,11 @@ async function foldSection(ctx: Ctx): Promise<FoldSection> {
     flows[c] = newFlow(ctx, label, topic, c === 'cached' ? { local: true, maxKeys: FOLD_BOUND } : { local: c === 'local' });
     expects[c] = new KeyTotals(FOLD_KEYS);
   }
-  const phases: Phase[] = [
-    { name: 'load', records: FOLD_KEYS, keyOf: () => sequentialKeys(FOLD_KEYS) },
-    { name: 'uniform', records: FOLD_RECORDS, keyOf: () => uniformKeys(FOLD_KEYS, 30_001) },
-    { name: 'zipf', records: FOLD_RECORDS, keyOf: () => zipfKeys(FOLD_KEYS, ZIPF_S, 30_002) },
-  ];
+  const phases: Phase[] = [{ name: 'load', round: 0, records: FOLD_KEYS, keyOf: () => sequentialKeys(FOLD_KEYS) }];
+  for (let r = 1; r <= FOLD_ROUNDS; r++) {
+    phases.push({ name: 'uniform', round: r, records: FOLD_RECORDS, keyOf: () => uniformKeys(FOLD_KEYS, 30_000 + 2 * r) });
+    phases.push({ name: 'zipf', round: r, records: FOLD_RECORDS, keyOf: () => zipfKeys(FOLD_KEYS, ZIPF_S, 30_001 + 2 * r) });
+  }
   const total = phases.reduce((n, p) => n + p.records, 0);
   const workers = {} as Record<Contestant, StateWorker>;
   const starts: FoldSection['starts'] = {};
@@ -408,13 +421,13 @@ async function foldSection(ctx: Ctx): Promise<FoldSection> {
     }
     let produced = 0;
     for (const [i, phase] of phases.entries()) {
-      // Rotated: each contestant goes first once.
+      // Rotated: each contestant goes first in turn.
       for (let j = 0; j < order.length; j++) {
         const c = order[(i + j) % order.length]!;
         const r = await foldPhase(ctx, flows[c], workers[c], phase, produced, expects[c]);
         runs.push(r);
         process.stdout.write(
-          `${phase.name} ${c}: ${r.records_per_s.toLocaleString('en-US')} records/s (fold only ${r.fold_only_records_per_s?.toLocaleString('en-US')}), live keys ${r.live_keys_end}, RssAnon ${r.rss_anon_mb_end} MiB (peak ${r.rss_anon_mb_peak})\n`,
+          `${phase.name}${phase.round > 0 ? ` ${phase.round}` : ''} ${c}: ${r.records_per_s.toLocaleString('en-US')} records/s (fold only ${r.fold_only_records_per_s?.toLocaleString('en-US')}), live keys ${r.live_keys_end}, RssAnon ${r.rss_anon_mb_end} MiB (peak ${r.rss_anon_mb_peak})\n`,
         );
       }
       produced += phase.records;
@@ -444,8 +457,11 @@ async function foldSection(ctx: Ctx): Promise<FoldSection> {
 
 interface RestartRun {
   flow: string;
-  kind: 'checkpoint' | 'full';
+  /** checkpoint: onto the intact store; fresh-workflows: the same with the partition workflows terminated before (none to replay); full: the state directory deleted. */
+  kind: 'checkpoint' | 'fresh-workflows' | 'full';
   keys: number;
+  /** Events of partition 0's workflow when the worker started: what its first workflow task replays (0: a new workflow). */
+  history_events: number | undefined;
   assigned_to_first_fold_ms: number;
   spawn_to_first_fold_ms: number;
   spawn_to_assigned_ms: number;
@@ -466,13 +482,27 @@ interface RestartRun {
   warnings: number;
 }
 
-async function restartOnce(ctx: Ctx, flow: Flow, keys: number, expect: KeyTotals, from: number, kind: RestartRun['kind'], tag: string): Promise<RestartRun> {
+/** Events in the history of partition 0's workflow (the current run): what a new worker replays. */
+async function historyLength(temporal: Client, flow: Flow): Promise<number | undefined> {
+  try {
+    const d = await temporal.workflow.getHandle(partitionWorkflowId({ flow: flow.name, topic: flow.topic, partition: 0 })).describe();
+    return d.status.name === 'RUNNING' ? d.historyLength : 0;
+  } catch {
+    return undefined;
+  }
+}
+
+async function restartOnce(ctx: Ctx, temporal: Client, flow: Flow, keys: number, expect: KeyTotals, from: number, kind: RestartRun['kind'], tag: string): Promise<RestartRun> {
   await produceKeyed({ topic: flow.topic, from, records: RESTART_RECORDS, keyOf: uniformKeys(keys, from), expect, brokers: ctx.brokers, label: `produce ${flow.label} ${tag}` });
+  // The Temporal side out of the picture: the next worker's assignment starts every partition workflow afresh.
+  if (kind === 'fresh-workflows') await terminateFlowWorkflows(flow.name, flow.topic, PARTITIONS);
+  const history = await historyLength(temporal, flow);
   const end = await readEndOffsets(flow.topic, ctx.brokers);
   const w = await startWorker(ctx, flow, RESTART_RECORDS, tag);
   try {
     await untilCaughtUp(ctx, w, end, `${flow.label} ${tag}`, 600_000);
-    await untilRunning(w, 60_000);
+    // For assigned_to_all_running_ms; a partition still not running after this is left out (undefined).
+    await untilRunning(w, 120_000).catch(() => undefined);
     const assigned = w.assignedAt;
     if (w.firstFoldAt === undefined || assigned === undefined) throw new Error(`${flow.label} ${tag}: no first fold or assignment seen`);
     const mem = w.sample();
@@ -483,6 +513,7 @@ async function restartOnce(ctx: Ctx, flow: Flow, keys: number, expect: KeyTotals
       flow: flow.label,
       kind,
       keys,
+      history_events: history,
       assigned_to_first_fold_ms: Math.round(w.firstFoldAt - assigned),
       spawn_to_first_fold_ms: Math.round(w.firstFoldAt - w.spawnedAt),
       spawn_to_assigned_ms: Math.round(assigned - w.spawnedAt),
@@ -525,19 +556,28 @@ async function restartSection(ctx: Ctx, fold: FoldSection): Promise<RestartSecti
   const runs: RestartRun[] = [];
   const show = (r: RestartRun) =>
     process.stdout.write(
-      `${r.flow} ${r.kind} restart: assigned → first fold ${r.assigned_to_first_fold_ms} ms (spawn → ${r.spawn_to_first_fold_ms}), all restored ${r.assigned_to_all_restored_ms} ms, first / all running ${r.assigned_to_first_running_ms} / ${r.assigned_to_all_running_ms} ms, restores max ${r.restore_ms_max} ms, ${r.from_local} from local, ${r.from_topic} from the topic, ${r.keys_loaded} keys loaded\n`,
+      `${r.flow} ${r.kind} restart (history ${r.history_events} events): assigned → first fold ${r.assigned_to_first_fold_ms} ms (spawn → ${r.spawn_to_first_fold_ms}), all restored ${r.assigned_to_all_restored_ms} ms, first / all running ${r.assigned_to_first_running_ms} / ${r.assigned_to_all_running_ms} ms, restores max ${r.restore_ms_max} ms, ${r.from_local} from local, ${r.from_topic} from the topic, ${r.keys_loaded} keys loaded\n`,
     );
-  for (let i = 0; i < RESTART_RUNS; i++) {
-    runs.push(await restartOnce(ctx, big, FOLD_KEYS, fold.expect, bigProduced, 'checkpoint', `restart-${i + 1}`));
-    bigProduced += RESTART_RECORDS;
-    show(runs.at(-1)!);
-    runs.push(await restartOnce(ctx, small, SMALL_KEYS, smallExpect, smallProduced, 'checkpoint', `restart-${i + 1}`));
-    smallProduced += RESTART_RECORDS;
-    show(runs.at(-1)!);
-    fs.rmSync(big.stateDir!, { recursive: true, force: true });
-    runs.push(await restartOnce(ctx, big, FOLD_KEYS, fold.expect, bigProduced, 'full', `full-${i + 1}`));
-    bigProduced += RESTART_RECORDS;
-    show(runs.at(-1)!);
+  const temporal = await connectTemporal();
+  try {
+    const next = async (flow: Flow, kind: RestartRun['kind'], tag: string) => {
+      const isBig = flow === big;
+      const r = await restartOnce(ctx, temporal.client, flow, isBig ? FOLD_KEYS : SMALL_KEYS, isBig ? fold.expect : smallExpect, isBig ? bigProduced : smallProduced, kind, tag);
+      if (isBig) bigProduced += RESTART_RECORDS;
+      else smallProduced += RESTART_RECORDS;
+      runs.push(r);
+      show(r);
+    };
+    for (let i = 1; i <= RESTART_RUNS; i++) {
+      await next(big, 'checkpoint', `restart-${i}`);
+      await next(small, 'checkpoint', `restart-${i}`);
+      await next(big, 'fresh-workflows', `fresh-${i}`);
+      await next(small, 'fresh-workflows', `fresh-${i}`);
+      fs.rmSync(big.stateDir!, { recursive: true, force: true });
+      await next(big, 'full', `full-${i}`);
+    }
+  } finally {
+    await temporal.close().catch(() => undefined);
   }
   const checks = { [big.label]: await checkPersisted(ctx, big, fold.expect), [small.label]: await checkPersisted(ctx, small, smallExpect) };
   for (const [label, c] of Object.entries(checks)) process.stdout.write(`persisted state of ${label} after the restarts: ${JSON.stringify(c)}\n`);
@@ -800,11 +840,14 @@ async function main(): Promise<void> {
       goals.rss_mb_10m_keys = '<= 1,024';
     }
     if (fold) {
-      const rate = (c: Contestant, phase: string) => fold.runs.find((r) => r.contestant === `fold-${c}` && r.phase === phase)!.records_per_s;
+      const rate = (c: Contestant, phase: string, n: number) => fold.runs.find((r) => r.contestant === `fold-${c}` && r.phase === phase && r.round === n)!.records_per_s;
+      const rounds = Array.from({ length: FOLD_ROUNDS }, (_, i) => i + 1);
       for (const phase of ['uniform', 'zipf']) {
-        figures[`fold_vs_in_memory_${phase}`] = round(rate('cached', phase) / rate('local', phase), 3);
-        figures[`fold_vs_in_memory_no_local_state_${phase}`] = round(rate('cached', phase) / rate('memory', phase), 3);
-        for (const c of ['cached', 'local', 'memory'] as const) figures[`fold_records_per_s_${c}_${phase}`] = rate(c, phase);
+        // Each round's ratio (its contestants folded one after another), then the median.
+        const ratio = (of: Contestant) => round(median(rounds.map((r) => rate('cached', phase, r) / rate(of, phase, r))), 3);
+        figures[`fold_vs_in_memory_${phase}`] = ratio('local');
+        figures[`fold_vs_in_memory_no_local_state_${phase}`] = ratio('memory');
+        for (const c of ['cached', 'local', 'memory'] as const) figures[`fold_records_per_s_${c}_${phase}`] = Math.round(median(rounds.map((r) => rate(c, phase, r))));
       }
       goals.fold_vs_in_memory_uniform = '>= 0.5';
       goals.fold_vs_in_memory_zipf = '>= 0.85';
@@ -817,6 +860,8 @@ async function main(): Promise<void> {
         ['first_fold_ms_10k_keys', 'small-cached', 'checkpoint', 'assigned_to_first_fold_ms'],
         ['first_fold_ms_1m_keys_from_spawn', 'fold-cached', 'checkpoint', 'spawn_to_first_fold_ms'],
         ['first_fold_ms_1m_keys_full_restore', 'fold-cached', 'full', 'assigned_to_first_fold_ms'],
+        ['first_fold_ms_1m_keys_fresh_workflows', 'fold-cached', 'fresh-workflows', 'assigned_to_first_fold_ms'],
+        ['first_fold_ms_10k_keys_fresh_workflows', 'small-cached', 'fresh-workflows', 'assigned_to_first_fold_ms'],
         ['all_restored_ms_1m_keys_checkpoint', 'fold-cached', 'checkpoint', 'assigned_to_all_restored_ms'],
         ['all_restored_ms_10k_keys_checkpoint', 'small-cached', 'checkpoint', 'assigned_to_all_restored_ms'],
         ['all_restored_ms_1m_keys_full', 'fold-cached', 'full', 'assigned_to_all_restored_ms'],
@@ -827,6 +872,7 @@ async function main(): Promise<void> {
       ];
       for (const [figure, flow, kind, field] of timed) figures[figure] = med(flow, kind, field);
       figures.first_fold_1m_vs_10k = round(figures.first_fold_ms_1m_keys! / figures.first_fold_ms_10k_keys!, 2);
+      figures.first_fold_1m_vs_10k_fresh_workflows = round(figures.first_fold_ms_1m_keys_fresh_workflows! / figures.first_fold_ms_10k_keys_fresh_workflows!, 2);
       figures.restore_full_vs_checkpoint_1m = round(figures.all_restored_ms_1m_keys_full! / figures.all_restored_ms_1m_keys_checkpoint!, 2);
       figures.restore_log_full_vs_checkpoint_1m = round(figures.restore_log_ms_max_1m_full! / Math.max(1, figures.restore_log_ms_max_1m_checkpoint!), 2);
       goals.first_fold_ms_1m_keys = '<= 1,000';
@@ -866,11 +912,11 @@ async function main(): Promise<void> {
           rss_mb_10m_keys: `RssAnon (/proc/<pid>/status) of the one worker, MiB, ${SETTLE_MS / 1000} s after the group's committed offsets reached the end of a topic of ${MEM_KEYS} records, every key once (KFT_STATE_CACHE_MAX_KEYS=${MEM_BOUND}, KFT_STATE_DIR); rss_total_mb_10m_keys: VmRSS then (RssFile: LMDB's mapped pages and the code); rss_peak_mb_10m_keys: the highest RssAnon sampled (every 500 ms) during the run`,
           rss_mb_10m_keys_in_memory: 'the same input, no bound and local state OFF (the default: every key and its latest snapshot record in the heap), same measure; if it could not hold every key, in_memory_keys_reached_10m is how far it got and notes.memory.memory what happened',
           rss_mb_10m_keys_kafka_streams: `Kafka Streams ${STREAMS_VERSION} TotalsApp (RocksDB store, exactly_once_v2, -Xmx1g) on the same topic, RssAnon likewise`,
-          fold_vs_in_memory: `steady fold rate (records of the phase ÷ first record folded → committed offsets at the end) of the cached worker (bound ${FOLD_BOUND}, ${FOLD_KEYS} keys in its store) ÷ the same with local state and no bound (every key in memory), same phase, same run; _no_local_state: ÷ the worker without local state (its keys restored from the snapshot topic before the window)`,
-          first_fold_ms: `restart onto the intact store (after a SIGTERM stop; ${RESTART_RECORDS} records produced meanwhile): the worker's 'partitions assigned' log line → its first record folded (BENCH FIRST_FOLD), median of ${RESTART_RUNS}; _from_spawn: from the process's spawn`,
+          fold_vs_in_memory: `median over ${FOLD_ROUNDS} rounds of: fold rate (records of the phase ÷ its first record produced → the committed offsets at the end, the worker idle with every partition running before) of the cached worker (bound ${FOLD_BOUND}, ${FOLD_KEYS} keys in its store) ÷ the same with local state and no bound (every key in memory), same phase, same run; _no_local_state: ÷ the worker without local state (its keys restored from the snapshot topic before the window)`,
+          first_fold_ms: `restart onto the intact store (after a SIGTERM stop; ${RESTART_RECORDS} records produced meanwhile): the worker's 'partitions assigned' log line → its first record folded (BENCH FIRST_FOLD), median of ${RESTART_RUNS}; _from_spawn: from the process's spawn; _fresh_workflows: the partition workflows terminated before the restart (nothing to replay)`,
           restore_full_vs_checkpoint_1m: `'partitions assigned' → the last of the ${PARTITIONS} 'partition recovered' lines (each partition's restore done: fence, store checks, the snapshot records after the checkpoint — or, with the state directory deleted, the whole snapshot partition), full ÷ checkpoint, median of ${RESTART_RUNS} each; all_running_*: → the last 'recovered' line (the partition workflow's recover activity done, the partition folding); restore_log_*: the largest per-partition 'restored … K ms'`,
         },
-        sizes: { mem_keys: MEM_KEYS, mem_bound: MEM_BOUND, fold_keys: FOLD_KEYS, fold_bound: FOLD_BOUND, fold_records_per_phase: FOLD_RECORDS, small_keys: SMALL_KEYS, restart_runs: RESTART_RUNS, restart_records: RESTART_RECORDS, zipf_s: ZIPF_S },
+        sizes: { mem_keys: MEM_KEYS, mem_bound: MEM_BOUND, fold_keys: FOLD_KEYS, fold_bound: FOLD_BOUND, fold_records_per_phase: FOLD_RECORDS, fold_rounds: FOLD_ROUNDS, small_keys: SMALL_KEYS, restart_runs: RESTART_RUNS, restart_records: RESTART_RECORDS, zipf_s: ZIPF_S },
         fold: fold && {
           runs: fold.runs,
           persisted_check: fold.checks,
