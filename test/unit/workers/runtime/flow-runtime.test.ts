@@ -26,6 +26,14 @@ const definition = defineFlow<number, { n: number }>({
   fold: (s, r) => (s ?? 0) + r.value.n,
   timers: { persistPeriodically: { fireEvery: 1, persistEvery: 1 } },
 }) as never;
+const persistingEverySecond = defineFlow<number, { n: number }>({
+  name: 'counts',
+  groupId: 'counts',
+  topics: ['t'],
+  fold: (s, r) => (s ?? 0) + r.value.n,
+  timers: { persistPeriodically: { fireEvery: 1_000, persistEvery: 1_000 } },
+  idleFlush: false,
+}) as never;
 const flushingOnRevoke = defineFlow<number, { n: number }>({
   name: 'counts',
   groupId: 'counts',
@@ -290,6 +298,11 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   });
 
   test('partitionFigures (the scrape-time gauges): recovering until recovered, then state, lag and commit lag of the current generation', async () => {
+    // persistEvery 1 s: the first reading comes long before the first periodic persist could (with
+    // 1 ms, a busy machine let the cadence persist between the fold and the reading).
+    await rt.runtime.stop(10);
+    rt = setup(persistingEverySecond);
+    await rt.runtime.start();
     rt.consumer.committed.set('t-0', '5');
     rt.consumer.join(1, { t: [0, 1] });
     // The recoveries started at the join may still run: without an engine, a partition is recovering.
@@ -304,7 +317,7 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     const t0 = rt.runtime.partitionFigures().find((f) => f.partition === 0);
     // Position 7, log end 10, committed 5.
     expect(t0).toEqual({ topic: 't', partition: 0, state: 'running', lag: 3, commitLag: 2 });
-    await new Promise((r) => setTimeout(r, 5)); // past persistEvery (1 ms)
+    await new Promise((r) => setTimeout(r, 1_050)); // past persistEvery: the periodic persist runs or has run
     await rt.runtime.persist(req(owner));
     expect(rt.runtime.partitionFigures().find((f) => f.partition === 0)).toMatchObject({ lag: 3, commitLag: 0 });
     // Revoked: no longer folding here.
