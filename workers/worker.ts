@@ -20,7 +20,7 @@ import { freePort } from './observability/metrics-server';
 import { workerRegistry } from './observability/registry';
 import { WorkerHttp } from './http/worker-http';
 import { createKafkaClient } from '../kafka/client';
-import { processTaskQueue, WORKFLOW_TASK_QUEUE } from './runtime/task-queues';
+import { flowWorkflowTaskQueue, processTaskQueue } from './runtime/task-queues';
 import { connectTemporal, type TemporalConnections } from './connect/temporal-connection';
 import { loadWorkflowBundle } from './bundle/workflow-bundle';
 import { workflowBundleBuilder } from './bundle/workflow-bundle-build';
@@ -160,7 +160,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
-      taskQueue: WORKFLOW_TASK_QUEUE,
+      taskQueue: flowWorkflowTaskQueue(definition.name),
       workflowBundle: { code: (await workflowBundle).code },
       // A workflow cached on a worker that died is handed to another after this long (default 10 s).
       stickyQueueScheduleToStartTimeout: '2 seconds',
@@ -200,7 +200,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     throw err;
   }
   const taskQueue = processTaskQueue(definition.name);
-  const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client));
+  const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client, log));
   const flowRuntime = new FlowRuntime({
     definition,
     httpAddress: server?.advertisedUrl,
@@ -317,8 +317,6 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     },
   };
 }
-
-export { WORKFLOW_TASK_QUEUE };
 
 /**
  * A start that failed part way: stops the Temporal workers that were created (they poll as soon

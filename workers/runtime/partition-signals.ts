@@ -1,5 +1,6 @@
-import type { Client } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Owner, PartitionRef } from '../../activities/types';
+import type { Logger } from '../../core/logger';
 import {
   assignedSignal,
   type PartitionWorkflowInput,
@@ -11,7 +12,7 @@ import {
   revokedSignal,
 } from '../../workflows/partition-workflow';
 import { searchAttributes } from '../../workflows/search-attributes';
-import { WORKFLOW_TASK_QUEUE } from './task-queues';
+import { flowWorkflowTaskQueue } from './task-queues';
 
 /**
  * How a worker process tells the partition workflows about its group membership: Temporal signals
@@ -26,12 +27,21 @@ export interface PartitionSignals {
 }
 
 export class TemporalPartitionSignals implements PartitionSignals {
-  constructor(private readonly client: Client) {}
+  /** Partition workflows this process has seen on their flow's task queue (or started there). */
+  private readonly onFlowQueue = new Set<string>();
+
+  constructor(
+    private readonly client: Client,
+    private readonly log?: Logger,
+  ) {}
 
   async assigned(input: PartitionWorkflowInput, owner: Owner): Promise<void> {
+    const workflowId = partitionWorkflowId(input);
+    const taskQueue = flowWorkflowTaskQueue(input.flow);
+    const checked = this.onFlowQueue.has(workflowId) || (await this.moveToFlowQueue(workflowId, taskQueue));
     await this.client.workflow.signalWithStart(partitionWorkflow, {
-      workflowId: partitionWorkflowId(input),
-      taskQueue: WORKFLOW_TASK_QUEUE,
+      workflowId,
+      taskQueue,
       args: [input],
       signal: assignedSignal,
       signalArgs: [owner],
@@ -41,6 +51,7 @@ export class TemporalPartitionSignals implements PartitionSignals {
         { key: searchAttributes.partition, value: input.partition },
       ],
     });
+    if (checked) this.onFlowQueue.add(workflowId);
   }
 
   async revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void> {
@@ -49,5 +60,28 @@ export class TemporalPartitionSignals implements PartitionSignals {
 
   async restoring(ref: PartitionRef, signal: RestoringSignal): Promise<void> {
     await this.client.workflow.getHandle(partitionWorkflowId(ref)).signal(restoringSignal, signal);
+  }
+
+  /**
+   * A partition workflow running on another task queue than its flow's (started by a version that
+   * ran every flow's workflows on one shared queue, which no worker polls any more) is terminated,
+   * so that the assignment that follows starts it afresh on the flow's queue: a fresh run recovers
+   * the partition from its persisted state, as after any closed run. Once per workflow per process;
+   * a failed look is not fatal (the assignment goes ahead, the next one looks again). True once
+   * the workflow is known to be on the flow's queue or not running.
+   */
+  private async moveToFlowQueue(workflowId: string, taskQueue: string): Promise<boolean> {
+    const handle = this.client.workflow.getHandle(workflowId);
+    try {
+      const d = await handle.describe();
+      if (d.status.name !== 'RUNNING' || d.taskQueue === taskQueue) return true;
+      await handle.terminate(`moved to the flow's own workflow task queue ${taskQueue} (it ran on ${d.taskQueue})`);
+      this.log?.warn({ workflowId, from: d.taskQueue, to: taskQueue, runId: d.runId }, "partition workflow moved to its flow's workflow task queue: the old run terminated, a fresh run recovers the partition");
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return true;
+      this.log?.warn({ err, workflowId }, "could not check the partition workflow's task queue; the assignment goes ahead");
+      return false;
+    }
   }
 }
