@@ -1,32 +1,39 @@
-// Rebalances as they are today (issue 33): the classic consumer group protocol with eager
-// rebalancing, where every rebalance revokes every partition of every member. The baseline for
-// incremental assignment.
+// Rebalances as they are today (issue 33): ours on the classic consumer group protocol with eager
+// rebalancing, where every rebalance revokes every partition of every member — the baseline for
+// incremental assignment — side by side with Kafka Streams (same topology, its cooperative
+// rebalancing) in the same run, each on its own topic, ours first.
 //
-// Scenario, under a steady input (RATE records/s, KEYS keys) of the offset-hash flow
-// (bench/flows/offset-hash-probe.ts: test/fixtures/offset-hash-flow.ts with a fold probe),
-// transactional Kafka persistence every second, session timeout 6 s (the broker's minimum):
-//   start      3 workers (a, b, c) own PARTITIONS partitions (48; quick 12)
+// Scenario, under a steady input (RATE records/s, KEYS keys), session timeout 6 s (the broker's
+// minimum), persist / commit every second:
+//   ours       the offset-hash flow (bench/flows/offset-hash-probe.ts: test/fixtures/offset-hash-flow.ts
+//              with a fold probe), transactional Kafka persistence, one worker process per member
+//   streams    bench/anchors/kafka-streams RebalanceApp: the same count + offset hash per key in a
+//              changelogged store, exactly-once v2, one JVM (one stream thread) per member
+//   start      3 members (a, b, c) own PARTITIONS partitions (48; quick 12)
 //   join       a 4th (d) starts
 //   leave      a is stopped gracefully (SIGTERM)
 //   kill       b is killed -9
-//   rolling-*  each remaining worker in turn: SIGTERM it and start its replacement at once, wait
-//              until every partition runs again (the rolling deploy)
-// After each step the driver waits until every partition is `running` (status query) on a live
-// worker, every live worker owns one, and every partition has folded since; then STEADY_MS of
-// plain load before the next step. A step's window runs from its start (the signal or spawn)
-// to the next step's start.
+//   rolling-*  each remaining member in turn: SIGTERM it and start its replacement at once, wait
+//              until every partition folds again (the rolling deploy)
+// After each step the driver waits until the step has settled, then STEADY_MS of plain load
+// before the next step. Ours settled: every partition `running` (status query) on a live worker,
+// every live worker owning one, and every partition has folded since. Kafka Streams settled:
+// every live instance in state RUNNING and folding, every partition's latest fold on a live
+// instance within the last 2 s. A step's window runs from its start (the signal or the spawn) to
+// the next step's start; the last one ends when the load stops.
 //
-// What is measured, and how (no product change: a bench flow module and the workers' logs):
-//   fold probe   the fold appends `<epoch ms> <partition> <offset>` to a file per worker process
+// What is measured, and how (no product change: a bench flow module and the members' logs):
+//   fold probe   the fold appends `<epoch ms> <partition> <offset>` to a file per member process
 //                for the first record of a partition after 10 ms without a line (synchronously,
 //                so a kill -9 loses nothing). A partition's "time without folding" is the gap
-//                between two consecutive lines of that partition, whichever worker wrote them.
+//                between two consecutive lines of that partition, whichever member wrote them.
 //                Resolution: a gap is over-stated by at most 10 ms (the throttle) and includes
 //                the input's own spacing (the load sends every 50 ms): baseline_gap_* is that
-//                floor, measured over the steady window before the first step.
-//   owner        a partition's owner before a step is the worker of its last probe line before
-//                the step starts; after it, the worker of its last line in the step's window.
-//                Same worker: the partition *kept* its owner; otherwise it *moved*.
+//                floor, the longest gap per partition over the steady window before the first
+//                step (p50 / p99 over partitions).
+//   owner        a partition's owner before a step is the member of its last probe line before
+//                the step starts; after it, the member of its last line in the step's window.
+//                Same member: the partition *kept* its owner; otherwise it *moved*.
 //   rebalance_pause_kept_p99_ms   for partitions that kept their owner across a step: the longest
 //                gap in the step's window (from the last line before the step); p99 over
 //                (partition, step) pairs of the graceful steps (join, leave, rolling-*)
@@ -37,7 +44,7 @@
 //                the session timeout (the coordinator notices the dead member only then)
 //   rolling_restart_max_stall_s   the longest gap of any partition from the first rolling step's
 //                start to the last one's end (load stop)
-//   rolling_restart_spurious_fences   fence or stale-generation lines (level warn or above,
+//   rolling_restart_spurious_fences   (ours) fence or stale-generation lines (level warn or above,
 //                `fenc`, `stale` or `illegal generation` in the line, naming a partition: a
 //                `partition` field, or the partition workflow's id as the Temporal SDK's
 //                "Activity failed … StaleGeneration" lines do) logged by a worker during a rolling
@@ -47,24 +54,32 @@
 //                counters.fences, read when a step has settled) that grew across a step on a
 //                partition that kept its owner. workflow_task_failures: "Failing workflow task"
 //                lines of the Temporal SDK in the workers (each stalls its partition until retried).
-//   settle_ms    per step (notes): the step's start to every partition running on a live worker
-//                (status queries every 250 ms: resolution about 250 ms plus a query round)
-//   records_lost / records_duplicated / keys_mismatched   compareOffsetHash after the load stops,
-//                the workers catch up and stop: must all be 0
-// Kafka Streams side by side (issue 33) is not part of this run yet (see docs/benchmarks.md).
+//                Kafka Streams: streams_fence_lines_all counts its lines matching
+//                ProducerFenced|InvalidProducerEpoch|TaskMigrated|fenced (not per partition).
+//   settled_ms   per step (table, notes): the step's start to settled as above (polled every 250 ms)
+//   records_lost / records_duplicated / keys_mismatched   after the load stops and every member
+//                has caught up (committed offsets at the log end) and stopped, per key against a
+//                plain fold of the input: ours the persisted state (compareOffsetHash), Kafka
+//                Streams its store's changelog read committed. All must be 0.
+// Kafka Streams' figures are recorded with the prefix streams_.
 //
-// `npm run bench:rebalance [-- --quick]`; BENCH_WORKER_LOG=<file> keeps the workers' logs there.
+// `npm run bench:rebalance [-- --quick]`; BENCH_REBALANCE_ONLY=ours|streams runs one side;
+// BENCH_WORKER_LOG=<file> keeps the members' logs there; BENCH_KEEP_PROBES=1 keeps the probe files.
+import { spawn as spawnProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { Partitioners } from 'kafkajs';
 import { sized } from './lib/args';
+import { ensureStreamsJar, STREAMS_JAR, STREAMS_VERSION, stopChild } from './lib/anchors';
 import {
   caughtUp,
   compareOffsetHash,
   endFlowRun,
   eventually,
   type FlowWorker,
+  type LoggedLine,
   offsetHashEnv,
   runMain,
   SteadyLoad,
@@ -77,6 +92,9 @@ import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, productCommit, writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { brokersFromEnv } from '../config/env';
+import { createKafkaClient, PartitionReader } from '../kafka';
+import { type HashState, step as foldStep } from '../test/fixtures/offset-hash-flow';
+import { findJava17 } from '../infra/java';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'bench', 'flows', 'offset-hash-probe.ts');
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? sized(48, 12));
@@ -146,6 +164,11 @@ class Probes {
 
   sorted(): Probe[][] {
     return this.byPartition.map((ps) => [...ps].sort((x, y) => x.t - y.t));
+  }
+
+  /** Each partition's latest probe (by time). */
+  latest(): Array<Probe | undefined> {
+    return this.byPartition.map((ps) => ps.reduce<Probe | undefined>((a, pr) => (a === undefined || pr.t > a.t ? pr : a), undefined));
   }
 
   /** Every partition has a probe at or after `t`. */
@@ -232,10 +255,110 @@ function workflowTaskFailures(workers: FlowWorker[]): Array<{ t: number; worker:
   return out;
 }
 
-async function main(): Promise<void> {
-  const commit = productCommit();
+/**
+ * The Kafka Streams side's exactness, as compareOffsetHash for ours: its store's changelog (read
+ * committed, the last value of each key: count int64, hash int32, last offset int64) against a
+ * plain fold of the input topic.
+ */
+async function compareStreamsOffsetHash(topic: string, changelog: string, brokers: string[]) {
+  const client = createKafkaClient({ brokers, clientId: 'bench-reference', logLevel: 'error' });
+  const reader = new PartitionReader(client);
+  const reference = new Map<string, HashState>();
+  const stored = new Map<string, HashState>();
+  let records = 0;
+  try {
+    for (let p = 0; p < PARTITIONS; p++) {
+      await reader.read({
+        topic,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (batch) => {
+          for (const r of batch) {
+            const key = String(r.key);
+            reference.set(key, foldStep(reference.get(key), r.offset));
+            records++;
+          }
+        },
+      });
+      await reader.read({
+        topic: changelog,
+        partition: p,
+        fromOffset: '0',
+        onRecords: (batch) => {
+          for (const r of batch) {
+            const key = String(r.key);
+            if (r.value === null) stored.delete(key);
+            else stored.set(key, { count: Number(r.value.readBigInt64BE(0)), hash: r.value.readInt32BE(8), last: String(r.value.readBigInt64BE(12)) });
+          }
+        },
+      });
+    }
+  } finally {
+    await reader.close();
+  }
+  let lost = 0;
+  let duplicated = 0;
+  let mismatched = 0;
+  for (const [key, want] of reference) {
+    const got = stored.get(key);
+    const count = got?.count ?? 0;
+    if (count < want.count) lost += want.count - count;
+    if (count > want.count) duplicated += count - want.count;
+    if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
+  }
+  for (const [key, got] of stored) {
+    if (!reference.has(key)) {
+      duplicated += got.count;
+      mismatched++;
+    }
+  }
+  return { records_in_topic: records, keys: reference.size, records_lost: lost, records_duplicated: duplicated, keys_mismatched: mismatched };
+}
+
+type Side = 'ours' | 'streams';
+
+interface SideRun {
+  figures: Record<string, number>;
+  rows: Row[];
+  notes: Record<string, unknown>;
+  lostDuplicatedMismatched: number;
+}
+
+/** A Kafka Streams instance of bench/anchors/kafka-streams' RebalanceApp, shaped as a FlowWorker (its lines kept). */
+function spawnStreams(name: string, id: string, brokers: string[], stateDir: string, foldLog: string, logFile?: string): FlowWorker {
+  const child = spawnProcess(
+    findJava17(),
+    ['-Xmx256m', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', STREAMS_JAR, 'kft.bench.RebalanceApp', brokers.join(','), id, id, stateDir, foldLog],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const lines: LoggedLine[] = [];
+  const keep = (line: string) => {
+    const entry: LoggedLine = { at: performance.now(), line };
+    lines.push(entry);
+    if (lines.length > 20_000) lines.splice(0, 10_000);
+    if (logFile) fs.appendFileSync(logFile, `${Math.round(entry.at)} [ks-${name}] ${line}\n`);
+    if (/FATAL|ERROR/.test(line)) process.stderr.write(`[ks-${name}] ${line}\n`);
+  };
+  createInterface({ input: child.stdout! }).on('line', keep);
+  createInterface({ input: child.stderr! }).on('line', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    name,
+    process: child,
+    lines,
+    exited,
+    firstLine: (match, after = 0) => lines.find((l) => l.at >= after && match(l)),
+    stop: (ms = 60_000) => stopChild(child, ms),
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+/** The scenario on one side (ours: worker processes of the probe flow; streams: RebalanceApp instances), on its own topic. */
+async function runSide(side: Side, started: number): Promise<SideRun> {
   const brokers = brokersFromEnv();
-  const id = uniqueName('bench-rebalance');
+  const id = uniqueName(side === 'ours' ? 'bench-rebalance' : 'bench-rebalance-ks');
   const names = { name: id, group: id, topic: id, backend: 'kafka' as const, persistEveryMs: PERSIST_EVERY_MS, sessionTimeoutMs: SESSION_TIMEOUT_MS };
   const kafka = benchKafka('bench-rebalance', brokers);
   const admin = kafka.admin();
@@ -244,19 +367,22 @@ async function main(): Promise<void> {
   const live: FlowWorker[] = [];
   const exits: Record<string, number | null> = {};
   const probes = new Probes();
-  const probeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rebalance-'));
+  const probeDir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-rebalance-${side}-`));
   const env = offsetHashEnv(id, PERSIST_EVERY_MS, SESSION_TIMEOUT_MS);
   const logFile = process.env.BENCH_WORKER_LOG;
   const loads: number[] = [os.loadavg()[0] ?? 0];
   let watcher: StatusWatcher | undefined;
   let input: SteadyLoad | undefined;
   const steps: Step[] = [];
-  const started = Date.now();
-  const say = (s: string) => process.stdout.write(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${s}\n`);
+  const label = side === 'ours' ? 'ours' : 'kafka-streams';
+  const say = (s: string) => process.stdout.write(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  [${label}] ${s}\n`);
 
-  const spawn = (name: string) => {
+  const start = (name: string) => {
     const foldLog = path.join(probeDir, `${name}.folds`);
-    const w = spawnWorker(name, FLOW_MODULE, { ...env, BENCH_FOLD_LOG: foldLog }, logFile);
+    const w =
+      side === 'ours'
+        ? spawnWorker(name, FLOW_MODULE, { ...env, BENCH_FOLD_LOG: foldLog }, logFile)
+        : spawnStreams(name, id, brokers, path.join(probeDir, `${name}.state`), foldLog, logFile);
     probes.add(name, foldLog);
     all.push(w);
     live.push(w);
@@ -264,8 +390,8 @@ async function main(): Promise<void> {
   };
   const retire = (w: FlowWorker) => live.splice(live.indexOf(w), 1);
 
-  /** Every partition running on a live worker, each live worker owning one; then folding since. */
-  const settle = async (step: Step): Promise<void> => {
+  /** Ours: every partition running (status) on a live worker, each live worker owning one; then every partition folding since. */
+  const settleOurs = async (step: Step): Promise<void> => {
     const w = watcher!;
     const progress = startProgress(`${step.name}: partitions running`, PARTITIONS, { plainEveryMs: 5_000 });
     try {
@@ -297,9 +423,35 @@ async function main(): Promise<void> {
       60_000,
       live,
     );
+  };
+  /**
+   * Kafka Streams: every live instance in state RUNNING, folding in the last 2 s, and every
+   * partition's latest fold on a live instance, in the last 2 s and since the step's start.
+   */
+  const settleStreams = async (step: Step): Promise<void> => {
+    await eventually(
+      `${step.name}: every partition folding on the ${live.length} live instances`,
+      async () => {
+        probes.read();
+        const now = Date.now();
+        const state = (w: FlowWorker) => [...w.lines].reverse().find((l) => l.line.startsWith('STATE '))?.line.split(' ')[1];
+        if (!live.every((w) => state(w) === 'RUNNING')) return false;
+        const liveNames = new Set(live.map((w) => w.name));
+        const since = Math.max(step.start, now - 2_000);
+        const latest = probes.latest();
+        if (!latest.every((pr) => pr !== undefined && liveNames.has(pr.worker) && pr.t >= since)) return false;
+        return live.every((w) => latest.some((pr) => pr!.worker === w.name));
+      },
+      SETTLE_DEADLINE_MS,
+      live,
+    );
+    step.settledRunning = Date.now();
+  };
+  const settle = async (step: Step): Promise<void> => {
+    await (side === 'ours' ? settleOurs(step) : settleStreams(step));
     step.settledFolding = Date.now();
     loads.push(os.loadavg()[0] ?? 0);
-    say(`${step.name}: running after ${step.settledRunning - step.start} ms, all folding after ${step.settledFolding - step.start} ms (${live.map((l) => l.name).join(', ')})`);
+    say(`${step.name}: running after ${step.settledRunning! - step.start} ms, all folding after ${step.settledFolding - step.start} ms (${live.map((l) => l.name).join(', ')})`);
   };
   const begin = (name: string, kind: Kind): Step => {
     const prev = steps.at(-1);
@@ -314,10 +466,10 @@ async function main(): Promise<void> {
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: id, numPartitions: PARTITIONS, replicationFactor: 1 }] });
     await producer.connect();
     input = new SteadyLoad(producer, id, RATE, KEYS);
-    watcher = await StatusWatcher.connect();
-    say(`${PARTITIONS} partitions, ${RATE} records/s over ${KEYS} keys, session timeout ${SESSION_TIMEOUT_MS} ms, persist every ${PERSIST_EVERY_MS} ms; probes in ${probeDir}`);
+    if (side === 'ours') watcher = await StatusWatcher.connect();
+    say(`${PARTITIONS} partitions, ${RATE} records/s over ${KEYS} keys, session timeout ${SESSION_TIMEOUT_MS} ms, commit/persist every ${PERSIST_EVERY_MS} ms; probes in ${probeDir}`);
 
-    for (const n of ['a', 'b', 'c']) spawn(n);
+    for (const n of ['a', 'b', 'c']) start(n);
     const first = begin('start', 'join');
     first.workersBefore = 0;
     first.workersAfter = 3;
@@ -327,7 +479,7 @@ async function main(): Promise<void> {
 
     const join = begin('join', 'join');
     const baselineEnd = join.start;
-    spawn('d');
+    start('d');
     join.workersAfter = live.length;
     await settle(join);
     await sleep(STEADY_MS);
@@ -359,7 +511,7 @@ async function main(): Promise<void> {
       const exit = old.stop().then((code) => {
         exits[old.name] = code;
       });
-      spawn(`${old.name}${i + 2}`);
+      start(`${old.name}${i + 2}`);
       step.workersAfter = live.length;
       await settle(step);
       await exit;
@@ -369,20 +521,22 @@ async function main(): Promise<void> {
     steps.at(-1)!.end = loadEnd;
 
     await input.stop();
-    say(`load stopped (${input.produced} records); waiting for the workers to catch up`);
-    await eventually('the workers caught up', async () => caughtUp(admin, id), 120_000, live);
+    say(`load stopped (${input.produced} records); waiting for the ${side === 'ours' ? 'workers' : 'instances'} to catch up`);
+    await eventually('caught up', async () => caughtUp(admin, id), 120_000, live);
     for (const w of [...live]) {
       exits[w.name] = await w.stop();
       retire(w);
     }
-    const exact = await compareOffsetHash(names, PARTITIONS, brokers);
+    const exact = side === 'ours' ? await compareOffsetHash(names, PARTITIONS, brokers) : await compareStreamsOffsetHash(id, `${id}-offsethash-changelog`, brokers);
 
     // ---- analysis ----
     probes.read();
     const sorted = probes.sorted();
     const baselineGaps = sorted.map((ps) => longestGap(ps, baselineStart, baselineEnd));
-    const fences = fenceLines(all, id);
-    const taskFailures = workflowTaskFailures(all);
+    const fences = side === 'ours' ? fenceLines(all, id) : [];
+    const taskFailures = side === 'ours' ? workflowTaskFailures(all) : [];
+    // Kafka Streams' own fence lines (not attributed to a partition: counted only).
+    const streamsFenceLines = side === 'streams' ? all.flatMap((w) => w.lines.filter((l) => /ProducerFenced|InvalidProducerEpoch|TaskMigrated|fenced/i.test(l.line))).length : 0;
     const perStep = steps.slice(1).map((s, i) => {
       const parts = analyseStep(sorted, s.start, s.end!);
       const prevFences = steps[i]!.fences;
@@ -414,72 +568,125 @@ async function main(): Promise<void> {
       kill_pause_moved_max_ms: Math.max(0, ...gaps([killStep], false)),
       rolling_restart_max_stall_s: Number((rollingStall / 1000).toFixed(2)),
       rolling_restart_total_s: Number(((loadEnd - rollingStart) / 1000).toFixed(1)),
-      rolling_restart_spurious_fences: rollingSteps.reduce((n, x) => n + x.spurious.length, 0),
-      spurious_fences_all: perStep.reduce((n, x) => n + x.spurious.length, 0),
-      fence_lines_all: fences.length,
-      workflow_fences_on_kept: perStep.reduce((n, x) => n + x.workflowFencesOnKept, 0),
-      workflow_task_failures: taskFailures.length,
+      ...(side === 'ours'
+        ? {
+            rolling_restart_spurious_fences: rollingSteps.reduce((n, x) => n + x.spurious.length, 0),
+            spurious_fences_all: perStep.reduce((n, x) => n + x.spurious.length, 0),
+            fence_lines_all: fences.length,
+            workflow_fences_on_kept: perStep.reduce((n, x) => n + x.workflowFencesOnKept, 0),
+            workflow_task_failures: taskFailures.length,
+          }
+        : { fence_lines_all: streamsFenceLines }),
       baseline_gap_p99_ms: quantile(baselineGaps, 0.99),
       baseline_gap_p50_ms: quantile(baselineGaps, 0.5),
-      partitions: PARTITIONS,
-      rate_records_per_s: RATE,
-      session_timeout_ms: SESSION_TIMEOUT_MS,
       records: input.produced,
       ...exact,
       load_avg_1m_max: Number(Math.max(...loads).toFixed(2)),
-      run_s: Math.round((Date.now() - started) / 1000),
     };
 
     const rows: Row[] = perStep.map((x) => {
       const kept = x.parts.filter((p) => p.kept).map((p) => p.gapMs);
       const moved = x.parts.filter((p) => !p.kept).map((p) => p.gapMs);
       return {
+        side: label,
         step: x.step.name,
         workers: `${x.step.workersBefore}->${x.step.workersAfter}`,
-        running_ms: x.step.settledRunning! - x.step.start,
+        settled_ms: x.step.settledFolding! - x.step.start,
         kept: kept.length,
         kept_p50_ms: quantile(kept, 0.5),
         kept_max_ms: Math.max(0, ...kept),
         moved: moved.length,
         moved_p50_ms: quantile(moved, 0.5),
         moved_max_ms: Math.max(0, ...moved),
-        fence_lines: x.fenceLines.length,
-        spurious: x.spurious.length,
-        wf_fences_kept: x.workflowFencesOnKept,
+        ...(side === 'ours' ? { fence_lines: x.fenceLines.length, spurious: x.spurious.length, wf_fences_kept: x.workflowFencesOnKept } : {}),
       };
     });
-    printTable(`rebalance: eager (classic protocol), ${PARTITIONS} partitions, ${RATE} records/s; gaps in folding per partition (baseline p99 ${figures.baseline_gap_p99_ms} ms)`, rows);
-    printTable(
-      'rebalance figures',
-      Object.entries(figures).map(([figure, value]) => ({ figure, value })),
-    );
-    const file = writeResults('rebalance', figures, {
-      versions: { kafka: '4.3.1' },
-      productCommit: commit,
+    return {
+      figures,
+      rows,
+      lostDuplicatedMismatched: exact.records_lost + exact.records_duplicated + exact.keys_mismatched,
       notes: {
-        protocol: 'classic consumer group protocol, eager rebalancing (kafkajs port), as of the product commit',
-        flow: 'bench/flows/offset-hash-probe.ts (test/fixtures/offset-hash-flow.ts with a fold probe), transactional Kafka persistence',
-        scenario: '3 workers; a 4th joins; one leaves (SIGTERM); one killed -9; each remaining one restarted in turn (SIGTERM + replacement started at once)',
-        keys: KEYS,
-        persist_every_ms: PERSIST_EVERY_MS,
-        steady_ms_between_steps: STEADY_MS,
-        measured:
-          'fold probe: per worker a file of `<epoch ms> <partition> <offset>`, the first record of a partition after 10 ms without a line; a gap between two lines of a partition is time without folding (over-stated by <= 10 ms; the load sends every 50 ms). kept/moved: the worker of the last line before the step vs the last line in the step window. p99 over (partition, step) of join, leave and the rolling steps; kill apart',
-        fences:
-          'worker lines at warn+ matching fenc|stale|illegal generation with a partition field; spurious when the logging worker owned the partition before and after the step',
+        topic: id,
         steps: rows,
-        fence_lines: fences.map((f) => ({ ...f, t: Math.round(f.t - started) })),
-        workflow_task_failures: taskFailures.map((f) => ({ ...f, t: Math.round(f.t - started) })),
+        ...(side === 'ours'
+          ? {
+              fence_lines: fences.map((f) => ({ ...f, t: Math.round(f.t - started) })),
+              workflow_task_failures: taskFailures.map((f) => ({ ...f, t: Math.round(f.t - started) })),
+            }
+          : {}),
         exits,
         load_avg_1m: loads.map((l) => Number(l.toFixed(2))),
       },
-    });
-    say(`results: ${file}`);
-    if (exact.records_lost + exact.records_duplicated + exact.keys_mismatched > 0) process.exitCode = 1;
+    };
   } finally {
     await endFlowRun({ id, partitions: PARTITIONS, brokers, input, workers: all, watcher, producer, admin });
     if (!process.env.BENCH_KEEP_PROBES) fs.rmSync(probeDir, { recursive: true, force: true });
   }
+}
+
+async function main(): Promise<void> {
+  const commit = productCommit();
+  const started = Date.now();
+  const only = process.env.BENCH_REBALANCE_ONLY;
+  const sides = (['ours', 'streams'] as const).filter((s) => only === undefined || only === s);
+  if (sides.includes('streams')) ensureStreamsJar();
+  const runs = new Map<Side, SideRun>();
+  for (const side of sides) runs.set(side, await runSide(side, started));
+
+  const ours = runs.get('ours');
+  const streams = runs.get('streams');
+  const figures: Record<string, number> = {
+    ...(ours?.figures ?? {}),
+    ...Object.fromEntries(Object.entries(streams?.figures ?? {}).map(([k, v]) => [`streams_${k}`, v])),
+    partitions: PARTITIONS,
+    rate_records_per_s: RATE,
+    session_timeout_ms: SESSION_TIMEOUT_MS,
+    run_s: Math.round((Date.now() - started) / 1000),
+  };
+  printTable(
+    `rebalance: ${PARTITIONS} partitions, ${RATE} records/s; per step and partition the longest time without folding (ms), split by whether the partition kept its owner`,
+    [...(ours?.rows ?? []), ...(streams?.rows ?? [])],
+  );
+  const headline = [
+    'rebalance_pause_kept_p99_ms',
+    'rebalance_pause_moved_p99_ms',
+    'kill_pause_kept_p99_ms',
+    'kill_pause_moved_max_ms',
+    'rolling_restart_max_stall_s',
+    'rolling_restart_spurious_fences',
+    'fence_lines_all',
+    'baseline_gap_p99_ms',
+    'records_lost',
+    'records_duplicated',
+    'keys_mismatched',
+    'load_avg_1m_max',
+  ];
+  printTable(
+    'rebalance figures (ours: eager, classic protocol; kafka-streams: cooperative, classic protocol)',
+    headline.map((figure) => ({ figure, ours: ours?.figures[figure] ?? '-', 'kafka-streams': streams?.figures[figure] ?? '-' })),
+  );
+  const file = writeResults('rebalance', figures, {
+    versions: { kafka: '4.3.1', ...(streams ? { 'kafka-streams': STREAMS_VERSION } : {}) },
+    productCommit: commit,
+    notes: {
+      protocol:
+        'ours: the classic consumer group protocol with eager rebalancing (the kafkajs port) as of the product commit; streams_*: Kafka Streams (bench/anchors/kafka-streams RebalanceApp) on the classic protocol with its cooperative rebalancing, exactly-once v2, commit 1 s, acceptable.recovery.lag max',
+      flow: 'bench/flows/offset-hash-probe.ts (test/fixtures/offset-hash-flow.ts with a fold probe), transactional Kafka persistence every second; Kafka Streams: the same count + offset hash per key in a changelogged store',
+      scenario: '3 members; a 4th joins; one leaves (SIGTERM); one killed -9; each remaining one restarted in turn (SIGTERM + replacement started at once); steady load throughout, each side on its own topic, ours first',
+      keys: KEYS,
+      persist_every_ms: PERSIST_EVERY_MS,
+      steady_ms_between_steps: STEADY_MS,
+      measured:
+        'fold probe: per member a file of `<epoch ms> <partition> <offset>`, the first record of a partition after 10 ms without a line; a gap between two lines of a partition is time without folding (over-stated by <= 10 ms; the load sends every 50 ms: baseline_gap_* is the floor). kept/moved: the member of the last line before the step vs the last line in the step window. p99 over (partition, step) of join, leave and the rolling steps; the kill apart',
+      fences:
+        'ours: worker lines at warn+ matching fenc|stale|illegal generation naming a partition (field, or the partition workflow id of the Temporal SDK\'s "Activity failed" lines); spurious when the logging worker owned the partition before and after the step. streams: lines matching ProducerFenced|InvalidProducerEpoch|TaskMigrated|fenced, counted only',
+      exactness: 'records_lost/duplicated/keys_mismatched after the load stopped and every member caught up and stopped: ours compareOffsetHash (persisted state via inspect), streams_* the store changelog read committed; both against a plain fold of the input topic',
+      ...(ours ? { ours: ours.notes } : {}),
+      ...(streams ? { streams: streams.notes } : {}),
+    },
+  });
+  process.stdout.write(`results: ${file}\n`);
+  if ((ours?.lostDuplicatedMismatched ?? 0) + (streams?.lostDuplicatedMismatched ?? 0) > 0) process.exitCode = 1;
 }
 
 runMain(main);
