@@ -7,6 +7,7 @@ import type { PartitionWorkflowInput } from '../../workflows/partition-workflow'
 import { retireSignal } from '../../workflows/partition-workflow';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { connectTemporalClient } from '../connect/temporal-client';
+import type * as RetireRunner from './retire-runner';
 
 /**
  * A worker counts as alive when it polled its activity task queue this recently — unless it
@@ -45,6 +46,8 @@ export interface RetireOptions {
   readonly force?: boolean;
   /** How long to wait for the workflows to complete on the retire signal (then they are terminated). */
   readonly waitMs?: number;
+  /** Run the flow's workflows in this process while waiting (default); false: only wait for a worker of the flow to. */
+  readonly runWorkflows?: boolean;
 }
 
 export interface RetiredWorkflow {
@@ -55,8 +58,9 @@ export interface RetiredWorkflow {
 
 /**
  * Ends every running partition workflow of a decommissioned flow: each is signalled `retire` (it
- * cancels its activities, shows `retired` and completes); those no worker has run to their end
- * within the wait (no worker runs at all) are terminated. Refuses while workers of the flow are
+ * cancels its activities, shows `retired` and completes), run here on the flow's workflow task
+ * queue (retire-runner.ts: only the flow's workers poll it, and none is left); those not ended
+ * within the wait are terminated. Refuses while workers of the flow are
  * alive — an owner of its partitions (phase), or a process that owned one and still polls its
  * task queue — unless forced.
  */
@@ -74,12 +78,20 @@ export async function retireFlow(flow: string, options: RetireOptions = {}): Pro
     await Promise.all(handles.map((h) => h.signal(retireSignal)));
     const deadline = Date.now() + (options.waitMs ?? DEFAULT_RETIRE_WAIT_MS);
     const open = new Set(handles.map((h) => h.workflowId));
-    while (open.size > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 250));
-      for (const h of handles.filter((x) => open.has(x.workflowId))) {
-        if ((await h.describe()).status.name !== 'RUNNING') open.delete(h.workflowId);
+    const ended = (async () => {
+      while (open.size > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        for (const h of handles.filter((x) => open.has(x.workflowId))) {
+          if ((await h.describe()).status.name !== 'RUNNING') open.delete(h.workflowId);
+        }
       }
+    })();
+    if (handles.length > 0 && options.runWorkflows !== false) {
+      // No worker of the flow polls its workflow task queue any more: this process runs the workflows to their end.
+      const runner = require('./retire-runner') as typeof RetireRunner;
+      await runner.runFlowWorkflowsUntil(flow, ended);
     }
+    await ended;
     await Promise.all(
       handles.filter((h) => open.has(h.workflowId)).map((h) => h.terminate(`retired by kafka-flow-temporal retire: no worker ran the retire signal`)),
     );

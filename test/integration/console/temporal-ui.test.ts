@@ -1,10 +1,10 @@
 // The operator's console end to end: worker processes started by the CLI, the Temporal UI in a
 // real headless Chromium. The flow's list shows each partition's phase, owner, generation, lag and
 // keys as columns (the column set-up the README documents); a partition's page shows the
-// current-details panel; once the flow's workers are gone its partitions show `unowned` after the
-// session timeout; `retire` refuses while a worker of the flow is alive and then ends its
-// partition workflows — run to completion by a worker of another flow, which is not counted as
-// one of the retired flow's.
+// current-details panel; once the flow's last worker has stopped its partitions show `idle` and
+// stay so — a worker of another flow does not run them (each flow has its own workflow task
+// queue); `retire` refuses while a worker of the flow is alive and then ends its partition
+// workflows, run to completion by the retire command itself.
 import { Client, Connection } from '@temporalio/client';
 import { readInfraSettings } from '../../../infra/settings';
 import { FLOW_COLUMNS, flowColumnsStorage, flowUiUrl, renderPage } from '../../../scripts/temporal-ui';
@@ -14,7 +14,7 @@ import { eventually, FlowCluster } from '../orchestration/harness';
 
 const literal = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
-test("the Temporal UI shows every partition's phase and owner and its current details; stopped workers leave it unowned; retire ends it", async () => {
+test("the Temporal UI shows every partition's phase and owner and its current details; stopped workers leave it idle; retire ends it", async () => {
   const namespace = await freshNamespace('kft-console');
   const env = { TEMPORAL_NAMESPACE: namespace };
   // The test's own status reads (flowStatus) and the retire CLI use the namespace too.
@@ -66,20 +66,22 @@ test("the Temporal UI shows every partition's phase and owner and its current de
     expect(refused.code).toBe(1);
     expect(refused.out).toContain(`flow "${flow.names.name}" still has live workers`);
 
-    // The flow's worker stops: its partitions go idle, then unowned past the session timeout (6 s).
+    // The flow's last worker stops: its partitions go idle, and stay so past the session timeout
+    // (6 s): only the flow's own workers run its workflows (`unowned` is decided by a worker of the
+    // flow, and none is left), not the other flow's worker.
     expect(await flow.stop(worker)).toBe(0);
-    await eventually('every partition unowned', async () => {
-      const phases = await Promise.all(ids.map(async (id) => (await client.workflow.getHandle(id).describe()).typedSearchAttributes.get(searchAttributes.phase)));
-      return phases.every((p) => p === 'unowned') || undefined;
-    });
-    const unownedCells = `unowned\\s+${owner.generation}\\s+\\d+\\s+\\d+\\s+${literal(owner.memberId)}`;
-    const unowned = await renderPage(listUrl, { localStorage: flowColumnsStorage(namespace), until: (t) => listed(t, unownedCells), timeoutMs: 60_000 });
-    for (const id of ids) expect(unowned.text).toMatch(row(id, unownedCells));
+    const phases = () => Promise.all(ids.map(async (id) => (await client.workflow.getHandle(id).describe()).typedSearchAttributes.get(searchAttributes.phase)));
+    await eventually('every partition idle', async () => (await phases()).every((p) => p === 'idle') || undefined);
+    await new Promise((r) => setTimeout(r, 9_000));
+    expect(await phases()).toEqual(['idle', 'idle', 'idle']);
+    const idleCells = `idle\\s+${owner.generation}\\s+\\d+\\s+\\d+\\s+${literal(owner.memberId)}`;
+    const idle = await renderPage(listUrl, { localStorage: flowColumnsStorage(namespace), until: (t) => listed(t, idleCells), timeoutMs: 60_000 });
+    for (const id of ids) expect(idle.text).toMatch(row(id, idleCells));
 
     // Nobody owns a partition now, and the worker stopped gracefully (its revokes say `shutdown`):
     // retire is accepted at once, though its pollers are still listed (a worker killed without a
     // stop counts as alive until its last poll is old: test/unit/workers/cli/retire-liveness.test.ts).
-    // It ends every partition workflow; the other flow's worker runs them to completion.
+    // It ends every partition workflow, running them to completion on the flow's workflow task queue itself.
     const retired = await runCli(['retire', flow.names.name, '--wait', '30'], env);
     expect(retired).toMatchObject({ code: 0 });
     for (const id of ids) expect(retired.out).toMatch(new RegExp(`${literal(id)}\\s+completed`));
