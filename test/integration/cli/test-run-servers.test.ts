@@ -47,7 +47,8 @@ describe('the servers of a test run', () => {
       '-t',
       'a bad environment value',
     ];
-    const r = await run(process.execPath, args, { cwd: root, env: { ...process.env, ...env, ...extra }, timeout: 180_000 });
+    // The inner run starts what it needs whatever the outer run was told (KFT_TEST_START_INFRA=0 there).
+    const r = await run(process.execPath, args, { cwd: root, env: { ...process.env, KFT_TEST_START_INFRA: '1', ...env, ...extra }, timeout: 180_000 });
     return r.stderr;
   }
 
