@@ -16,10 +16,12 @@
 //   rolling-*  each remaining member in turn: SIGTERM it and start its replacement at once, wait
 //              until every partition folds again (the rolling deploy)
 // After each step the driver waits until the step has settled, then STEADY_MS of plain load
-// before the next step. Ours settled: every partition `running` (status query) on a live worker,
-// every live worker owning one, and every partition has folded since. Kafka Streams settled:
-// every live instance in state RUNNING and folding, every partition's latest fold on a live
-// instance within the last 2 s. A step's window runs from its start (the signal or the spawn) to
+// before the next step. Settled: every live member folding in the last 2 s and every partition's
+// latest fold on a live member, in the last 2 s and since the step's start (the fold probe
+// below); plus, ours, every partition workflow's phase `running` in the visibility store, and
+// Kafka Streams every live instance's last state RUNNING. (No status query per partition while
+// waiting: each is a task the measured workers must answer; one round after settling reads the
+// workflows' fence counters.) A step's window runs from its start (the signal or the spawn) to
 // the next step's start; the last one ends when the load stops.
 //
 // What is measured, and how (no product change: a bench flow module and the members' logs):
@@ -56,7 +58,9 @@
 //                lines of the Temporal SDK in the workers (each stalls its partition until retried).
 //                Kafka Streams: streams_fence_lines_all counts its lines matching
 //                ProducerFenced|InvalidProducerEpoch|TaskMigrated|fenced (not per partition).
-//   settled_ms   per step (table, notes): the step's start to settled as above (polled every 250 ms)
+//   settled_ms   per step (table, notes): the step's start to settled as above (polled every 250 ms
+//                plus the poll's own time); folding_ms: to the first poll where its fold-probe
+//                half held
 //   records_lost / records_duplicated / keys_mismatched   after the load stops and every member
 //                has caught up (committed offsets at the log end) and stopped, per key against a
 //                plain fold of the input: ours the persisted state (compareOffsetHash), Kafka
@@ -114,8 +118,11 @@ interface Step {
   /** Epoch ms. */
   start: number;
   end?: number;
-  settledRunning?: number;
   settledFolding?: number;
+  /** When the fold-probe half of settled first held (epoch ms). */
+  foldingAt?: number;
+  /** What the last poll before settling was still waiting for, once every partition folded. */
+  waitingFor?: string;
   workersBefore: number;
   workersAfter: number;
   /** Each partition's workflow fence counter when the step settled. */
@@ -169,11 +176,6 @@ class Probes {
   /** Each partition's latest probe (by time). */
   latest(): Array<Probe | undefined> {
     return this.byPartition.map((ps) => ps.reduce<Probe | undefined>((a, pr) => (a === undefined || pr.t > a.t ? pr : a), undefined));
-  }
-
-  /** Every partition has a probe at or after `t`. */
-  allSince(t: number): boolean {
-    return this.byPartition.every((ps) => ps.some((pr) => pr.t >= t));
   }
 }
 
@@ -390,68 +392,55 @@ async function runSide(side: Side, started: number): Promise<SideRun> {
   };
   const retire = (w: FlowWorker) => live.splice(live.indexOf(w), 1);
 
-  /** Ours: every partition running (status) on a live worker, each live worker owning one; then every partition folding since. */
-  const settleOurs = async (step: Step): Promise<void> => {
-    const w = watcher!;
-    const progress = startProgress(`${step.name}: partitions running`, PARTITIONS, { plainEveryMs: 5_000 });
-    try {
-      const rows = await eventually(
-        `${step.name}: every partition running on the ${live.length} live workers`,
-        async () => {
-          const rs = await w.statuses(id, id, PARTITIONS);
-          const pids = live.map((l) => `/${l.process.pid}-`);
-          const onLive = rs.filter((r) => r?.phase === 'running' && pids.some((p) => r.owner?.taskQueue.includes(p)));
-          progress.update(onLive.length);
-          if (onLive.length !== PARTITIONS) return undefined;
-          if (!pids.every((p) => onLive.some((r) => r!.owner!.taskQueue.includes(p)))) return undefined;
-          return onLive;
-        },
-        SETTLE_DEADLINE_MS,
-        live,
-      );
-      step.settledRunning = Date.now();
-      step.fences = rows.map((r) => r!.counters.fences);
-    } finally {
-      progress.stop();
-    }
-    await eventually(
-      `${step.name}: every partition folding`,
-      async () => {
-        probes.read();
-        return probes.allSince(step.settledRunning!);
-      },
-      60_000,
-      live,
-    );
-  };
   /**
-   * Kafka Streams: every live instance in state RUNNING, folding in the last 2 s, and every
-   * partition's latest fold on a live instance, in the last 2 s and since the step's start.
+   * Settled, from what perturbs no member: every live member folding in the last 2 s, and every
+   * partition's latest fold on a live member, in the last 2 s and since the step's start; for
+   * Kafka Streams every live instance's last state RUNNING, for ours every partition workflow's
+   * phase `running` in the visibility store (one list call to the Temporal server — a status
+   * query per partition is a task the workers being measured must answer). Then, ours only, one
+   * round of status queries for the workflows' fence counters.
    */
-  const settleStreams = async (step: Step): Promise<void> => {
+  const settle = async (step: Step): Promise<void> => {
+    const liveNames = () => new Set(live.map((w) => w.name));
+    const state = (w: FlowWorker) => [...w.lines].reverse().find((l) => l.line.startsWith('STATE '))?.line.split(' ')[1];
+    const progress = startProgress(`${step.name}: partitions folding on live members`, PARTITIONS, { plainEveryMs: 5_000 });
     await eventually(
-      `${step.name}: every partition folding on the ${live.length} live instances`,
+      `${step.name}: every partition folding on the ${live.length} live members`,
       async () => {
         probes.read();
         const now = Date.now();
-        const state = (w: FlowWorker) => [...w.lines].reverse().find((l) => l.line.startsWith('STATE '))?.line.split(' ')[1];
-        if (!live.every((w) => state(w) === 'RUNNING')) return false;
-        const liveNames = new Set(live.map((w) => w.name));
         const since = Math.max(step.start, now - 2_000);
         const latest = probes.latest();
-        if (!latest.every((pr) => pr !== undefined && liveNames.has(pr.worker) && pr.t >= since)) return false;
-        return live.every((w) => latest.some((pr) => pr!.worker === w.name));
+        const names = liveNames();
+        const folding = latest.filter((pr) => pr !== undefined && names.has(pr.worker) && pr.t >= since).length;
+        progress.update(folding);
+        if (folding < PARTITIONS) return false;
+        if (!live.every((w) => latest.some((pr) => pr!.worker === w.name))) return false;
+        step.foldingAt ??= now;
+        if (side === 'streams') {
+          const states = live.map((w) => state(w));
+          if (states.every((st) => st === 'RUNNING')) return true;
+          step.waitingFor = `states ${states.join(',')}`;
+          return false;
+        }
+        const visible = await watcher!.visiblePartitions(id);
+        const phases = new Map<string, number>();
+        for (const v of visible) phases.set(String(v.phase), (phases.get(String(v.phase)) ?? 0) + 1);
+        if (visible.length === PARTITIONS && visible.every((v) => v.phase === 'running')) return true;
+        step.waitingFor = `visible phases ${[...phases].map(([k, n]) => `${k}:${n}`).join(',')}`;
+        return false;
       },
       SETTLE_DEADLINE_MS,
       live,
-    );
-    step.settledRunning = Date.now();
-  };
-  const settle = async (step: Step): Promise<void> => {
-    await (side === 'ours' ? settleOurs(step) : settleStreams(step));
+    ).finally(() => progress.stop());
     step.settledFolding = Date.now();
+    if (side === 'ours') {
+      const rows = await watcher!.statuses(id, id, PARTITIONS, 10_000);
+      if (rows.every((r) => r !== undefined)) step.fences = rows.map((r) => r!.counters.fences);
+    }
     loads.push(os.loadavg()[0] ?? 0);
-    say(`${step.name}: running after ${step.settledRunning! - step.start} ms, all folding after ${step.settledFolding - step.start} ms (${live.map((l) => l.name).join(', ')})`);
+    const waited = step.foldingAt !== undefined && step.settledFolding - step.foldingAt > 1_000 ? `; every partition folding after ${step.foldingAt - step.start} ms, then waited for ${step.waitingFor}` : '';
+    say(`${step.name}: settled after ${step.settledFolding - step.start} ms (${live.map((l) => l.name).join(', ')})${waited}`);
   };
   const begin = (name: string, kind: Kind): Step => {
     const prev = steps.at(-1);
@@ -591,6 +580,7 @@ async function runSide(side: Side, started: number): Promise<SideRun> {
         side: label,
         step: x.step.name,
         workers: `${x.step.workersBefore}->${x.step.workersAfter}`,
+        folding_ms: (x.step.foldingAt ?? x.step.settledFolding!) - x.step.start,
         settled_ms: x.step.settledFolding! - x.step.start,
         kept: kept.length,
         kept_p50_ms: quantile(kept, 0.5),
@@ -608,6 +598,7 @@ async function runSide(side: Side, started: number): Promise<SideRun> {
       notes: {
         topic: id,
         steps: rows,
+        settle_last_waited_for: Object.fromEntries(steps.filter((x) => x.waitingFor).map((x) => [x.name, x.waitingFor])),
         ...(side === 'ours'
           ? {
               fence_lines: fences.map((f) => ({ ...f, t: Math.round(f.t - started) })),
