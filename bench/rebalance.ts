@@ -427,7 +427,8 @@ async function runSide(side: Side, started: number): Promise<SideRun> {
         const phases = new Map<string, number>();
         for (const v of visible) phases.set(String(v.phase), (phases.get(String(v.phase)) ?? 0) + 1);
         if (visible.length === PARTITIONS && visible.every((v) => v.phase === 'running')) return true;
-        step.waitingFor = `visible phases ${[...phases].map(([k, n]) => `${k}:${n}`).join(',')}`;
+        const notRunning = visible.filter((v) => v.phase !== 'running').map((v) => `${v.partition}:${v.phase}`);
+        step.waitingFor = `visible phases ${[...phases].map(([k, n]) => `${k}:${n}`).join(',')} (not running: ${notRunning.join(' ') || '-'}) at +${now - step.start} ms`;
         return false;
       },
       SETTLE_DEADLINE_MS,
