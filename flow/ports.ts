@@ -5,7 +5,7 @@
  * `core/`, shared with the backends and the Kafka port.
  */
 import type { PendingOutput } from '../core/emitted-outputs';
-import type { JournalEvent, Snapshot, WriteStatus } from '../core/persistence-types';
+import type { JournalEvent, Snapshot, TimeDomain, WriteStatus } from '../core/persistence-types';
 
 /**
  * Everything the engine asks of one key in one persist: at most one of `snapshot` (put) and
@@ -82,6 +82,13 @@ export interface RecoveredKey<S, V> {
   readonly events?: readonly JournalEvent<V>[];
 }
 
+/** Keys out of memory with a timer due, read from the store (PartitionPersistence.readDue). */
+export interface DueKeys<S, V> {
+  readonly keys: readonly RecoveredKey<S, V>[];
+  /** The earliest due time after the one asked for, as far as the store knows now (+Infinity: none). */
+  readonly next: number;
+}
+
 /** How far a running recovery has read: what the operator's console shows while it runs. */
 export interface RestoreProgress {
   /** Read so far, in `unit`s. */
@@ -123,6 +130,14 @@ export interface PartitionPersistence<S, V> {
    * the store holds.
    */
   readonly has?: (key: string) => boolean;
+  /**
+   * With `has`: the keys not in memory (`inMemory` says which are) with a key timer of `time` due
+   * at or before `until`, read now (at most `limit` of them; the store's due-time index), and the
+   * earliest due time after `until` it knows of (a hint: no key out of memory is due before it as
+   * of now; +Infinity: none). The engine takes them into memory, so their timers join its queues and
+   * fire as an in-memory key's do; it may then unload keys with pending timers.
+   */
+  readonly readDue?: (time: TimeDomain, until: number, limit: number, inMemory: (key: string) => boolean) => DueKeys<S, V>;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;
   /** Releases what this partition's persistence holds (a transactional producer), if anything. */
   close?(): Promise<void>;

@@ -5,7 +5,9 @@
  * (`pending`), so a key read at any moment gets its latest landed record. A change leaves
  * `pending` once the store holds it and no later change of the key is waiting.
  */
+import type { TimeDomain } from '../../core/persistence-types';
 import type { LocalPartitionStore } from './local-state';
+import { recordTimers } from './record-timers';
 import type { StoredSnapshot } from './recovery';
 import { SnapshotCache, type SnapshotUpdate, type Where } from './snapshot-cache';
 
@@ -40,6 +42,25 @@ export class StoreSnapshotCache<S> extends SnapshotCache<S> {
     const p = this.pending.get(key);
     if (p !== undefined) return p !== null;
     return this.store.has(key);
+  }
+
+  /**
+   * The keys not held in memory (`inMemory`) with a timer of `time` due at or before `until`, at
+   * most `limit`: the store's due-time index, and the changes not in the store yet (their timers
+   * are the key's, whatever the index says). With the earliest due time after `until` known.
+   */
+  dueKeys(time: TimeDomain, until: number, limit: number, inMemory: (key: string) => boolean): { keys: string[]; next: number } {
+    const keys: string[] = [];
+    let next = this.store.nextDue(time, until);
+    for (const [key, stored] of this.pending) {
+      if (stored === null || inMemory(key)) continue;
+      for (const t of recordTimers(stored.bytes) ?? []) {
+        if (t.time !== time) continue;
+        if (t.at > until) next = Math.min(next, t.at);
+        else if (keys.length < limit && keys[keys.length - 1] !== key) keys.push(key);
+      }
+    }
+    return { keys: keys.concat(this.store.dueKeys(time, until, limit - keys.length, (key) => inMemory(key) || this.pending.has(key))), next };
   }
 
   /** Nothing is enumerated: keys are read when asked for. */
