@@ -595,6 +595,7 @@ export class PartitionFlow<S, V> {
       this.restore(kf, found);
       this.registerFirstTimer(kf);
       this.keys.set(found.key, kf);
+      this.m.keysReadForTimers.inc();
     }
   }
 
