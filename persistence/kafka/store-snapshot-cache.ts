@@ -5,7 +5,7 @@
  * (`pending`), so a key read at any moment gets its latest landed record. A change leaves
  * `pending` once the store holds it and no later change of the key is waiting.
  */
-import type { TimeDomain } from '../../core/persistence-types';
+import type { KeyTimer, TimeDomain } from '../../core/persistence-types';
 import type { LocalPartitionStore } from './local-state';
 import { recordTimers } from './record-timers';
 import type { StoredSnapshot } from './recovery';
@@ -14,6 +14,8 @@ import { SnapshotCache, type SnapshotUpdate, type Where } from './snapshot-cache
 export class StoreSnapshotCache<S> extends SnapshotCache<S> {
   /** Landed changes not in the store yet, newest per key (null: deleted). */
   private readonly pending = new Map<string, StoredSnapshot | null>();
+  /** The timers of pending changes, read once each (a full restore's records wait here until the store has them). */
+  private readonly pendingTimers = new WeakMap<StoredSnapshot, readonly KeyTimer[] | undefined>();
 
   constructor(
     where: Where<S>,
@@ -54,13 +56,20 @@ export class StoreSnapshotCache<S> extends SnapshotCache<S> {
     let next = this.store.nextDue(time, until);
     for (const [key, stored] of this.pending) {
       if (stored === null || inMemory(key)) continue;
-      for (const t of recordTimers(stored.bytes) ?? []) {
+      for (const t of this.timersOf(stored) ?? []) {
         if (t.time !== time) continue;
         if (t.at > until) next = Math.min(next, t.at);
         else if (keys.length < limit && keys[keys.length - 1] !== key) keys.push(key);
       }
     }
     return { keys: keys.concat(this.store.dueKeys(time, until, limit - keys.length, (key) => inMemory(key) || this.pending.has(key))), next };
+  }
+
+  private timersOf(stored: StoredSnapshot): readonly KeyTimer[] | undefined {
+    if (this.pendingTimers.has(stored)) return this.pendingTimers.get(stored);
+    const timers = recordTimers(stored.bytes);
+    this.pendingTimers.set(stored, timers);
+    return timers;
   }
 
   /** Nothing is enumerated: keys are read when asked for. */
