@@ -82,10 +82,29 @@ export interface RecoveredKey<S, V> {
   readonly events?: readonly JournalEvent<V>[];
 }
 
+/** What the engine asks the store for (PartitionPersistence.readDue). */
+export interface DueLook {
+  readonly time: TimeDomain;
+  /**
+   * Due after this (exclusive): the engine looked up to it before and read back every key out of
+   * memory due by then (-Infinity: look from the first; it does after a key left memory).
+   */
+  readonly after: number;
+  /** Due at or before this. */
+  readonly until: number;
+  /** At most this many keys. */
+  readonly limit: number;
+  /** The keys the engine holds (left out). */
+  readonly inMemory: (key: string) => boolean;
+}
+
 /** Keys out of memory with a timer due, read from the store (PartitionPersistence.readDue). */
 export interface DueKeys<S, V> {
   readonly keys: readonly RecoveredKey<S, V>[];
-  /** The earliest due time after the one asked for, as far as the store knows now (+Infinity: none). */
+  /**
+   * A time no key out of memory is due before, after `until`, as far as the store knows now: the
+   * earliest such key's due time, or earlier (+Infinity: none).
+   */
   readonly next: number;
 }
 
@@ -131,13 +150,12 @@ export interface PartitionPersistence<S, V> {
    */
   readonly has?: (key: string) => boolean;
   /**
-   * With `has`: the keys not in memory (`inMemory` says which are) with a key timer of `time` due
-   * at or before `until`, read now (at most `limit` of them; the store's due-time index), and the
-   * earliest due time after `until` it knows of (a hint: no key out of memory is due before it as
-   * of now; +Infinity: none). The engine takes them into memory, so their timers join its queues and
-   * fire as an in-memory key's do; it may then unload keys with pending timers.
+   * With `has`: the keys out of memory with a key timer due in the look's range, read now (at most
+   * `limit` of them; the store's due-time index), and how far the store knows no other key out of
+   * memory is due. The engine takes them into memory, so their timers join its queues and fire as
+   * an in-memory key's do; it may then unload keys with pending timers.
    */
-  readonly readDue?: (time: TimeDomain, until: number, limit: number, inMemory: (key: string) => boolean) => DueKeys<S, V>;
+  readonly readDue?: (look: DueLook) => DueKeys<S, V>;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;
   /** Releases what this partition's persistence holds (a transactional producer), if anything. */
   close?(): Promise<void>;

@@ -14,6 +14,9 @@ import type { PartitionPersistence, RecoveredKey } from './ports';
 export const DUE_READS = 1_000;
 
 export class StoredTimers<S, V> {
+  /** Per clock: every key out of memory due by this was read back at the last look (-Infinity: look from the first). */
+  private readonly scanned: Record<TimeDomain, number> = { processing: Number.NEGATIVE_INFINITY, event: Number.NEGATIVE_INFINITY };
+  /** Per clock: no key out of memory is due before this, as the store said at the last look. */
   private readonly next: Record<TimeDomain, number> = { processing: Number.NEGATIVE_INFINITY, event: Number.NEGATIVE_INFINITY };
 
   constructor(
@@ -22,17 +25,28 @@ export class StoredTimers<S, V> {
     private readonly limit = DUE_READS,
   ) {}
 
-  /** Keys left memory, or a tick: look again whatever the store said last. */
+  /**
+   * Keys left memory (their timers are the store's to find now, whenever due), or a tick: the next
+   * look asks the store, from the first entry, whatever it said before.
+   */
   forget(): void {
     this.next.processing = this.next.event = Number.NEGATIVE_INFINITY;
+    this.scanned.processing = this.scanned.event = Number.NEGATIVE_INFINITY;
   }
 
   /** The keys out of memory with a timer of `time` due at `until` (none if the store knew of none). */
   due(time: TimeDomain, until: number): readonly RecoveredKey<S, V>[] {
     if (until < this.next[time]) return [];
-    const found = this.readDue(time, until, this.limit, this.inMemory);
-    // More may be due than one look reads: the next look asks again.
-    this.next[time] = found.keys.length >= this.limit ? Number.NEGATIVE_INFINITY : found.next;
+    const found = this.readDue({ time, after: this.scanned[time], until, limit: this.limit, inMemory: this.inMemory });
+    if (found.keys.length >= this.limit) {
+      // More may be due than one look reads: the next look asks again, from where this one started.
+      this.next[time] = Number.NEGATIVE_INFINITY;
+    } else {
+      // Every key out of memory due by `until` is in memory now: entries up to it belong to keys in
+      // memory, or to keys that leave it later (forget() then makes the next look start over).
+      this.scanned[time] = Math.max(this.scanned[time], until);
+      this.next[time] = found.next;
+    }
     return found.keys;
   }
 }

@@ -63,9 +63,17 @@ export function readDueEntry(entry: Uint8Array): DueEntry {
   return { time: b[0] === 0 ? 'processing' : 'event', at: Number(b.readBigUInt64BE(1) - SIGN), key: b.toString('utf8', HEAD) };
 }
 
-/** The range of a clock's entries due at or before `until`: [start, end), for LMDB's getKeys. */
-export function dueRange(time: TimeDomain, until: number): { readonly start: Buffer; readonly end: Buffer } {
-  const start = Buffer.alloc(1, CLOCK_BYTE[time]);
+/**
+ * The range of a clock's entries due after `after` (exclusive; -Infinity: from the clock's first)
+ * and at or before `until`: [start, end), for LMDB's getKeys.
+ */
+export function dueRange(time: TimeDomain, until: number, after = Number.NEGATIVE_INFINITY): { readonly start: Buffer; readonly end: Buffer } {
+  const start = after === Number.NEGATIVE_INFINITY ? Buffer.alloc(1, CLOCK_BYTE[time]) : head(time, Math.floor(after) + 1, 0);
   const end = head(time, Math.floor(until) + 1, 0);
   return { start, end };
+}
+
+/** The range of a clock's entries due after `after` (exclusive), to its last. */
+export function dueAfter(time: TimeDomain, after: number): { readonly start: Buffer; readonly end: Buffer } {
+  return { start: dueRange(time, after).end, end: Buffer.alloc(1, CLOCK_BYTE[time] + 1) };
 }

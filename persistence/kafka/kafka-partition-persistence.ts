@@ -26,8 +26,8 @@
 import type { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { Logger } from '../../core/logger';
 import { silentLogger } from '../../core/logger';
-import type { TimeDomain, TopicPartition } from '../../core/persistence-types';
-import type { DueKeys, PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { TopicPartition } from '../../core/persistence-types';
+import type { DueKeys, DueLook, PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { CachingSnapshotWriter, type CachingWriterParts } from './caching-snapshot-writer';
 import type { OutputTopics } from './dead-letter';
 import { type LocalStateHook, LocalStateManager } from './local-state-manager';
@@ -96,7 +96,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
    */
   readonly has?: (key: string) => boolean;
   /** With `has`: the keys out of memory with a timer due, read now (the local store's due-time index). */
-  readonly readDue?: (time: TimeDomain, until: number, limit: number, inMemory: (key: string) => boolean) => DueKeys<S, V>;
+  readonly readDue?: (look: DueLook) => DueKeys<S, V>;
 
   constructor(options: KafkaPartitionPersistenceOptions<S>) {
     if (!(options.maxWritesPerBatch >= 1)) throw new RangeError(`maxWritesPerBatch must be at least 1, got ${options.maxWritesPerBatch}`);
@@ -109,8 +109,8 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     this.cache = onDemand ?? new SnapshotCache<S>(where);
     if (onDemand) {
       this.has = (key) => onDemand.has(key);
-      this.readDue = (time, until, limit, inMemory) => {
-        const due = onDemand.dueKeys(time, until, limit, inMemory);
+      this.readDue = (look) => {
+        const due = onDemand.dueKeys(look);
         const keys: RecoveredKey<S, V>[] = [];
         for (const key of due.keys) {
           const stored = onDemand.get(key);

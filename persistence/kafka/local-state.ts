@@ -28,7 +28,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import type { StoredSnapshot } from './recovery';
 import { InternalError, KafkaFlowError } from '../../config/errors';
 import type { TimeDomain } from '../../core/persistence-types';
-import { dueEntries, dueRange, readDueEntry } from './due-index';
+import { dueAfter, dueEntries, dueRange, readDueEntry } from './due-index';
 import { recordTimers } from './record-timers';
 
 /** 2: with the due-time index (`due`); a store of format 1 has none and is restored afresh. */
@@ -270,29 +270,35 @@ export class LocalPartitionStore {
   }
 
   /**
-   * The keys with a timer of `time` due at or before `until`, as of the last write, earliest first,
-   * at most `limit` of them, leaving out those `skip` says (the keys the partition holds in memory).
+   * The keys with a timer of the look's clock due in its range (after `after`, at or before
+   * `until`), as of the last write, earliest first, at most `limit`, leaving out those `skip` says
+   * (the keys the partition holds in memory).
    */
-  dueKeys(time: TimeDomain, until: number, limit: number, skip: (key: string) => boolean): string[] {
+  dueKeys(look: { readonly time: TimeDomain; readonly after: number; readonly until: number; readonly limit: number; readonly skip: (key: string) => boolean }): string[] {
     this.readable();
     const keys: string[] = [];
-    if (limit <= 0) return keys;
+    if (look.limit <= 0) return keys;
     const seen = new Set<string>();
-    for (const entry of this.due!.getKeys(dueRange(time, until))) {
+    for (const entry of this.due!.getKeys(dueRange(look.time, look.until, look.after))) {
       const { key } = readDueEntry(entry);
-      if (seen.has(key) || skip(key)) continue;
+      if (seen.has(key) || look.skip(key)) continue;
       seen.add(key);
       keys.push(key);
-      if (keys.length >= limit) break;
+      if (keys.length >= look.limit) break;
     }
     return keys;
   }
 
-  /** The earliest due time of `time`'s timers after `until` in the index (+Infinity: none). */
-  nextDue(time: TimeDomain, until: number): number {
+  /**
+   * The earliest due time after `after` of a key `skip` does not leave out (+Infinity: none) — or,
+   * past `scan` entries of keys left out, the due time reached: no such key is due before it.
+   */
+  nextDue(time: TimeDomain, after: number, skip: (key: string) => boolean, scan = 4096): number {
     this.readable();
-    const { end } = dueRange(time, until);
-    for (const entry of this.due!.getKeys({ start: end, end: dueRange(time, Number.MAX_SAFE_INTEGER - 1).end, limit: 1 })) return readDueEntry(entry).at;
+    for (const entry of this.due!.getKeys(dueAfter(time, after))) {
+      const e = readDueEntry(entry);
+      if (!skip(e.key) || scan-- <= 0) return e.at;
+    }
     return Number.POSITIVE_INFINITY;
   }
 

@@ -6,6 +6,7 @@
  * `pending` once the store holds it and no later change of the key is waiting.
  */
 import type { KeyTimer, TimeDomain } from '../../core/persistence-types';
+import type { DueLook } from '../../flow/ports';
 import type { LocalPartitionStore } from './local-state';
 import { recordTimers } from './record-timers';
 import type { StoredSnapshot } from './recovery';
@@ -47,13 +48,15 @@ export class StoreSnapshotCache<S> extends SnapshotCache<S> {
   }
 
   /**
-   * The keys not held in memory (`inMemory`) with a timer of `time` due at or before `until`, at
-   * most `limit`: the store's due-time index, and the changes not in the store yet (their timers
-   * are the key's, whatever the index says). With the earliest due time after `until` known.
+   * The keys not held in memory with a timer due in the look's range, at most `limit`: the store's
+   * due-time index, and the changes not in the store yet (their timers are the key's, whatever the
+   * index says), which are always looked at whole. With how far no other key out of memory is due.
    */
-  dueKeys(time: TimeDomain, until: number, limit: number, inMemory: (key: string) => boolean): { keys: string[]; next: number } {
+  dueKeys(look: DueLook): { keys: string[]; next: number } {
+    const { time, until, limit, inMemory } = look;
+    const skip = (key: string) => inMemory(key) || this.pending.has(key);
     const keys: string[] = [];
-    let next = this.store.nextDue(time, until);
+    let next = this.store.nextDue(time, until, skip);
     for (const [key, stored] of this.pending) {
       if (stored === null || inMemory(key)) continue;
       for (const t of this.timersOf(stored) ?? []) {
@@ -62,7 +65,7 @@ export class StoreSnapshotCache<S> extends SnapshotCache<S> {
         else if (keys.length < limit && keys[keys.length - 1] !== key) keys.push(key);
       }
     }
-    return { keys: keys.concat(this.store.dueKeys(time, until, limit - keys.length, (key) => inMemory(key) || this.pending.has(key))), next };
+    return { keys: keys.concat(this.store.dueKeys({ time, after: look.after, until, limit: limit - keys.length, skip })), next };
   }
 
   private timersOf(stored: StoredSnapshot): readonly KeyTimer[] | undefined {

@@ -5,9 +5,8 @@
 // test/integration/local-state/state-cache-timers.test.ts). Keys with pending timers leave memory;
 // when their timers come due they are read back and fire exactly once — on the tick, when the
 // watermark passes them, and after a restart that loaded no key.
-import type { TimeDomain } from '../../../core/persistence-types';
 import type { Fold, OnTimer } from '../../../flow/fold';
-import type { DueKeys, PartitionPersistence, RecoveredKey } from '../../../flow/ports';
+import type { DueKeys, DueLook, PartitionPersistence, RecoveredKey } from '../../../flow/ports';
 import { StateCache } from '../../../flow/state-cache';
 import { TimerQueue } from '../../../flow/timer-queue';
 import type { InputMessage } from '../../../flow/record';
@@ -30,7 +29,7 @@ function onDemandWithFakeDueIndex<S>(backend: InMemoryBackend<S, string>, looks:
     read: (key) => inner.read(key),
     write: (batch) => inner.write(batch),
     has: (key) => backend.snapshots.has(TP, key),
-    readDue: (time: TimeDomain, until: number, limit: number, inMemory: (key: string) => boolean): DueKeys<S, string> => {
+    readDue: ({ time, after, until, limit, inMemory }: DueLook): DueKeys<S, string> => {
       looks.count++;
       const keys: RecoveredKey<S, string>[] = [];
       let next = Number.POSITIVE_INFINITY;
@@ -39,7 +38,7 @@ function onDemandWithFakeDueIndex<S>(backend: InMemoryBackend<S, string>, looks:
         let due = false;
         for (const t of snapshot.timers ?? []) {
           if (t.time !== time) continue;
-          if (t.at <= until) due = true;
+          if (t.at <= until && t.at > after) due = true;
           else next = Math.min(next, t.at);
         }
         if (due && keys.length < limit) keys.push({ key, snapshot });

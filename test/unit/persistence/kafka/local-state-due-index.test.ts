@@ -15,6 +15,7 @@ import { StoreSnapshotCache } from '../../../../persistence/kafka/store-snapshot
 const identity: LocalStateIdentity = { flow: 'f', groupId: 'g', snapshotTopic: 'snapshots', partition: 3, transactionalId: 'g-f-snapshot-3' };
 const format = snapshotFormat<unknown>();
 const none = () => false;
+const look = (time: 'processing' | 'event', until: number, limit: number, skip: (key: string) => boolean, after = Number.NEGATIVE_INFINITY) => ({ time, after, until, limit, skip });
 
 function record(offset: number, timers?: KeyTimer[]): StoredSnapshot {
   return { offset: String(offset), bytes: format.encode({ state: { n: offset }, offset, timers }) };
@@ -50,13 +51,18 @@ test('written with the entries: the keys due at a time, earliest first, each onc
     ['c', record(3, [{ name: 'x', at: 60, time: 'event' }])],
     ['d', record(4)],
   ]);
-  expect(store.dueKeys('processing', 100, 10, none)).toEqual(['a', 'b']);
-  expect(store.dueKeys('processing', 69, 10, none)).toEqual(['a']);
-  expect(store.dueKeys('event', 1_000, 10, none)).toEqual(['c']);
-  expect(store.dueKeys('processing', 100, 1, none)).toEqual(['a']);
-  expect(store.dueKeys('processing', 100, 10, (k) => k === 'a')).toEqual(['b']);
-  expect(store.nextDue('processing', 60)).toBe(70);
-  expect(store.nextDue('processing', 100)).toBe(Number.POSITIVE_INFINITY);
+  expect(store.dueKeys(look('processing', 100, 10, none))).toEqual(['a', 'b']);
+  expect(store.dueKeys(look('processing', 69, 10, none))).toEqual(['a']);
+  expect(store.dueKeys(look('event', 1_000, 10, none))).toEqual(['c']);
+  expect(store.dueKeys(look('processing', 100, 1, none))).toEqual(['a']);
+  expect(store.dueKeys(look('processing', 100, 10, (k) => k === 'a'))).toEqual(['b']);
+  expect(store.nextDue('processing', 60, none)).toBe(70);
+  // Left out (in memory), a key's entry is no hint; past the scan's bound, the time reached is.
+  expect(store.nextDue('processing', 0, (k) => k === 'a')).toBe(70);
+  expect(store.nextDue('processing', 0, (k) => k === 'a', 0)).toBe(50);
+  // Looked at up to 50 before: only what is due after it.
+  expect(store.dueKeys(look('processing', 100, 10, none, 50))).toEqual(['b', 'a']);
+  expect(store.nextDue('processing', 100, none)).toBe(Number.POSITIVE_INFINITY);
 
   // a's early timer moved later, b's cancelled, c deleted (a tombstone), d given one.
   await write([
@@ -65,21 +71,21 @@ test('written with the entries: the keys due at a time, earliest first, each onc
     ['c', undefined],
     ['d', record(7, [{ name: 'x', at: 20, time: 'processing' }])],
   ]);
-  expect(store.dueKeys('processing', 99, 10, none)).toEqual(['d']);
-  expect(store.dueKeys('processing', 1_000, 10, none)).toEqual(['d', 'a']);
-  expect(store.dueKeys('event', 1_000, 10, none)).toEqual([]);
+  expect(store.dueKeys(look('processing', 99, 10, none))).toEqual(['d']);
+  expect(store.dueKeys(look('processing', 1_000, 10, none))).toEqual(['d', 'a']);
+  expect(store.dueKeys(look('event', 1_000, 10, none))).toEqual([]);
 
   // Two changes of one key in one write: the last one's timers.
   await write([
     ['d', record(8, [{ name: 'x', at: 30, time: 'processing' }])],
     ['d', record(9, [{ name: 'x', at: 40, time: 'processing' }])],
   ]);
-  expect(store.nextDue('processing', 0)).toBe(40);
+  expect(store.nextDue('processing', 0, none)).toBe(40);
 
   await store.close();
   store = new LocalPartitionStore(dir, identity);
   expect((await store.load({ readEntries: false })).kind).toBe('loaded');
-  expect(store.dueKeys('processing', 1_000, 10, none)).toEqual(['d', 'a']);
+  expect(store.dueKeys(look('processing', 1_000, 10, none))).toEqual(['d', 'a']);
 });
 
 test('the on-demand cache answers for landed changes not in the store yet, and leaves out keys in memory', async () => {
@@ -94,6 +100,7 @@ test('the on-demand cache answers for landed changes not in the store yet, and l
     ['a', undefined],
     ['e', record(4, [{ name: 'x', at: 150, time: 'processing' }])],
   ]);
-  expect(cache.dueKeys('processing', 100, 10, none)).toEqual({ keys: ['b'], next: 150 });
-  expect(cache.dueKeys('processing', 1_000, 10, (k) => k === 'e')).toEqual({ keys: ['b'], next: Number.POSITIVE_INFINITY });
+  const cached = (until: number, inMemory: (key: string) => boolean) => ({ time: 'processing' as const, after: Number.NEGATIVE_INFINITY, until, limit: 10, inMemory });
+  expect(cache.dueKeys(cached(100, none))).toEqual({ keys: ['b'], next: 150 });
+  expect(cache.dueKeys(cached(1_000, (k) => k === 'e'))).toEqual({ keys: ['b'], next: Number.POSITIVE_INFINITY });
 });
