@@ -5,7 +5,7 @@
  * (`pending`), so a key read at any moment gets its latest landed record. A change leaves
  * `pending` once the store holds it and no later change of the key is waiting.
  */
-import type { KeyTimer, TimeDomain } from '../../core/persistence-types';
+import type { KeyTimer } from '../../core/persistence-types';
 import type { DueLook } from '../../flow/ports';
 import type { LocalPartitionStore } from './local-state';
 import { recordTimers } from './record-timers';
