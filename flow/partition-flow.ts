@@ -560,8 +560,12 @@ export class PartitionFlow<S, V> {
     if (this.storedTimers) {
       this.rel = now - this.epoch;
       this.storedTimers.forget();
-      this.loadDue('processing', now);
-      this.loadDue('event', this.watermark);
+      try {
+        this.loadDue('processing', now);
+        this.loadDue('event', this.watermark);
+      } catch (err) {
+        throw this.fail(err); // the store could not be read: the partition stops, as for a record's read
+      }
     }
     this.fireDue('processing', now);
     this.fireDue('event', this.watermark);
