@@ -6,46 +6,16 @@
 // when their timers come due they are read back and fire exactly once — on the tick, when the
 // watermark passes them, and after a restart that loaded no key.
 import type { Fold, OnTimer } from '../../../flow/fold';
-import type { DueKeys, DueLook, PartitionPersistence, RecoveredKey } from '../../../flow/ports';
 import { StateCache } from '../../../flow/state-cache';
 import { TimerQueue } from '../../../flow/timer-queue';
 import type { InputMessage } from '../../../flow/record';
 import { InMemoryBackend } from '../../../persistence/memory';
 import { harness, MINUTE, TP } from './harness';
+import { onDemandWithFakeDueIndex } from './on-demand-fake';
 
 interface Pinged {
   count: number;
   pings: number;
-}
-
-/** The in-memory backend read on demand, with a fake of the store's due-time lookup over its snapshots. */
-function onDemandWithFakeDueIndex<S>(backend: InMemoryBackend<S, string>, looks: { count: number } = { count: 0 }): PartitionPersistence<S, string> {
-  const inner = backend.forPartition(TP, 'snapshots');
-  return {
-    maxWritesPerBatch: inner.maxWritesPerBatch,
-    recover: () => ({
-      [Symbol.asyncIterator]: () => ({ next: async (): Promise<IteratorResult<RecoveredKey<S, string>>> => ({ value: undefined, done: true }) }),
-    }),
-    read: (key) => inner.read(key),
-    write: (batch) => inner.write(batch),
-    has: (key) => backend.snapshots.has(TP, key),
-    readDue: ({ time, after, until, limit, inMemory }: DueLook): DueKeys<S, string> => {
-      looks.count++;
-      const keys: RecoveredKey<S, string>[] = [];
-      let next = Number.POSITIVE_INFINITY;
-      for (const [key, snapshot] of backend.snapshots.entries(TP)) {
-        if (inMemory(key)) continue;
-        let due = false;
-        for (const t of snapshot.timers ?? []) {
-          if (t.time !== time) continue;
-          if (t.at <= until && t.at > after) due = true;
-          else next = Math.min(next, t.at);
-        }
-        if (due && keys.length < limit) keys.push({ key, snapshot });
-      }
-      return { keys, next };
-    },
-  };
 }
 
 function timed(key: string, offset: number, timestamp: number): InputMessage {
