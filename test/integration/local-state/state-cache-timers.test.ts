@@ -5,7 +5,9 @@
 // the key read back for it. The worker is killed -9 with fires in memory not persisted; the next one,
 // on the same state directory, loads no key, and the timers (still in the store and its index) fire
 // again, once in effect. The output topic (read_committed) holds every summary a reference model
-// gives, each once; the persisted states are the model's (expired keys gone).
+// gives, each once; the persisted states are the model's (expired keys gone). And processing-time
+// timers (test/fixtures/reminder-flow.ts, 8 s after each record) on 200 keys with a bound of 20,
+// through a kill -9: every fire in a key's persisted state has its one reminder, and none other.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -164,6 +166,81 @@ test('timers of keys out of memory fire from the store\'s due-time index, throug
     await Promise.all(workers.map((w) => w.stop()));
     await reader.close();
     await admin.disconnect();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 600_000);
+
+test('processing-time timers of keys out of memory fire on the tick, through a kill -9 and a restart loading no key: each fire\'s reminder once', async () => {
+  const reminders = path.join(__dirname, '../../fixtures/reminder-flow.ts');
+  const names = { TEST_FLOW_NAME: unique('cache-reminders'), TEST_FLOW_GROUP: unique('cache-reminders-group'), TEST_FLOW_TOPIC: unique('cache-reminders-in'), TEST_OUTPUT_TOPIC: unique('cache-reminders-out') };
+  const keys = Array.from({ length: KEYS }, (_, i) => `r${i}`);
+  const wave = (n: number) => keys.map((key, i) => ({ key, partition: i % 2, value: JSON.stringify({ n }) }));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-cache-reminders-'));
+  await topicWith(names.TEST_FLOW_TOPIC, 2, wave(0));
+  const client = await testClient('cache-reminders-test');
+  const env = { ...names, KFT_EXIT_WITH_PARENT: '0', TEST_PERSIST_EVERY_MS: '1000', TEST_REMIND_AFTER_MS: '8000', KFT_STATE_DIR: dir, KFT_STATE_CACHE_MAX_KEYS: String(MAX_KEYS) };
+  const workers: ReturnType<typeof startCli>[] = [];
+  const reader = new PartitionReader(client);
+  const outputs = async () => {
+    const out: Array<{ key: string; fire: number }> = [];
+    await reader.readTopic(names.TEST_OUTPUT_TOPIC, 2, (r) => out.push(JSON.parse(String(r.value)) as { key: string; fire: number }));
+    return out;
+  };
+  const firedAtLeast = async (n: number) => {
+    const seen = new Map<string, number>();
+    for (const o of await outputs()) seen.set(o.key, Math.max(seen.get(o.key) ?? 0, o.fire));
+    return keys.every((k) => (seen.get(k) ?? 0) >= n) || undefined;
+  };
+  const metric = async (port: number, name: string) =>
+    (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  try {
+    const portA = await freePort();
+    const a = startCli(['worker', reminders], { ...env, KFT_METRICS_PORT: String(portA) });
+    workers.push(a);
+    // The first reminders fire 8 s after their records: by then most keys are written and out of memory.
+    await eventually('the first reminders landed', () => firedAtLeast(1), 120_000, () => a.output().slice(-2000));
+    expect(await metric(portA, 'kafka_flow_keys_read_for_timers_total')).toBeGreaterThan(0);
+    // The second wave re-arms every key; killed -9 before those timers are due (they are in the store).
+    await send(client, names.TEST_FLOW_TOPIC, wave(1));
+    await new Promise((r) => setTimeout(r, 4_000));
+    a.child.kill('SIGKILL');
+    await a.stop();
+    const portB = await freePort();
+    const b = startCli(['worker', reminders], { ...env, KFT_METRICS_PORT: String(portB) });
+    workers.push(b);
+    await eventually('every key fired again on the restarted worker', () => firedAtLeast(2), 120_000, () => b.output().slice(-2000));
+    const readBack = await metric(portB, 'kafka_flow_keys_read_for_timers_total');
+    process.stderr.write(`state-cache-timers (processing): after the restart ${readBack} keys read back for their timers\n`);
+    expect(readBack).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await b.stop()).toBe(0);
+    const recovered = b
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"partition recovered"'))
+      .map((l) => (JSON.parse(l) as { keys: number }).keys);
+    expect(recovered).toEqual([0, 0]);
+    // The fixture names its flow from the environment, as the workers loaded it.
+    Object.assign(process.env, names);
+    jest.resetModules();
+    const flow = (await import('../../fixtures/reminder-flow')).default;
+    const states = new Map<string, { fires: number }>();
+    for await (const k of inspectFlow(flow as never)) states.set(k.key, k.state as { fires: number });
+    const byKey = new Map<string, number[]>();
+    for (const o of await outputs()) byKey.set(o.key, [...(byKey.get(o.key) ?? []), o.fire]);
+    for (const key of keys) {
+      const fires = states.get(key)?.fires ?? 0;
+      expect(fires).toBeGreaterThanOrEqual(2);
+      expect({ key, reminders: (byKey.get(key) ?? []).sort((x, y) => x - y) }).toEqual({ key, reminders: Array.from({ length: fires }, (_, i) => i + 1) });
+    }
+  } finally {
+    for (const key of Object.keys(names)) delete process.env[key];
+    for (const w of workers) w.child.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.stop()));
+    await reader.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }, 600_000);
