@@ -10,8 +10,8 @@ export interface ModeSpec {
   local: boolean;
   /**
    * The workers' bounded state cache (KFT_STATE_CACHE_MAX_KEYS) as a share of the run's keys: most
-   * keys live in the local store and are read back on demand. Without key timers (the cache does
-   * not take them yet), in the workers and in the oracle's reference fold.
+   * keys live in the local store and are read back on demand (for a record, or when a timer of
+   * theirs comes due: the store's due-time index).
    */
   cacheShare?: number;
   /** Standby copies of each partition on other workers (KFT_STANDBY_REPLICAS). */
@@ -33,11 +33,6 @@ export const MODE_SPECS: Record<string, ModeSpec> = {
 export function serversNeeded(spec: ModeSpec): Server[] {
   const servers: Server[] = spec.backend === 'cassandra' ? ['kafka', 'temporal', 'cassandra'] : ['kafka', 'temporal'];
   return [...servers, ownerOf(spec)];
-}
-
-/** Key timers in this mode: the run's setting, except where the state cache cannot take them. */
-export function timersIn(spec: ModeSpec, timers: 'on' | 'off'): 'on' | 'off' {
-  return spec.cacheShare === undefined ? timers : 'off';
 }
 
 export const ownerOf = (spec: ModeSpec): Server => `owner:${spec.id}`;

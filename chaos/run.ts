@@ -28,7 +28,7 @@ import type { FaultRecord } from './fault-log';
 import { executeFault, FAULT_KINDS } from './faults';
 import { readDeadLetters, readInput, readOutputs } from './input';
 import { LoadProducer } from './load-producer';
-import { type Mode, MODE_SPECS, timersIn } from './modes';
+import { type Mode, MODE_SPECS } from './modes';
 import { compareStates, OutputCheck } from './oracle';
 import { Outages } from './outages';
 import { type ModeVerdict, report } from './report';
@@ -147,7 +147,7 @@ async function main(): Promise<number> {
         CHAOS_CASSANDRA_KEYSPACE: 'kafka_flow_chaos',
         CHAOS_MAX_WRITES: String(MAX_WRITES),
         CHAOS_MAX_PENDING_OUTPUTS: String(MAX_PENDING_OUTPUTS),
-        CHAOS_TIMERS: timersIn(spec, TIMERS),
+        CHAOS_TIMERS: TIMERS,
         ...(spec.cacheShare !== undefined ? { KFT_STATE_CACHE_MAX_KEYS: String(Math.max(1, Math.floor(KEYS * spec.cacheShare))) } : {}),
         ...(spec.standbyReplicas !== undefined ? { KFT_STANDBY_REPLICAS: String(spec.standbyReplicas) } : {}),
         CHAOS_CASSANDRA_FENCING: CASSANDRA_FENCING ?? '',
@@ -167,7 +167,7 @@ async function main(): Promise<number> {
         maxPendingOutputs: MAX_PENDING_OUTPUTS,
         cassandraFencing: CASSANDRA_FENCING,
         cassandraLayout: CASSANDRA_LAYOUT,
-        timers: timersIn(spec, TIMERS) === 'on',
+        timers: TIMERS === 'on',
       });
       modes.push({ spec, index, name, topic: name, pool, producer: new LoadProducer(producer, name, prng(SEED + index + 1)), definition });
     }
@@ -300,7 +300,7 @@ async function main(): Promise<number> {
 
       say('oracle: reference fold of each input topic vs inspect, and its outputs vs the output topic');
       for (const m of group) {
-        const reference = await readInput(client, m.topic, timersIn(m.spec, TIMERS) === 'on');
+        const reference = await readInput(client, m.topic, TIMERS === 'on');
         const actual = new Map<string, ChaosState>();
         let inspectError: string | undefined;
         try {

@@ -25,6 +25,8 @@ export class FlowMetrics {
   readonly commits: Counter<PartitionLabels | 'outcome'>;
   readonly commitDuration: Histogram<PartitionLabels>;
   readonly keysEvicted: Counter<PartitionLabels>;
+  /** Keys out of memory read back from the store because a timer of theirs came due (a bounded state cache). */
+  readonly keysReadForTimers: Counter<PartitionLabels>;
   /** Key timers fired (`kind` timer: onTimer ran; ttl: the key expired by stateTtl). */
   readonly timersFired: Counter<PartitionLabels | 'kind'>;
   /** Input records the topic's retention deleted before the flow folded them (skipped; each time logged as an error). */
@@ -141,6 +143,12 @@ export class FlowMetrics {
       labelNames: labels,
       registers,
     });
+    this.keysReadForTimers = new Counter({
+      name: 'kafka_flow_keys_read_for_timers_total',
+      help: 'Keys out of memory read back from the local store because a timer of theirs came due (bounded state cache)',
+      labelNames: labels,
+      registers,
+    });
     this.timersFired = new Counter({
       name: 'kafka_flow_timers_fired_total',
       help: 'Key timers fired, by kind (timer: onTimer ran; ttl: the key expired by stateTtl)',
@@ -193,6 +201,7 @@ export class FlowMetrics {
       commits: once((outcome) => this.commits.labels({ ...l, outcome })) as (outcome: 'ok' | 'failed') => CounterChild,
       commitDuration: this.commitDuration.labels(l),
       keysEvicted: this.keysEvicted.labels(l),
+      keysReadForTimers: this.keysReadForTimers.labels(l),
       timersFired: once((kind) => this.timersFired.labels({ ...l, kind })) as (kind: 'timer' | 'ttl') => CounterChild,
     };
   }
@@ -215,5 +224,6 @@ export interface PartitionMetrics {
   commits(outcome: 'ok' | 'failed'): CounterChild;
   commitDuration: { observe(value: number): void };
   keysEvicted: CounterChild;
+  keysReadForTimers: CounterChild;
   timersFired(kind: 'timer' | 'ttl'): CounterChild;
 }

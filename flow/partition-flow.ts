@@ -10,6 +10,7 @@ import { FoldError, PartitionStateError, TimerError } from './errors';
 import { type Fold, isPromise, type OnTimer } from './fold';
 import { type KeyTimer, type TimeDomain, type TimerEdit, TTL_TIMER, withoutTimer, withTimer } from './key-timers';
 import { TimerQueue } from './timer-queue';
+import { StoredTimers } from './stored-timers';
 import { KeyFlow } from './key-flow';
 import { KeyRuns } from './key-runs';
 import { type Logger, silentLogger } from '../core/logger';
@@ -173,6 +174,10 @@ export class PartitionFlow<S, V> {
   private readonly due: Record<TimeDomain, TimerQueue> = { processing: new TimerQueue(), event: new TimerQueue() };
   /** Key timers are in use (onTimer or stateTtl): the partition tracks them and its watermark. */
   private readonly timed: boolean;
+  /** Keys out of memory whose timers the store finds (a bounded state cache with key timers): read back when due. */
+  private readonly storedTimers: StoredTimers<S, V> | undefined;
+  /** The timer queues' size after they were last rid of the entries of keys that left memory. */
+  private queuesTidied = 0;
   /** Event time: the highest record timestamp folded here so far, minus allowedLateness. */
   private watermark = Number.NEGATIVE_INFINITY;
   /** Fires and expiries counted while firing; added to the metrics once per firing. */
@@ -241,6 +246,9 @@ export class PartitionFlow<S, V> {
     });
     this.ctx = new EmitBuffer(options.outputs);
     this.timed = options.onTimer !== undefined || options.stateTtl !== undefined;
+    const readDue = options.persistence.readDue;
+    this.storedTimers = this.timed && this.storeHas && readDue ? new StoredTimers<S, V>((...a) => readDue.call(options.persistence, ...a), (key) => this.keys.has(key)) : undefined;
+    keys.timersInStore = this.storedTimers !== undefined;
     if (options.mode === 'none') this.recovered = true;
     if ((options.onDecodeFailure === 'dead-letter' || options.onFoldFailure === 'dead-letter') && !options.deadLetterTopic) {
       throw new PartitionStateError('the dead-letter policy needs a deadLetterTopic');
@@ -549,6 +557,16 @@ export class PartitionFlow<S, V> {
 
   /** Fires the key timers due at `now` (processing time) and at the watermark (event time). */
   private fireTimers(now: number): void {
+    if (this.storedTimers) {
+      this.rel = now - this.epoch;
+      this.storedTimers.forget();
+      try {
+        this.loadDue('processing', now);
+        this.loadDue('event', this.watermark);
+      } catch (err) {
+        throw this.fail(err); // the store could not be read: the partition stops, as for a record's read
+      }
+    }
     this.fireDue('processing', now);
     this.fireDue('event', this.watermark);
   }
@@ -560,9 +578,29 @@ export class PartitionFlow<S, V> {
    */
   private advanceWatermark(timestamp: string): void {
     const mark = Number(timestamp) - (this.o.allowedLateness ?? 0);
-    if (mark > this.watermark) this.watermark = mark;
+    if (mark > this.watermark) {
+      this.watermark = mark;
+      if (this.storedTimers) this.loadDue('event', mark);
+    }
     const next = this.due.event.peek();
     if (next !== undefined && next.at <= this.watermark) this.fireDue('event', this.watermark);
+  }
+
+  /**
+   * Takes into memory the keys out of memory with a timer of `time` due at `until` (read from the
+   * store now, as a record for them would read them back): their timers join the queues, and fire
+   * as an in-memory key's do. Such a key holds the next offset, as one read back for a record
+   * holds that record's: everything before it is in the store.
+   */
+  private loadDue(time: TimeDomain, until: number): void {
+    for (const found of this.storedTimers!.due(time, until)) {
+      if (this.keys.has(found.key)) continue;
+      const kf = new KeyFlow<S, V>(found.key, this.rel, this.nextOffset, this.journaling);
+      this.restore(kf, found);
+      this.registerFirstTimer(kf);
+      this.keys.set(found.key, kf);
+      this.m.keysReadForTimers.inc();
+    }
   }
 
   /**
@@ -849,7 +887,26 @@ export class PartitionFlow<S, V> {
       this.lastUnload = this.rel;
       this.m.keysEvicted.inc(unloaded);
       this.m.keysLive.set(this.keys.size);
+      if (this.storedTimers) {
+        // Their timers are the store's to find now: the next look asks it whatever it said before.
+        this.storedTimers.forget();
+        this.tidyQueues();
+      }
     }
+  }
+
+  /**
+   * Keys that left memory leave their entries in the timer queues (dropped when they come up); once
+   * the queues have doubled since they were last tidied, the entries of keys not in memory go (the
+   * store's index has their timers), so the queues stay about the size of the keys in memory.
+   */
+  private tidyQueues(): void {
+    const size = this.due.processing.size + this.due.event.size;
+    if (size <= 2 * this.queuesTidied + 1024) return;
+    const live = (e: { readonly key: string }): boolean => this.keys.has(e.key);
+    this.due.processing.retain(live);
+    this.due.event.retain(live);
+    this.queuesTidied = this.due.processing.size + this.due.event.size;
   }
 
   /** Restores a recovered key; returns a Promise only while a journal's async fold replays. */

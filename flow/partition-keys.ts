@@ -12,6 +12,11 @@ export class PartitionKeys<S, V> {
   readonly unloaded = new Set<string>();
   /** Keys with a write in flight: if they finish meanwhile, their stored state must still be deleted. */
   readonly writing = new Set<KeyFlow<S, V>>();
+  /**
+   * The store finds the keys whose timers come due (its due-time index, stored-timers.ts): a key
+   * with pending timers may leave memory too. Otherwise such a key stays (its timers are the partition's).
+   */
+  timersInStore = false;
 
   /**
    * @param epoch    key clocks are relative to it
@@ -38,7 +43,7 @@ export class PartitionKeys<S, V> {
 
   /**
    * Unloads up to `count` keys whose state the store holds as it is in memory (not changed since
-   * their last write, no write in flight, not busy, no timers or outputs waiting), least recently
+   * their last write, no write in flight, not busy, no outputs waiting, no timers unless the store finds them), least recently
    * touched first, roughly: scanning from the oldest, a key touched at or after `recentSince` (or
    * not unloadable now) is moved to the back for a second chance. Returns how many it unloaded.
    */
@@ -69,7 +74,7 @@ export class PartitionKeys<S, V> {
 
   private unloadable(kf: KeyFlow<S, V>): boolean {
     return (
-      kf.stored && kf.hasState && !kf.dirty && !kf.busy && !this.writing.has(kf) && kf.timers === undefined && (kf.outputs === undefined || kf.outputs.length === 0)
+      kf.stored && kf.hasState && !kf.dirty && !kf.busy && !this.writing.has(kf) && (kf.timers === undefined || this.timersInStore) && (kf.outputs === undefined || kf.outputs.length === 0)
     );
   }
 

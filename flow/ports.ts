@@ -5,7 +5,7 @@
  * `core/`, shared with the backends and the Kafka port.
  */
 import type { PendingOutput } from '../core/emitted-outputs';
-import type { JournalEvent, Snapshot, WriteStatus } from '../core/persistence-types';
+import type { JournalEvent, Snapshot, TimeDomain, WriteStatus } from '../core/persistence-types';
 
 /**
  * Everything the engine asks of one key in one persist: at most one of `snapshot` (put) and
@@ -82,6 +82,32 @@ export interface RecoveredKey<S, V> {
   readonly events?: readonly JournalEvent<V>[];
 }
 
+/** What the engine asks the store for (PartitionPersistence.readDue). */
+export interface DueLook {
+  readonly time: TimeDomain;
+  /**
+   * Due after this (exclusive): the engine looked up to it before and read back every key out of
+   * memory due by then (-Infinity: look from the first; it does after a key left memory).
+   */
+  readonly after: number;
+  /** Due at or before this. */
+  readonly until: number;
+  /** At most this many keys. */
+  readonly limit: number;
+  /** The keys the engine holds (left out). */
+  readonly inMemory: (key: string) => boolean;
+}
+
+/** Keys out of memory with a timer due, read from the store (PartitionPersistence.readDue). */
+export interface DueKeys<S, V> {
+  readonly keys: readonly RecoveredKey<S, V>[];
+  /**
+   * A time no key out of memory is due before, after `until`, as far as the store knows now: the
+   * earliest such key's due time, or earlier (+Infinity: none).
+   */
+  readonly next: number;
+}
+
 /** How far a running recovery has read: what the operator's console shows while it runs. */
 export interface RestoreProgress {
   /** Read so far, in `unit`s. */
@@ -123,6 +149,13 @@ export interface PartitionPersistence<S, V> {
    * the store holds.
    */
   readonly has?: (key: string) => boolean;
+  /**
+   * With `has`: the keys out of memory with a key timer due in the look's range, read now (at most
+   * `limit` of them; the store's due-time index), and how far the store knows no other key out of
+   * memory is due. The engine takes them into memory, so their timers join its queues and fire as
+   * an in-memory key's do; it may then unload keys with pending timers.
+   */
+  readonly readDue?: (look: DueLook) => DueKeys<S, V>;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;
   /** Releases what this partition's persistence holds (a transactional producer), if anything. */
   close?(): Promise<void>;

@@ -58,6 +58,13 @@ export class TimerQueue {
     return top;
   }
 
+  /** Keeps only the entries `keep` says (the others' keys left memory), in heap order again. */
+  retain(keep: (entry: TimerEntry) => boolean): void {
+    const kept = this.heap.filter(keep);
+    this.heap.length = 0;
+    for (const e of kept) this.push(e);
+  }
+
   clear(): void {
     this.heap.length = 0;
   }

@@ -27,7 +27,7 @@ import type { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { Logger } from '../../core/logger';
 import { silentLogger } from '../../core/logger';
 import type { TopicPartition } from '../../core/persistence-types';
-import type { PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { DueKeys, DueLook, PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { CachingSnapshotWriter, type CachingWriterParts } from './caching-snapshot-writer';
 import type { OutputTopics } from './dead-letter';
 import { type LocalStateHook, LocalStateManager } from './local-state-manager';
@@ -95,6 +95,8 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
    * for a key the engine does not hold; `recover()` then yields no keys. Undefined otherwise.
    */
   readonly has?: (key: string) => boolean;
+  /** With `has`: the keys out of memory with a timer due, read now (the local store's due-time index). */
+  readonly readDue?: (look: DueLook) => DueKeys<S, V>;
 
   constructor(options: KafkaPartitionPersistenceOptions<S>) {
     if (!(options.maxWritesPerBatch >= 1)) throw new RangeError(`maxWritesPerBatch must be at least 1, got ${options.maxWritesPerBatch}`);
@@ -105,7 +107,18 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     const where = { format, snapshotTopic, partition: input.partition };
     const onDemand = options.mode === 'transactional' && options.local?.onDemand === true ? new StoreSnapshotCache<S>(where, options.local!.store) : undefined;
     this.cache = onDemand ?? new SnapshotCache<S>(where);
-    if (onDemand) this.has = (key) => onDemand.has(key);
+    if (onDemand) {
+      this.has = (key) => onDemand.has(key);
+      this.readDue = (look) => {
+        const due = onDemand.dueKeys(look);
+        const keys: RecoveredKey<S, V>[] = [];
+        for (const key of due.keys) {
+          const stored = onDemand.get(key);
+          if (stored) keys.push(onDemand.recovered<V>(key, stored));
+        }
+        return { keys, next: due.next };
+      };
+    }
     const context = { flow, input, snapshotTopic, format, cache: this.cache, log, metrics, onFence: options.onFence };
     if (options.mode === 'transactional') {
       this.local = options.local ? new LocalStateManager(options.local, { flow, input, snapshotTopic, reader, log, metrics }) : undefined;

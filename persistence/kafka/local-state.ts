@@ -27,8 +27,12 @@ import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { StoredSnapshot } from './recovery';
 import { InternalError, KafkaFlowError } from '../../config/errors';
+import type { TimeDomain } from '../../core/persistence-types';
+import { dueAfter, dueEntries, dueRange, readDueEntry } from './due-index';
+import { recordTimers } from './record-timers';
 
-export const LOCAL_STATE_FORMAT = 1;
+/** 2: with the due-time index (`due`); a store of format 1 has none and is restored afresh. */
+export const LOCAL_STATE_FORMAT = 2;
 
 /** What a local store belongs to; any difference discards it. */
 export interface LocalStateIdentity {
@@ -69,6 +73,8 @@ const CHECKPOINT_KEY = 'checkpoint';
 const CLEAN_MARKER = 'clean.json';
 const DATA_FILE = 'data.mdb';
 const DIGEST_BYTES = 16;
+/** The value of every due-index entry (the entry is all in its key). */
+const INDEXED = Buffer.from([1]);
 
 /** `<dir>/<group>/<flow>/<snapshotTopic>-<p>` with every part made safe for a file name. */
 export function localStatePath(dir: string, id: LocalStateIdentity): string {
@@ -164,6 +170,8 @@ export class LocalPartitionStore {
   private env: RootDatabase | undefined;
   private entries: Database<Buffer, string> | undefined;
   private meta: Database<LocalCheckpoint, string> | undefined;
+  /** The due-time index: one entry per pending key timer (due-index.ts), kept in the entries' write transactions. */
+  private due: Database<Buffer, Buffer> | undefined;
   private digest = Buffer.alloc(DIGEST_BYTES);
   private keys = 0;
   private checkpoint: string | undefined;
@@ -261,6 +269,39 @@ export class LocalPartitionStore {
     return this.readable().doesExist(key);
   }
 
+  /**
+   * The keys with a timer of the look's clock due in its range (after `after`, at or before
+   * `until`), as of the last write, earliest first, at most `limit`, leaving out those `skip` says
+   * (the keys the partition holds in memory).
+   */
+  dueKeys(look: { readonly time: TimeDomain; readonly after: number; readonly until: number; readonly limit: number; readonly skip: (key: string) => boolean }): string[] {
+    this.readable();
+    const keys: string[] = [];
+    if (look.limit <= 0) return keys;
+    const seen = new Set<string>();
+    for (const entry of this.due!.getKeys(dueRange(look.time, look.until, look.after))) {
+      const { key } = readDueEntry(entry);
+      if (seen.has(key) || look.skip(key)) continue;
+      seen.add(key);
+      keys.push(key);
+      if (keys.length >= look.limit) break;
+    }
+    return keys;
+  }
+
+  /**
+   * The earliest due time after `after` of a key `skip` does not leave out (+Infinity: none) — or,
+   * past `scan` entries of keys left out, the due time reached: no such key is due before it.
+   */
+  nextDue(time: TimeDomain, after: number, skip: (key: string) => boolean, scan = 4096): number {
+    this.readable();
+    for (const entry of this.due!.getKeys(dueAfter(time, after))) {
+      const e = readDueEntry(entry);
+      if (!skip(e.key) || scan-- <= 0) return e.at;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
   private readable(): Database<Buffer, string> {
     if (this.superseded) throw new LocalStateSupersededError(this.path);
     if (!this.entries) throw new InternalError(`local state: ${this.path} is read before it is loaded`);
@@ -288,6 +329,8 @@ export class LocalPartitionStore {
     const digest = Buffer.from(this.digest);
     let keys = this.keys;
     const framed: Array<[string, Buffer | undefined]> = [];
+    // The due-time index follows the entries: a key's old timers' entries out, its new ones in.
+    const indexed: Array<[remove: Buffer[], add: Buffer[]]> = [];
     const seen = new Map<string, StoredSnapshot | undefined>();
     for (const [key, next] of updates) {
       const before = seen.has(key) ? seen.get(key) : previous(key);
@@ -301,6 +344,7 @@ export class LocalPartitionStore {
       }
       seen.set(key, next);
       framed.push([key, next ? frame(next) : undefined]);
+      indexed.push([before ? dueEntries(key, recordTimers(before.bytes)) : [], next ? dueEntries(key, recordTimers(next.bytes)) : []]);
     }
     const at = checkpoint ?? this.checkpoint;
     if (at === undefined) throw new InternalError('local state: the first write needs a checkpoint');
@@ -308,10 +352,15 @@ export class LocalPartitionStore {
     const record: LocalCheckpoint = { ...body, checksum: checkpointChecksum(body) };
     const entries = this.entries!;
     const meta = this.meta!;
+    const due = this.due!;
     await this.env!.transaction(() => {
-      for (const [key, value] of framed) {
+      for (let i = 0; i < framed.length; i++) {
+        const [key, value] = framed[i]!;
         if (value) entries.put(key, value);
         else entries.remove(key);
+        const [remove, add] = indexed[i]!;
+        for (const e of remove) due.remove(e);
+        for (const e of add) due.put(e, INDEXED);
       }
       meta.put(CHECKPOINT_KEY, record);
     });
@@ -368,6 +417,7 @@ export class LocalPartitionStore {
     try {
       this.entries = env.openDB<Buffer, string>({ name: 'entries', encoding: 'binary', compression: false });
       this.meta = env.openDB<LocalCheckpoint, string>({ name: 'meta', encoding: 'msgpack', compression: false });
+      this.due = env.openDB<Buffer, Buffer>({ name: 'due', keyEncoding: 'binary', encoding: 'binary', compression: false });
     } catch (err) {
       void env.close();
       throw err;
@@ -380,6 +430,7 @@ export class LocalPartitionStore {
     this.env = undefined;
     this.entries = undefined;
     this.meta = undefined;
+    this.due = undefined;
     if (!env) return;
     try {
       await env.flushed;

@@ -2,9 +2,9 @@
  * What a worker's local state allows, checked before anything connects: whether the flow has
  * local state (transactional Kafka persistence with `persistence.localState` or KFT_STATE_DIR),
  * its bounded state cache (FlowOptions.stateCache, KFT_STATE_CACHE_MAX_KEYS) and its standby
- * replicas (FlowOptions.standbyReplicas, KFT_STANDBY_REPLICAS). Both need local state; the cache
- * also needs keys whose timers a restart does not have to find (no onTimer, no stateTtl: a restart
- * reads no key, so it would not see their timers).
+ * replicas (FlowOptions.standbyReplicas, KFT_STANDBY_REPLICAS). Both need local state. Key timers
+ * (onTimer, stateTtl) work with the cache: the local store's due-time index finds the keys out of
+ * memory whose timers come due (flow/stored-timers.ts).
  */
 import { ConfigError } from '../../config/errors';
 import type { FlowDefinition } from '../../define-flow';
@@ -34,11 +34,6 @@ export function stateCacheOf<S, V>(definition: FlowDefinition<S, V>, env: LocalS
   if (maxKeys === undefined) return undefined;
   const where = env.stateCacheMaxKeys !== undefined ? 'KFT_STATE_CACHE_MAX_KEYS' : 'stateCache';
   needsLocalState(definition, env, `${where} (the keys out of memory are read from the local store)`);
-  if (definition.onTimer || definition.stateTtl) {
-    throw new ConfigError(
-      `flow "${definition.name}": ${where} does not work with ${definition.onTimer ? 'onTimer' : 'stateTtl'} yet (a restart reads no key, so it would not find their timers); remove one of them`,
-    );
-  }
   return new StateCache(maxKeys);
 }
 

@@ -96,6 +96,16 @@ describe('PartitionKeys.unloadClean', () => {
     expect(keys.live.has('recent')).toBe(false);
   });
 
+  test('with the timers in the store (its due-time index), a key with pending timers may leave too', () => {
+    const keys = new PartitionKeys<number, string>(0, true);
+    keys.timersInStore = true;
+    key(keys, 'timers', 0, (kf) => {
+      kf.timers = [{ name: 't', at: 1, time: 'processing' }];
+    });
+    expect(keys.unloadClean(1, 10)).toBe(1);
+    expect(keys.live.size).toBe(0);
+  });
+
   test('not on demand: an unloaded key is remembered as unloaded', () => {
     const keys = new PartitionKeys<number, string>(0);
     key(keys, 'a', 0);

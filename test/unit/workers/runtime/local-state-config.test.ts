@@ -1,5 +1,5 @@
 // Which flows a worker can give a bounded state cache (FlowOptions.stateCache,
-// KFT_STATE_CACHE_MAX_KEYS): transactional Kafka persistence with local state, no key timers; the
+// KFT_STATE_CACHE_MAX_KEYS): transactional Kafka persistence with local state, key timers or not; the
 // environment's bound overrides the flow's; anything else is a ConfigError saying what to change.
 import { ConfigError } from '../../../../config/errors';
 import { defineFlow, type FlowOptions } from '../../../../define-flow';
@@ -21,12 +21,15 @@ test.each([
   ['without local state', { ...base, persistence: { backend: 'kafka' as const, transactional: true } }, /stateCache \(the keys out of memory are read from the local store\) needs local state with transactional Kafka persistence/],
   ['on the memory backend', base, /stateCache \(.*\) needs local state/],
   ['on Cassandra', { ...base, persistence: { backend: 'cassandra' as const } }, /stateCache \(.*\) needs local state/],
-  ['with stateTtl', { ...local, stateTtl: '1h' }, /stateCache does not work with stateTtl yet/],
-  ['with onTimer', { ...local, onTimer: (s: number | undefined) => s }, /stateCache does not work with onTimer yet/],
 ])('a ConfigError %s', (_, options, message) => {
   const flow = defineFlow({ ...(options as FlowOptions<number, unknown>), stateCache: { maxKeys: 10 } });
   expect(() => stateCacheOf(flow, {})).toThrow(ConfigError);
   expect(() => stateCacheOf(flow, {})).toThrow(message);
+});
+
+test('with key timers (onTimer, stateTtl): the store finds the timers of keys out of memory', () => {
+  expect(stateCacheOf(defineFlow({ ...local, stateTtl: '1h', stateCache: { maxKeys: 10 } }), {})?.maxKeys).toBe(10);
+  expect(stateCacheOf(defineFlow({ ...local, onTimer: (s: number) => s, stateCache: { maxKeys: 10 } }), {})?.maxKeys).toBe(10);
 });
 
 test('the environment variable is named when it is the one set', () => {
