@@ -108,4 +108,4 @@ test('the chaos flow in the engine agrees with its oracle, through persists and 
   );
   // The runs did exercise the timers: fires that emitted (a quarter of the fires) across them.
   expect(fires).toBeGreaterThan(50);
-});
+}, 30_000); // 300 property runs: 1.4–2.4 s alone, past jest's 5 s beside the integration files

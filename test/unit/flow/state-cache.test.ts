@@ -2,7 +2,7 @@
 // share of the excess (StateCache), which keys may leave memory (PartitionKeys.unloadClean), and
 // the engine over a backend that reads keys on demand — here an in-memory fake of one (the
 // in-memory backend's store, its `recover()` yielding nothing and `has` answered from its Map; the
-// real one, LMDB-backed, is covered in test/unit/persistence/kafka/store-snapshot-cache.test.ts and
+// real one, LMDB-backed, is covered in test/unit/persistence/kafka/local-state.test.ts and
 // test/integration/local-state/state-cache.test.ts).
 import type { PartitionPersistence, RecoveredKey } from '../../../flow/ports';
 import { KeyFlow } from '../../../flow/key-flow';
