@@ -38,7 +38,10 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * 10 ms without a line, "<epoch ms> <partition> <offset>" is appended to the fold log (unbuffered,
  * so a kill -9 loses nothing written). Prints "STATE <new state> <epoch ms>" on each state change.
  *
- * Usage: java -cp kafka-streams-anchor.jar kft.bench.RebalanceApp <bootstrap> <application.id> <input topic> <state dir> <fold log>
+ * An optional sixth argument sets num.standby.replicas (default 0, Kafka Streams' default, as
+ * bench:rebalance runs it); bench:failover runs two instances with 1.
+ *
+ * Usage: java -cp kafka-streams-anchor.jar kft.bench.RebalanceApp <bootstrap> <application.id> <input topic> <state dir> <fold log> [standby replicas]
  */
 public final class RebalanceApp {
 
@@ -83,7 +86,7 @@ public final class RebalanceApp {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 5) {
-      System.err.println("usage: RebalanceApp <bootstrap> <application.id> <input topic> <state dir> <fold log>");
+      System.err.println("usage: RebalanceApp <bootstrap> <application.id> <input topic> <state dir> <fold log> [standby replicas]");
       System.exit(2);
     }
     String bootstrap = args[0];
@@ -91,6 +94,7 @@ public final class RebalanceApp {
     String topic = args[2];
     String stateDir = args[3];
     Probe probe = new Probe(args[4]);
+    int standbys = args.length > 5 ? Integer.parseInt(args[5]) : 0;
 
     Properties props = new Properties();
     props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
@@ -100,6 +104,7 @@ public final class RebalanceApp {
     props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
     props.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, Long.MAX_VALUE);
+    props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, standbys);
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
