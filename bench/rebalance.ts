@@ -69,21 +69,18 @@
 //
 // `npm run bench:rebalance [-- --quick]`; BENCH_REBALANCE_ONLY=ours|streams runs one side;
 // BENCH_WORKER_LOG=<file> keeps the members' logs there; BENCH_KEEP_PROBES=1 keeps the probe files.
-import { spawn as spawnProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { Partitioners } from 'kafkajs';
 import { sized } from './lib/args';
-import { ensureStreamsJar, STREAMS_JAR, STREAMS_VERSION, stopChild } from './lib/anchors';
+import { ensureStreamsJar, STREAMS_VERSION } from './lib/anchors';
 import {
   caughtUp,
   compareOffsetHash,
   endFlowRun,
   eventually,
   type FlowWorker,
-  type LoggedLine,
   offsetHashEnv,
   runMain,
   SteadyLoad,
@@ -95,10 +92,8 @@ import { startProgress } from './lib/progress';
 import { benchKafka, uniqueName } from './lib/records';
 import { PACKAGE_ROOT, productCommit, writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
+import { compareStreamsOffsetHash, spawnStreamsApp } from './lib/streams-app';
 import { brokersFromEnv } from '../config/env';
-import { createKafkaClient, PartitionReader } from '../kafka';
-import { type HashState, step as foldStep } from '../test/fixtures/offset-hash-flow';
-import { findJava17 } from '../infra/java';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'bench', 'flows', 'offset-hash-probe.ts');
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? sized(48, 12));
@@ -257,66 +252,6 @@ function workflowTaskFailures(workers: FlowWorker[]): Array<{ t: number; worker:
   return out;
 }
 
-/**
- * The Kafka Streams side's exactness, as compareOffsetHash for ours: its store's changelog (read
- * committed, the last value of each key: count int64, hash int32, last offset int64) against a
- * plain fold of the input topic.
- */
-async function compareStreamsOffsetHash(topic: string, changelog: string, brokers: string[]) {
-  const client = createKafkaClient({ brokers, clientId: 'bench-reference', logLevel: 'error' });
-  const reader = new PartitionReader(client);
-  const reference = new Map<string, HashState>();
-  const stored = new Map<string, HashState>();
-  let records = 0;
-  try {
-    for (let p = 0; p < PARTITIONS; p++) {
-      await reader.read({
-        topic,
-        partition: p,
-        fromOffset: '0',
-        onRecords: (batch) => {
-          for (const r of batch) {
-            const key = String(r.key);
-            reference.set(key, foldStep(reference.get(key), r.offset));
-            records++;
-          }
-        },
-      });
-      await reader.read({
-        topic: changelog,
-        partition: p,
-        fromOffset: '0',
-        onRecords: (batch) => {
-          for (const r of batch) {
-            const key = String(r.key);
-            if (r.value === null) stored.delete(key);
-            else stored.set(key, { count: Number(r.value.readBigInt64BE(0)), hash: r.value.readInt32BE(8), last: String(r.value.readBigInt64BE(12)) });
-          }
-        },
-      });
-    }
-  } finally {
-    await reader.close();
-  }
-  let lost = 0;
-  let duplicated = 0;
-  let mismatched = 0;
-  for (const [key, want] of reference) {
-    const got = stored.get(key);
-    const count = got?.count ?? 0;
-    if (count < want.count) lost += want.count - count;
-    if (count > want.count) duplicated += count - want.count;
-    if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
-  }
-  for (const [key, got] of stored) {
-    if (!reference.has(key)) {
-      duplicated += got.count;
-      mismatched++;
-    }
-  }
-  return { records_in_topic: records, keys: reference.size, records_lost: lost, records_duplicated: duplicated, keys_mismatched: mismatched };
-}
-
 type Side = 'ours' | 'streams';
 
 interface SideRun {
@@ -324,37 +259,6 @@ interface SideRun {
   rows: Row[];
   notes: Record<string, unknown>;
   lostDuplicatedMismatched: number;
-}
-
-/** A Kafka Streams instance of bench/anchors/kafka-streams' RebalanceApp, shaped as a FlowWorker (its lines kept). */
-function spawnStreams(name: string, id: string, brokers: string[], stateDir: string, foldLog: string, logFile?: string): FlowWorker {
-  const child = spawnProcess(
-    findJava17(),
-    ['-Xmx256m', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', STREAMS_JAR, 'kft.bench.RebalanceApp', brokers.join(','), id, id, stateDir, foldLog],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const lines: LoggedLine[] = [];
-  const keep = (line: string) => {
-    const entry: LoggedLine = { at: performance.now(), line };
-    lines.push(entry);
-    if (lines.length > 20_000) lines.splice(0, 10_000);
-    if (logFile) fs.appendFileSync(logFile, `${Math.round(entry.at)} [ks-${name}] ${line}\n`);
-    if (/FATAL|ERROR/.test(line)) process.stderr.write(`[ks-${name}] ${line}\n`);
-  };
-  createInterface({ input: child.stdout! }).on('line', keep);
-  createInterface({ input: child.stderr! }).on('line', keep);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    name,
-    process: child,
-    lines,
-    exited,
-    firstLine: (match, after = 0) => lines.find((l) => l.at >= after && match(l)),
-    stop: (ms = 60_000) => stopChild(child, ms),
-    kill: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    },
-  };
 }
 
 /** The scenario on one side (ours: worker processes of the probe flow; streams: RebalanceApp instances), on its own topic. */
@@ -384,7 +288,7 @@ async function runSide(side: Side, started: number): Promise<SideRun> {
     const w =
       side === 'ours'
         ? spawnWorker(name, FLOW_MODULE, { ...env, BENCH_FOLD_LOG: foldLog }, logFile)
-        : spawnStreams(name, id, brokers, path.join(probeDir, `${name}.state`), foldLog, logFile);
+        : spawnStreamsApp(name, id, brokers, path.join(probeDir, `${name}.state`), foldLog, { logFile });
     probes.add(name, foldLog);
     all.push(w);
     live.push(w);
@@ -517,7 +421,7 @@ async function runSide(side: Side, started: number): Promise<SideRun> {
       exits[w.name] = await w.stop();
       retire(w);
     }
-    const exact = side === 'ours' ? await compareOffsetHash(names, PARTITIONS, brokers) : await compareStreamsOffsetHash(id, `${id}-offsethash-changelog`, brokers);
+    const exact = side === 'ours' ? await compareOffsetHash(names, PARTITIONS, brokers) : await compareStreamsOffsetHash(id, `${id}-offsethash-changelog`, PARTITIONS, brokers);
 
     // ---- analysis ----
     probes.read();

@@ -248,17 +248,26 @@ export async function compareOffsetHash(names: Parameters<typeof offsetHashFlow>
   }
   const persisted = new Map<string, HashState>();
   for await (const k of inspectFlow(offsetHashFlow(names) as never)) persisted.set(k.key, k.state as HashState);
+  return tallyOffsetHash(reference, persisted, records);
+}
+
+/**
+ * Per key, the offset-hash state found (persisted, or a changelog's last value) against a plain fold
+ * of the input: count short of the reference = lost, beyond it = duplicated, a hash or last offset
+ * that differs (or a key the input never had) = mismatched.
+ */
+export function tallyOffsetHash(reference: Map<string, HashState>, found: Map<string, HashState>, records: number) {
   let lost = 0;
   let duplicated = 0;
   let mismatched = 0;
   for (const [key, want] of reference) {
-    const got = persisted.get(key);
+    const got = found.get(key);
     const count = got?.count ?? 0;
     if (count < want.count) lost += want.count - count;
     if (count > want.count) duplicated += count - want.count;
     if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
   }
-  for (const [key, got] of persisted) {
+  for (const [key, got] of found) {
     if (!reference.has(key)) {
       duplicated += got.count;
       mismatched++;

@@ -2,7 +2,7 @@
 // the offset-hash topology of test/fixtures/offset-hash-flow.ts in a changelogged store, EOS v2,
 // session timeout 6 s, heartbeat 1 s, a fold probe file): an instance shaped as a FlowWorker, its
 // fold probe read back, and its exactness from the store's changelog. bench:failover uses these;
-// bench:rebalance has its own copies of the first and the last (same behaviour).
+// bench:rebalance uses the same helpers.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -10,7 +10,7 @@ import { createKafkaClient, PartitionReader } from '../../kafka';
 import { type HashState, step as foldStep } from '../../test/fixtures/offset-hash-flow';
 import { findJava17 } from '../../infra/java';
 import { STREAMS_JAR, stopChild } from './anchors';
-import type { FlowWorker, LoggedLine } from './flow-workers';
+import { type FlowWorker, type LoggedLine, tallyOffsetHash } from './flow-workers';
 
 export interface StreamsAppOptions {
   /** num.standby.replicas; default 0 (the app's default). */
@@ -124,21 +124,5 @@ export async function compareStreamsOffsetHash(topic: string, changelog: string,
   } finally {
     await reader.close();
   }
-  let lost = 0;
-  let duplicated = 0;
-  let mismatched = 0;
-  for (const [key, want] of reference) {
-    const got = stored.get(key);
-    const count = got?.count ?? 0;
-    if (count < want.count) lost += want.count - count;
-    if (count > want.count) duplicated += count - want.count;
-    if (!got || got.hash !== want.hash || got.last !== want.last) mismatched++;
-  }
-  for (const [key, got] of stored) {
-    if (!reference.has(key)) {
-      duplicated += got.count;
-      mismatched++;
-    }
-  }
-  return { records_in_topic: records, keys: reference.size, records_lost: lost, records_duplicated: duplicated, keys_mismatched: mismatched };
+  return tallyOffsetHash(reference, stored, records);
 }
