@@ -17,6 +17,7 @@ import { type KeptSession, type SessionSummary, STATE_TTL_MS, sessionTtlFlow } f
 import { inspectFlow } from '../../../workers/cli/inspect';
 import { freePort } from '../../../workers/observability/metrics-server';
 import { eventually } from '../../support/eventually';
+import { expectOneReminderPerFire, firedAtLeast, readReminders } from '../../support/reminders';
 import { send, startCli, testClient, topicWith, unique } from '../../support/servers';
 
 const flowModule = path.join(__dirname, '../../fixtures/session-ttl-flow.ts');
@@ -181,16 +182,7 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
   const env = { ...names, KFT_EXIT_WITH_PARENT: '0', TEST_PERSIST_EVERY_MS: '1000', TEST_REMIND_AFTER_MS: '8000', KFT_STATE_DIR: dir, KFT_STATE_CACHE_MAX_KEYS: String(MAX_KEYS) };
   const workers: ReturnType<typeof startCli>[] = [];
   const reader = new PartitionReader(client);
-  const outputs = async () => {
-    const out: Array<{ key: string; fire: number }> = [];
-    await reader.readTopic(names.TEST_OUTPUT_TOPIC, 2, (r) => out.push(JSON.parse(String(r.value)) as { key: string; fire: number }));
-    return out;
-  };
-  const firedAtLeast = async (n: number) => {
-    const seen = new Map<string, number>();
-    for (const o of await outputs()) seen.set(o.key, Math.max(seen.get(o.key) ?? 0, o.fire));
-    return keys.every((k) => (seen.get(k) ?? 0) >= n) || undefined;
-  };
+  const outputs = () => readReminders(reader, names.TEST_OUTPUT_TOPIC);
   const metric = async (port: number, name: string) =>
     (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
       .split('\n')
@@ -201,7 +193,7 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
     const a = startCli(['worker', reminders], { ...env, KFT_METRICS_PORT: String(portA) });
     workers.push(a);
     // The first reminders fire 8 s after their records: by then most keys are written and out of memory.
-    await eventually('the first reminders landed', () => firedAtLeast(1), 120_000, () => a.output().slice(-2000));
+    await eventually('the first reminders landed', async () => firedAtLeast(await outputs(), keys, 1) || undefined, 120_000, () => a.output().slice(-2000));
     expect(await metric(portA, 'kafka_flow_keys_read_for_timers_total')).toBeGreaterThan(0);
     // The second wave re-arms every key; killed -9 before those timers are due (they are in the store).
     await send(client, names.TEST_FLOW_TOPIC, wave(1));
@@ -211,7 +203,7 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
     const portB = await freePort();
     const b = startCli(['worker', reminders], { ...env, KFT_METRICS_PORT: String(portB) });
     workers.push(b);
-    await eventually('every key fired again on the restarted worker', () => firedAtLeast(2), 120_000, () => b.output().slice(-2000));
+    await eventually('every key fired again on the restarted worker', async () => firedAtLeast(await outputs(), keys, 2) || undefined, 120_000, () => b.output().slice(-2000));
     const readBack = await metric(portB, 'kafka_flow_keys_read_for_timers_total');
     process.stderr.write(`state-cache-timers (processing): after the restart ${readBack} keys read back for their timers\n`);
     expect(readBack).toBeGreaterThan(0);
@@ -223,19 +215,7 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
       .filter((l) => l.includes('"msg":"partition recovered"'))
       .map((l) => (JSON.parse(l) as { keys: number }).keys);
     expect(recovered).toEqual([0, 0]);
-    // The fixture names its flow from the environment, as the workers loaded it.
-    Object.assign(process.env, names);
-    jest.resetModules();
-    const flow = (await import('../../fixtures/reminder-flow')).default;
-    const states = new Map<string, { fires: number }>();
-    for await (const k of inspectFlow(flow as never)) states.set(k.key, k.state as { fires: number });
-    const byKey = new Map<string, number[]>();
-    for (const o of await outputs()) byKey.set(o.key, [...(byKey.get(o.key) ?? []), o.fire]);
-    for (const key of keys) {
-      const fires = states.get(key)?.fires ?? 0;
-      expect(fires).toBeGreaterThanOrEqual(2);
-      expect({ key, reminders: (byKey.get(key) ?? []).sort((x, y) => x - y) }).toEqual({ key, reminders: Array.from({ length: fires }, (_, i) => i + 1) });
-    }
+    await expectOneReminderPerFire(names, await outputs(), keys, 2);
   } finally {
     for (const key of Object.keys(names)) delete process.env[key];
     for (const w of workers) w.child.kill('SIGKILL');

@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { PartitionReader } from '../../../kafka';
 import { SESSION_GAP_MS, type SessionSummary } from '../../fixtures/session-window-flow';
-import { inspectFlow } from '../../../workers/cli/inspect';
+import { expectOneReminderPerFire, firedAtLeast, readReminders } from '../../support/reminders';
 import { eventually } from '../../support/eventually';
 import { send, startCli, testClient, topicWith, unique } from '../../support/servers';
 
@@ -167,11 +167,7 @@ test('processing-time timers through a kill -9: every fire in a key\'s persisted
   const env = { ...names, KFT_EXIT_WITH_PARENT: '0', TEST_PERSIST_EVERY_MS: '3000' };
   const workers: Worker[] = [startCli(['worker', reminders], env)];
   const reader = new PartitionReader(client);
-  const outputs = async () => {
-    const out: Array<{ key: string; fire: number }> = [];
-    await reader.readTopic(names.TEST_OUTPUT_TOPIC, 2, (r) => out.push(JSON.parse(String(r.value)) as { key: string; fire: number }));
-    return out;
-  };
+  const outputs = () => readReminders(reader, names.TEST_OUTPUT_TOPIC);
   try {
     // Reminders fire and land; then more records re-arm them, and the worker is killed while fires
     // of the second wave are in memory, not persisted (it persists every 3 s).
@@ -183,25 +179,10 @@ test('processing-time timers through a kill -9: every fire in a key\'s persisted
     workers.push(b);
     await send(client, names.TEST_FLOW_TOPIC, wave(2));
     // Every key's latest timer fires on the survivor: each key has fired at least twice by then.
-    await eventually('every key fired again on the survivor', async () => {
-      const seen = new Map<string, number>();
-      for (const o of await outputs()) seen.set(o.key, Math.max(seen.get(o.key) ?? 0, o.fire));
-      return keys.every((k) => (seen.get(k) ?? 0) >= 2) || undefined;
-    }, 120_000, () => b.output().slice(-2000));
+    await eventually('every key fired again on the survivor', async () => firedAtLeast(await outputs(), keys, 2) || undefined, 120_000, () => b.output().slice(-2000));
     await new Promise((r) => setTimeout(r, 1_500));
     expect(await b.stop()).toBe(0);
-    // The fixture names its flow from the environment, as the workers loaded it.
-    Object.assign(process.env, names);
-    jest.resetModules();
-    const flow = (await import('../../fixtures/reminder-flow')).default;
-    const states = new Map<string, { fires: number }>();
-    for await (const k of inspectFlow(flow as never)) states.set(k.key, k.state as { fires: number });
-    const byKey = new Map<string, number[]>();
-    for (const o of await outputs()) byKey.set(o.key, [...(byKey.get(o.key) ?? []), o.fire]);
-    for (const key of keys) {
-      const fires = states.get(key)?.fires ?? 0;
-      expect({ key, reminders: (byKey.get(key) ?? []).sort((x, y) => x - y) }).toEqual({ key, reminders: Array.from({ length: fires }, (_, i) => i + 1) });
-    }
+    await expectOneReminderPerFire(names, await outputs(), keys);
   } finally {
     for (const key of Object.keys(names)) delete process.env[key];
     for (const w of workers) w.child.kill('SIGKILL');
