@@ -60,6 +60,7 @@ import {
   spawnWorker,
   StatusWatcher,
   runMain,
+  type tallyOffsetHash,
 } from './lib/flow-workers';
 import { startProgress } from './lib/progress';
 import { endOffsets } from './lib/committed';
@@ -85,7 +86,7 @@ const BEFORE_KILL_MS = sized(8_000, 5_000);
 const AFTER_FAILOVER_MS = sized(5_000, 3_000);
 const FAILOVER_DEADLINE_MS = 120_000;
 
-interface Trial {
+interface Trial extends TrialEnd {
   failover_ms: number;
   /** kill → the survivor's consumer is assigned the dead worker's partitions (its log). */
   reassigned_ms?: number;
@@ -103,21 +104,17 @@ interface Trial {
   restored_records?: number;
   /** Offsets the killed partitions' snapshot partitions grew by in the last second before the kill. */
   written_last_second: number;
-  /** Produced, and found in the input topic by the reference fold. */
+  /** Produced (records_in_topic: found in the input topic by the reference fold). */
   records: number;
-  records_in_topic: number;
-  keys: number;
-  records_lost: number;
-  records_duplicated: number;
-  keys_mismatched: number;
-  survivor_exit: number | null;
-  load_avg_1m: number;
 }
 
 type Variant = 'plain' | 'standby';
 
+/** How a trial ended: the exactness tally against a plain fold of the input, the survivor's exit, the load. */
+type TrialEnd = ReturnType<typeof tallyOffsetHash> & { survivor_exit: number | null; load_avg_1m: number };
+
 /** Kafka Streams' standby failover (RebalanceApp, num.standby.replicas=1). */
-interface StreamsTrial {
+interface StreamsTrial extends TrialEnd {
   failover_ms: number;
   /** kill → the survivor's state REBALANCING (its own epoch stamp). */
   reassigned_ms?: number;
@@ -133,13 +130,6 @@ interface StreamsTrial {
   /** Task directories (active and standby) in the survivor's state dir at the kill: PARTITIONS when it held a standby of each of the dead instance's tasks. */
   survivor_task_dirs_at_kill: number;
   records: number;
-  records_in_topic: number;
-  keys: number;
-  records_lost: number;
-  records_duplicated: number;
-  keys_mismatched: number;
-  survivor_exit: number | null;
-  load_avg_1m: number;
 }
 
 /** The changelog of RebalanceApp's store ("offsethash") for application.id `id`. */
