@@ -6,7 +6,7 @@ import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { PartitionReadStalledError } from '../../../kafka/errors';
 import { decodeFetchResponse, FetchedRecord } from '../../../kafka/fetch-decoder';
-import { createBatch, createCluster, type FetchPartitionData, ISOLATION, type RawMessage } from '../../../kafka/internals';
+import { createBatch, createCluster, type FetchPartitionData, type InternalBroker, ISOLATION, type RawMessage } from '../../../kafka/internals';
 import { PartitionReader } from '../../../kafka/partition-reader';
 import { closeAll, fillInput, kafkaScope, sleep, unique, waitFor } from '../../support/servers';
 
@@ -30,6 +30,18 @@ function unpatchedFilter(messages: RawMessage[], aborted: Array<{ producerId: st
     else if (current.has(producerId) && inTransaction) return false;
     return true;
   });
+}
+
+/** The control records (transaction markers) of the partition's log, read uncommitted. */
+async function controlRecords(broker: InternalBroker, topic: string): Promise<number> {
+  const { responses } = await broker.fetch({
+    isolationLevel: ISOLATION.READ_UNCOMMITTED,
+    maxWaitTime: 50,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    topics: [{ topic, partitions: [{ partition: 0, fetchOffset: '0', maxBytes: 1 << 20 }] }],
+  });
+  return (responses[0]!.partitions[0] as FetchPartitionData).messages.filter((m) => m.isControlRecord).length;
 }
 
 function transactional(client: KafkaClient, id: string): Producer {
@@ -64,6 +76,10 @@ describe('read_committed on the real broker', () => {
     });
     try {
       await Promise.all([p1.connect(), p2.connect(), p3.connect()]);
+      await cluster.connect();
+      await cluster.addTargetTopic(topic);
+      const leader = Object.keys(cluster.findLeaderForPartitions(topic, [0]))[0]!;
+      const broker = await cluster.findBroker({ nodeId: leader });
       const t1 = await p1.transaction();
       const t2 = await p2.transaction();
       await t1.send({ topic, messages: [{ value: 'aborted-p1-a' }] }); // P1's transaction starts first
@@ -71,17 +87,17 @@ describe('read_committed on the real broker', () => {
       await t1.send({ topic, messages: [{ value: 'aborted-p1-b' }] });
       await t2.send({ topic, messages: [{ value: 'aborted-p2-b' }] });
       await t2.abort(); // P2 ends first ...
+      // EndTxn answers once the coordinator logged the abort; it writes the partition's marker
+      // afterwards. Wait for P2's marker so that P1's is written after it.
+      await waitFor("P2's abort marker", async () => (await controlRecords(broker, topic)) === 1, 10_000);
       await t1.send({ topic, messages: [{ value: 'aborted-p1-c' }] });
       await t1.abort(); // ... P1 last: the broker lists P2's before P1's
       const t3 = await p3.transaction();
       await t3.send({ topic, messages: [{ value: 'committed-1' }, { value: 'committed-2' }] });
       await t3.commit();
+      await waitFor('the three transaction markers', async () => (await controlRecords(broker, topic)) === 3, 10_000);
 
       // The raw read_committed fetch, as the broker answers it.
-      await cluster.connect();
-      await cluster.addTargetTopic(topic);
-      const leader = Object.keys(cluster.findLeaderForPartitions(topic, [0]))[0]!;
-      const broker = await cluster.findBroker({ nodeId: leader });
       const { responses } = await broker.fetch({
         isolationLevel: ISOLATION.READ_COMMITTED,
         maxWaitTime: 100,
