@@ -10,12 +10,16 @@ export async function eventually<T>(
   timeoutMs = 60_000,
   detail?: () => Promise<string | undefined> | string | undefined,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
       const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
+      if (v !== undefined && v !== false) {
+        if (process.env.KFT_TEST_TRACE === '1') process.stderr.write(`[wait] ${what}: ${Date.now() - started} ms\n`);
+        return v as T;
+      }
     } catch (err) {
       last = err;
     }
