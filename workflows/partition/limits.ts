@@ -1,6 +1,12 @@
 export interface Limits {
   /** Continue as new past this many history events (well before Temporal's warning at 10,240). */
   maxHistoryEvents: number;
+  /**
+   * With nobody running the partition (idle after a shutdown, revoked, fenced), continue as new
+   * past this many history events, so that the next owner's worker replays a short history before
+   * its first workflow task instead of up to maxHistoryEvents (runs with CARRY_OVER_OWNERLESS_PATCH).
+   */
+  carryOverOwnerlessEvents: number;
   /** An activity not picked up by its owner within this long means the owner is gone. */
   scheduleToStartMs: number;
   /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
@@ -27,6 +33,7 @@ export interface Limits {
 
 export const DEFAULT_LIMITS: Limits = {
   maxHistoryEvents: 2_000,
+  carryOverOwnerlessEvents: 50,
   scheduleToStartMs: 30_000,
   heartbeatMs: 10_000,
   ownerRetryMs: 10_000,

@@ -15,9 +15,14 @@ export interface Patches {
   readonly foldWithRecovery: boolean;
   /** OPERATOR_CONSOLE_PATCH: search attributes upserted only when changed, lag and keys, `unowned`. */
   readonly console: boolean;
+  /** CARRY_OVER_OWNERLESS_PATCH: continue as new between owners past carryOverOwnerlessEvents. */
+  readonly carryOverOwnerless: boolean;
   /** Asked only when a persist's result is behind the shown committed offset (MONOTONIC_COMMITTED_PATCH). */
   readonly keepCommitted: () => boolean;
 }
+
+/** The phases in which nobody runs the partition and no owner is being retried: a run may carry over there. */
+const BETWEEN_OWNERS: ReadonlySet<Phase> = new Set<Phase>(['idle', 'revoked', 'fenced', 'unowned']);
 
 /** The phases in which nobody owns the partition: past unownedAfterMs in one of them, it shows `unowned`. */
 const OWNERLESS: ReadonlySet<Phase> = new Set<Phase>(['idle', 'revoked', 'fenced', 'owner-lost']);
@@ -93,6 +98,17 @@ export class PartitionState {
   /** Past maxHistoryEvents, or Temporal suggests continuing as new. */
   historyFull(): boolean {
     return workflowInfo().historyLength > this.limits.maxHistoryEvents || workflowInfo().continueAsNewSuggested;
+  }
+
+  /**
+   * Between owners with more than carryOverOwnerlessEvents in the history: the worker that
+   * processes this task has the run cached, while the next owner's worker would have to replay it
+   * all before its first task (≈ 1 ms per event: seconds for a restart of many partitions).
+   */
+  carryOverDue(): boolean {
+    if (!this.patches.carryOverOwnerless || !BETWEEN_OWNERS.has(this.phase)) return false;
+    if (this.phase === 'unowned' && this.unownedFrom === 'owner-lost') return false; // its owner is still retried
+    return workflowInfo().historyLength > this.limits.carryOverOwnerlessEvents;
   }
 
   /** An assignment newer than the owner is waiting to be taken up. */

@@ -566,6 +566,41 @@ describe('partitionWorkflow on the real Temporal server', () => {
     await wf.handle.terminate();
   });
 
+  test('between owners a long run carries over: the next owner replays a short history, and the partition recovers on it as before', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const [qa, qb] = [await startOwner(a), await startOwner(b)];
+    const wf = await start({ carryOverOwnerlessEvents: 30 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    // Past the threshold while running: nothing carries over while an owner runs the partition.
+    await eventually('a history past 30 events, running on a', async () => {
+      const [st, d] = [await wf.status(), await wf.handle.describe()];
+      return st.phase === 'running' && d.historyLength > 30 ? true : undefined;
+    });
+    expect((await wf.status()).counters.runs).toBe(1);
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'shutdown' });
+    const carried = await eventually('idle in a new run', async () => {
+      const st = await wf.status();
+      return st.phase === 'idle' && st.counters.runs === 2 ? st : undefined;
+    });
+    expect(carried.owner?.generation).toBe(1);
+    expect(carried.counters.persists).toBeGreaterThanOrEqual(1);
+    expect(carried.ownerHistory).toHaveLength(1);
+    const fresh = await wf.handle.describe();
+    expect(fresh.historyLength).toBeLessThanOrEqual(30);
+    // A short idle run stays as it is; the next owner takes it up from the carried state.
+    await wf.assign({ generation: 2, memberId: 'b', taskQueue: qb });
+    const onB = await eventually('running on b', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.owner?.memberId === 'b' ? st : undefined;
+    });
+    expect(onB.counters.runs).toBe(2);
+    expect(onB.ownerHistory.map((o) => o.memberId)).toEqual(['a', 'b']);
+    expect(b.recover).toHaveLength(1);
+    expect(b.recover[0]!.keepFromGeneration).toBeUndefined();
+    await wf.handle.terminate();
+  });
+
   test('a revoke and the next assignment give the same commands whether they come in one workflow task or in two', async () => {
     // A chaos run caught a replay that saw the next assignment in the same activation as the revoke
     // while the original run had seen it in a later one: a nondeterminism error that left the
