@@ -159,7 +159,7 @@ export function workerLiveness(owners: readonly Owner[], shutDown: ReadonlySet<s
 
 /**
  * Every owner a partition workflow's current run knows of (carried from the run before, and
- * assigned since), and the members that signalled a revoke on a graceful stop.
+ * assigned since), and the members that stopped gracefully (a `shutdown` revoke, or carried as `idle`).
  */
 async function ownersOf(client: Client, workflowId: string): Promise<{ owners: Owner[]; shutDown: string[] }> {
   const owners: Owner[] = [];
@@ -170,6 +170,9 @@ async function ownersOf(client: Client, workflowId: string): Promise<{ owners: O
     if (started) {
       const input = defaultPayloadConverter.fromPayload<PartitionWorkflowInput>(started);
       owners.push(...(input.carried?.ownerHistory ?? []), ...(input.carried?.pending ?? []));
+      // A run continued as new between owners after a graceful stop carries its owner as `idle`:
+      // that owner's `shutdown` revoke is in the run before.
+      if (input.carried?.phase === 'idle' && input.carried.owner) shutDown.push(input.carried.owner.memberId);
     }
     const signal = e.workflowExecutionSignaledEventAttributes;
     const payload = signal?.input?.payloads?.[0];

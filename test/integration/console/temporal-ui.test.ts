@@ -72,6 +72,14 @@ test("the Temporal UI shows every partition's phase and owner and its current de
     expect(await flow.stop(worker)).toBe(0);
     const phases = () => Promise.all(ids.map(async (id) => (await client.workflow.getHandle(id).describe()).typedSearchAttributes.get(searchAttributes.phase)));
     await eventually('every partition idle', async () => (await phases()).every((p) => p === 'idle') || undefined);
+    // The runs carried over between owners (continued as new once idle); the stopping worker,
+    // still polling while it waits for its revokes to be handled, ran the new runs' first tasks.
+    for (const id of ids) {
+      const d = await client.workflow.getHandle(id).describe();
+      expect({ id, continued: d.runId !== d.raw.workflowExecutionInfo?.firstRunId }).toEqual({ id, continued: true });
+    }
+    const revokeWait = flow.logLines<{ msg?: string }>(worker).filter((l) => / handled the revoke/.test(l.msg ?? '')).map((l) => l.msg);
+    expect(revokeWait).toEqual(['the partition workflows handled the revoke']);
     await new Promise((r) => setTimeout(r, 9_000));
     expect(await phases()).toEqual(['idle', 'idle', 'idle']);
     const idleCells = `idle\\s+${owner.generation}\\s+\\d+\\s+\\d+\\s+${literal(owner.memberId)}`;
@@ -83,7 +91,7 @@ test("the Temporal UI shows every partition's phase and owner and its current de
     // stop counts as alive until its last poll is old: test/unit/workers/cli/retire-liveness.test.ts).
     // It ends every partition workflow, running them to completion on the flow's workflow task queue itself.
     const retired = await runCli(['retire', flow.names.name, '--wait', '30'], env);
-    expect(retired).toMatchObject({ code: 0 });
+    if (retired.code !== 0) throw new Error(`retire exited ${retired.code}:\n${retired.out}`);
     for (const id of ids) expect(retired.out).toMatch(new RegExp(`${literal(id)}\\s+completed`));
     expect(retired.out).toContain(`retired 3 partition workflows of flow "${flow.names.name}" (3 completed, 0 terminated)`);
     for (const id of ids) {

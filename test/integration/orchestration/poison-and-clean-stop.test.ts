@@ -33,6 +33,10 @@ test('poison records are dead-lettered exactly once through kill -9; a clean sto
     await cluster.untilCaughtUp('b caught up');
     const bQueue = await eventually('b\'s task queue', async () => (await cluster.status().catch(() => undefined))?.[0]?.owner?.taskQueue);
     expect(await cluster.stop(b)).toBe(0);
+    // The last worker's stop waited until its partition workflows had handled the revokes (and
+    // run the first tasks of the runs they continued as new, when they carried over).
+    const revokeWait = cluster.logLines<{ msg?: string }>(b).filter((l) => / handled the revoke/.test(l.msg ?? '')).map((l) => l.msg);
+    expect(revokeWait).toEqual(['the partition workflows handled the revoke']);
 
     // State: the fold of every record but the poison ones.
     const { reference, poison } = await referenceWithout(cluster);
