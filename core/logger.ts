@@ -33,3 +33,26 @@ export function redactingLogger(log: Logger): Logger {
     };
   return { info: redacting(log.info.bind(log)), warn: redacting(log.warn.bind(log)), error: redacting(log.error.bind(log)), debug: redacting(log.debug.bind(log)) };
 }
+
+/**
+ * `log` for code that names the fields of its lines itself (a persistence backend: `flow`, topic,
+ * partition) when `log` already binds some of them (the worker's logger binds `flow`): a field
+ * equal to its bound value is left out, so that a JSON line does not carry the key twice.
+ */
+export function withoutBoundFields(log: Logger, bound: Readonly<Record<string, unknown>>): Logger {
+  const keys = Object.keys(bound);
+  const dropping =
+    (fn: LogFn): LogFn =>
+    (objOrMessage, message) => {
+      if (typeof objOrMessage === 'object' && objOrMessage !== null && !(objOrMessage instanceof Error)) {
+        const fields = objOrMessage as Record<string, unknown>;
+        if (keys.some((k) => k in fields && fields[k] === bound[k])) {
+          const kept = { ...fields };
+          for (const k of keys) if (kept[k] === bound[k]) delete kept[k];
+          objOrMessage = kept;
+        }
+      }
+      fn(objOrMessage, message);
+    };
+  return { info: dropping(log.info.bind(log)), warn: dropping(log.warn.bind(log)), error: dropping(log.error.bind(log)), debug: dropping(log.debug.bind(log)) };
+}

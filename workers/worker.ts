@@ -9,6 +9,7 @@ import { descriptorOf } from '../persistence/descriptors';
 import { isKafkaConnectionFailure, KafkaUnreachableError } from './connect/errors';
 import { checkKafkaLogin, kafkaAuthFailure } from './connect/kafka-login';
 import { setLogKeys } from '../core/redact';
+import { withoutBoundFields } from '../core/logger';
 import { KafkaFlowConsumer } from './runtime/flow-consumer';
 import { FlowRuntime } from './runtime/flow-runtime';
 import { hasLocalState, standbyReplicasOf, stateCacheOf } from './runtime/local-state-config';
@@ -183,7 +184,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     await tracing?.shutdown();
     throw err;
   }
-  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: log, metrics, stateDir: env.stateDir, keysOnDemand: stateCache !== undefined });
+  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: withoutBoundFields(log, { flow: definition.name }), metrics, stateDir: env.stateDir, keysOnDemand: stateCache !== undefined });
   // The snapshot topic's check (≈ 150 ms) starts now, while the Temporal workers start: the
   // partitions' recoveries (from the join on) wait for this same check instead of making their
   // own; the first assignment repeats it if it failed here.

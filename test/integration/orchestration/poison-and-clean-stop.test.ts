@@ -37,6 +37,8 @@ test('poison records are dead-lettered exactly once through kill -9; a clean sto
     // run the first tasks of the runs they continued as new, when they carried over).
     const revokeWait = cluster.logLines<{ msg?: string }>(b).filter((l) => / handled the revoke/.test(l.msg ?? '')).map((l) => l.msg);
     expect(revokeWait).toEqual(['the partition workflows handled the revoke']);
+    // Every JSON line names its flow once (the backend's lines too: the worker's logger binds it).
+    expect(cluster.log(b).split('\n').filter((l) => /"flow":.*"flow":/.test(l))).toEqual([]);
 
     // State: the fold of every record but the poison ones.
     const { reference, poison } = await referenceWithout(cluster);
