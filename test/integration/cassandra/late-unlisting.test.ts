@@ -83,4 +83,27 @@ describe.each([
     const recovered = await recoverStates(await reader.forPartition({ ...P, generation: newerGeneration + 1, committer: new InMemoryOffsetCommitter() }));
     expect(recovered.get('k')).toEqual({ state: 7, offset: 30, events: undefined });
   });
+
+  test('leaves a key listed that the newer engine recovered as stored and the older one unlisted before the newer one wrote it again', async () => {
+    const committer = new InMemoryOffsetCommitter();
+    const old = await older.forPartition({ ...P, generation: olderGeneration, committer });
+    await old.write({ writes: [{ key: 'r', snapshot: snap(1, 10), addKey: true }] });
+
+    // The newer engine recovers the partition: 'r' is stored (listed, a value).
+    const owner = await newer.forPartition({ ...P, generation: newerGeneration, committer });
+    expect((await recoverStates(owner)).get('r')).toEqual({ state: 1, offset: 10, events: undefined });
+
+    // The older engine, still persisting (a same-owner retry's previous engine, or a stale owner),
+    // deletes 'r' and purges the marker once its offset is committed: the listing goes.
+    await old.write({ writes: [{ key: 'r', delete: { offset: 20 } }] });
+    await old.write({ writes: [{ key: 'r', purge: { offset: 20 } }], commitOffset: 21 });
+
+    // The newer engine folds the delete and a record after it in one batch: a put of a key it
+    // holds as stored (no listing asked for).
+    const written = await owner.write({ writes: [{ key: 'r', snapshot: snap(7, 30) }], commitOffset: 31 });
+    expect(written.statuses).toEqual(['applied']);
+
+    const recovered = await recoverStates(await reader.forPartition({ ...P, generation: newerGeneration + 1, committer: new InMemoryOffsetCommitter() }));
+    expect(recovered.get('r')).toEqual({ state: 7, offset: 30, events: undefined });
+  });
 });
