@@ -10,6 +10,13 @@ export interface KeyStore {
    * go through `add` like any key.
    */
   pin?(partition: TopicPartition, keys: readonly string[]): Promise<void>;
+  /**
+   * Keys written again that this engine holds as listed: kept listed without changing when they
+   * were first listed. Another engine of the partition (a same-owner retry's previous engine, a
+   * stale owner) may have purged such a key's marker and unlisted it after this engine's recovery
+   * listed it; a store without it lists them through `add`... only when asked (`addKey`).
+   */
+  touch?(partition: TopicPartition, keys: readonly string[]): Promise<void>;
   remove(partition: TopicPartition, keys: readonly string[]): Promise<void>;
   /** `onShare`: the share (0–1) of the listing done, when the store can tell (its segments queried). */
   list(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<string>;

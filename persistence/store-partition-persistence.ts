@@ -133,7 +133,11 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       const pinned = keys.pin ? writes.filter((w, i) => w.delete && statuses[i] === 'applied').map((w) => w.key) : [];
       const added = writes.filter((w, i) => w.addKey && !w.purge && !(keys.pin && w.delete) && statuses[i] === 'applied').map((w) => w.key);
       const purges = writes.flatMap((w, i) => (w.purge && statuses[i] === 'applied' ? [{ key: w.key, offset: w.purge.offset }] : []));
+      // A put of a key this engine holds as listed asks no listing, but another engine of the
+      // partition may have unlisted it since this engine's recovery (its marker purged): keep it listed.
+      const touched = keys.touch ? writes.filter((w, i) => w.snapshot && !w.addKey && !w.purge && !w.delete && statuses[i] === 'applied').map((w) => w.key) : [];
       if (added.length > 0) await keys.add(partition, added);
+      if (touched.length > 0) await keys.touch!(partition, touched);
       if (pinned.length > 0) await keys.pin!(partition, pinned);
       if (purges.length > 0) {
         await keys.remove(partition, purges.map((p) => p.key));

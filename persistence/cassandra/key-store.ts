@@ -48,7 +48,7 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
   readonly pin?: (partition: TopicPartition, keys: readonly string[]) => Promise<void>;
   private readonly o: CassandraKeyStoreOptions;
   private readonly chunks: number[][];
-  private readonly q: { add: string; remove: string; list: string; createdAt: string; touchAt: string; removeAt: string };
+  private readonly q: { add: string; touch: string; remove: string; list: string; createdAt: string; touchAt: string; removeAt: string };
 
   constructor(options: CassandraKeyStoreOptions) {
     if (!(Number.isInteger(options.segments) && options.segments >= 1)) {
@@ -61,6 +61,7 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
     const where = 'application_id = ? AND group_id = ? AND segment = ? AND topic = ? AND partition = ? AND key = ?';
     this.q = {
       add: `UPDATE ${this.table} USING TTL ? SET created = ?, created_date = ?, metadata = ? WHERE ${where}`,
+      touch: `UPDATE ${this.table} USING TTL ? SET metadata = ? WHERE ${where}`,
       remove: `DELETE FROM ${this.table} WHERE ${where}`,
       list: `SELECT key FROM ${this.table} WHERE application_id = ? AND group_id = ? AND segment IN ? AND topic = ? AND partition = ?`,
       // Fencing 'timestamp': the row at the snapshot write's timestamp (write-timestamp.ts).
@@ -82,6 +83,11 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
     const now = new Date();
     const date = utcDate(now);
     await this.writeAll(operation, partition, keys, (key) => [this.q.add, [ttlSeconds, now, date, '', ...this.pk(partition, key)]]);
+  }
+
+  /** Keeps `keys` listed (the row written again if it went), `created` unchanged; the keys TTL renewed with the snapshot's. */
+  async touch(partition: TopicPartition, keys: readonly string[]): Promise<void> {
+    await this.writeAll('key touch', partition, keys, (key) => [this.q.touch, [this.o.ttlSeconds, '', ...this.pk(partition, key)]]);
   }
 
   async remove(partition: TopicPartition, keys: readonly string[]): Promise<void> {
