@@ -31,7 +31,12 @@ export function redactingLogger(log: Logger): Logger {
       }
       fn(objOrMessage, message);
     };
-  return { info: redacting(log.info.bind(log)), warn: redacting(log.warn.bind(log)), error: redacting(log.error.bind(log)), debug: redacting(log.debug.bind(log)) };
+  return eachLevel(log, redacting);
+}
+
+/** `log` with each level's function wrapped by `wrap`. */
+function eachLevel(log: Logger, wrap: (fn: LogFn) => LogFn): Logger {
+  return { info: wrap(log.info.bind(log)), warn: wrap(log.warn.bind(log)), error: wrap(log.error.bind(log)), debug: wrap(log.debug.bind(log)) };
 }
 
 /**
@@ -54,5 +59,5 @@ export function withoutBoundFields(log: Logger, bound: Readonly<Record<string, u
       }
       fn(objOrMessage, message);
     };
-  return { info: dropping(log.info.bind(log)), warn: dropping(log.warn.bind(log)), error: dropping(log.error.bind(log)), debug: dropping(log.debug.bind(log)) };
+  return eachLevel(log, dropping);
 }

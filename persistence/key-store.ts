@@ -14,7 +14,7 @@ export interface KeyStore {
    * Keys written again that this engine holds as listed: kept listed without changing when they
    * were first listed. Another engine of the partition (a same-owner retry's previous engine, a
    * stale owner) may have purged such a key's marker and unlisted it after this engine's recovery
-   * listed it; a store without it lists them through `add`... only when asked (`addKey`).
+   * listed it. A store without it lists a key only when asked (`addKey`).
    */
   touch?(partition: TopicPartition, keys: readonly string[]): Promise<void>;
   remove(partition: TopicPartition, keys: readonly string[]): Promise<void>;

@@ -32,16 +32,22 @@ function unpatchedFilter(messages: RawMessage[], aborted: Array<{ producerId: st
   });
 }
 
-/** The control records (transaction markers) of the partition's log, read uncommitted. */
-async function controlRecords(broker: InternalBroker, topic: string): Promise<number> {
+/** One fetch of partition 0 from its start, as the broker answers it (decoded by `decodeResponse` when given). */
+async function fetchFromStart(broker: InternalBroker, topic: string, isolationLevel: number, decodeResponse?: typeof decodeFetchResponse): Promise<FetchPartitionData> {
   const { responses } = await broker.fetch({
-    isolationLevel: ISOLATION.READ_UNCOMMITTED,
-    maxWaitTime: 50,
+    isolationLevel,
+    maxWaitTime: 100,
     minBytes: 1,
     maxBytes: 1 << 20,
     topics: [{ topic, partitions: [{ partition: 0, fetchOffset: '0', maxBytes: 1 << 20 }] }],
+    ...(decodeResponse ? { decodeResponse } : {}),
   });
-  return (responses[0]!.partitions[0] as FetchPartitionData).messages.filter((m) => m.isControlRecord).length;
+  return responses[0]!.partitions[0] as FetchPartitionData;
+}
+
+/** The control records (transaction markers) of the partition's log, read uncommitted. */
+async function controlRecords(broker: InternalBroker, topic: string): Promise<number> {
+  return (await fetchFromStart(broker, topic, ISOLATION.READ_UNCOMMITTED)).messages.filter((m) => m.isControlRecord).length;
 }
 
 function transactional(client: KafkaClient, id: string): Producer {
@@ -98,14 +104,7 @@ describe('read_committed on the real broker', () => {
       await waitFor('the three transaction markers', async () => (await controlRecords(broker, topic)) === 3, 10_000);
 
       // The raw read_committed fetch, as the broker answers it.
-      const { responses } = await broker.fetch({
-        isolationLevel: ISOLATION.READ_COMMITTED,
-        maxWaitTime: 100,
-        minBytes: 1,
-        maxBytes: 1 << 20,
-        topics: [{ topic, partitions: [{ partition: 0, fetchOffset: '0', maxBytes: 1 << 20 }] }],
-      });
-      const data = responses[0]!.partitions[0] as FetchPartitionData;
+      const data = await fetchFromStart(broker, topic, ISOLATION.READ_COMMITTED);
       expect(data.abortedTransactions.map((t) => t.firstOffset)).toEqual(['1', '0']); // by end, not by start
 
       const dataValues = (ms: RawMessage[]) => ms.filter((m) => !m.isControlRecord).map((m) => String(m.value));
@@ -116,21 +115,14 @@ describe('read_committed on the real broker', () => {
       expect(dataValues(createBatch(topic, '0', data).messages)).toEqual(['committed-1', 'committed-2']);
 
       // The same fetch decoded by ours (the patch's decodeResponse): kafkajs's result field for field.
-      const ours = await broker.fetch({
-        isolationLevel: ISOLATION.READ_COMMITTED,
-        maxWaitTime: 100,
-        minBytes: 1,
-        maxBytes: 1 << 20,
-        topics: [{ topic, partitions: [{ partition: 0, fetchOffset: '0', maxBytes: 1 << 20 }] }],
-        decodeResponse: decodeFetchResponse,
-      });
-      const { safeIntegerOffsets, ...oursData } = ours.responses[0]!.partitions[0] as FetchPartitionData & { safeIntegerOffsets?: boolean };
+      const oursPartition = await fetchFromStart(broker, topic, ISOLATION.READ_COMMITTED, decodeFetchResponse);
+      const { safeIntegerOffsets, ...oursData } = oursPartition as FetchPartitionData & { safeIntegerOffsets?: boolean };
       expect(safeIntegerOffsets).toBe(true);
       // Ours' records are FetchedRecords (key, value and offset read from the response when asked):
       // as plain records (toJSON: kafkajs's fields in its order), kafkajs's.
       expect(oursData.messages.every((m) => m instanceof FetchedRecord)).toBe(true);
       expect({ ...oursData, messages: oursData.messages.map((m) => (m as FetchedRecord).toJSON()) }).toStrictEqual(data);
-      expect(dataValues(createBatch(topic, '0', ours.responses[0]!.partitions[0]!).messages)).toEqual(['committed-1', 'committed-2']);
+      expect(dataValues(createBatch(topic, '0', oursPartition).messages)).toEqual(['committed-1', 'committed-2']);
 
       // Our group-less reader and a kafkajs group consumer (both on the patched filter).
       const read: string[] = [];
