@@ -15,6 +15,7 @@ import { FlowRuntime } from './runtime/flow-runtime';
 import { hasLocalState, standbyReplicasOf, stateCacheOf } from './runtime/local-state-config';
 import type { MemberHints } from '../kafka/state-assignor';
 import { TemporalPartitionSignals } from './runtime/partition-signals';
+import { untilWorkflowWorkerQuiet } from './runtime/quiet-shutdown';
 import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
 import { freePort } from './observability/metrics-server';
@@ -202,6 +203,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   }
   const taskQueue = processTaskQueue(definition.name);
   const signals = new ShutdownRevokeSignals(new TemporalPartitionSignals(temporal.client, log));
+  /** Set once both Temporal workers run (below); the revoke point of a graceful stop calls it. */
+  let stopWorkflowWorker: (() => Promise<void>) | undefined;
   const flowRuntime = new FlowRuntime({
     definition,
     httpAddress: server?.advertisedUrl,
@@ -216,6 +219,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     workflowReportEveryMs: env.workflowReportEveryMs,
     restoreReportEveryMs: env.restoreReportEveryMs,
     stateCache,
+    beforeLeave: () => stopWorkflowWorker?.() ?? Promise.resolve(),
   });
   flowRuntimeCreated = flowRuntime;
   hints = () => ({ owned: flowRuntime.heldPartitions(), fresh: backend.localCheckpoints?.() ?? {} });
@@ -287,6 +291,29 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     'worker started',
   );
 
+  // A graceful stop stops the workflow worker once the workflows told of the stop have handled it
+  // (it may be the last worker polling their task queue: see runtime/shutdown-revokes.ts), between
+  // two workflow tasks (runtime/quiet-shutdown.ts), and before the member leaves the group (the
+  // revoke point's beforeLeave): the signals of the partitions' next owners then go elsewhere
+  // instead of reaching a worker that is shutting down. Once.
+  let workflowWorkerStopping: Promise<void> | undefined;
+  stopWorkflowWorker = () => {
+    workflowWorkerStopping ??= (async () => {
+      const signalled = signals.workflows();
+      const waitStarted = performance.now();
+      const unhandled = await untilWorkflowTasksDone(signalled, temporalWorkflowTaskProbe(temporal.client), REVOKES_HANDLED_TIMEOUT_MS);
+      const waitedMs = Math.round(performance.now() - waitStarted);
+      if (unhandled.length > 0) {
+        log.warn({ workflows: unhandled, waitedMs }, 'stopping the Temporal workers before these partition workflows handled the revoke (the next worker will)');
+      } else log.info({ workflows: signalled.length, waitedMs }, 'the partition workflows handled the revoke');
+      const quietStarted = performance.now();
+      const quiet = await untilWorkflowWorkerQuiet(workflowWorker);
+      log.info({ quiet, waitedMs: Math.round(performance.now() - quietStarted) }, quiet ? 'workflow worker quiet: stopping it' : 'workflow worker still busy: stopping it anyway');
+      if (workflowWorker.getState() === 'RUNNING') workflowWorker.shutdown();
+    })();
+    return workflowWorkerStopping;
+  };
+
   let stopping: Promise<void> | undefined;
   return {
     taskQueue,
@@ -297,16 +324,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       stopping ??= (async () => {
         log.info('stopping: flush, commit, leave the group');
         await flowRuntime.stop();
-        // The workflows told of this stop handle it before the workflow worker goes: it may be the
-        // last one polling their task queue (see runtime/shutdown-revokes.ts).
-        const signalled = signals.workflows();
-        const waitStarted = performance.now();
-        const unhandled = await untilWorkflowTasksDone(signalled, temporalWorkflowTaskProbe(temporal.client), REVOKES_HANDLED_TIMEOUT_MS);
-        const waitedMs = Math.round(performance.now() - waitStarted);
-        if (unhandled.length > 0) {
-          log.warn({ workflows: unhandled, waitedMs }, 'stopping the Temporal workers before these partition workflows handled the revoke (the next worker will)');
-        } else log.info({ workflows: signalled.length, waitedMs }, 'the partition workflows handled the revoke');
-        for (const w of [activityWorker, workflowWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+        await stopWorkflowWorker!(); // already done at the leave, unless the member held no partition
+        if (activityWorker.getState() === 'RUNNING') activityWorker.shutdown();
         await done.catch(() => undefined);
         await server?.close();
         await temporal.close();

@@ -181,6 +181,9 @@ export class ConsumerSide extends RuntimeSide {
         }),
       ),
     );
+    if (revoked.reason === 'leave' && this.stopping && this.o.beforeLeave) {
+      await this.o.beforeLeave().catch((err) => this.log.warn({ err }, 'the step before leaving the group failed; leaving'));
+    }
   }
 
   /**

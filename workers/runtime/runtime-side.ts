@@ -41,6 +41,13 @@ export interface FlowRuntimeOptions {
   recoverAtJoin?: boolean;
   /** The bounded state cache its partitions share (FlowOptions.stateCache); undefined: every key in memory. */
   stateCache?: StateCache;
+  /**
+   * A graceful stop, once its revokes are flushed and signalled and before the member leaves the
+   * group (the leave starts the rebalance that hands the partitions to other members). The worker
+   * stops its workflow worker here: the next owners' signals then find it gone, not stopping
+   * (workers/worker.ts). Not awaited past the consumer's session timeout by the group.
+   */
+  beforeLeave?: () => Promise<void>;
 }
 
 /** What the parts of a flow's runtime share: the flow, its consumer, its slots and persists, and whether the process is stopping. */

@@ -20,8 +20,21 @@ test('assignment → recovery → processing → a second worker joins → parti
     await cluster.produce(2000);
     await cluster.untilCaughtUp('caught up after the rebalance');
 
+    const bJoins = cluster.logLines(b).filter((l) => l.msg === 'partitions assigned').length;
     expect(await cluster.stop(a)).toBe(0); // graceful: flush, commit, leave
     await cluster.untilRunningOn(1, 'b runs all 4 partitions');
+    // a stopped its workflow worker before it left the group, so b's signals for the partitions it
+    // took could not reach a workflow worker that was shutting down (workers/runtime/quiet-shutdown.ts).
+    type Line = { msg?: string; time: number; workflows?: number };
+    const aLines = cluster.logLines<Line>(a);
+    const handled = aLines.find((l) => l.msg === 'the partition workflows handled the revoke');
+    const workflowWorkerStopped = aLines.find((l) => l.msg?.startsWith('workflow worker ') && l.msg.includes(': stopping it'));
+    const bTook = cluster.logLines<Line>(b).filter((l) => l.msg === 'partitions assigned')[bJoins];
+    expect(handled?.workflows).toBeGreaterThan(0);
+    expect(workflowWorkerStopped).toBeDefined();
+    expect(bTook).toBeDefined();
+    expect(handled!.time).toBeLessThanOrEqual(workflowWorkerStopped!.time);
+    expect(workflowWorkerStopped!.time).toBeLessThanOrEqual(bTook!.time);
     await cluster.produce(1000);
     await cluster.untilCaughtUp('caught up on b alone');
     const continued = await cluster.status();
