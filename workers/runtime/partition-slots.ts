@@ -222,6 +222,10 @@ export class PartitionSlots {
       return slot.revokeSignalled === r.owner.generation ? 'skip' : 'wait';
     }
     if (stopping && slot?.revokeSignalled === r.owner.generation) return 'skip';
+    // An older generation's report whose revoke this process has signalled, the partition assigned
+    // here again since (kept by an eager rebalance): the workflow knows, so it ends quietly
+    // instead of failing as stale — which showed in the history and the worker's log as a fence.
+    if (slot && slot.revokeSignalled !== undefined && r.owner.generation <= slot.revokeSignalled && r.owner.generation < slot.generation) return 'skip';
     const s = this.forRequest(r, current);
     if (s.state === 'failed') throw s.failure ?? new Error(`${r.topic}-${r.partition} failed`);
     // Not running yet (the fold loop starts alongside) or any more: persist() decides when due.

@@ -424,6 +424,15 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(signal).toMatchObject({ generation: 1, memberId: 'member-1', reason: 'revoke', flushed: { persistedKeys: 1, committedOffset: '1' } });
     expect(rt.runtime.persistReadiness(req(owner))).toBe('skip');
     expect(folding.poll()).toMatchObject({ running: false, settling: false });
+
+    // The next generation keeps the partition here: the old generation's report still ends quietly
+    // (the workflow was told), the new one's persists, and one of a generation never revoked here is stale.
+    rt.consumer.join(2, { t: [0] });
+    expect(rt.runtime.persistReadiness(req(owner))).toBe('skip');
+    const next = { ...owner, generation: 2 };
+    await rt.runtime.recover({ ...req(next), keepFromGeneration: 1 });
+    expect(rt.runtime.persistReadiness(req(next))).toBe('persist');
+    expect(() => rt.runtime.persistReadiness(req({ ...owner, generation: 3 }))).toThrow(/generation 3/);
   });
 
   test('outputEvery: keys with pending outputs are persisted in-process (not waiting for persistEvery), reported with the next workflow persist', async () => {
