@@ -774,6 +774,11 @@ export class PartitionFlow<S, V> {
     return run;
   }
 
+  /** Settles once the persists started so far have landed or failed (never rejects). */
+  persistsSettled(): Promise<void> {
+    return this.persistChain.then(() => undefined);
+  }
+
   /**
    * Some key has had outputs pending for `outputEvery` or longer: the owner should run an
    * `outputs` persist now (so outputs land within outputEvery of their record, whatever persistEvery).

@@ -8,6 +8,9 @@ import { closeQuietly, type PartitionRecoveries, type RecoveryFigures } from './
 import { PartitionSlots, type Slot } from './partition-slots';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 
+/** How long a recovery waits for the persists of the engine it replaces. */
+const RETIRE_WAIT_MS = 30_000;
+
 /**
  * A flow's host side in one process: what the partition workflows' activities ask of it (the
  * activities' PartitionHost) — recover a partition, fold it (the fold loop), report its persists —
@@ -73,6 +76,7 @@ export class HostSide extends RuntimeSide implements PartitionHost {
       return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: offsetText(flow.committedOffset) };
     }
     const seq = ++slot.recoverSeq;
+    await this.retireEngine(slot);
     // Started at the join for this very owner (recoverAtJoin): take it over — unless it failed,
     // then recover afresh as the activity would have.
     const early = this.recoveries.take(slot, r.owner);
@@ -109,6 +113,29 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     const atJoin = fromJoin ? { startedBeforeMs: Math.round(started - fromJoin.startedAt), waitedMs: Math.round(ms) } : undefined;
     this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, offset: assignedAt, keys, snapshotsRead: read, ms: Math.round(ms), phases, ...(atJoin ? { atJoin } : {}) }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
+  }
+
+  /**
+   * A full recovery replaces the slot's engine: the one installed (an older generation's, or this
+   * generation's when the workflow recovers again on the same owner after losing track of its fold
+   * loop) stops here first — no batch handed to it, no in-process persist started — and what it
+   * was persisting lands (or fails) before the new engine reads the store. Under the same
+   * generation nothing fences the old engine's writes: landing while the new one reads, they could
+   * unlist or overwrite what it has just read.
+   */
+  private async retireEngine(slot: Slot): Promise<void> {
+    const engine = slot.flow;
+    if (!engine) return;
+    slot.cadence?.stop();
+    if (slot.state === 'running') slot.state = 'assigned';
+    slot.handoff?.close();
+    slot.handoff = undefined;
+    this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]);
+    const landed = Promise.allSettled([engine.persistsSettled(), slot.outputsFlush ?? Promise.resolve()]);
+    let timer: NodeJS.Timeout | undefined;
+    const waited = await Promise.race([landed.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), RETIRE_WAIT_MS)))]);
+    clearTimeout(timer);
+    if (!waited) this.log.warn({ topic: slot.topic, partition: slot.partition, waitedMs: RETIRE_WAIT_MS }, 'the engine being replaced still persists: recovering anyway');
   }
 
   recoveryDone(r: FoldLoopRequest): 'done' | 'waiting' | 'ended' {

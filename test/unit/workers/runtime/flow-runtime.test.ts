@@ -687,6 +687,49 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await expect(rt.runtime.recover({ ...req(g4), keepFromGeneration: 2 })).resolves.toMatchObject({ fromMemory: false });
   });
 
+  test('a full recovery on the same owner (the workflow lost track of its fold loop) stops the engine it replaces before it reads: nothing of that engine is folded or persisted meanwhile', async () => {
+    const flow = counting(30, false);
+    // State reads after the first wait at a gate: the second recovery's read is held open.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let reads = 0;
+    const inner = memoryBackend(flow);
+    const backend: PersistenceBackend<unknown, unknown> = {
+      forPartition: async (o) => {
+        const p = await inner.forPartition(o);
+        return Object.assign(Object.create(p), {
+          recover: () =>
+            (async function* () {
+              if (++reads > 1) await gate;
+              yield* p.recover();
+            })(),
+        });
+      },
+      close: () => inner.close(),
+    };
+    await rt.runtime.stop(10);
+    rt = setup(flow, backend);
+    await rt.runtime.start();
+    rt.consumer.join(1, { t: [0] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    await rt.runtime.recover(req(owner));
+    const folding = driveFolding(rt.runtime.startFolding(req(owner)));
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '100');
+    await until(() => rt.consumer.commits.length > 0, 2_000); // the engine persists every 30 ms
+
+    await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'a', value: { n: 1 } }], '100'); // dirty again
+    const again = rt.runtime.recover(req(owner)); // no keepFromGeneration: a full recovery
+    await until(() => reads === 2, 2_000);
+    const commits = rt.consumer.commits.length;
+    await new Promise((r) => setTimeout(r, 200)); // several persist periods of the old engine
+    expect(rt.consumer.commits).toHaveLength(commits);
+    expect(folding.poll().running).toBe(false);
+    expect(rt.consumer.paused.has('t-0')).toBe(true);
+
+    release();
+    await expect(again).resolves.toMatchObject({ fromMemory: false });
+  });
+
   test('a fold failure stops the partition here: the fold loop reports it and persists throw it', async () => {
     const failing = setup();
     await failing.runtime.start();
