@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { formatHostPort, readEnv } from '../config/env';
 import { QUIET_SHUTDOWN, untilWorkflowWorkerQuiet } from '../workers/runtime/quiet-shutdown';
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
     for (const e of (await handle.fetchHistory()).events ?? []) if (e.workflowTaskTimedOutEventAttributes?.timeoutType === 1) timedOut++;
     if (wf.status.name !== 'RUNNING') continue;
     const started = (await handle.describe()).raw.pendingWorkflowTask?.startedTime;
-    if (started && Date.now() - (Number(started.seconds) * 1000 + Math.round((started.nanos ?? 0) / 1e6)) > 4_000) unanswered++;
+    if (started && Date.now() - tsToMs(started) > 4_000) unanswered++;
   }
   process.stdout.write(`${STOPS} stops, quiet wait ${QUIET_MS} ms: ${timedOut + unanswered} workflow task(s) lost (${timedOut} timed out, ${unanswered} still started)\n`);
   steady.shutdown();
