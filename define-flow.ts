@@ -105,11 +105,13 @@ export interface FlowOptions<S, V> {
   /**
    * A bound on the keys each worker process holds in memory, shared by its partitions: the other
    * keys stay in the local state store and are read back when a record comes for them, and a
-   * restart onto an intact store loads no key. Needs local state (`persistence.localState` or
-   * `KFT_STATE_DIR`, transactional Kafka persistence); not yet with `onTimer` or `stateTtl`. The
-   * worker's `KFT_STATE_CACHE_MAX_KEYS` overrides it. Default: every key in memory. See docs/local-state.md.
+   * restart onto an intact store loads no key. `maxKeys` bounds their number, `maxBytes` their
+   * size (each key counts its stored snapshot record's bytes plus 200); either or both. Needs local
+   * state (`persistence.localState` or `KFT_STATE_DIR`, transactional Kafka persistence). The
+   * worker's `KFT_STATE_CACHE_MAX_KEYS` and `KFT_STATE_CACHE_MAX_BYTES` override them. Default:
+   * every key in memory. See docs/local-state.md.
    */
-  stateCache?: { maxKeys: number };
+  stateCache?: { maxKeys?: number; maxBytes?: number };
   /**
    * Each partition's state kept warm on this many other workers (Kafka Streams' standby replicas):
    * they tail its snapshot partition into their local store, and the group's assignment gives a
@@ -142,7 +144,7 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   /** The idle flush's quiet time (FlowOptions.idleFlush), ms; undefined: off. */
   readonly idleFlushMs: number | undefined;
   /** FlowOptions.stateCache; undefined: every key in memory. */
-  readonly stateCache: { readonly maxKeys: number } | undefined;
+  readonly stateCache: { readonly maxKeys?: number; readonly maxBytes?: number } | undefined;
   /** FlowOptions.standbyReplicas (0: none). */
   readonly standbyReplicas: number;
 }
@@ -208,7 +210,10 @@ const schema = z.strictObject({
     .strictObject({ sessionTimeout: durationSchema.optional(), heartbeatInterval: durationSchema.optional(), rebalanceTimeout: durationSchema.optional() })
     .optional(),
   asyncConcurrency: z.number().int().positive().optional(),
-  stateCache: z.strictObject({ maxKeys: z.number().int().positive() }).optional(),
+  stateCache: z
+    .strictObject({ maxKeys: z.number().int().positive().optional(), maxBytes: z.number().int().min(200, 'must be at least 200 (one key)').optional() })
+    .refine((c) => c.maxKeys !== undefined || c.maxBytes !== undefined, 'needs maxKeys, maxBytes or both')
+    .optional(),
   standbyReplicas: z.number().int().nonnegative().optional(),
   onTimer: fn('onTimer').optional(),
   stateTtl: z.union([durationSchema, z.strictObject({ after: durationSchema, time: z.enum(['processing', 'event']).optional() })]).optional(),
@@ -307,7 +312,12 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
     stateTtl,
     allowedLatenessMs,
     idleFlushMs: options.idleFlush === false ? undefined : toMillis(options.idleFlush ?? DEFAULT_IDLE_FLUSH_MS, 'idleFlush'),
-    stateCache: options.stateCache ? Object.freeze({ maxKeys: options.stateCache.maxKeys }) : undefined,
+    stateCache: options.stateCache ? Object.freeze(definedOnly({ maxKeys: options.stateCache.maxKeys, maxBytes: options.stateCache.maxBytes })) : undefined,
     standbyReplicas: options.standbyReplicas ?? 0,
   });
+}
+
+/** The object without its undefined fields (a frozen option reads as the user wrote it). */
+function definedOnly<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }

@@ -144,6 +144,8 @@ export interface WorkerEnv extends Env {
   stateDir: string | undefined;
   /** `KFT_STATE_CACHE_MAX_KEYS`: the worker's bounded state cache (overrides the flow's stateCache.maxKeys); undefined: the flow's. */
   stateCacheMaxKeys: number | undefined;
+  /** `KFT_STATE_CACHE_MAX_BYTES`: the same bound in bytes (overrides the flow's stateCache.maxBytes); undefined: the flow's. */
+  stateCacheMaxBytes: number | undefined;
   /** `KFT_STANDBY_REPLICAS`: standby copies of each partition (overrides the flow's standbyReplicas); undefined: the flow's. */
   standbyReplicas: number | undefined;
   /** `KFT_MAX_HISTORY_EVENTS`: partition workflows continue as new past this; undefined: the workflow's default. */
@@ -175,6 +177,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     security: readSecurity(env),
     stateDir: env.KFT_STATE_DIR || undefined,
     stateCacheMaxKeys: envValue('KFT_STATE_CACHE_MAX_KEYS', optional(positiveInt), '', env),
+    stateCacheMaxBytes: envValue('KFT_STATE_CACHE_MAX_BYTES', optional(positiveInt.min(200, 'must be at least 200 (one key)')), '', env),
     standbyReplicas: envValue('KFT_STANDBY_REPLICAS', optional(nonNegativeInt), '', env),
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',

@@ -21,6 +21,13 @@ const EXTRAS = 32;
 const LAZY = 64;
 /** What is stored for the key is its delete marker (written here, or recovered). */
 const MARKER = 128;
+/**
+ * The bits above the flags hold the size in bytes of the key's stored record (`storedSize`),
+ * capped at SIZE_MAX: a field of its own would cost every key 8 bytes (bench:memory).
+ */
+const SIZE_SHIFT = 8;
+const SIZE_MAX = (1 << (31 - SIZE_SHIFT)) - 1;
+const FLAG_BITS = (1 << SIZE_SHIFT) - 1;
 
 /** The extras of the keys that have any, off the key objects (most keys have none: see KeyExtras). */
 const extrasOf = new WeakMap<object, KeyExtras<unknown>>();
@@ -188,6 +195,17 @@ export class KeyFlow<S, V> implements KeyTimes {
       extrasOf.delete(this);
       this.flags &= ~EXTRAS;
     }
+  }
+
+  /**
+   * The size in bytes of the key's record as last written or read, where the backend reports it
+   * (0: unknown, or nothing written yet); capped at 8 MiB - 1. A byte-bounded state cache counts it.
+   */
+  get storedSize(): number {
+    return this.flags >>> SIZE_SHIFT;
+  }
+  set storedSize(bytes: number) {
+    this.flags = (this.flags & FLAG_BITS) | (Math.min(Math.max(0, Math.floor(bytes)), SIZE_MAX) << SIZE_SHIFT);
   }
 
   /** Something is stored for this key (snapshot, journal or key entry), so a delete must be written. */

@@ -19,6 +19,7 @@ export class FlowMetrics {
   /** Seconds a partition's fold waited for its outputs to land (maxPendingOutputs reached). */
   readonly outputsWait: Counter<PartitionLabels>;
   readonly keysLive: Gauge<PartitionLabels>;
+  readonly keysLiveBytes: Gauge<PartitionLabels>;
   readonly persists: Counter<PartitionLabels | 'reason' | 'outcome'>;
   readonly persistDuration: Histogram<PartitionLabels | 'reason'>;
   readonly persistedKeys: Counter<PartitionLabels | 'outcome'>;
@@ -102,6 +103,12 @@ export class FlowMetrics {
     this.keysLive = new Gauge({
       name: 'kafka_flow_keys_live',
       help: 'Keys held in memory',
+      labelNames: labels,
+      registers,
+    });
+    this.keysLiveBytes = new Gauge({
+      name: 'kafka_flow_keys_live_bytes',
+      help: 'Bytes of the keys held in memory as the bounded state cache counts them (each key: its stored record size + 200); set only with stateCache',
       labelNames: labels,
       registers,
     });
@@ -195,6 +202,7 @@ export class FlowMetrics {
       deadLetters: once((reason) => this.deadLetters.labels({ ...l, reason })),
       outputs: once((outputTopic) => this.outputs.labels({ ...l, output_topic: outputTopic })),
       keysLive: this.keysLive.labels(l),
+      keysLiveBytes: this.keysLiveBytes.labels(l),
       persists: (reason: string, outcome: 'ok' | 'failed') => persists(`${reason}\u0000${outcome}`),
       persistDuration: once((reason) => this.persistDuration.labels({ ...l, reason })),
       persistedKeys: once((outcome) => this.persistedKeys.labels({ ...l, outcome })) as (outcome: 'applied' | 'not_applied' | 'failed') => CounterChild,
@@ -218,6 +226,7 @@ export interface PartitionMetrics {
   deadLetters(reason: string): CounterChild;
   outputs(outputTopic: string): CounterChild;
   keysLive: { set(value: number): void };
+  keysLiveBytes: { set(value: number): void };
   persists(reason: string, outcome: 'ok' | 'failed'): CounterChild;
   persistDuration(reason: string): { observe(value: number): void };
   persistedKeys(outcome: 'applied' | 'not_applied' | 'failed'): CounterChild;

@@ -878,19 +878,19 @@ export class PartitionFlow<S, V> {
     return this.unloaded.has(key) || this.storeHas?.(key) === true;
   }
 
-  /** Reports the live keys to the worker's state cache and, over its bound, unloads this partition's share of keys the store holds. */
+  /** Reports the live keys to the worker's state cache and, over a bound, unloads this partition's share of keys the store holds. */
   private trimCache(): void {
     const { of, id } = this.cache!;
-    const unloaded = of.report(id, this.keys.size, (count) => {
-      if (this.cacheStarved) return 0;
-      const done = this.partitionKeys.unloadClean(count, this.lastUnload);
+    const unloaded = of.report(id, { keys: this.keys.size, bytes: this.partitionKeys.live.bytes }, (want) => {
+      if (this.cacheStarved) return { keys: 0, bytes: 0 };
+      const done = this.partitionKeys.unloadClean(want, this.lastUnload);
       // Every other key is changed, busy or waiting for a write: none until a persist.
-      if (done < count) this.cacheStarved = true;
+      if (done.keys < want.keys || done.bytes < want.bytes) this.cacheStarved = true;
       return done;
     });
-    if (unloaded > 0) {
+    if (unloaded.keys > 0) {
       this.lastUnload = this.rel;
-      this.m.keysEvicted.inc(unloaded);
+      this.m.keysEvicted.inc(unloaded.keys);
       this.m.keysLive.set(this.keys.size);
       if (this.storedTimers) {
         // Their timers are the store's to find now: the next look asks it whatever it said before.
@@ -898,6 +898,7 @@ export class PartitionFlow<S, V> {
         this.tidyQueues();
       }
     }
+    this.m.keysLiveBytes.set(this.partitionKeys.live.bytes);
   }
 
   /**
@@ -917,6 +918,7 @@ export class PartitionFlow<S, V> {
   /** Restores a recovered key; returns a Promise only while a journal's async fold replays. */
   private restore(kf: KeyFlow<S, V>, found: RecoveredKey<S, V>): void | Promise<void> {
     kf.stored = true;
+    if (found.size !== undefined) this.partitionKeys.resize(kf, found.size);
     if (isLazySnapshot(found.snapshot)) {
       // Decoded when the key is first used (see step): recovery reads only its offset.
       kf.restoreLazy(found.snapshot);

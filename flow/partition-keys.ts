@@ -1,4 +1,38 @@
 import type { KeyFlow } from './key-flow';
+import { KEY_BYTES, type Unloaded } from './state-cache';
+
+/**
+ * The live keys by name, with the sum of their stored sizes kept as keys come and go (every site
+ * that adds or drops a key goes through set/delete, so the sum cannot drift).
+ */
+export class LiveKeys<S, V> extends Map<string, KeyFlow<S, V>> {
+  /** The stored sizes (KeyFlow.storedSize) of the keys in the map, summed. */
+  storedBytes = 0;
+
+  override set(key: string, kf: KeyFlow<S, V>): this {
+    const before = super.get(key);
+    if (before !== undefined) this.storedBytes -= before.storedSize;
+    this.storedBytes += kf.storedSize;
+    return super.set(key, kf);
+  }
+
+  override delete(key: string): boolean {
+    const before = super.get(key);
+    if (before === undefined) return false;
+    this.storedBytes -= before.storedSize;
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.storedBytes = 0;
+    super.clear();
+  }
+
+  /** The bytes the state cache counts for these keys: their stored sizes plus KEY_BYTES each. */
+  get bytes(): number {
+    return this.storedBytes + this.size * KEY_BYTES;
+  }
+}
 
 /**
  * A partition's keys in memory, shared by its fold (PartitionFlow) and its persists
@@ -7,7 +41,7 @@ import type { KeyFlow } from './key-flow';
  * (small integers, not boxed doubles).
  */
 export class PartitionKeys<S, V> {
-  readonly live = new Map<string, KeyFlow<S, V>>();
+  readonly live = new LiveKeys<S, V>();
   /** Keys unloaded from memory with state in the store: read again when a record comes for them. */
   readonly unloaded = new Set<string>();
   /** Keys with a write in flight: if they finish meanwhile, their stored state must still be deleted. */
@@ -34,6 +68,14 @@ export class PartitionKeys<S, V> {
     kf.flushedClock = now - this.epoch;
   }
 
+  /** The key's record is `bytes` long in the store now (a write landed, or it was read). */
+  resize(kf: KeyFlow<S, V>, bytes: number): void {
+    const live = this.live.get(kf.key) === kf;
+    if (live) this.live.storedBytes -= kf.storedSize;
+    kf.storedSize = bytes;
+    if (live) this.live.storedBytes += kf.storedSize;
+  }
+
   /** Unloads a key from memory (remembered as unloaded if the store has its state). */
   evict(kf: KeyFlow<S, V>): void {
     kf.holding = undefined;
@@ -42,34 +84,36 @@ export class PartitionKeys<S, V> {
   }
 
   /**
-   * Unloads up to `count` keys whose state the store holds as it is in memory (not changed since
-   * their last write, no write in flight, not busy, no outputs waiting, no timers unless the store finds them), least recently
-   * touched first, roughly: scanning from the oldest, a key touched at or after `recentSince` (or
-   * not unloadable now) is moved to the back for a second chance. Returns how many it unloaded.
+   * Unloads keys whose state the store holds as it is in memory (not changed since their last
+   * write, no write in flight, not busy, no outputs waiting, no timers unless the store finds them)
+   * until at least `want.keys` keys and `want.bytes` bytes (as LiveKeys.bytes counts them) are out,
+   * or none is left to unload; least recently touched first, roughly: scanning from the oldest, a
+   * key touched at or after `recentSince` (or not unloadable now) is moved to the back for a second
+   * chance. Returns what it unloaded.
    */
-  unloadClean(count: number, recentSince: number): number {
-    let unloaded = this.unloadPass(count, recentSince);
+  unloadClean(want: Unloaded, recentSince: number): Unloaded {
+    const done = { keys: 0, bytes: 0 };
+    this.unloadPass(want, done, recentSince);
     // Not enough keys untouched since then: any unloadable key goes.
-    if (unloaded < count) unloaded += this.unloadPass(count - unloaded, Number.POSITIVE_INFINITY);
-    return unloaded;
+    if (!enough(done, want)) this.unloadPass(want, done, Number.POSITIVE_INFINITY);
+    return done;
   }
 
-  private unloadPass(count: number, recentSince: number): number {
-    let unloaded = 0;
+  private unloadPass(want: Unloaded, done: { keys: number; bytes: number }, recentSince: number): void {
     let scanned = 0;
     const limit = this.live.size;
     for (const kf of this.live.values()) {
-      if (unloaded >= count || scanned++ >= limit) break;
+      if (enough(done, want) || scanned++ >= limit) break;
       if (kf.touchedClock < recentSince && this.unloadable(kf)) {
+        done.bytes += kf.storedSize + KEY_BYTES;
+        done.keys++;
         this.evict(kf);
-        unloaded++;
       } else {
         // Second chance: to the back (a Map iterates in insertion order).
         this.live.delete(kf.key);
         this.live.set(kf.key, kf);
       }
     }
-    return unloaded;
   }
 
   private unloadable(kf: KeyFlow<S, V>): boolean {
@@ -84,4 +128,8 @@ export class PartitionKeys<S, V> {
     for (const kf of this.live.values()) if (kf.holding !== undefined && kf.holding < min) min = kf.holding;
     return min === Number.POSITIVE_INFINITY ? next : min;
   }
+}
+
+function enough(done: Unloaded, want: Unloaded): boolean {
+  return done.keys >= want.keys && done.bytes >= want.bytes;
 }

@@ -91,6 +91,8 @@ export async function writePlanned<S, V>(s: PersistScope<S, V>, plan: PersistPla
           releaseOutputs(p.outputs);
         }
         applied++;
+        const size = result!.sizes?.[i];
+        if (size !== undefined) keys.resize(p.kf, size);
         if (landed(s, p, now, capturedNext)) t.evicted++;
       } else {
         t.failed++;

@@ -55,6 +55,11 @@ export interface WriteBatchResult {
    * backends): the writes count, the commit does not.
    */
   readonly commitError?: unknown;
+  /**
+   * The stored size in bytes of each write, in order (a put's snapshot record as written; 0 for a
+   * purge), where the backend knows it: a byte-bounded state cache counts a key by it.
+   */
+  readonly sizes?: readonly number[];
 }
 
 /**
@@ -80,6 +85,8 @@ export interface RecoveredKey<S, V> {
   /** The key was deleted by the record at `offset` and the committed offset may not have passed it yet. */
   readonly deleted?: { readonly offset: number };
   readonly events?: readonly JournalEvent<V>[];
+  /** The stored size in bytes of the key's record, where the backend knows it (see WriteBatchResult.sizes). */
+  readonly size?: number;
 }
 
 /** What the engine asks the store for (PartitionPersistence.readDue). */

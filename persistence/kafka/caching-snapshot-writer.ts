@@ -54,10 +54,11 @@ export class CachingSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     }
     this.count(prepared, started);
     const statuses = allApplied(batch.writes);
-    if (batch.commitOffset === undefined) return { statuses, committed: false };
+    const { sizes } = prepared;
+    if (batch.commitOffset === undefined) return { statuses, committed: false, sizes };
     try {
       await this.p.committer.commit(input, batch.commitOffset);
-      return { statuses, committed: true };
+      return { statuses, committed: true, sizes };
     } catch (err) {
       const reason = fenceReason(err);
       const failure = reason
@@ -69,7 +70,7 @@ export class CachingSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
           )
         : err;
       if (batch.writes.length === 0) throw failure;
-      return { statuses, committed: false, commitError: failure };
+      return { statuses, committed: false, commitError: failure, sizes };
     }
   }
 }

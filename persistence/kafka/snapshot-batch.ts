@@ -18,6 +18,8 @@ export interface PreparedBatch {
   readonly outputs: PendingOutput[];
   /** Each key's change, in message order (offset WRITTEN_HERE until the records' offsets are known). */
   readonly updates: SnapshotUpdate[];
+  /** Each write's stored size in bytes, in write order (0: a tombstone, or nothing written for it). */
+  readonly sizes: number[];
   readonly puts: number;
   readonly tombstones: number;
 }
@@ -32,11 +34,13 @@ export function prepareBatch<S, V>(
   const messages: SnapshotMessage[] = [];
   const outputs: PendingOutput[] = [];
   const updates: SnapshotUpdate[] = [];
+  const sizes: number[] = [];
   let puts = 0;
   let tombstones = 0;
   for (const w of writes) {
     // A loop, not push(...): a key may hold more outputs than a call takes arguments (maxPendingOutputs).
     if (w.outputs) for (const o of w.outputs) outputs.push(o);
+    let size = 0;
     if (w.purge) {
       messages.push({ topic: snapshotTopic, partition, key: w.key, value: null });
       updates.push([w.key, undefined]);
@@ -45,15 +49,18 @@ export function prepareBatch<S, V>(
       const bytes = format.encodeMarker({ deleted: true, offset: w.delete.offset });
       messages.push({ topic: snapshotTopic, partition, key: w.key, value: bytes });
       updates.push([w.key, { bytes, offset: WRITTEN_HERE }]);
+      size = bytes.length;
       puts++;
     } else if (w.snapshot) {
       const bytes = format.encode(w.snapshot);
       messages.push({ topic: snapshotTopic, partition, key: w.key, value: bytes });
       updates.push([w.key, { bytes, offset: WRITTEN_HERE }]);
+      size = bytes.length;
       puts++;
     }
+    sizes.push(size);
   }
-  return { messages, outputs, updates, puts, tombstones };
+  return { messages, outputs, updates, sizes, puts, tombstones };
 }
 
 /** The batch's changes with the offsets its records landed at (`ours`: where the snapshot records went), when known. */

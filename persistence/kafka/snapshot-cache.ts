@@ -96,13 +96,14 @@ export class SnapshotCache<S> {
    * damaged one fails here with CorruptSnapshotError; a lazy one fails when its state is read.
    */
   recovered<V>(key: string, stored: StoredSnapshot): RecoveredKey<S, V> {
+    const size = stored.bytes.length;
     const peeked = this.where.format.peek(stored.bytes);
     if (peeked) {
       return peeked.deleted
-        ? { key, deleted: { offset: peeked.offset } }
-        : { key, snapshot: new StoredLazySnapshot(this.where, key, stored, peeked.offset) };
+        ? { key, deleted: { offset: peeked.offset }, size }
+        : { key, snapshot: new StoredLazySnapshot(this.where, key, stored, peeked.offset), size };
     }
     const decoded = decodeSnapshot(this.where.format, stored.bytes, locationOf(this.where, key, stored));
-    return isDeleteMarker(decoded) ? { key, deleted: { offset: decoded.offset } } : { key, snapshot: decoded };
+    return isDeleteMarker(decoded) ? { key, deleted: { offset: decoded.offset }, size } : { key, snapshot: decoded, size };
   }
 }

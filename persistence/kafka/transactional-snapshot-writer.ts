@@ -221,7 +221,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     if (sent) this.applyLanded(prepared, sent);
     this.offsetToCommit = Math.max(this.offsetToCommit, offset);
     this.count(prepared, started);
-    return { statuses: allApplied(batch.writes), committed: batch.commitOffset !== undefined };
+    return { statuses: allApplied(batch.writes), committed: batch.commitOffset !== undefined, sizes: prepared.sizes };
   }
 
   /**

@@ -75,11 +75,15 @@ describe('defineFlow', () => {
     }
   });
 
-  test('stateCache: none unless set; maxKeys a positive integer or ConfigError naming it', () => {
+  test('stateCache: none unless set; maxKeys a positive integer, maxBytes an integer >= 200, at least one, or ConfigError naming it', () => {
     expect(defineFlow(base).stateCache).toBeUndefined();
     expect(defineFlow({ ...base, stateCache: { maxKeys: 1000 } }).stateCache).toEqual({ maxKeys: 1000 });
+    expect(defineFlow({ ...base, stateCache: { maxBytes: 1 << 30 } }).stateCache).toEqual({ maxBytes: 1 << 30 });
+    expect(defineFlow({ ...base, stateCache: { maxKeys: 10, maxBytes: 4096 } }).stateCache).toEqual({ maxKeys: 10, maxBytes: 4096 });
     for (const bad of [0, -1, 2.5, '10' as never]) expect(() => defineFlow({ ...base, stateCache: { maxKeys: bad } })).toThrow(/stateCache\.maxKeys: /);
-    expect(() => defineFlow({ ...base, stateCache: { maxKeys: 10, maxBytes: 5 } as never })).toThrow(/stateCache: /);
+    for (const bad of [5, 199, 2.5e3 + 0.5, '4096' as never]) expect(() => defineFlow({ ...base, stateCache: { maxBytes: bad } })).toThrow(/stateCache\.maxBytes: /);
+    expect(() => defineFlow({ ...base, stateCache: {} })).toThrow(/stateCache: needs maxKeys, maxBytes or both/);
+    expect(() => defineFlow({ ...base, stateCache: { maxKeys: 10, maxEntries: 5 } as never })).toThrow(/stateCache: /);
   });
 
   test('standbyReplicas: 0 unless set; an integer >= 0 or ConfigError naming it', () => {

@@ -1,7 +1,7 @@
 /**
  * What a worker's local state allows, checked before anything connects: whether the flow has
  * local state (transactional Kafka persistence with `persistence.localState` or KFT_STATE_DIR),
- * its bounded state cache (FlowOptions.stateCache, KFT_STATE_CACHE_MAX_KEYS) and its standby
+ * its bounded state cache (FlowOptions.stateCache, KFT_STATE_CACHE_MAX_KEYS / _MAX_BYTES) and its standby
  * replicas (FlowOptions.standbyReplicas, KFT_STANDBY_REPLICAS). Both need local state. Key timers
  * (onTimer, stateTtl) work with the cache: the local store's due-time index finds the keys out of
  * memory whose timers come due (flow/stored-timers.ts).
@@ -13,6 +13,7 @@ import { StateCache } from '../../flow/state-cache';
 export interface LocalStateEnv {
   readonly stateDir?: string;
   readonly stateCacheMaxKeys?: number;
+  readonly stateCacheMaxBytes?: number;
   readonly standbyReplicas?: number;
 }
 
@@ -31,10 +32,12 @@ function needsLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalState
 
 export function stateCacheOf<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): StateCache | undefined {
   const maxKeys = env.stateCacheMaxKeys ?? definition.stateCache?.maxKeys;
-  if (maxKeys === undefined) return undefined;
-  const where = env.stateCacheMaxKeys !== undefined ? 'KFT_STATE_CACHE_MAX_KEYS' : 'stateCache';
+  const maxBytes = env.stateCacheMaxBytes ?? definition.stateCache?.maxBytes;
+  if (maxKeys === undefined && maxBytes === undefined) return undefined;
+  const fromEnv = [env.stateCacheMaxKeys !== undefined && 'KFT_STATE_CACHE_MAX_KEYS', env.stateCacheMaxBytes !== undefined && 'KFT_STATE_CACHE_MAX_BYTES'].filter(Boolean);
+  const where = fromEnv.length > 0 ? fromEnv.join(' and ') : 'stateCache';
   needsLocalState(definition, env, `${where} (the keys out of memory are read from the local store)`);
-  return new StateCache(maxKeys);
+  return new StateCache({ maxKeys, maxBytes });
 }
 
 /** How many standby copies of each partition the group keeps (0: none). */

@@ -1,11 +1,14 @@
-// The bounded state cache (KFT_STATE_CACHE_MAX_KEYS, FlowOptions.stateCache) on real workers, real
-// Kafka and Temporal: a worker holds at most its bound of 2,000 keys in memory (the rest in its
-// local store, read back when a record comes for them), a restart onto its intact store loads no
-// key, and kill -9 under load loses and duplicates nothing. After every step the persisted state
-// equals a plain fold of the input.
+// The bounded state cache (KFT_STATE_CACHE_MAX_KEYS / _MAX_BYTES, FlowOptions.stateCache) on real
+// workers, real Kafka and Temporal: a worker holds at most its bound of 2,000 keys in memory (the
+// rest in its local store, read back when a record comes for them), a restart onto its intact store
+// loads no key, and kill -9 under load loses and duplicates nothing; a byte bound holds the bytes
+// the worker's own metrics count, from the sizes of the records it really wrote and read. After
+// every step the persisted state equals a plain fold of the input.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { KEY_BYTES } from '../../../flow/state-cache';
+import { freePort } from '../../../workers/observability/metrics-server';
 import { eventually, FlowCluster } from '../orchestration/harness';
 import { exact, lines, restored, settled } from './support';
 
@@ -64,3 +67,48 @@ test('at most 100 of 2,000 keys in memory, exact; a restart loads no key; kill -
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }, 600_000);
+
+/** A gauge's samples summed over its labels, from the worker's own /metrics. */
+async function gaugeSum(port: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return sum;
+}
+
+test('a byte bound (KFT_STATE_CACHE_MAX_BYTES): the keys in memory count their stored records\' bytes and stay within it, exact', async () => {
+  const MAX_BYTES = 40_000;
+  const cluster = new FlowCluster(2, { persistEveryMs: 500, sessionTimeoutMs: 6000, keys: KEYS });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-cache-bytes-'));
+  const metricsPort = await freePort();
+  const env = { KFT_STATE_DIR: dir, KFT_STATE_CACHE_MAX_BYTES: String(MAX_BYTES), KFT_METRICS_PORT: String(metricsPort) };
+  const liveKeys = async () => (await cluster.status()).reduce((n, s) => n + (s.liveKeys ?? Number.NaN), 0);
+  try {
+    await cluster.start();
+    await cluster.produce(10_000);
+    const w = cluster.startWorker('b1', env);
+    await settled(cluster, 1);
+    await cluster.produce(4000); // every key again: most are read back from the store, with their sizes
+    await cluster.untilCaughtUp('caught up after the second pass');
+    await exact(cluster);
+    const bytes = await eventually(
+      'the live bytes within the bound',
+      async () => {
+        const b = await gaugeSum(metricsPort, 'kafka_flow_keys_live_bytes');
+        return b > 0 && b <= MAX_BYTES ? b : undefined;
+      },
+      30_000,
+      async () => String(await gaugeSum(metricsPort, 'kafka_flow_keys_live_bytes')),
+    );
+    const keys = await gaugeSum(metricsPort, 'kafka_flow_keys_live');
+    process.stderr.write(`state-cache: ${keys} live keys of ${KEYS}, ${bytes} bytes (bound ${MAX_BYTES})\n`);
+    // Each key counts its stored record (tens of bytes here) besides KEY_BYTES: the sizes came from the real writes and reads.
+    expect(bytes).toBeGreaterThan(keys * KEY_BYTES);
+    expect(keys).toBeLessThan(MAX_BYTES / KEY_BYTES);
+    expect(await liveKeys()).toBeLessThan(MAX_BYTES / KEY_BYTES);
+    expect(await cluster.stop(w)).toBe(0);
+  } finally {
+    await cluster.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);

@@ -86,6 +86,13 @@ describe('worker environment variables', () => {
     for (const bad of ['0', '-3', '1.5', 'many']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_KEYS: bad })).toThrow(/KFT_STATE_CACHE_MAX_KEYS/);
   });
 
+  test('KFT_STATE_CACHE_MAX_BYTES: unset or empty leaves the flow\'s stateCache; else an integer >= 200 (one key)', () => {
+    expect(readWorkerEnv({}).stateCacheMaxBytes).toBeUndefined();
+    expect(readWorkerEnv({ KFT_STATE_CACHE_MAX_BYTES: '' }).stateCacheMaxBytes).toBeUndefined();
+    expect(readWorkerEnv({ KFT_STATE_CACHE_MAX_BYTES: '1073741824' }).stateCacheMaxBytes).toBe(1 << 30);
+    for (const bad of ['0', '199', '1.5', '1GiB']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_BYTES: bad })).toThrow(/KFT_STATE_CACHE_MAX_BYTES/);
+  });
+
   test('KFT_STANDBY_REPLICAS: unset or empty leaves the flow\'s standbyReplicas; else an integer >= 0', () => {
     expect(readWorkerEnv({}).standbyReplicas).toBeUndefined();
     expect(readWorkerEnv({ KFT_STANDBY_REPLICAS: '' }).standbyReplicas).toBeUndefined();

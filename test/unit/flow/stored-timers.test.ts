@@ -37,7 +37,7 @@ describe('timers of keys out of memory (in-memory fake of the store\'s due-time 
       ctx.timers.at(start + 5 * MINUTE, { name: 'ping' });
       return { count: (state?.count ?? 0) + 1, pings: state?.pings ?? 0 };
     };
-    const cache = new StateCache(10);
+    const cache = new StateCache({ maxKeys: 10 });
     const h = await harness<Pinged>({ fold, backend, persistence: onDemandWithFakeDueIndex(backend), timers: persistEveryMinute, extra: { stateCache: cache, onTimer: ping } });
     await h.flow.handleBatch(Array.from({ length: 100 }, (_, i) => timed(`k${i}`, i, 0)));
     h.clock.advance(MINUTE);
@@ -70,7 +70,7 @@ describe('timers of keys out of memory (in-memory fake of the store\'s due-time 
       return { count: (state?.count ?? 0) + 1, pings: state?.pings ?? 0 };
     };
     const looks = { count: 0 };
-    const h = await harness<Pinged>({ fold, backend, persistence: onDemandWithFakeDueIndex(backend, looks), timers: persistEveryMinute, extra: { stateCache: new StateCache(5), onTimer: ping } });
+    const h = await harness<Pinged>({ fold, backend, persistence: onDemandWithFakeDueIndex(backend, looks), timers: persistEveryMinute, extra: { stateCache: new StateCache({ maxKeys: 5 }), onTimer: ping } });
     await h.flow.handleBatch(Array.from({ length: 50 }, (_, i) => timed(`k${i}`, i, i)));
     h.clock.advance(MINUTE);
     await h.flow.persist(h.clock.now(), 'periodic');
@@ -91,7 +91,7 @@ describe('timers of keys out of memory (in-memory fake of the store\'s due-time 
     const backend = new InMemoryBackend<Pinged, string>();
     const fold: Fold<Pinged, string> = (state) => ({ count: (state?.count ?? 0) + 1, pings: 0 });
     const options = { fold, backend, timers: persistEveryMinute };
-    const first = await harness<Pinged>({ ...options, persistence: onDemandWithFakeDueIndex(backend), extra: { stateCache: new StateCache(5), stateTtl: { ms: 10 * MINUTE, time: 'processing' } } });
+    const first = await harness<Pinged>({ ...options, persistence: onDemandWithFakeDueIndex(backend), extra: { stateCache: new StateCache({ maxKeys: 5 }), stateTtl: { ms: 10 * MINUTE, time: 'processing' } } });
     await first.flow.handleBatch(Array.from({ length: 30 }, (_, i) => timed(`k${i}`, i, 0)));
     first.clock.advance(MINUTE);
     await first.flow.persist(first.clock.now(), 'periodic');
@@ -102,7 +102,7 @@ describe('timers of keys out of memory (in-memory fake of the store\'s due-time 
       clock: first.clock,
       assignedAt: 30,
       persistence: onDemandWithFakeDueIndex(backend),
-      extra: { stateCache: new StateCache(5), stateTtl: { ms: 10 * MINUTE, time: 'processing' } },
+      extra: { stateCache: new StateCache({ maxKeys: 5 }), stateTtl: { ms: 10 * MINUTE, time: 'processing' } },
     });
     expect(again.flow.liveKeys).toBe(0);
     again.clock.advance(10 * MINUTE);

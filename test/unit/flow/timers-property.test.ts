@@ -137,7 +137,7 @@ test('event-time timers and stateTtl: every fire exactly once through persists a
         harness<State>({
           fold,
           backend,
-          extra: cached ? { ...extra, stateCache: new StateCache(1) } : extra,
+          extra: cached ? { ...extra, stateCache: new StateCache({ maxKeys: 1 }) } : extra,
           ...(cached ? { persistence: onDemandWithFakeDueIndex(backend) } : {}),
           assignedAt: backend.committer.committed(TP) ?? 0,
         });

@@ -158,7 +158,7 @@ describe('transactional mode', () => {
   it('an offset-only commit (e.g. on revoke) is a transaction with no writes', async () => {
     const { tx, persistence } = transactional();
     const result = await persistence.write({ writes: [], commitOffset: 9 });
-    expect(result).toEqual({ statuses: [], committed: true });
+    expect(result).toEqual({ statuses: [], committed: true, sizes: [] });
     expect(tx.commits).toEqual([{ messages: [], offsets: [{ topic: 'input', partition: 3, offset: '9' }], generation: { generationId: 7, memberId: 'member-a' } }]);
   });
 
@@ -224,7 +224,7 @@ describe('transactional mode', () => {
       throw new SnapshotCommitTimeoutError(tx.transactionalId, 5, { sent: [{ topic: SNAPSHOTS, partition: 3, baseOffset: '17', count: 1 }] });
     });
     const result = await persistence.write({ writes: [{ key: 'k', snapshot: { state: 4, offset: 9 } }], commitOffset: 10 });
-    expect(result).toEqual({ statuses: ['applied'], committed: true });
+    expect(result).toEqual({ statuses: ['applied'], committed: true, sizes: [expect.any(Number)] });
     expect(tx.inits).toBe(1); // rebuilt before learning
     expect(seen).toEqual(['snapshots/3@17']);
     expect(decoded(await persistence.read('k'))).toEqual({ key: 'k', snapshot: { state: 4, offset: 9 } });
@@ -302,7 +302,7 @@ describe('transactional mode', () => {
   it('an unanswered commit with outputs, learned aborted at the next write: that write goes on and carries them once', async () => {
     const { tx, persistence } = transactional({ outputs: true, probe: { recordCommitted: async () => false } });
     const letter = await unansweredThenUnreachable(tx, persistence);
-    expect(await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 })).toEqual({ statuses: ['applied'], committed: true });
+    expect(await persistence.write({ writes: [{ key: 'k', snapshot: { state: 2, offset: 6 }, outputs: [letter] }], commitOffset: 7 })).toEqual({ statuses: ['applied'], committed: true, sizes: [expect.any(Number)] });
     expect(tx.commits.map((c) => c.messages.filter((m) => m.topic === 'alerts').length)).toEqual([1]);
   });
 
@@ -449,7 +449,9 @@ describe('caching mode', () => {
   it('commits the offset after the writes it covers, with the consumer\'s committer', async () => {
     const { persistence, order, sent } = caching(async () => {});
     const result = await persistence.write({ writes: [{ key: 'a', snapshot: { state: 1, offset: 1 } }, { key: 'b', delete: { offset: 2 } }], commitOffset: 3 });
-    expect(result).toEqual({ statuses: ['applied', 'applied'], committed: true });
+    expect(result).toEqual({ statuses: ['applied', 'applied'], committed: true, sizes: [expect.any(Number), expect.any(Number)] });
+    // Each write's stored size is its record's, as sent.
+    expect(result.sizes).toEqual([(await persistence.read('a'))?.size, (await persistence.read('b'))?.size]);
     expect(order).toEqual(['send', 'commit 3']);
     expect(sent).toEqual([['a', 'b']]);
     expect(decoded(await persistence.read('a'))).toEqual({ key: 'a', snapshot: { state: 1, offset: 1 } });

@@ -76,7 +76,9 @@ describe('the snapshot cache hands recovered records over lazily', () => {
     expect(found.snapshot?.state).toEqual({ n: 5 });
     expect(found.snapshot?.state).toEqual({ n: 5 });
     expect(decodes).toBe(1);
-    expect(cache.recovered('m', { bytes: format.encodeMarker({ deleted: true, offset: 4 }), offset: '101' })).toEqual({ key: 'm', deleted: { offset: 4 } });
+    const marker = format.encodeMarker({ deleted: true, offset: 4 });
+    // The record's stored size rides along (a byte-bounded state cache counts the key by it).
+    expect(cache.recovered('m', { bytes: marker, offset: '101' })).toEqual({ key: 'm', deleted: { offset: 4 }, size: marker.length });
   });
 
   it('a lazy snapshot that does not decode throws CorruptSnapshotError at the record\'s location when read', () => {
@@ -98,9 +100,10 @@ describe('the snapshot cache hands recovered records over lazily', () => {
 
   it('a record in another layout is decoded at once: a damaged one fails there', () => {
     const cache = new SnapshotCache(where);
-    const foreign = cache.recovered('f', { bytes: framed(json('{"value":{"n":2},"offset":3,"metadata":""}')), offset: '7' });
+    const bytes = framed(json('{"value":{"n":2},"offset":3,"metadata":""}'));
+    const foreign = cache.recovered('f', { bytes, offset: '7' });
     expect(isLazySnapshot(foreign.snapshot)).toBe(false);
-    expect(foreign).toEqual({ key: 'f', snapshot: { state: { n: 2 }, offset: 3 } });
+    expect(foreign).toEqual({ key: 'f', snapshot: { state: { n: 2 }, offset: 3 }, size: bytes.length });
     expect(() => cache.recovered('d', { bytes: Buffer.from([0, 0, 0, 40, 1, 2]), offset: '8' })).toThrow(CorruptSnapshotError);
   });
 });

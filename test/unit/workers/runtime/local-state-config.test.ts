@@ -1,5 +1,5 @@
 // Which flows a worker can give a bounded state cache (FlowOptions.stateCache,
-// KFT_STATE_CACHE_MAX_KEYS): transactional Kafka persistence with local state, key timers or not; the
+// KFT_STATE_CACHE_MAX_KEYS / _MAX_BYTES): transactional Kafka persistence with local state, key timers or not; the
 // environment's bound overrides the flow's; anything else is a ConfigError saying what to change.
 import { ConfigError } from '../../../../config/errors';
 import { defineFlow, type FlowOptions } from '../../../../define-flow';
@@ -15,6 +15,14 @@ test('none unless the flow or the environment sets one; the environment override
   // KFT_STATE_DIR turns local state on for a transactional Kafka flow.
   const kafka = defineFlow({ ...base, persistence: { backend: 'kafka', transactional: true } });
   expect(stateCacheOf(kafka, { stateCacheMaxKeys: 20, stateDir: '/state' })?.maxKeys).toBe(20);
+});
+
+test('a byte bound, alone or with a key bound; each from the environment overrides the flow\'s', () => {
+  const both = stateCacheOf(defineFlow({ ...local, stateCache: { maxKeys: 500, maxBytes: 1 << 20 } }), { stateCacheMaxBytes: 4096 });
+  expect([both?.maxKeys, both?.maxBytes]).toEqual([500, 4096]);
+  const bytesOnly = stateCacheOf(defineFlow(local), { stateCacheMaxBytes: 1 << 20 });
+  expect([bytesOnly?.maxKeys, bytesOnly?.maxBytes]).toEqual([Number.POSITIVE_INFINITY, 1 << 20]);
+  expect(() => stateCacheOf(defineFlow(base), { stateCacheMaxBytes: 4096 })).toThrow(/KFT_STATE_CACHE_MAX_BYTES \(.*\) needs local state/);
 });
 
 test.each([
