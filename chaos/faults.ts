@@ -72,6 +72,11 @@ export interface FaultKind<Held = unknown> {
   /** A worker fault on one idle worker of its mode (a burst adds workers instead). */
   victim?: true;
   /**
+   * The victim it wants, among the idle workers: one for which this holds is waited for (up to
+   * PREFER_WAIT_MS), then any idle worker is taken (the fault log says so).
+   */
+  prefer?: (ctx: FaultContext, w: ChaosWorker) => boolean;
+  /**
    * What is out while it lasts, left out of the stall figure: its server, or for a worker fault the
    * mode's owner; until it is healed, or until the group's session timeout from its start (a worker
    * killed or frozen: the group cannot know before).
@@ -87,6 +92,11 @@ export interface FaultKind<Held = unknown> {
 
 /** A descriptor, its `held` typed from its inject. */
 const kind = <Held>(k: FaultKind<Held>): FaultKind<Held> => k;
+
+/** How long a fault with a preferred victim waits for one (FaultKind.prefer) before it takes any idle worker. */
+const PREFER_WAIT_MS = 20_000;
+/** The commit requests: EndTxn of the snapshot transactions, the consumer's OffsetCommit (Cassandra). */
+const COMMITS = [KAFKA_API.END_TXN, KAFKA_API.OFFSET_COMMIT];
 
 const none = () => ({ durationMs: 0 });
 const serverDown = (lo: number, hi: number) => (between: (lo: number, hi: number) => number) => ({ durationMs: between(lo, hi) });
@@ -217,7 +227,10 @@ export const FAULT_KINDS = {
     weight: 2,
     plan: (between) => ({ durationMs: between(3_000, 12_000) }),
     victim: true,
-    inject: async ({ victim, ctx }) => ctx.proxies.kafka.cutAfter(victim!.child.pid!, [KAFKA_API.END_TXN, KAFKA_API.OFFSET_COMMIT]),
+    // A worker that committed in the last 3 s: under churn a worker just started (or holding no
+    // partition after a rebalance) would see no commit to cut while the fault lasts.
+    prefer: (ctx, w) => ctx.proxies.kafka.sentRecently(w.child.pid!, COMMITS, 3_000),
+    inject: async ({ victim, ctx }) => ctx.proxies.kafka.cutAfter(victim!.child.pid!, COMMITS),
     heal: async ({ victim, ctx, f, record }) => {
       const cuts = ctx.proxies.kafka.stopCutAfter(victim!.child.pid!);
       record.commitsCut = cuts;
@@ -294,17 +307,23 @@ export async function executeFault(f: PlannedFault, record: FaultRecord, ctx: Fa
   try {
     let victim: ChaosWorker | undefined;
     if (k.victim) {
-      const giveUp = Date.now() + 60_000;
-      victim = mode!.pool.pickIdle(f.pick);
-      while (!victim && Date.now() < giveUp) {
+      const started = Date.now();
+      const prefer = k.prefer;
+      const pick = () => {
+        if (prefer && Date.now() - started < PREFER_WAIT_MS) return mode!.pool.pickIdle(f.pick, (w) => prefer(ctx, w));
+        return mode!.pool.pickIdle(f.pick);
+      };
+      victim = pick();
+      while (!victim && Date.now() - started < 60_000) {
         await sleep(500);
-        victim = mode!.pool.pickIdle(f.pick);
+        victim = pick();
       }
       if (!victim) {
         record.skipped = true;
         record.note = 'no idle worker within 60 s';
         return;
       }
+      if (prefer && !prefer(ctx, victim)) ctx.event(`fault #${f.index} ${f.type}: no idle worker it prefers within ${PREFER_WAIT_MS / 1000} s, took ${victim.name}`);
       victim.busy = true;
       record.target = `${victim.name} (pid ${victim.child.pid})`;
     }

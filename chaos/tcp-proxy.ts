@@ -181,6 +181,8 @@ interface Pipe {
   fired?: { correlationId: number; action: CutAction; answered: () => void };
   /** Whether the client socket belongs to each process asked about (cutAfter), found once. */
   owners?: Map<number, boolean>;
+  /** When the client last sent a request of each api key (a Kafka proxy's pipes only): `sentRecently`. */
+  lastSent?: Map<number, number>;
   /** When the last delayed chunk of each direction is due: later chunks never overtake it. */
   dueUp: number;
   dueDown: number;
@@ -345,6 +347,17 @@ export class TcpProxy {
     this.triggers.push({ apiKeys: new Set(apiKeys), action: 'cut', pid, count: 0 });
   }
 
+  /**
+   * Whether process `pid` sent a request with one of `apiKeys` on a connection still open within
+   * the last `withinMs` (e.g. a worker that is committing: the chaos suite's commit-cut victim).
+   */
+  sentRecently(pid: number, apiKeys: readonly number[], withinMs: number): boolean {
+    this.requireKafka();
+    const since = Date.now() - withinMs;
+    const recent = [...this.pipes].filter((p) => apiKeys.some((k) => (p.lastSent?.get(k) ?? 0) >= since));
+    return recent.some((p) => this.owns(pid, p));
+  }
+
   stopCutAfter(pid: number): number {
     const armed = this.triggers.find((t) => t.pid === pid);
     this.triggers = this.triggers.filter((t) => t !== armed);
@@ -426,6 +439,7 @@ export class TcpProxy {
         from = e.at;
         pipe.held = { parts: [] };
       } else if (e.kind === 'header') {
+        if (e.header.length >= 6) (pipe.lastSent ??= new Map()).set(e.header.readInt16BE(4), Date.now());
         const held = pipe.held;
         if (!held) continue;
         const header = requestHeader(e.header);

@@ -90,9 +90,9 @@ export class WorkerPool {
     return w;
   }
 
-  /** A worker no fault holds, chosen by `pick` in [0, 1); bursts' workers are left to their burst. */
-  pickIdle(pick: number): ChaosWorker | undefined {
-    const idle = this.alive.filter((w) => !w.busy && !w.burst);
+  /** A worker no fault holds (and `wanted` accepts), chosen by `pick` in [0, 1); bursts' workers are left to their burst. */
+  pickIdle(pick: number, wanted?: (w: ChaosWorker) => boolean): ChaosWorker | undefined {
+    const idle = this.alive.filter((w) => !w.busy && !w.burst && (wanted === undefined || wanted(w)));
     return idle.length === 0 ? undefined : idle[Math.min(idle.length - 1, Math.floor(pick * idle.length))];
   }
 

@@ -398,3 +398,28 @@ describe('TcpProxy triggers (a Kafka proxy, one-shot)', () => {
     });
   });
 });
+
+describe('TcpProxy sentRecently (the commit-cut fault picks a worker that is committing)', () => {
+  test("answers by process and api key from the requests its open connections sent within the window", () =>
+    behindKafkaProxy(async (proxy) => {
+      const c = await kafkaClient(proxy.port);
+      try {
+        expect(proxy.sentRecently(process.pid, [KAFKA_API.END_TXN], 5_000)).toBe(false);
+        c.socket.write(request(KAFKA_API.PRODUCE, 1));
+        await until(() => c.answers.length === 1);
+        expect(proxy.sentRecently(process.pid, [KAFKA_API.END_TXN, KAFKA_API.OFFSET_COMMIT], 5_000)).toBe(false);
+        c.socket.write(request(KAFKA_API.END_TXN, 2));
+        await until(() => c.answers.length === 2);
+        expect(proxy.sentRecently(process.pid, [KAFKA_API.END_TXN, KAFKA_API.OFFSET_COMMIT], 5_000)).toBe(true);
+        // Another process did not send it; and it is not recent within a window that ended before it.
+        expect(proxy.sentRecently(1, [KAFKA_API.END_TXN], 5_000)).toBe(false);
+        await new Promise((r) => setTimeout(r, 30));
+        expect(proxy.sentRecently(process.pid, [KAFKA_API.END_TXN], 10)).toBe(false);
+      } finally {
+        c.socket.destroy();
+      }
+      // A closed connection counts no more.
+      await c.closed;
+      await until(() => !proxy.sentRecently(process.pid, [KAFKA_API.END_TXN], 5_000));
+    }));
+});
