@@ -1,6 +1,5 @@
 // Two projects: `unit` (pure, in-memory, fast) and `integration` (real Kafka, Temporal and
-// Cassandra, started once per run by test/support/global-setup.ts when not already up — beside the
-// unit files, each integration file waiting for them (test/support/servers-ready.ts) — and
+// Cassandra, started once per run by test/support/global-setup.ts when not already up, and
 // stopped by test/support/global-teardown.ts when the run ends unless KFT_TEST_KEEP_INFRA=1).
 //
 // Files run two at a time (`maxWorkers: 2`, the CI's setting: ≈ 650 s instead of ≈ 1,050 s one at

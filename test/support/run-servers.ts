@@ -38,10 +38,6 @@ export const keepInfra = (env: NodeJS.ProcessEnv = process.env): boolean => env.
 export interface InfraRun {
   dataDir: string;
   before: LivePids;
-  /** The file the test processes read the start's outcome from (servers-ready.ts). */
-  statusFile?: string;
-  /** The start of the servers, while it goes on beside the tests (settled: never rejects). */
-  starting?: Promise<void>;
 }
 
 const KEY = '__kftInfraRun';

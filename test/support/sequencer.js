@@ -1,13 +1,11 @@
-// The order jest starts test files in. The files run several at once (jest.config.js,
+// The order jest starts test files in. The integration files run several at once (jest.config.js,
 // maxWorkers), and most of their time is waiting on real servers, so the run lasts about as long
 // as its longest file when that one starts first. jest's own order puts the files that took
 // longest last time first, but a clean clone (CI) has no such record and falls back to file size:
 // the quick chaos run (a short file, ≈ 3.5 min) would start last and end the run minutes after
-// everything else. So the quick chaos run starts first, then every unit file (while the run's
-// servers come up: test/support/global-setup.ts), then the integration files known to be long, in
-// this order, whatever the record says; then a few that start servers of their own (not beside the
-// chaos run, which is over by then); then the other long files; the rest keep jest's order, so the
-// run ends on short files.
+// everything else. So the files known to be long start first, in this order, whatever the record
+// says; then a few that start servers of their own (not beside the chaos run, which is over by
+// then); then the other long files; the rest keep jest's order, so the run ends on short files.
 const path = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
 
@@ -49,16 +47,11 @@ const LONG_NEXT = [
 class LongFirstSequencer extends Sequencer {
   sort(tests) {
     const root = path.resolve(__dirname, '..', '..');
-    const [first, ...long] = LONG_FIRST;
-    const ordered = [...long, ...AFTER_CHAOS, ...LONG_NEXT];
-    // The quick chaos run, then every unit file: the run's servers come up meanwhile (global-setup.ts),
-    // and the integration files wait for them; then the integration files, long ones first.
+    const ordered = [...LONG_FIRST, ...AFTER_CHAOS, ...LONG_NEXT];
     const rank = (test) => {
       const file = path.relative(root, test.path).split(path.sep).join('/');
-      if (file === first) return 0;
-      if (file.startsWith('test/unit/')) return 1;
       const at = ordered.indexOf(file);
-      return 2 + (at === -1 ? ordered.length : at);
+      return at === -1 ? ordered.length : at;
     };
     // Array.prototype.sort is stable: within the rest, jest's order stands.
     return [...super.sort(tests)].sort((a, b) => rank(a) - rank(b));

@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-// The order jest starts test files in (test/support/sequencer.js): the quick chaos run, the unit
-// files (while the run's servers come up), then the known long integration files, whatever jest's
-// timing record says or lacks (a clean clone has none).
+// The order jest starts test files in (test/support/sequencer.js): the known long integration
+// files first, whatever jest's timing record says or lacks (a clean clone has none).
 const root = path.join(__dirname, '../../../..');
 const sequencerPath = path.join(root, 'test/support/sequencer.js');
 const Sequencer = require(sequencerPath) as {
@@ -13,11 +12,10 @@ const Sequencer = require(sequencerPath) as {
   LONG_NEXT: string[];
 };
 
-const testFiles = (under: 'integration' | 'unit'): string[] =>
-  (fs.readdirSync(path.join(root, 'test', under), { recursive: true }) as string[])
+const integrationFiles = (): string[] =>
+  (fs.readdirSync(path.join(root, 'test/integration'), { recursive: true }) as string[])
     .filter((f) => f.endsWith('.test.ts'))
-    .map((f) => path.join(root, 'test', under, f));
-const integrationFiles = () => testFiles('integration');
+    .map((f) => path.join(root, 'test/integration', f));
 
 const relative = (p: string) => path.relative(root, p).split(path.sep).join('/');
 
@@ -33,14 +31,4 @@ test('without a timing record (a clean clone): the long files first, in their or
   expect(sorted[0]).toBe(path.join(root, 'test/integration/chaos/quick.test.ts'));
   const sizes = sorted.slice(listed.length).map((p) => fs.statSync(p).size);
   expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
-});
-
-test('the unit files run right after the quick chaos run starts, before any other integration file', () => {
-  const context = { config: { cache: false }, hasteFS: { getSize: (p: string) => fs.statSync(p).size } };
-  const units = testFiles('unit');
-  const files = [...integrationFiles(), ...units];
-  const sorted = new Sequencer({}).sort(files.map((p) => ({ path: p, context }))).map((t) => relative(t.path));
-  expect(sorted[0]).toBe('test/integration/chaos/quick.test.ts');
-  expect(new Set(sorted.slice(1, 1 + units.length))).toEqual(new Set(units.map(relative)));
-  expect(sorted[1 + units.length]).toBe(Sequencer.LONG_FIRST[1]);
 });
