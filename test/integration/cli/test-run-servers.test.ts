@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,7 +15,8 @@ const root = path.join(__dirname, '../../..');
  * `npm test` as a user runs it, on a private Temporal server (own ports and data directory: the
  * shared servers are never touched): jest itself, the integration project's globalSetup and
  * globalTeardown, one test that needs no server. A server the run started is stopped when the run
- * ends (unless KFT_TEST_KEEP_INFRA=1, which says how to stop it); one that ran before is left alone.
+ * ends (unless KFT_TEST_KEEP_INFRA=1, which says how to stop it); one that ran before is left alone;
+ * one that cannot start fails the run with the reason and how to start it.
  */
 describe('the servers of a test run', () => {
   let env: NodeJS.ProcessEnv;
@@ -66,6 +68,30 @@ describe('the servers of a test run', () => {
     expect(out).toContain('[infra] started temporal for this run: they stay running after it (KFT_TEST_KEEP_INFRA=1; `npm run infra:down` stops them)');
     expect(out).toContain('[infra] leaving temporal running (KFT_TEST_KEEP_INFRA=1): the next run reuses them; `npm run infra:down` stops them');
     expect(await temporalState()).toBe('running');
+  }, 240_000);
+
+  test('a server that cannot start fails the run with the reason and how to start it', async () => {
+    // Temporal's port held by something else: its start fails.
+    const [host, port] = env.TEMPORAL_ADDRESS!.split(':');
+    const sockets = new Set<net.Socket>();
+    const squatter = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => squatter.listen(Number(port), host, () => resolve()));
+    try {
+      const failed = await jestRun().then(
+        () => undefined,
+        (err: { code?: number; stderr?: string }) => err,
+      );
+      expect(failed?.code).toBe(1);
+      expect(failed?.stderr).toContain('Integration tests need Kafka, Temporal and Cassandra running.');
+      expect(failed?.stderr).toContain('ServerStartError: temporal exited before it became ready');
+      expect(failed?.stderr).toContain('Start them with `npm run infra:up`');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => squatter.close(r));
+    }
   }, 240_000);
 
   test('a server that ran before the run is left running', async () => {

@@ -116,8 +116,9 @@ describe('the Kafka snapshot backend on the real broker', () => {
     const b = backend({ snapshotTopic, client: silentCommits('late'), transactional: true, transactionalIdPrefix: unique('app'), commitTimeoutMs: 300, metrics: FlowMetrics.of(registry) });
     const p = await b.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const result = await p.write({ writes: [{ key: 'k', snapshot: { state: 'v1', offset: 7 } }], commitOffset: 8 });
-    expect(result).toEqual({ statuses: ['applied'], committed: true });
-    expect(await p.write({ writes: [], commitOffset: 9 })).toEqual({ statuses: [], committed: true });
+    // sizes: each write's stored record, for a byte-bounded state cache.
+    expect(result).toEqual({ statuses: ['applied'], committed: true, sizes: [expect.any(Number)] });
+    expect(await p.write({ writes: [], commitOffset: 9 })).toEqual({ statuses: [], committed: true, sizes: [] });
     expect(p.stats.commitTimeouts).toBe(2);
     expect(await registry.getSingleMetricAsString('kafka_flow_snapshot_commit_timeouts_total')).toMatch(/outcome="committed"} 2/);
     const offsets = new CommittedOffsets(kafka.client);
