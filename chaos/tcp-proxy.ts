@@ -439,7 +439,10 @@ export class TcpProxy {
         from = e.at;
         pipe.held = { parts: [] };
       } else if (e.kind === 'header') {
-        if (e.header.length >= 6) (pipe.lastSent ??= new Map()).set(e.header.readInt16BE(4), Date.now());
+        if (e.header.length >= 6) {
+          pipe.lastSent ??= new Map();
+          pipe.lastSent.set(e.header.readInt16BE(4), Date.now());
+        }
         const held = pipe.held;
         if (!held) continue;
         const header = requestHeader(e.header);
