@@ -143,6 +143,8 @@ export class PartitionFlow<S, V> {
   private readonly partitionKeys: PartitionKeys<S, V>;
   /** The backend reads any key on demand: whether its store has state for a key not in memory. */
   private readonly storeHas: ((key: string) => boolean) | undefined;
+  /** The store's synchronous read of a key out of memory (PartitionPersistence.readNow), when it has one. */
+  private readonly readNow: ((key: string) => RecoveredKey<S, V> | undefined) | undefined;
   /** The state cache and this partition's name in it (set when the backend reads keys on demand). */
   private readonly cache: { readonly of: StateCache; readonly id: string } | undefined;
   /** Nothing was left to unload for the cache: not tried again until a persist makes keys clean. */
@@ -197,6 +199,9 @@ export class PartitionFlow<S, V> {
     this.nextOffset = offsetFromKafka(options.assignedAt);
     const has = options.persistence.has;
     this.storeHas = has === undefined ? undefined : (key) => has.call(options.persistence, key);
+    const readNow = options.persistence.readNow;
+    // Not with journals: a journal's replay may await an async fold.
+    this.readNow = has === undefined || readNow === undefined || persistsJournal(options.mode) ? undefined : (key) => readNow.call(options.persistence, key);
     this.cache = this.storeHas && options.stateCache ? { of: options.stateCache, id: cachedPartition(options.topic, options.partition) } : undefined;
     const keys = new PartitionKeys<S, V>(this.epoch, this.storeHas !== undefined);
     this.partitionKeys = keys;
@@ -404,7 +409,17 @@ export class PartitionFlow<S, V> {
       kf = new KeyFlow<S, V>(key, this.rel, offset, this.journaling);
       this.registerFirstTimer(kf);
       this.keys.set(key, kf);
-      if (this.inStore(key)) this.runs.readBack(kf);
+      if (this.readNow) {
+        // The store answers at once: the key's records fold now (a snapshot restores synchronously).
+        const found = this.readNow(key);
+        if (found) {
+          this.restore(kf, found);
+          // Its event timers due by now fire before the record, as for a key read back (KeyRuns' beforeQueued).
+          if (this.timed && kf.timers !== undefined) this.fireKeyDue(kf, this.watermark);
+        }
+      } else if (this.inStore(key)) {
+        this.runs.readBack(kf);
+      }
     }
     // A key that held nothing (a delete marker waiting for its purge) holds from its next record.
     if (kf.holding === undefined) kf.holding = offset;

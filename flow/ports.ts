@@ -163,6 +163,11 @@ export interface PartitionPersistence<S, V> {
    * an in-memory key's do; it may then unload keys with pending timers.
    */
   readonly readDue?: (look: DueLook) => DueKeys<S, V>;
+  /**
+   * With `has`: one key read now (undefined: the store has nothing for it) — a record for a key out
+   * of memory folds at once instead of waiting for `read` (one store lookup, no round trip).
+   */
+  readonly readNow?: (key: string) => RecoveredKey<S, V> | undefined;
   write(batch: WriteBatch<S, V>): Promise<WriteBatchResult>;
   /** Releases what this partition's persistence holds (a transactional producer), if anything. */
   close?(): Promise<void>;

@@ -97,6 +97,8 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   readonly has?: (key: string) => boolean;
   /** With `has`: the keys out of memory with a timer due, read now (the local store's due-time index). */
   readonly readDue?: (look: DueLook) => DueKeys<S, V>;
+  /** With `has`: one key read now from the local store (or the changes not in it yet). */
+  readonly readNow?: (key: string) => RecoveredKey<S, V> | undefined;
 
   constructor(options: KafkaPartitionPersistenceOptions<S>) {
     if (!(options.maxWritesPerBatch >= 1)) throw new RangeError(`maxWritesPerBatch must be at least 1, got ${options.maxWritesPerBatch}`);
@@ -109,6 +111,10 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     this.cache = onDemand ?? new SnapshotCache<S>(where);
     if (onDemand) {
       this.has = (key) => onDemand.has(key);
+      this.readNow = (key) => {
+        const stored = onDemand.get(key);
+        return stored ? onDemand.recovered<V>(key, stored) : undefined;
+      };
       this.readDue = (look) => {
         const due = onDemand.dueKeys(look);
         const keys: RecoveredKey<S, V>[] = [];

@@ -37,3 +37,19 @@ export function onDemandWithFakeDueIndex<S>(backend: InMemoryBackend<S, string>,
   };
 }
 
+
+/**
+ * The same fake with the store's synchronous read (`readNow`, as the local store has): a record for
+ * a key out of memory folds at once instead of waiting for `read`.
+ */
+export function withReadNow<S>(p: PartitionPersistence<S, string>, backend: InMemoryBackend<S, string>): PartitionPersistence<S, string> {
+  return {
+    ...p,
+    readNow: (key) => {
+      const snapshot = backend.snapshots.entries(TP).get(key);
+      if (snapshot) return { key, snapshot };
+      const marker = backend.snapshots.markers(TP).get(key);
+      return marker === undefined ? undefined : { key, deleted: { offset: marker } };
+    },
+  };
+}

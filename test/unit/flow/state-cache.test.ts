@@ -10,6 +10,7 @@ import { PartitionKeys } from '../../../flow/partition-keys';
 import { KEY_BYTES, StateCache, type Unloaded } from '../../../flow/state-cache';
 import { InMemoryBackend } from '../../../persistence/memory';
 import { type Count, countingFold, harness, MINUTE, records, TP } from './harness';
+import { withReadNow } from './on-demand-fake';
 
 /** The in-memory backend's partition persistence, reading keys on demand (an in-memory fake of the local-state backend's mode). */
 function onDemand<S>(backend: InMemoryBackend<S, string>): PartitionPersistence<S, string> {
@@ -25,16 +26,30 @@ function onDemand<S>(backend: InMemoryBackend<S, string>): PartitionPersistence<
   };
 }
 
-/** onDemand, reporting stored sizes as a real backend does (here: a snapshot's JSON length). */
-function onDemandSized<S>(backend: InMemoryBackend<S, string>): PartitionPersistence<S, string> {
-  const plain = onDemand(backend);
+/** onDemand with the store's synchronous read too (`readNow`, as the local store has). */
+function onDemandReadNow<S>(backend: InMemoryBackend<S, string>): PartitionPersistence<S, string> {
+  return withReadNow(onDemand(backend), backend);
+}
+
+/** `on`, reporting stored sizes as a real backend does (here: a snapshot's JSON length). */
+function sized<S>(on: (backend: InMemoryBackend<S, string>) => PartitionPersistence<S, string>, backend: InMemoryBackend<S, string>): PartitionPersistence<S, string> {
+  const plain = on(backend);
   const sizeOf = (snapshot: unknown) => (snapshot === undefined ? 0 : JSON.stringify(snapshot).length);
+  const readNow = plain.readNow;
   return {
     ...plain,
     read: async (key) => {
       const found = await plain.read!(key);
       return found && { ...found, size: sizeOf(found.snapshot) };
     },
+    ...(readNow
+      ? {
+          readNow: (key: string) => {
+            const found = readNow(key);
+            return found && { ...found, size: sizeOf(found.snapshot) };
+          },
+        }
+      : {}),
     write: async (batch) => ({ ...(await plain.write(batch)), sizes: batch.writes.map((w) => sizeOf(w.snapshot)) }),
   };
 }
@@ -213,7 +228,12 @@ describe('PartitionKeys.unloadClean', () => {
   });
 });
 
-describe('PartitionFlow with a bounded state cache (in-memory fake of an on-demand backend)', () => {
+describe.each([
+  ['read back (`read`)', onDemand],
+  ['read now (`readNow`)', onDemandReadNow],
+])('PartitionFlow with a bounded state cache (in-memory fake of an on-demand backend), keys %s', (_how, onDemand) => {
+  const onDemandSized = <S>(backend: InMemoryBackend<S, string>) => sized(onDemand as (b: InMemoryBackend<S, string>) => PartitionPersistence<S, string>, backend);
+
   test('over the bound, persisted keys leave memory; their next records read them back and fold on from their state', async () => {
     const backend = new InMemoryBackend<Count, string>();
     const cache = new StateCache({ maxKeys: 10 });

@@ -15,7 +15,7 @@ import type { InputMessage } from '../../../flow/record';
 import { InMemoryBackend } from '../../../persistence/memory';
 import { StateCache } from '../../../flow/state-cache';
 import { harness, TP } from './harness';
-import { onDemandWithFakeDueIndex } from './on-demand-fake';
+import { onDemandWithFakeDueIndex, withReadNow } from './on-demand-fake';
 
 interface State {
   n: number;
@@ -125,7 +125,8 @@ const messages = (input: readonly Input[], from: number, to: number): InputMessa
 
 test('event-time timers and stateTtl: every fire exactly once through persists and crashes', async () => {
   await fc.assert(
-    fc.asyncProperty(inputArb, stepsArb, fc.constantFrom(undefined, 1, 3), fc.boolean(), async (input, steps, asyncConcurrency, cached) => {
+    fc.asyncProperty(inputArb, stepsArb, fc.constantFrom(undefined, 1, 3), fc.constantFrom('memory', 'cached', 'cached-read-now'), async (input, steps, asyncConcurrency, keys) => {
+      const cached = keys !== 'memory';
       const backend = new InMemoryBackend<State, string>();
       const extra = {
         onTimer,
@@ -138,7 +139,7 @@ test('event-time timers and stateTtl: every fire exactly once through persists a
           fold,
           backend,
           extra: cached ? { ...extra, stateCache: new StateCache({ maxKeys: 1 }) } : extra,
-          ...(cached ? { persistence: onDemandWithFakeDueIndex(backend) } : {}),
+          ...(cached ? { persistence: keys === 'cached-read-now' ? withReadNow(onDemandWithFakeDueIndex(backend), backend) : onDemandWithFakeDueIndex(backend) } : {}),
           assignedAt: backend.committer.committed(TP) ?? 0,
         });
       let h = await start();
