@@ -87,16 +87,33 @@ export class PartitionKeys<S, V> {
    * Unloads keys whose state the store holds as it is in memory (not changed since their last
    * write, no write in flight, not busy, no outputs waiting, no timers unless the store finds them)
    * until at least `want.keys` keys and `want.bytes` bytes (as LiveKeys.bytes counts them) are out,
-   * or none is left to unload; least recently touched first, roughly: scanning from the oldest, a
-   * key touched at or after `recentSince` (or not unloadable now) is moved to the back for a second
-   * chance. Returns what it unloaded.
+   * or none is left to unload: first those not touched since `recentSince` (scanning from the
+   * map's oldest, a key touched since, or not unloadable now, is moved to the back for a second
+   * chance), then the least recently touched of the others. Returns what it unloaded.
    */
   unloadClean(want: Unloaded, recentSince: number): Unloaded {
     const done = { keys: 0, bytes: 0 };
     this.unloadPass(want, done, recentSince);
-    // Not enough keys untouched since then: any unloadable key goes.
-    if (!enough(done, want)) this.unloadPass(want, done, Number.POSITIVE_INFINITY);
+    // Not enough keys untouched since then: the least recently touched unloadable keys go.
+    if (!enough(done, want)) this.unloadOldest(want, done);
     return done;
+  }
+
+  /**
+   * Unloads unloadable keys least recently touched first (by clock, then offset) until `want` is
+   * met. Not in the map's order: keys touched often keep their old place in it (a second chance
+   * moves them back together), so under skewed keys the map's oldest are often the hottest.
+   */
+  private unloadOldest(want: Unloaded, done: { keys: number; bytes: number }): void {
+    const candidates: KeyFlow<S, V>[] = [];
+    for (const kf of this.live.values()) if (this.unloadable(kf)) candidates.push(kf);
+    candidates.sort((a, b) => a.touchedClock - b.touchedClock || a.touchedOffset - b.touchedOffset);
+    for (const kf of candidates) {
+      if (enough(done, want)) break;
+      done.bytes += kf.storedSize + KEY_BYTES;
+      done.keys++;
+      this.evict(kf);
+    }
   }
 
   private unloadPass(want: Unloaded, done: { keys: number; bytes: number }, recentSince: number): void {

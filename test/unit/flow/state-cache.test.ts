@@ -159,6 +159,18 @@ describe('PartitionKeys.unloadClean', () => {
     expect(keys.live.has('recent')).toBe(false);
   });
 
+  test('when every key was touched since, the least recently touched go — not the map\'s oldest (under skewed keys, the hottest)', () => {
+    const keys = new PartitionKeys<number, string>(0, true);
+    key(keys, 'hot', 100); // inserted first, touched last
+    key(keys, 'cold', 20);
+    key(keys, 'warm', 60);
+    key(keys, 'warmer', 60, (kf) => {
+      kf.touchedOffset = 9; // same clock reading, a later record than warm's
+    });
+    expect(keys.unloadClean(n(2), 10).keys).toBe(2);
+    expect([...keys.live.keys()].sort()).toEqual(['hot', 'warmer']);
+  });
+
   test('with the timers in the store (its due-time index), a key with pending timers may leave too', () => {
     const keys = new PartitionKeys<number, string>(0, true);
     keys.timersInStore = true;
