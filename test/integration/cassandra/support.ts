@@ -117,7 +117,7 @@ export async function recoverStates<S, V>(persistence: PartitionPersistence<S, V
  * timeout 1 s, reads the driver's 12 s, the backend's reconnection policy capped at 2 s). Call it
  * in the describe: the node, the backend and the data dir go after the file.
  */
-export function privateNodeBackend(name: string) {
+export function privateNodeBackend(name: string, options: { fencing?: 'lwt' | 'timestamp' | 'none'; layout?: 'kafka-flow' | 'by-partition' } = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), `kft-cassandra-${name}-`));
   let cassandra: ReturnType<typeof privateCassandra> | undefined;
   let backend: CassandraBackend<Tally, number> | undefined;
@@ -140,6 +140,7 @@ export function privateNodeBackend(name: string) {
         keyspace: keyspaceName(`kft_${name}`),
         contactPoints: [cassandra.contactPoint],
         clientOptions: { socketOptions: { connectTimeout: 1000 } },
+        ...options,
       });
       return { cassandra, backend };
     },
