@@ -99,7 +99,9 @@ function cassandraYaml(s: InfraSettings): string {
  * (`periodic`, 10 s) acknowledges writes a kill -9 then loses (the replay reads only the synced
  * part) — under an offset already committed, which no flow can recover from. A replicated cluster
  * (RF ≥ 3, QUORUM) keeps them on the other replicas instead. scripts/cassandra-kill9-durability.ts
- * measures it (periodic: 100 and 164 of 2,000 acknowledged rows lost; batch: none).
+ * measures it (periodic: 100 and 164 of 2,000 acknowledged rows lost; batch: none). Every write then
+ * waits for an fsync, which on a loaded 2-core machine can outlast the default 2 s write and 1 s
+ * Paxos timeouts (a fresh-clone CI run had a lightweight transaction time out at SERIAL): raised.
  */
 export function nodeYaml(node: { host: string; port: number; storagePort: number }, clusterName: string, what: string): string {
   return `# Written by kafka-flow-temporal infra: ${what}.
@@ -108,6 +110,8 @@ num_tokens: 16
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: SimpleSnitch
 commitlog_sync: batch
+write_request_timeout: 10000ms
+cas_contention_timeout: 5000ms
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
