@@ -111,16 +111,17 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     this.cache = onDemand ?? new SnapshotCache<S>(where);
     if (onDemand) {
       this.has = (key) => onDemand.has(key);
-      this.readNow = (key) => {
+      const readNow = (key: string): RecoveredKey<S, V> | undefined => {
         const stored = onDemand.get(key);
         return stored ? onDemand.recovered<V>(key, stored) : undefined;
       };
+      this.readNow = readNow;
       this.readDue = (look) => {
         const due = onDemand.dueKeys(look);
         const keys: RecoveredKey<S, V>[] = [];
         for (const key of due.keys) {
-          const stored = onDemand.get(key);
-          if (stored) keys.push(onDemand.recovered<V>(key, stored));
+          const found = readNow(key);
+          if (found) keys.push(found);
         }
         return { keys, next: due.next };
       };

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseMetrics, sumOf } from '../../../bench/lib/prometheus';
 import { KEY_BYTES } from '../../../flow/state-cache';
 import { freePort } from '../../../workers/observability/metrics-server';
 import { eventually, FlowCluster } from '../orchestration/harness';
@@ -70,10 +71,7 @@ test('at most 100 of 2,000 keys in memory, exact; a restart loads no key; kill -
 
 /** A gauge's samples summed over its labels, from the worker's own /metrics. */
 async function gaugeSum(port: number, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  let sum = 0;
-  for (const line of text.split('\n')) if (line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  return sum;
+  return sumOf(parseMetrics(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()), name);
 }
 
 test('a byte bound (KFT_STATE_CACHE_MAX_BYTES): the keys in memory count their stored records\' bytes and stay within it, exact', async () => {
