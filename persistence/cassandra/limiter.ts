@@ -34,6 +34,33 @@ export class Limiter {
 }
 
 /**
+ * One task at a time per lane, lanes independent: a task waits for the lane's previous task to
+ * settle (whatever its outcome). An idle lane holds nothing.
+ */
+export class Lanes {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  /** Lanes with a task running or waiting. */
+  get busy(): number {
+    return this.tails.size;
+  }
+
+  run<T>(lane: string, task: () => Promise<T>): Promise<T> {
+    const before = this.tails.get(lane);
+    const result = before === undefined ? task() : before.then(task, task);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(lane, tail);
+    void tail.then(() => {
+      if (this.tails.get(lane) === tail) this.tails.delete(lane);
+    });
+    return result;
+  }
+}
+
+/**
  * Maps `source` through `fn` with at most `concurrency` calls in flight, yielding results as they
  * complete (not in source order). The first failure is thrown once the calls in flight settle
  * (so none is left running unobserved); the source is then closed. Completions go through a

@@ -5,7 +5,7 @@
  * Long/BigInt setting.
  */
 import { type Client, errors, types } from 'cassandra-driver';
-import { Limiter } from './limiter';
+import { Lanes, Limiter } from './limiter';
 import type { ConsistencyLevelName, SerialConsistencyName } from './options';
 
 export type Params = unknown[];
@@ -64,6 +64,11 @@ export function isTransientReadError(err: unknown): boolean {
 export class CassandraSession {
   readonly reads: Limiter;
   readonly writes: Limiter;
+  /**
+   * Lightweight transactions of one Cassandra partition contend for its Paxos state: a process
+   * runs them one at a time per partition (see paxosLane), so its own never make each other retry.
+   */
+  readonly paxos = new Lanes();
   readonly serialConsistency: number;
   readonly contactPoints: readonly string[];
   private readonly readRetryDelaysMs: readonly number[];
@@ -104,6 +109,16 @@ export class CassandraSession {
   /** One read at the serial consistency: it sees every lightweight transaction accepted so far. */
   readSerial(query: string, params: Params): Promise<types.ResultSet> {
     return this.reads.run(() => this.client.execute(query, params, { prepare: true, consistency: this.serialConsistency }));
+  }
+
+  /**
+   * `task` (lightweight transactions or serial reads of the Cassandra partition `lane` names) once
+   * the process's previous ones on that partition settled. Contending LWTs of one partition lose
+   * Paxos rounds to each other and retry until Cassandra's contention timeout: a batch of many
+   * keys in few by-partition buckets failed that way on a node that syncs its commit log.
+   */
+  paxosLane<T>(lane: string, task: () => Promise<T>): Promise<T> {
+    return this.paxos.run(lane, task);
   }
 
   write(query: string, params: Params, consistency: ConsistencyLevelName): Promise<types.ResultSet> {

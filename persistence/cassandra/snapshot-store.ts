@@ -409,7 +409,8 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
         step = nextStep(await this.readVersion(partition, w.key), attempt);
         continue;
       }
-      const rs = await this.exec(...this.lwt(step, kind, offset, value, metadata, ttl, pk));
+      const statement = this.lwt(step, kind, offset, value, metadata, ttl, pk);
+      const rs = await this.inPaxosLane(partition, w.key, () => this.exec(...statement));
       if (rs.wasApplied()) {
         step = { step: 'done' };
         break;
@@ -451,7 +452,7 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
   private async readVersion(partition: TopicPartition, key: string): Promise<StoredVersion | undefined> {
     let rs: types.ResultSet;
     try {
-      rs = await this.o.session.readSerial(this.q.selectVersion, this.pk(partition, key));
+      rs = await this.inPaxosLane(partition, key, () => this.o.session.readSerial(this.q.selectVersion, this.pk(partition, key)));
     } catch (err) {
       throw this.error('snapshot version read', partition, [key], err, true);
     }
@@ -514,6 +515,17 @@ export class CassandraSnapshotStore<S> implements SnapshotStore<S> {
       case 'cas':
         return [q.purgeIfSame, [...pk, expectedGeneration(step.expected), expectedOffset(step.expected)]];
     }
+  }
+
+  /**
+   * By-partition: a bucket is one Cassandra partition shared by many keys, so the key's LWTs and
+   * serial reads wait for the process's others on its bucket (CassandraSession.paxosLane). The
+   * kafka-flow layout's partition is the key itself: nothing to order.
+   */
+  private inPaxosLane<T>(partition: TopicPartition, key: string, task: () => Promise<T>): Promise<T> {
+    if (this.layout !== 'by-partition') return task();
+    const lane = `${this.table}\u0000${this.o.applicationId}\u0000${this.o.groupId}\u0000${partition.topic}\u0000${partition.partition}\u0000${this.bucketOf(key)}`;
+    return this.o.session.paxosLane(lane, task);
   }
 
   private async exec(query: string, params: unknown[]): Promise<types.ResultSet> {

@@ -8,6 +8,7 @@ import {
   javaStringHashCode,
   journalPurgeStep,
   keySegment,
+  Lanes,
   Limiter,
   mapConcurrent,
   nextStep,
@@ -323,6 +324,33 @@ describe('bounded concurrency', () => {
     expect(done.filter((d) => d === -1)).toHaveLength(1);
     expect(limiter.running).toBe(0);
     expect(limiter.queued).toBe(0);
+  });
+
+  test('Lanes run one task at a time per lane, in arrival order, lanes side by side, a failure passing the lane on', async () => {
+    const lanes = new Lanes();
+    const running = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const order: string[] = [];
+    let together = 0;
+    let mostTogether = 0;
+    const task = (lane: string, i: number) =>
+      lanes.run(lane, async () => {
+        running.set(lane, (running.get(lane) ?? 0) + 1);
+        peak.set(lane, Math.max(peak.get(lane) ?? 0, running.get(lane)!));
+        mostTogether = Math.max(mostTogether, ++together);
+        order.push(`${lane}${i}`);
+        await tick();
+        together--;
+        running.set(lane, running.get(lane)! - 1);
+        if (i === 2) throw new Error('one fails');
+        return i;
+      });
+    const done = await Promise.all(Array.from({ length: 12 }, (_, i) => task(i % 3 === 0 ? 'a' : i % 3 === 1 ? 'b' : 'c', Math.floor(i / 3)).catch(() => -1)));
+    expect([...peak.values()]).toEqual([1, 1, 1]);
+    expect(mostTogether).toBe(3);
+    expect(order.filter((o) => o.startsWith('a'))).toEqual(['a0', 'a1', 'a2', 'a3']);
+    expect(done.filter((d) => d === -1)).toHaveLength(3);
+    expect(lanes.busy).toBe(0);
   });
 
   test('mapConcurrent yields every result with at most N in flight, and throws the first failure after the rest settle', async () => {
