@@ -16,6 +16,7 @@ import { SESSION_GAP_MS } from '../../fixtures/session-window-flow';
 import { type KeptSession, type SessionSummary, STATE_TTL_MS, sessionTtlFlow } from '../../fixtures/session-ttl-flow';
 import { inspectFlow } from '../../../workers/cli/inspect';
 import { freePort } from '../../../workers/observability/metrics-server';
+import { workerMetric } from '../../support/metrics';
 import { eventually } from '../../support/eventually';
 import { expectOneReminderPerFire, firedAtLeast, readReminders } from '../../support/reminders';
 import { send, startCli, testClient, topicWith, unique } from '../../support/servers';
@@ -110,13 +111,6 @@ test('timers of keys out of memory fire from the store\'s due-time index, throug
     return w;
   };
   const lastLines = () => workers.map((w, i) => `worker ${i}:\n${w.output().split('\n').slice(-8).join('\n')}`).join('\n');
-  const metric = async (port: number, name: string) => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    return text
-      .split('\n')
-      .filter((l) => l.startsWith(`${name}{`))
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-  };
   const reader = new PartitionReader(client);
   try {
     const portA = await freePort();
@@ -124,9 +118,9 @@ test('timers of keys out of memory fire from the store\'s due-time index, throug
     await eventually('the first worker caught up with the first chunk', caughtUp, 120_000, lastLines);
     await send(client, names.TEST_FLOW_TOPIC, asMessages(chunks[1]!));
     await eventually('the first worker caught up with the second chunk', caughtUp, 120_000, lastLines);
-    await eventually('keys read back for their timers', async () => ((await metric(portA, 'kafka_flow_keys_read_for_timers_total')) > 0 ? true : undefined), 30_000, lastLines);
-    const live = await metric(portA, 'kafka_flow_keys_live');
-    process.stderr.write(`state-cache-timers: ${live} live keys of ${KEYS} (bound ${MAX_KEYS}), ${await metric(portA, 'kafka_flow_keys_read_for_timers_total')} read back for timers\n`);
+    await eventually('keys read back for their timers', async () => ((await workerMetric(portA, 'kafka_flow_keys_read_for_timers_total')) > 0 ? true : undefined), 30_000, lastLines);
+    const live = await workerMetric(portA, 'kafka_flow_keys_live');
+    process.stderr.write(`state-cache-timers: ${live} live keys of ${KEYS} (bound ${MAX_KEYS}), ${await workerMetric(portA, 'kafka_flow_keys_read_for_timers_total')} read back for timers\n`);
     // The third chunk: folded, sessions closed, not persisted — then kill -9.
     await send(client, names.TEST_FLOW_TOPIC, asMessages(chunks[2]!));
     await new Promise((r) => setTimeout(r, 1_500));
@@ -141,7 +135,7 @@ test('timers of keys out of memory fire from the store\'s due-time index, throug
     }
     // Everything persisted (the last fires landed with their keys' writes, or the commit would lag).
     await new Promise((r) => setTimeout(r, 4_000));
-    const readBack = await metric(portB, 'kafka_flow_keys_read_for_timers_total');
+    const readBack = await workerMetric(portB, 'kafka_flow_keys_read_for_timers_total');
     process.stderr.write(`state-cache-timers: after the restart ${readBack} keys read back for timers\n`);
     expect(readBack).toBeGreaterThan(0);
     const recovered = b
@@ -183,18 +177,13 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
   const workers: ReturnType<typeof startCli>[] = [];
   const reader = new PartitionReader(client);
   const outputs = () => readReminders(reader, names.TEST_OUTPUT_TOPIC);
-  const metric = async (port: number, name: string) =>
-    (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
-      .split('\n')
-      .filter((l) => l.startsWith(`${name}{`))
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   try {
     const portA = await freePort();
     const a = startCli(['worker', reminders], { ...env, KFT_METRICS_PORT: String(portA) });
     workers.push(a);
     // The first reminders fire 8 s after their records: by then most keys are written and out of memory.
     await eventually('the first reminders landed', async () => firedAtLeast(await outputs(), keys, 1) || undefined, 120_000, () => a.output().slice(-2000));
-    expect(await metric(portA, 'kafka_flow_keys_read_for_timers_total')).toBeGreaterThan(0);
+    expect(await workerMetric(portA, 'kafka_flow_keys_read_for_timers_total')).toBeGreaterThan(0);
     // The second wave re-arms every key; killed -9 before those timers are due (they are in the store).
     await send(client, names.TEST_FLOW_TOPIC, wave(1));
     await new Promise((r) => setTimeout(r, 4_000));
@@ -204,7 +193,7 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
     const b = startCli(['worker', reminders], { ...env, KFT_METRICS_PORT: String(portB) });
     workers.push(b);
     await eventually('every key fired again on the restarted worker', async () => firedAtLeast(await outputs(), keys, 2) || undefined, 120_000, () => b.output().slice(-2000));
-    const readBack = await metric(portB, 'kafka_flow_keys_read_for_timers_total');
+    const readBack = await workerMetric(portB, 'kafka_flow_keys_read_for_timers_total');
     process.stderr.write(`state-cache-timers (processing): after the restart ${readBack} keys read back for their timers\n`);
     expect(readBack).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 3_000));

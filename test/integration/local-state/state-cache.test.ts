@@ -7,9 +7,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseMetrics, sumOf } from '../../../bench/lib/prometheus';
 import { KEY_BYTES } from '../../../flow/state-cache';
 import { freePort } from '../../../workers/observability/metrics-server';
+import { workerMetric } from '../../support/metrics';
 import { eventually, FlowCluster } from '../orchestration/harness';
 import { exact, lines, restored, settled } from './support';
 
@@ -69,11 +69,6 @@ test('at most 100 of 2,000 keys in memory, exact; a restart loads no key; kill -
   }
 }, 600_000);
 
-/** A gauge's samples summed over its labels, from the worker's own /metrics. */
-async function gaugeSum(port: number, name: string): Promise<number> {
-  return sumOf(parseMetrics(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()), name);
-}
-
 test('a byte bound (KFT_STATE_CACHE_MAX_BYTES): the keys in memory count their stored records\' bytes and stay within it, exact', async () => {
   const MAX_BYTES = 40_000;
   const cluster = new FlowCluster(2, { persistEveryMs: 500, sessionTimeoutMs: 6000, keys: KEYS });
@@ -92,13 +87,13 @@ test('a byte bound (KFT_STATE_CACHE_MAX_BYTES): the keys in memory count their s
     const bytes = await eventually(
       'the live bytes within the bound',
       async () => {
-        const b = await gaugeSum(metricsPort, 'kafka_flow_keys_live_bytes');
+        const b = await workerMetric(metricsPort, 'kafka_flow_keys_live_bytes');
         return b > 0 && b <= MAX_BYTES ? b : undefined;
       },
       30_000,
-      async () => String(await gaugeSum(metricsPort, 'kafka_flow_keys_live_bytes')),
+      async () => String(await workerMetric(metricsPort, 'kafka_flow_keys_live_bytes')),
     );
-    const keys = await gaugeSum(metricsPort, 'kafka_flow_keys_live');
+    const keys = await workerMetric(metricsPort, 'kafka_flow_keys_live');
     process.stderr.write(`state-cache: ${keys} live keys of ${KEYS}, ${bytes} bytes (bound ${MAX_BYTES})\n`);
     // Each key counts its stored record (tens of bytes here) besides KEY_BYTES: the sizes came from the real writes and reads.
     expect(bytes).toBeGreaterThan(keys * KEY_BYTES);

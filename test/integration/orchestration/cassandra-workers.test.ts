@@ -1,14 +1,7 @@
 import { freePort } from '../../../workers/observability/metrics-server';
+import { workerMetric } from '../../support/metrics';
 import { eventually, FlowCluster } from './harness';
 
-/** A counter's sum over its series on a worker's /metrics, for the series whose labels include `having`. */
-async function counter(port: number, name: string, having: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(`${name}{`) && l.includes(having))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-}
 
 // The Cassandra backend in real workers: snapshots in Cassandra (LWT-fenced), offsets committed by
 // the consumer with its generation; a rebalance and a kill -9 keep the state exact.
@@ -30,8 +23,8 @@ test('workers persisting to Cassandra: rebalance and kill -9, state equals a pla
     await eventually('b runs all partitions', () => cluster.runningOn(1), 120_000);
     await eventually('caught up on b', () => cluster.caughtUp(), 60_000);
     // The backend's own metrics are on the worker's /metrics: b's fenced writes and its recoveries.
-    expect(await counter(metricsPort, 'kafka_flow_cassandra_snapshot_writes_total', 'outcome="applied"')).toBeGreaterThan(0);
-    expect(await counter(metricsPort, 'kafka_flow_cassandra_recovered_keys_total', 'flow=')).toBeGreaterThan(0);
+    expect(await workerMetric(metricsPort, 'kafka_flow_cassandra_snapshot_writes_total', { outcome: 'applied' })).toBeGreaterThan(0);
+    expect(await workerMetric(metricsPort, 'kafka_flow_cassandra_recovered_keys_total')).toBeGreaterThan(0);
     expect(await cluster.stop(b)).toBe(0);
     const reference = await cluster.reference();
     expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(4000);
@@ -62,8 +55,8 @@ test("workers on the by-partition Cassandra layout with fencing 'timestamp': reb
     await eventually('b runs all partitions', () => cluster.runningOn(1), 120_000);
     await eventually('caught up on b', () => cluster.caughtUp(), 60_000);
     // b recovered a's partitions from the buckets (every key of them was persisted by a), and wrote.
-    expect(await counter(metricsPort, 'kafka_flow_cassandra_recovered_keys_total', 'flow=')).toBeGreaterThan(0);
-    expect(await counter(metricsPort, 'kafka_flow_cassandra_snapshot_writes_total', 'outcome="applied"')).toBeGreaterThan(0);
+    expect(await workerMetric(metricsPort, 'kafka_flow_cassandra_recovered_keys_total')).toBeGreaterThan(0);
+    expect(await workerMetric(metricsPort, 'kafka_flow_cassandra_snapshot_writes_total', { outcome: 'applied' })).toBeGreaterThan(0);
     expect(await cluster.stop(b)).toBe(0);
     const reference = await cluster.reference();
     expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(2000);

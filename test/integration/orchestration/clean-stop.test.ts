@@ -1,4 +1,5 @@
 import { freePort } from '../../../workers/observability/metrics-server';
+import { workerMetric } from '../../support/metrics';
 import { partitionWorkflowId } from '../../../workflows/partition-workflow';
 import { eventually, FlowCluster } from './harness';
 
@@ -22,11 +23,7 @@ test('a lone worker stopped under load leaves every partition idle with nothing 
     expect(messages.filter((m) => m === 'snapshot topic ready')).toHaveLength(1);
     expect(messages.indexOf('snapshot topic ready')).toBeLessThan(messages.indexOf('snapshot producer initialized (fence)'));
     // The Kafka backend's own metrics are on the worker's /metrics (its snapshot transactions).
-    const committed = async () =>
-      (await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())
-        .split('\n')
-        .filter((l) => l.startsWith('kafka_flow_snapshot_transactions_total{') && l.includes('outcome="committed"'))
-        .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    const committed = () => workerMetric(metricsPort, 'kafka_flow_snapshot_transactions_total', { outcome: 'committed' });
     await eventually('snapshot transactions counted on the worker\'s /metrics', async () => (await committed()) > 0, 30_000);
     await cluster.produce(6000); // still folding when the stop comes
     expect(await cluster.stop(a)).toBe(0);

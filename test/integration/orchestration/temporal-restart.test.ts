@@ -4,19 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../../workers/observability/metrics-server';
+import { workerMetric } from '../../support/metrics';
 import { eventually, FlowCluster } from './harness';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');
 
 /** Records folded so far, from the worker's own /metrics. */
-async function folded(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('kafka_flow_records_folded_total'))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-}
+const folded = (port: number) => workerMetric(port, 'kafka_flow_records_folded_total');
 
 // The Temporal server (file-backed) restarted mid-run: folding never stops meanwhile (the consumer
 // is the worker's own), the workflows resume from the file, and nothing is lost. A private Temporal
