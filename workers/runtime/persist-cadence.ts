@@ -140,7 +140,10 @@ export class PersistCadence {
   private runPeriodic(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const now = this.now();
+    // A timer can fire a little before its time by the wall clock (Node counts it from the event
+    // loop's cached time, which lags the clock by the tick that armed it): the persist runs as of
+    // its scheduled time at least, so that the keys due then (the first batch's) are due.
+    const now = Math.max(this.now(), this.nextAt ?? 0);
     this.lastPeriodicAt = now;
     this.nextAt = now + this.o.everyMs;
     const run = this.o.persist('periodic', now).finally(() => {

@@ -7,12 +7,13 @@ describe('PersistCadence', () => {
   beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
   afterEach(() => jest.useRealTimers());
 
-  function cadence(o: { everyMs?: number; idleAfterMs?: number; persistMs?: number; may?: () => boolean } = {}) {
+  function cadence(o: { everyMs?: number; idleAfterMs?: number; persistMs?: number; may?: () => boolean; now?: () => number } = {}) {
     const runs: Array<{ reason: 'periodic' | 'idle'; at: number }> = [];
     const c = new PersistCadence({
       everyMs: o.everyMs ?? 1000,
       idleAfterMs: o.idleAfterMs,
       mayPersist: o.may ?? (() => true),
+      now: o.now,
       persist: (reason, now) => {
         runs.push({ reason, at: now - 1_000_000 });
         return new Promise((resolve) => setTimeout(resolve, o.persistMs ?? 0));
@@ -39,6 +40,19 @@ describe('PersistCadence', () => {
     c.folded(20, 100);
     await jest.advanceTimersByTimeAsync(1_000);
     expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 4200 });
+  });
+
+  test('a timer that fires before its time by the wall clock still persists as of its time (the keys due then are due)', async () => {
+    let behind = 0; // how far the wall clock reads behind the timer's schedule
+    const { c, runs } = cadence({ now: () => Date.now() - behind });
+    c.start();
+    c.folded(10, 100); // its keys are due 1,000 ms from now
+    behind = 7; // Node started the timer from the event loop's cached time, 7 ms stale
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs).toEqual([{ reason: 'periodic', at: 1000 }]); // not at 993, finding those keys not due yet
+    behind = 0;
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 2000 });
   });
 
   test('a persist longer than everyMs: the next one starts as soon as it ends', async () => {
