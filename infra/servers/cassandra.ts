@@ -101,7 +101,7 @@ function cassandraYaml(s: InfraSettings): string {
  * (RF ≥ 3, QUORUM) keeps them on the other replicas instead. scripts/cassandra-kill9-durability.ts
  * measures it (periodic: 100 and 164 of 2,000 acknowledged rows lost; batch: none). Every write then
  * waits for an fsync, which on a loaded 2-core machine can outlast the default 2 s write and 1 s
- * Paxos timeouts (a fresh-clone CI run had a lightweight transaction time out at SERIAL): raised.
+ * Paxos timeouts: raised.
  */
 export function nodeYaml(node: { host: string; port: number; storagePort: number }, clusterName: string, what: string): string {
   return `# Written by kafka-flow-temporal infra: ${what}.

@@ -68,7 +68,7 @@ export class CassandraSession {
    * Lightweight transactions of one Cassandra partition contend for its Paxos state: a process
    * runs them one at a time per partition (see paxosLane), so its own never make each other retry.
    */
-  readonly paxos = new Lanes();
+  private readonly paxos = new Lanes();
   readonly serialConsistency: number;
   readonly contactPoints: readonly string[];
   private readonly readRetryDelaysMs: readonly number[];

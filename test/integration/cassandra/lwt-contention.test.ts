@@ -2,9 +2,10 @@
 // keys, and lightweight transactions on one partition contend for its Paxos state. A batch of
 // many keys in few buckets sent them all at once: on a loaded machine whose node syncs its commit
 // log before acknowledging, the contending rounds ran past Cassandra's contention timeout (a
-// write timeout at SERIAL, reproduced here with the CPU busy: 52 and 83 of 600 keys failed).
-// The process now runs one LWT or serial read at a time per bucket: the test watches the
-// statements the driver sends to the real node, and every write lands, twice.
+// write timeout at SERIAL; with the CPU busy, 52 and 83 of 600 keys failed: docs/experiments/
+// 2026-12-06-cassandra-lwt-contention.md). A process runs one LWT or serial read at a time per
+// bucket: the test watches the statements the driver sends to the real node, and every write
+// lands, twice.
 import { type CassandraBackend, keyBucket } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
 import { closeAll, dropKeyspace, keyspaceName } from '../../support/servers';
