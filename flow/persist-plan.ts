@@ -94,8 +94,8 @@ export function planPersist<S, V>(s: PersistScope<S, V>, now: number, reason: Pe
         ? kf.due || kf.unload || kf.flushedClock <= persistedBefore
         : reason === 'outputs'
           ? kf.outputs !== undefined && kf.outputs.length > 0
-          : reason === 'idle' || everything;
-    if (!selected || (transient && !kf.unload && (reason === 'periodic' || reason === 'idle'))) {
+          : reason === 'idle' || reason === 'takeover' || everything;
+    if (!selected || (transient && !kf.unload && (reason === 'periodic' || reason === 'idle' || reason === 'takeover'))) {
       othersMin = Math.min(othersMin, hold);
       continue;
     }

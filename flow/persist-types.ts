@@ -15,11 +15,14 @@ import type { TimerPolicy } from './timers';
  * `idle`: every dirty key, at once — the partition has caught up with its log end (the owning
  * process's idle flush, see docs/design.md); fails like `periodic`; a transient flow writes
  * nothing and lets its commit pass nothing (as `periodic`).
+ * `takeover`: every dirty key, once, right after the first batch a recovered partition folded — the
+ * new owner's first commit (the owning process's persist cadence); fails and treats a transient
+ * flow like `idle`.
  * `revoke`: every dirty key if a timer asked for flushOnRevoke, otherwise only pending deletes.
  * `shutdown`: every dirty key ("persist now"). Revoke and shutdown never throw for a failed write:
  * the failure is counted and the keys concerned keep holding their offsets.
  */
-export type PersistReason = 'periodic' | 'outputs' | 'idle' | 'revoke' | 'shutdown';
+export type PersistReason = 'periodic' | 'outputs' | 'idle' | 'takeover' | 'revoke' | 'shutdown';
 
 export interface PersistResult {
   /** The offset committed by this run, if it committed one. */
@@ -60,5 +63,5 @@ export interface PersistScope<S, V> {
 
 /** Persists that run on a timer or trigger of the owner (persistEvery, outputEvery, the idle flush) and fail the partition when strict. */
 export function timed(reason: PersistReason): boolean {
-  return reason === 'periodic' || reason === 'outputs' || reason === 'idle';
+  return reason === 'periodic' || reason === 'outputs' || reason === 'idle' || reason === 'takeover';
 }

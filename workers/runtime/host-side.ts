@@ -104,7 +104,7 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     slot.installedSeq = seq;
     slot.recovery = r.recovery;
     slot.cadence?.stop();
-    slot.cadence = this.persists.cadenceFor(slot, flow);
+    slot.cadence = this.persists.cadenceFor(slot, flow, true);
     if (slot.state === 'failed' || slot.state === 'fenced') slot.state = 'assigned';
     this.consumer.seek({ topic: r.topic, partition: r.partition, offset: assignedAt });
     this.consumer.pause(tp);

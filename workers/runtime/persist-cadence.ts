@@ -4,6 +4,10 @@
  * - periodic: every `everyMs` (persistEvery) after the previous periodic persist started — or,
  *   after a recovery, after the first batch was folded, so that the keys that batch created are due
  *   at the first persist instead of a cycle later;
+ * - takeover (`commitFirstBatch`): after a recovery, right after the first batch was folded, once —
+ *   every key that batch touched, and the input offset past it: the new owner commits at once,
+ *   not a `persistEvery` later (a second failover soon after re-reads nothing before it, and the
+ *   group's committed offset shows the new owner); the periodic cadence counts from it;
  * - idle: once the fold has caught up with the partition's log end (the high watermark of its
  *   last fetch) and nothing more came for `idleAfterMs` — so at most once per `idleAfterMs`, and
  *   never while records keep coming. The quiet time counts from the last record's timestamp when
@@ -20,8 +24,10 @@ export interface PersistCadenceOptions {
   readonly everyMs: number;
   /** The idle flush's quiet time (FlowDefinition.idleFlushMs); undefined: no idle flush. */
   readonly idleAfterMs: number | undefined;
+  /** The engine was just recovered: its first batch is persisted and committed at once (a `takeover` persist). */
+  readonly commitFirstBatch?: boolean;
   /** Runs one persist with this `now` (the persist's clock); never rejects (a failure stops the partition elsewhere). */
-  readonly persist: (reason: 'periodic' | 'idle', now: number) => Promise<void>;
+  readonly persist: (reason: 'periodic' | 'idle' | 'takeover', now: number) => Promise<void>;
   /** The partition may be persisted here now (running, this generation, not stopping). */
   readonly mayPersist: () => boolean;
   readonly now?: () => number;
@@ -65,7 +71,12 @@ export class PersistCadence {
       this.awaitingFirstBatch = false;
       if (this.lastPeriodicAt === undefined) {
         this.nextAt = this.now() + this.o.everyMs;
-        this.rearm();
+        if (this.o.commitFirstBatch && this.o.mayPersist()) {
+          this.nextAt = this.now();
+          void this.runPeriodic('takeover').finally(() => this.release());
+        } else {
+          this.rearm();
+        }
       }
     }
     // Each batch restarts the quiet time: only a partition that stays caught up flushes.
@@ -133,11 +144,11 @@ export class PersistCadence {
       this.release();
       return;
     }
-    const run = this.runPeriodic();
+    const run = this.runPeriodic('periodic');
     void run.finally(() => this.release());
   }
 
-  private runPeriodic(): Promise<void> {
+  private runPeriodic(reason: 'periodic' | 'takeover'): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     // A timer can fire a little before its time by the wall clock (Node counts it from the event
@@ -146,7 +157,7 @@ export class PersistCadence {
     const now = Math.max(this.now(), this.nextAt ?? 0);
     this.lastPeriodicAt = now;
     this.nextAt = now + this.o.everyMs;
-    const run = this.o.persist('periodic', now).finally(() => {
+    const run = this.o.persist(reason, now).finally(() => {
       this.running = undefined;
       if (this.nextAt !== undefined) this.rearm();
     });

@@ -70,11 +70,17 @@ export class SlotPersists {
     );
   }
 
-  /** The persist cadence of a newly installed engine (persistEvery and the idle flush, in this process). */
-  cadenceFor(slot: Slot, flow: NonNullable<Slot['flow']>): PersistCadence {
+  /**
+   * The persist cadence of a newly installed engine (persistEvery and the idle flush, in this
+   * process). `recovered`: the engine was just read from the store — its first batch is committed
+   * at once (a `takeover` persist), unless the flow keeps kafka-flow's cadence exactly (`idleFlush: false`).
+   */
+  cadenceFor(slot: Slot, flow: NonNullable<Slot['flow']>, recovered = false): PersistCadence {
+    const idleAfterMs = this.o.definition.idleFlushMs;
     return new PersistCadence({
       everyMs: this.o.definition.timers.persistEvery ?? 60_000,
-      idleAfterMs: this.o.definition.idleFlushMs,
+      idleAfterMs,
+      commitFirstBatch: recovered && idleAfterMs !== undefined,
       mayPersist: () => this.mayPersistHere(slot, flow),
       persist: async (reason, now) => {
         try {

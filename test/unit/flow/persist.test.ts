@@ -114,6 +114,20 @@ describe('PartitionFlow persist', () => {
     expect(f.flow.failed).toBeInstanceOf(SnapshotWriteFencedError);
   });
 
+  test('a takeover persist (a recovered partition\'s first batch) writes every dirty key at once and commits the position; it fails like a periodic one', async () => {
+    const h = await harness({ fold: countingFold(100), timers: { persistPeriodically: { fireEvery: MINUTE, persistEvery: MINUTE } } });
+    const t0 = h.clock.now();
+    await h.flow.handleBatch([...records('a', 0, ['e', 'e']), ...records('b', 2, ['e'])]);
+    expect(await h.flow.persist(t0 + 10, 'takeover')).toMatchObject({ written: 2, committed: 3, failed: 0 });
+    expect(h.committed()).toBe(3);
+    expect(await h.backend.snapshots.read(TP, 'b')).toMatchObject({ offset: 2 });
+
+    const f = await harness<Count>({ fold: countingFold(100), persistence: fenced() });
+    await f.flow.handleBatch(records('a', 0, ['e']));
+    await expect(f.flow.persist(f.clock.now(), 'takeover')).rejects.toBeInstanceOf(SnapshotWriteFencedError);
+    expect(f.flow.failed).toBeInstanceOf(SnapshotWriteFencedError);
+  });
+
   test('an idle persist of a transient flow writes nothing and commits nothing (as a periodic one)', async () => {
     const h = await harness({ fold: countingFold(100), mode: 'none', timers: { persistPeriodically: { fireEvery: MINUTE, persistEvery: MINUTE } } });
     await h.flow.handleBatch(records('a', 0, ['e']));

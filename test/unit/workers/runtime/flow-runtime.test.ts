@@ -598,11 +598,14 @@ describe('FlowRuntime (fake consumer and signals)', () => {
   test('the workflow persist reports what the in-process persists landed (once), and runs the periodic persist itself when it is due first', async () => {
     const { owner } = await foldingWith(counting(60_000, 1));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }, { offset: 1, key: 'b', value: { n: 1 } }]);
-    await until(() => rt.consumer.commits.length > 0, 2_000); // the idle flush
+    await until(() => rt.consumer.commits.length > 0, 2_000); // the first batch, committed at once (takeover)
     expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 2, committedOffset: '2' });
     expect(await rt.runtime.persist(req(owner))).toMatchObject({ persistedKeys: 0, committedOffset: '2' });
-    expect(rt.consumer.commits).toHaveLength(1); // a report is no persist
-    expect(rt.runtime.lastPersistAt(req(owner))).toBeUndefined(); // no periodic persist yet (a minute)
+    expect(rt.consumer.commits).toHaveLength(1); // a report is no persist (and the idle flush found nothing dirty)
+    const takeoverAt = rt.runtime.lastPersistAt(req(owner)); // the cadence counts from the takeover persist
+    expect(takeoverAt).toBeDefined();
+    await rt.runtime.persist(req(owner));
+    expect(rt.runtime.lastPersistAt(req(owner))).toBe(takeoverAt); // no periodic persist yet (a minute)
 
     const { owner: o2 } = await foldingWith(counting(1, false));
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '100');
@@ -614,24 +617,28 @@ describe('FlowRuntime (fake consumer and signals)', () => {
 
   test('idle flush: a partition caught up with its log end and then quiet for idleFlush is persisted and committed; records still coming restart the wait; off, it waits for persistEvery', async () => {
     await foldingWith(counting(60_000, 400)); // a quiet time well above the trickle's 50 ms gaps, even on a loaded machine
-    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '5'); // behind the log end: no flush
-    await new Promise((r) => setTimeout(r, 600));
-    expect(rt.consumer.commits).toEqual([]);
-    const caughtUp = Date.now();
-    await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'b', value: { n: 1 } }, { offset: 4, key: 'a', value: { n: 1 } }], '5'); // caught up
+    // The first batch after the recovery is committed at once (takeover), whatever the log end.
+    await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }], '5');
     await until(() => rt.consumer.commits.length > 0, 2_000);
+    const takeover = { topic: 't', partition: 0, offset: '1' };
+    await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'a', value: { n: 1 } }], '5'); // behind the log end: no flush
+    await new Promise((r) => setTimeout(r, 600));
+    expect(rt.consumer.commits).toEqual([takeover]);
+    const caughtUp = Date.now();
+    await rt.consumer.deliver('t', 0, [{ offset: 2, key: 'b', value: { n: 1 } }, { offset: 4, key: 'a', value: { n: 1 } }], '5'); // caught up
+    await until(() => rt.consumer.commits.length > 1, 2_000);
     expect(Date.now() - caughtUp).toBeGreaterThanOrEqual(395);
-    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '5' }]);
+    expect(rt.consumer.commits).toEqual([takeover, { topic: 't', partition: 0, offset: '5' }]);
     // A trickle faster than the quiet time: no flush until it stops (kafka-flow's cadence while records come).
     for (let offset = 5; offset < 10; offset++) {
       await rt.consumer.deliver('t', 0, [{ offset, key: 'a', value: { n: 1 } }]);
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(rt.consumer.commits).toHaveLength(1);
-    await until(() => rt.consumer.commits.length > 1, 2_000);
-    expect(rt.consumer.commits).toEqual([{ topic: 't', partition: 0, offset: '5' }, { topic: 't', partition: 0, offset: '10' }]);
+    expect(rt.consumer.commits).toHaveLength(2);
+    await until(() => rt.consumer.commits.length > 2, 2_000);
+    expect(rt.consumer.commits).toEqual([takeover, { topic: 't', partition: 0, offset: '5' }, { topic: 't', partition: 0, offset: '10' }]);
 
-    await foldingWith(counting(60_000, false));
+    await foldingWith(counting(60_000, false)); // kafka-flow's cadence exactly: no takeover commit either
     await rt.consumer.deliver('t', 0, [{ offset: 0, key: 'a', value: { n: 1 } }]);
     await new Promise((r) => setTimeout(r, 30));
     expect(rt.consumer.commits).toEqual([]);

@@ -7,11 +7,12 @@ describe('PersistCadence', () => {
   beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
   afterEach(() => jest.useRealTimers());
 
-  function cadence(o: { everyMs?: number; idleAfterMs?: number; persistMs?: number; may?: () => boolean; now?: () => number } = {}) {
-    const runs: Array<{ reason: 'periodic' | 'idle'; at: number }> = [];
+  function cadence(o: { everyMs?: number; idleAfterMs?: number; persistMs?: number; may?: () => boolean; now?: () => number; commitFirstBatch?: boolean } = {}) {
+    const runs: Array<{ reason: 'periodic' | 'idle' | 'takeover'; at: number }> = [];
     const c = new PersistCadence({
       everyMs: o.everyMs ?? 1000,
       idleAfterMs: o.idleAfterMs,
+      commitFirstBatch: o.commitFirstBatch,
       mayPersist: o.may ?? (() => true),
       now: o.now,
       persist: (reason, now) => {
@@ -40,6 +41,42 @@ describe('PersistCadence', () => {
     c.folded(20, 100);
     await jest.advanceTimersByTimeAsync(1_000);
     expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 4200 });
+  });
+
+  test('a recovered engine (commitFirstBatch) commits its first batch at once, then every everyMs from that persist', async () => {
+    const { c, runs } = cadence({ commitFirstBatch: true, persistMs: 50 });
+    c.start();
+    await jest.advanceTimersByTimeAsync(200);
+    expect(runs).toEqual([]); // nothing folded yet: nothing to commit
+    c.folded(10, 100);
+    expect(runs).toEqual([{ reason: 'takeover', at: 200 }]);
+    const due = c.due(); // a report meanwhile waits for it
+    expect(due).toBeDefined();
+    c.folded(20, 100); // later batches do not start another
+    await jest.advanceTimersByTimeAsync(2_100);
+    expect(runs).toEqual([
+      { reason: 'takeover', at: 200 },
+      { reason: 'periodic', at: 1200 },
+      { reason: 'periodic', at: 2200 },
+    ]);
+    // Once only: a later fold loop on the same engine (continue-as-new, the in-memory shortcut) goes on periodically.
+    c.stop();
+    c.start();
+    c.folded(30, 100);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs.filter((r) => r.reason === 'takeover')).toHaveLength(1);
+    expect(runs.at(-1)).toEqual({ reason: 'periodic', at: 3200 });
+  });
+
+  test('commitFirstBatch waits for a partition it may persist: one that may not (revoked, stopping) starts the periodic cadence only', async () => {
+    let may = false;
+    const { c, runs } = cadence({ commitFirstBatch: true, may: () => may });
+    c.start();
+    c.folded(10, 100);
+    expect(runs).toEqual([]);
+    may = true;
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(runs).toEqual([{ reason: 'periodic', at: 1000 }]);
   });
 
   test('a timer that fires before its time by the wall clock still persists as of its time (the keys due then are due)', async () => {
