@@ -85,6 +85,9 @@ const PERSIST_EVERY_MS = 1_000;
 const BEFORE_KILL_MS = sized(8_000, 5_000);
 const AFTER_FAILOVER_MS = sized(5_000, 3_000);
 const FAILOVER_DEADLINE_MS = 120_000;
+const VARIANTS = ['plain', 'standby', 'streams-standby'] as const;
+/** BENCH_FAILOVER_VARIANTS=standby,…: only these trials, printed and not written to the results (an experiment's loop). */
+const ONLY = process.env.BENCH_FAILOVER_VARIANTS?.split(',').map((v) => v.trim());
 
 interface Trial extends TrialEnd {
   failover_ms: number;
@@ -167,7 +170,7 @@ async function main(): Promise<void> {
   const streamsTrials: StreamsTrial[] = [];
   ensureStreamsJar();
   for (let t = 1; t <= TRIALS; t++) {
-    for (const variant of ['plain', 'standby', 'streams-standby'] as const) {
+    for (const variant of VARIANTS.filter((v) => !ONLY || ONLY.includes(v))) {
       process.stdout.write(`trial ${t}/${TRIALS} (${variant}): ${RATE} records/s over ${PARTITIONS} partitions, session timeout ${SESSION_TIMEOUT_MS} ms\n`);
       if (variant === 'streams-standby') {
         const trial = await runStreamsTrial();
@@ -179,6 +182,10 @@ async function main(): Promise<void> {
       (variant === 'plain' ? trials : standbyTrials).push(trial);
       process.stdout.write(`  ${JSON.stringify(trial)}\n`);
     }
+  }
+  if (ONLY) {
+    process.stdout.write(`BENCH_FAILOVER_VARIANTS=${ONLY.join(',')}: a partial run, not written to the results\n`);
+    return;
   }
   const failover = median(trials.map((t) => t.failover_ms));
   const sum = (k: 'records_lost' | 'records_duplicated' | 'keys_mismatched') => [...trials, ...standbyTrials].reduce((a, t) => a + t[k], 0);
