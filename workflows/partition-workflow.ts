@@ -1,4 +1,4 @@
-import { continueAsNew, patched } from '@temporalio/workflow';
+import { condition, continueAsNew, patched } from '@temporalio/workflow';
 import { awaitOwner } from './partition/await-owner';
 import type { PartitionWorkflowInput } from './partition/contract';
 import { handleSignals } from './partition/intake';
@@ -39,13 +39,29 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
       state.setPhase('retired');
       return;
     }
-    if (state.historyFull() || state.carryOverDue()) await carryOver(state);
+    if (state.historyFull() || (await carryOverBetweenOwners(state))) await carryOver(state);
     const next = await awaitOwner(state);
     if (next === undefined) continue;
     const recovered = await recoverOn(state, next);
     if (recovered === undefined) continue;
     if ((await runFolding(state, recovered)) === 'history-full') await carryOver(state);
   }
+}
+
+/**
+ * Between owners past carryOverOwnerlessEvents: whether to continue as new now. After a rebalance's
+ * revoke (or a fence) the next assignment usually follows within a second, and the worker that has
+ * the run cached handles it — whoever the new owner is: the run waits for it (up to unownedAfterMs,
+ * the session timeout, after which none will come) and takes it up without carrying over
+ * (CARRY_OVER_AFTER_REBALANCE_PATCH). A continue-as-new sent while that assignment comes in is
+ * refused (UnhandledCommand): the task fails, the run is evicted and replayed, and the partition
+ * waits for it. After a graceful stop (`idle`), or once `unowned`, it carries over at once as before.
+ */
+async function carryOverBetweenOwners(state: PartitionState): Promise<boolean> {
+  if (!state.carryOverDue()) return false;
+  if (!state.patches.nextOwnerFirst || (state.phase !== 'revoked' && state.phase !== 'fenced')) return true;
+  const came = await condition(() => state.newerAssignment() || state.retired, state.limits.unownedAfterMs);
+  return !came;
 }
 
 /** Continues as new with what the state carries (the history stays bounded). Never returns. */
@@ -124,6 +140,17 @@ const OPERATOR_CONSOLE_PATCH = 'operator-console';
 const CARRY_OVER_OWNERLESS_PATCH = 'carry-over-between-owners';
 
 /**
+ * Between owners after a rebalance's revoke (or a fence), a long run waits for the next assignment
+ * before it would carry over, and takes it up in this run (carryOverBetweenOwners). Continuing as
+ * new at the revoke raced the assignment that follows it within ~0.1 s: Temporal refused the
+ * continue-as-new with UnhandledCommand, twice in a row (the assignment, then the cancelled fold
+ * loop's completion), each time evicting and replaying the run — ≈ 0.7 s before a partition kept
+ * by its owner through an eager rebalance was running again (bench:failover). Runs recorded
+ * before this patch replay the old way.
+ */
+const CARRY_OVER_AFTER_REBALANCE_PATCH = 'carry-over-after-rebalance';
+
+/**
  * Every patch is asked first thing, in this order, so that its marker is at the same place in every
  * run (a patch asked for only on some paths would itself be a command that differs between them).
  * MONOTONIC_COMMITTED_PATCH is the exception: see there.
@@ -136,6 +163,7 @@ function askPatches(): Patches {
     foldWithRecovery: patched(FOLD_WITH_RECOVERY_PATCH),
     console: patched(OPERATOR_CONSOLE_PATCH),
     carryOverOwnerless: patched(CARRY_OVER_OWNERLESS_PATCH),
+    nextOwnerFirst: patched(CARRY_OVER_AFTER_REBALANCE_PATCH),
     keepCommitted: () => patched(MONOTONIC_COMMITTED_PATCH),
   };
 }

@@ -17,6 +17,8 @@ export interface Patches {
   readonly console: boolean;
   /** CARRY_OVER_OWNERLESS_PATCH: continue as new between owners past carryOverOwnerlessEvents. */
   readonly carryOverOwnerless: boolean;
+  /** CARRY_OVER_AFTER_REBALANCE_PATCH: after a revoke (or fence), the next assignment first, then carry over if none came. */
+  readonly nextOwnerFirst: boolean;
   /** Asked only when a persist's result is behind the shown committed offset (MONOTONIC_COMMITTED_PATCH). */
   readonly keepCommitted: () => boolean;
 }

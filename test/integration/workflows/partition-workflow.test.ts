@@ -544,7 +544,8 @@ describe('partitionWorkflow on the real Temporal server', () => {
   test('history stays bounded: continueAsNew carries owner, offsets and counters, without a new recovery', async () => {
     const a = newCalls();
     const qa = await startOwner(a);
-    const wf = await start({ maxHistoryEvents: 40 });
+    // Room for three persists after the start's patch markers (two events each) and the recovery.
+    const wf = await start({ maxHistoryEvents: 46 });
     await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
     const s = await eventually(
       'a continued run',
@@ -598,6 +599,38 @@ describe('partitionWorkflow on the real Temporal server', () => {
     expect(onB.ownerHistory.map((o) => o.memberId)).toEqual(['a', 'b']);
     expect(b.recover).toHaveLength(1);
     expect(b.recover[0]!.keepFromGeneration).toBeUndefined();
+    await wf.handle.terminate();
+  });
+
+  test('a long run revoked by a rebalance takes the next assignment up in the same run (no carry-over racing it); none within unownedAfterMs: it carries over', async () => {
+    const a = newCalls();
+    const b = newCalls();
+    const [qa, qb] = [await startOwner(a), await startOwner(b)];
+    const wf = await start({ carryOverOwnerlessEvents: 30, unownedAfterMs: 4_000 });
+    await wf.assign({ generation: 1, memberId: 'a', taskQueue: qa });
+    await eventually('a history past 30 events, running on a', async () => {
+      const [st, d] = [await wf.status(), await wf.handle.describe()];
+      return st.phase === 'running' && d.historyLength > 30 ? true : undefined;
+    });
+    // An eager rebalance: the revoke, and the next assignment (here: to another member) right after it.
+    await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'revoke' });
+    await wf.handle.signal(assignedSignal, { generation: 2, memberId: 'b', taskQueue: qb });
+    const onB = await eventually('running on b', async () => {
+      const st = await wf.status();
+      return st.phase === 'running' && st.owner?.memberId === 'b' ? st : undefined;
+    });
+    expect(onB.counters.runs).toBe(1); // taken up in the same run
+    const events = (await wf.handle.fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    expect(b.recover).toHaveLength(1);
+    // Revoked with no next assignment: after unownedAfterMs it carries over (the next owner replays a short run).
+    await wf.handle.signal(revokedSignal, { generation: 2, memberId: 'b', reason: 'revoke' });
+    const carried = await eventually('a new run, its owner gone', async () => {
+      const st = await wf.status();
+      return st.counters.runs === 2 ? st : undefined;
+    }, 20_000);
+    expect(carried.phase === 'revoked' || carried.phase === 'unowned').toBe(true);
+    expect((await wf.handle.describe()).historyLength).toBeLessThanOrEqual(30);
     await wf.handle.terminate();
   });
 
