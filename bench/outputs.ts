@@ -13,8 +13,13 @@
 // expected output must be there exactly once (the run fails otherwise): the figure is only quoted
 // for a run that delivered. Configurations are interleaved (none, every, sparse, none, …) and each
 // figure is the median of the runs.
-// Figures: outputs_vs_no_outputs = steady-state time with an output per record ÷ without (goal
-// ≤ 1.3; steady state = first record folded → committed end, as bench:throughput's fold_vs_*);
+// Beside them, the same input through kafkajs's own EOS consume-transform-produce loop (raw_none,
+// raw_every: bench/lib/raw-transform.ts) and through Kafka Streams EOS v2 with an output per record
+// (streams_every: bench/anchors/kafka-streams TotalsApp with an output topic), outputs read back too.
+// Figures (issue 33): outputs_vs_streams = Kafka Streams' steady-state time ÷ ours, an output per
+// record each (goal ≥ 2); outputs_vs_kafkajs_eos = ours ÷ kafkajs's loop (goal ≤ 1.0).
+// Kept, retired as a goal: outputs_vs_no_outputs = steady-state time with an output per record ÷ without
+// (steady state = first record folded → committed end, as bench:throughput's fold_vs_*);
 // outputs_sparse_vs_no_outputs the same at 1 %; *_e2e from the worker's spawn; *_cpu the
 // worker's CPU per record with outputs ÷ without (what a neighbour's load barely moves).
 // `npm run bench:outputs [-- --quick]`; BENCH_RUNS=n sets the runs per configuration (full 3, quick 1),
@@ -26,8 +31,9 @@ import { brokersFromEnv } from '../config/env';
 import { isQuick, sized } from './lib/args';
 import { runOurs } from './lib/ours';
 import { rawKafkajsTransform } from './lib/raw-transform';
+import { runKafkaStreams, STREAMS_VERSION } from './lib/anchors';
 import type { ContestantResult } from './lib/raw';
-import { deleteTopics, produceRecords, uniqueName } from './lib/records';
+import { createTopic, deleteTopics, produceRecords, uniqueName } from './lib/records';
 import { writeResults } from './lib/results';
 import { printTable, type Row } from './lib/table';
 import { median, perSecond, ratio } from './lib/timing';
@@ -47,12 +53,14 @@ const SETTLE_MS = 2_000;
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 
 interface Config {
-  key: 'none' | 'every' | 'sparse' | 'raw_none' | 'raw_every';
+  key: 'none' | 'every' | 'sparse' | 'raw_none' | 'raw_every' | 'streams_every';
   label: string;
   /** Emit on records whose index is a multiple of this; undefined: no outputs. */
   every?: number;
   /** kafkajs's own consume-transform-produce loop (bench/lib/raw-transform.ts), not a worker. */
   raw?: boolean;
+  /** The Kafka Streams anchor (TotalsApp with an output topic), not a worker. */
+  streams?: boolean;
   results: ContestantResult[];
   error?: string;
 }
@@ -196,6 +204,7 @@ async function main(): Promise<number> {
       { key: 'sparse', label: 'an output per 100 records', every: 100, results: [] },
       { key: 'raw_none', label: 'raw kafkajs EOS loop, offsets only', raw: true, results: [] },
       { key: 'raw_every', label: 'raw kafkajs EOS loop, an output per record', raw: true, every: 1, results: [] },
+      { key: 'streams_every', label: `Kafka Streams ${STREAMS_VERSION} EOS v2 (commit 1 s), an output per record`, streams: true, every: 1, results: [] },
     ] satisfies Config[] as Config[]
   ).filter((c) => !only || only.includes(c.key));
   const notes: Record<string, unknown> = {
@@ -224,6 +233,18 @@ async function main(): Promise<number> {
             if (outputTopic && c.results.length > 0) c.results[c.results.length - 1]!.details!.check = await checkOutputs(outputTopic, 1, false);
           } finally {
             if (outputTopic) await deleteTopics([outputTopic]);
+          }
+          await settle();
+          continue;
+        }
+        if (c.streams) {
+          const outputTopic = uniqueName('bench-streams-outputs');
+          try {
+            await createTopic(outputTopic, PARTITIONS);
+            await timedRun(c, () => withBrokerCpu(() => runKafkaStreams({ topic, partitions: PARTITIONS, outputTopic })));
+            if (c.results.length > 0) c.results[c.results.length - 1]!.details!.check = await checkOutputs(outputTopic, 1, false);
+          } finally {
+            await deleteTopics([outputTopic]);
           }
           await settle();
           continue;
@@ -300,9 +321,16 @@ async function main(): Promise<number> {
   // The floor kafkajs itself sets: its own EOS loop with an output per record ÷ the same loop without.
   if (steady.raw_every !== undefined && steady.raw_none !== undefined) figures.raw_outputs_vs_no_outputs = r3(ratio(steady.raw_every, steady.raw_none));
   if (cpu.raw_every !== undefined && cpu.raw_none !== undefined) figures.raw_outputs_vs_no_outputs_cpu = r3(ratio(cpu.raw_every, cpu.raw_none));
-  if (steady.every !== undefined && steady.raw_every !== undefined) figures.outputs_vs_raw_outputs = r3(ratio(steady.every, steady.raw_every));
+  if (steady.every !== undefined && steady.raw_every !== undefined) {
+    figures.outputs_vs_raw_outputs = r3(ratio(steady.every, steady.raw_every));
+    // Issue 33's name for it: ours ÷ kafkajs's own EOS consume-transform-produce loop (goal ≤ 1.0).
+    figures.outputs_vs_kafkajs_eos = figures.outputs_vs_raw_outputs;
+  }
+  // Kafka Streams EOS v2 doing the same (an output per record) ÷ ours: ≥ 2 means ours takes half the time.
+  if (steady.every !== undefined && steady.streams_every !== undefined) figures.outputs_vs_streams = r3(ratio(steady.streams_every, steady.every));
+  if (cpu.every !== undefined && cpu.streams_every !== undefined) figures.outputs_vs_streams_cpu = r3(ratio(cpu.streams_every, cpu.every));
   notes.ratios =
-    'time with outputs ÷ time without on the same input in the same run (so ≤ 1.3 is the goal): outputs_vs_no_outputs (an output per record) and outputs_sparse_vs_no_outputs (per 100 records) over the steady-state window; *_e2e from the worker\'s spawn; *_cpu: the worker\'s CPU µs per record in the steady window, with ÷ without. raw_outputs_vs_no_outputs: the same ratio for kafkajs\'s own EOS consume-transform-produce loop (bench/lib/raw-transform.ts: a transaction per batch carrying its outputs and offset ÷ offset only) — the floor the client library sets; outputs_vs_raw_outputs: ours with an output per record ÷ that loop with one';
+    'time with outputs ÷ time without on the same input in the same run (so ≤ 1.3 is the goal): outputs_vs_no_outputs (an output per record) and outputs_sparse_vs_no_outputs (per 100 records) over the steady-state window; *_e2e from the worker\'s spawn; *_cpu: the worker\'s CPU µs per record in the steady window, with ÷ without. raw_outputs_vs_no_outputs: the same ratio for kafkajs\'s own EOS consume-transform-produce loop (bench/lib/raw-transform.ts: a transaction per batch carrying its outputs and offset ÷ offset only) — the floor the client library sets; outputs_vs_raw_outputs: ours with an output per record ÷ that loop with one (also as outputs_vs_kafkajs_eos, issue 33\'s name; goal ≤ 1.0). outputs_vs_streams: Kafka Streams EOS v2 (bench/anchors/kafka-streams TotalsApp with an output topic: the same totals per key, each record\'s new totals as one output, record cache off, commit 1 s, 1 stream thread) ÷ ours with an output per record, steady-state time (goal ≥ 2); *_cpu: its CPU per record ÷ ours';
 
   printTable(`outputs: ${RECORDS.toLocaleString('en-US')} records, ${KEYS.toLocaleString('en-US')} keys, ${PARTITIONS} partitions, transactional Kafka persistence, median of ${RUNS}${isQuick() ? ' (quick)' : ''}`, rows);
   if (figures.outputs_vs_no_outputs !== undefined) {
@@ -313,10 +341,13 @@ async function main(): Promise<number> {
   }
   if (figures.raw_outputs_vs_no_outputs !== undefined) {
     process.stdout.write(
-      `raw kafkajs EOS loop: raw_outputs_vs_no_outputs = ${figures.raw_outputs_vs_no_outputs} (cpu ${figures.raw_outputs_vs_no_outputs_cpu ?? 'n/a'}); ours with outputs ÷ raw with outputs = ${figures.outputs_vs_raw_outputs ?? 'n/a'}\n`,
+      `raw kafkajs EOS loop: raw_outputs_vs_no_outputs = ${figures.raw_outputs_vs_no_outputs} (cpu ${figures.raw_outputs_vs_no_outputs_cpu ?? 'n/a'}); ours with outputs ÷ raw with outputs = outputs_vs_kafkajs_eos = ${figures.outputs_vs_raw_outputs ?? 'n/a'} (goal <= 1.0)\n`,
     );
   }
-  const file = writeResults('outputs', figures, { notes });
+  if (figures.outputs_vs_streams !== undefined) {
+    process.stdout.write(`Kafka Streams EOS v2 with an output per record ÷ ours: outputs_vs_streams = ${figures.outputs_vs_streams} (goal >= 2; cpu ${figures.outputs_vs_streams_cpu ?? 'n/a'})\n`);
+  }
+  const file = writeResults('outputs', figures, { versions: { 'kafka-streams': STREAMS_VERSION }, notes });
   process.stdout.write(`results: ${file}\n`);
   return configs.some((c) => c.error) ? 1 : 0;
 }

@@ -66,6 +66,8 @@ export interface StreamsOptions {
   threads?: number;
   /** JVM max heap; default 1g. */
   heap?: string;
+  /** Also emit an output per record to this topic (TotalsApp's output mode; it must exist). */
+  outputTopic?: string;
   timeoutMs?: number;
   /** Called with the JVM's process once spawned (e.g. to sample its memory). */
   onChild?: (child: ChildProcess) => void;
@@ -122,6 +124,7 @@ export async function runKafkaStreams(options: StreamsOptions): Promise<Contesta
         options.topic,
         stateDir,
         String(threads),
+        ...(options.outputTopic ? [options.outputTopic] : []),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -103,6 +103,18 @@ export async function produceRecords(options: ProduceOptions): Promise<{ ms: num
   return { ms: Number(process.hrtime.bigint() - start) / 1e6 };
 }
 
+/** Creates a fresh topic (an output topic a contestant writes to) and waits for its leaders. */
+export async function createTopic(topic: string, partitions: number, brokers?: string[]): Promise<void> {
+  const admin = benchKafka('bench-create-topic', brokers).admin();
+  try {
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+    await waitForLeaders(admin, topic, partitions);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
 /** KRaft may answer UNKNOWN_TOPIC_OR_PARTITION for a moment after creation; wait for leaders. */
 export async function waitForLeaders(admin: ReturnType<Kafka['admin']>, topic: string, partitions: number, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

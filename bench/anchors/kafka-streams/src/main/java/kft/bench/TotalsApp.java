@@ -26,7 +26,12 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * aggregation as bench/flows/totals.ts over the records of bench/lib/records.ts
  * (key "k<i % keys>", value {"n": i, "amount": a}).
  *
- * Usage: java -jar kafka-streams-anchor.jar <bootstrap> <application.id> <input topic> <state dir> [threads]
+ * Usage: java -jar kafka-streams-anchor.jar <bootstrap> <application.id> <input topic> <state dir> [threads] [output topic]
+ *
+ * With an output topic (bench:outputs), every record's new totals also go out as one output record,
+ * keyed by the input key, value {"key","n","count","total"} as JSON — what bench/flows/totals.ts
+ * emits per record — in the same exactly-once transactions; the store's record cache is off, so
+ * each input record forwards its update (the cache would fold several updates of a key into one).
  *
  * It runs until SIGTERM; the driver (bench/lib/anchors.ts) decides when it is done by watching the
  * group's committed offsets reach the input's end offsets, the same criterion as every contestant.
@@ -38,6 +43,25 @@ public final class TotalsApp {
 
   /** Running totals of one key: 16 bytes, count then total, both big-endian longs. */
   record Totals(long count, long total) {}
+
+  /** The totals with the `n` of the last record folded (the output mode): 24 bytes, big-endian longs. */
+  record TotalsN(long count, long total, long n) {}
+
+  static final class TotalsNSerde implements Serde<TotalsN> {
+    @Override
+    public Serializer<TotalsN> serializer() {
+      return (topic, t) -> t == null ? null : ByteBuffer.allocate(24).putLong(t.count()).putLong(t.total()).putLong(t.n()).array();
+    }
+
+    @Override
+    public Deserializer<TotalsN> deserializer() {
+      return (topic, bytes) -> {
+        if (bytes == null) return null;
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        return new TotalsN(b.getLong(), b.getLong(), b.getLong());
+      };
+    }
+  }
 
   static final class TotalsSerde implements Serde<Totals> {
     @Override
@@ -55,9 +79,41 @@ public final class TotalsApp {
     }
   }
 
+  /** (n, amount) between the parse and the aggregation (the output mode's repartition-free groupByKey). */
+  static final class LongPairSerializer implements Serializer<long[]> {
+    @Override
+    public byte[] serialize(String topic, long[] v) {
+      return v == null ? null : ByteBuffer.allocate(16).putLong(v[0]).putLong(v[1]).array();
+    }
+  }
+
+  static final class LongPairDeserializer implements Deserializer<long[]> {
+    @Override
+    public long[] deserialize(String topic, byte[] bytes) {
+      if (bytes == null) return null;
+      ByteBuffer b = ByteBuffer.wrap(bytes);
+      return new long[] {b.getLong(), b.getLong()};
+    }
+  }
+
+  static void firstRecord(java.util.concurrent.atomic.AtomicBoolean first) {
+    if (first.get() && first.compareAndSet(true, false)) {
+      System.out.println("FIRST_RECORD " + System.currentTimeMillis());
+      System.out.flush();
+    }
+  }
+
+  static JsonNode parse(ObjectMapper json, byte[] value) {
+    try {
+      return json.readTree(value);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("not a record of bench/lib/records.ts", e);
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     if (args.length < 4) {
-      System.err.println("usage: TotalsApp <bootstrap> <application.id> <input topic> <state dir> [threads]");
+      System.err.println("usage: TotalsApp <bootstrap> <application.id> <input topic> <state dir> [threads] [output topic]");
       System.exit(2);
     }
     String bootstrap = args[0];
@@ -65,6 +121,7 @@ public final class TotalsApp {
     String topic = args[2];
     String stateDir = args[3];
     int threads = args.length > 4 ? Integer.parseInt(args[4]) : 1;
+    String outputTopic = args.length > 5 ? args[5] : null;
 
     Properties props = new Properties();
     props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
@@ -74,32 +131,56 @@ public final class TotalsApp {
     props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, threads);
     props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+    if (outputTopic != null) props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
 
     ObjectMapper json = new ObjectMapper();
     java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
     Serde<Totals> totalsSerde = new TotalsSerde();
     StreamsBuilder builder = new StreamsBuilder();
-    builder
-        .stream(topic, Consumed.with(Serdes.String(), Serdes.ByteArray()))
-        .mapValues(value -> {
-          if (first.get() && first.compareAndSet(true, false)) {
-            System.out.println("FIRST_RECORD " + System.currentTimeMillis());
-            System.out.flush();
-          }
-          try {
-            JsonNode node = json.readTree(value);
-            return node.get("amount").asLong();
-          } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("not a record of bench/lib/records.ts", e);
-          }
-        })
-        .groupByKey(Grouped.with(Serdes.String(), Serdes.Long()))
-        .aggregate(
-            () -> new Totals(0, 0),
-            (key, amount, totals) -> new Totals(totals.count() + 1, totals.total() + amount),
-            Materialized.<String, Totals, KeyValueStore<Bytes, byte[]>>as("totals")
-                .withKeySerde(Serdes.String())
-                .withValueSerde(totalsSerde));
+    if (outputTopic == null) {
+      builder
+          .stream(topic, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+          .mapValues(value -> {
+            firstRecord(first);
+            return parse(json, value).get("amount").asLong();
+          })
+          .groupByKey(Grouped.with(Serdes.String(), Serdes.Long()))
+          .aggregate(
+              () -> new Totals(0, 0),
+              (key, amount, totals) -> new Totals(totals.count() + 1, totals.total() + amount),
+              Materialized.<String, Totals, KeyValueStore<Bytes, byte[]>>as("totals")
+                  .withKeySerde(Serdes.String())
+                  .withValueSerde(totalsSerde));
+    } else {
+      builder
+          .stream(topic, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+          .mapValues(value -> {
+            firstRecord(first);
+            JsonNode node = parse(json, value);
+            return new long[] {node.get("n").asLong(), node.get("amount").asLong()};
+          })
+          .groupByKey(Grouped.with(Serdes.String(), Serdes.serdeFrom(new LongPairSerializer(), new LongPairDeserializer())))
+          .aggregate(
+              () -> new TotalsN(0, 0, -1),
+              (key, nAmount, totals) -> new TotalsN(totals.count() + 1, totals.total() + nAmount[1], nAmount[0]),
+              Materialized.<String, TotalsN, KeyValueStore<Bytes, byte[]>>as("totals")
+                  .withKeySerde(Serdes.String())
+                  .withValueSerde(new TotalsNSerde()))
+          .toStream()
+          .mapValues((key, t) -> {
+            java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
+            out.put("key", key);
+            out.put("n", t.n());
+            out.put("count", t.count());
+            out.put("total", t.total());
+            try {
+              return json.writeValueAsBytes(out);
+            } catch (java.io.IOException e) {
+              throw new IllegalStateException(e);
+            }
+          })
+          .to(outputTopic, org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.ByteArray()));
+    }
 
     KafkaStreams streams = new KafkaStreams(builder.build(), props);
     CountDownLatch stopped = new CountDownLatch(1);
