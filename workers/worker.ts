@@ -16,7 +16,7 @@ import { hasLocalState, standbyReplicasOf, stateCacheOf } from './runtime/local-
 import type { MemberHints } from '../kafka/state-assignor';
 import { TemporalPartitionSignals } from './runtime/partition-signals';
 import { untilWorkflowWorkerQuiet } from './runtime/quiet-shutdown';
-import { ShutdownRevokeSignals, temporalWorkflowTaskProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
+import { ShutdownRevokeSignals, temporalRevokeProbe, untilWorkflowTasksDone } from './runtime/shutdown-revokes';
 import { createLogger, temporalCoreLogging, temporalLogger } from './observability/logger';
 import { freePort } from './observability/metrics-server';
 import { workerRegistry } from './observability/registry';
@@ -301,7 +301,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     workflowWorkerStopping ??= (async () => {
       const signalled = signals.workflows();
       const waitStarted = performance.now();
-      const unhandled = await untilWorkflowTasksDone(signalled, temporalWorkflowTaskProbe(temporal.client), REVOKES_HANDLED_TIMEOUT_MS);
+      const probe = temporalRevokeProbe(temporal.client, temporal.namespace, (id) => signals.revokeOf(id));
+      const unhandled = await untilWorkflowTasksDone(signalled, probe, REVOKES_HANDLED_TIMEOUT_MS);
       const waitedMs = Math.round(performance.now() - waitStarted);
       if (unhandled.length > 0) {
         log.warn({ workflows: unhandled, waitedMs }, 'stopping the Temporal workers before these partition workflows handled the revoke (the next worker will)');

@@ -1,8 +1,10 @@
 import type { PartitionSignals } from '../../../../workers/runtime/partition-signals';
-import { ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../../workers/runtime/shutdown-revokes';
+import { temporal } from '@temporalio/proto';
+import { revokeTakenIn, ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../../workers/runtime/shutdown-revokes';
 
-// A graceful stop waits, bounded, until the partition workflows it told of the shutdown have no
-// workflow task left (workers/worker.ts); these are the pieces: which workflows were told, and the wait.
+// A graceful stop waits, bounded, until the partition workflows it told of the shutdown have taken
+// that revoke in (workers/worker.ts); these are the pieces: which workflows were told what, how a
+// history shows the revoke taken in, and the wait.
 
 const ref = (partition: number) => ({ flow: 'f', topic: 't', partition });
 const revoke = (reason: 'shutdown' | 'revoke') => ({ generation: 3, memberId: 'm', reason });
@@ -62,4 +64,52 @@ test('a server that does not answer does not hold the stop past the timeout', as
 
 test('nothing signalled: returns at once', async () => {
   expect(await untilWorkflowTasksDone([], async () => true, 10_000)).toEqual([]);
+});
+
+describe('revokeTakenIn: the revoke this stop signalled, taken in by the workflow (newest event first)', () => {
+  const E = temporal.api.enums.v1.EventType;
+  const ours = { generation: 3, memberId: 'm' };
+  const ev = (type: number) => ({ type });
+  const signal = (name: string, payload: unknown) => ({ type: E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, signal: { name, payload } });
+
+  test('a workflow task completed after the revoke: taken', () => {
+    expect(revokeTakenIn([ev(E.EVENT_TYPE_TIMER_STARTED), ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), ev(E.EVENT_TYPE_WORKFLOW_TASK_STARTED), signal('revoked', ours)], ours)).toBe('taken');
+  });
+
+  test('the revoke newer than every completed task: pending — even with the next owner\'s assignment and its task after it', () => {
+    const events = [
+      ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED),
+      signal('assigned', { generation: 4, memberId: 'n' }),
+      ev(E.EVENT_TYPE_WORKFLOW_TASK_STARTED),
+      ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED),
+      signal('revoked', ours),
+      ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+    ];
+    expect(revokeTakenIn(events, ours)).toBe('pending');
+  });
+
+  test('another member\'s or generation\'s revoke is not ours; an unreadable payload counts as ours', () => {
+    const before = [ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED), signal('revoked', { generation: 2, memberId: 'm' }), signal('revoked', { generation: 3, memberId: 'x' })];
+    expect(revokeTakenIn([...before, ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)], ours)).toBe('taken');
+    expect(revokeTakenIn([signal('revoked', undefined), ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)], ours)).toBe('pending');
+  });
+
+  test('a run that started after it (the one before took it in and carried over), or a closed run: taken', () => {
+    expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED), ev(E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)], ours)).toBe('taken');
+    expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED), signal('revoked', ours)], ours)).toBe('taken');
+    // A close event further down a later page is not the run's end.
+    expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED), signal('revoked', ours)], ours, false)).toBe('pending');
+  });
+
+  test('neither within the events given: unknown', () => {
+    expect(revokeTakenIn([ev(E.EVENT_TYPE_TIMER_FIRED), ev(E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)], ours)).toBe('unknown');
+  });
+
+  test('the stop remembers each workflow\'s revoke (generation, member) to look for', async () => {
+    const signals = new ShutdownRevokeSignals({ assigned: async () => undefined, revoked: async () => undefined });
+    await signals.revoked(ref(1), { generation: 7, memberId: 'm', reason: 'shutdown' });
+    await signals.revoked(ref(2), { generation: 7, memberId: 'm', reason: 'revoke' });
+    expect(signals.revokeOf('kafka-flow/f/t/1')).toEqual({ generation: 7, memberId: 'm' });
+    expect(signals.revokeOf('kafka-flow/f/t/2')).toBeUndefined();
+  });
 });
