@@ -4,6 +4,7 @@ import type { PartitionWorkflowInput } from './partition/contract';
 import { handleSignals } from './partition/intake';
 import { recoverOn } from './partition/recover';
 import { runFolding } from './partition/run-folding';
+import { AWAITING_NEXT_OWNER, SETTLING_BEFORE_CARRY_OVER } from './partition/timer-summaries';
 import { type Patches, PartitionState } from './partition/state';
 
 export {
@@ -49,19 +50,26 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
 }
 
 /**
- * Between owners past carryOverOwnerlessEvents: whether to continue as new now. After a rebalance's
- * revoke (or a fence) the next assignment usually follows within a second, and the worker that has
- * the run cached handles it — whoever the new owner is: the run waits for it (up to unownedAfterMs,
- * the session timeout, after which none will come) and takes it up without carrying over
- * (CARRY_OVER_AFTER_REBALANCE_PATCH). A continue-as-new sent while that assignment comes in is
- * refused (UnhandledCommand): the task fails, the run is evicted and replayed, and the partition
- * waits for it. After a graceful stop (`idle`), or once `unowned`, it carries over at once as before.
+ * Between owners past carryOverOwnerlessEvents: whether to continue as new now. A continue-as-new
+ * sent while events come in is refused (UnhandledCommand): the task fails, the run is evicted and
+ * replayed, and the partition waits for it — and on a busy worker the retried task was seen lost for
+ * the 10 s task timeout. So (CARRY_OVER_AFTER_REBALANCE_PATCH):
+ * - after a rebalance's revoke (or a fence) the next assignment usually follows within a second, and
+ *   the worker that has the run cached handles it whoever the new owner is: the run waits for it (up
+ *   to unownedAfterMs, the session timeout, after which none will come) and takes it up here;
+ * - after a graceful stop (`idle`) the stopped owner's fold loop and persist report still complete
+ *   (they end on their own once it has signalled the revoke): the run lets them land first
+ *   (idleSettleMs), then carries over — unless the next assignment came meanwhile. The stopping
+ *   worker waits for this carry-over (its timer's summary marks it: workers/runtime/shutdown-revokes.ts),
+ *   so that a worker started later replays a short run;
+ * - `unowned`: at once.
  */
 async function carryOverBetweenOwners(state: PartitionState): Promise<boolean> {
   if (!state.carryOverDue()) return false;
-  if (!state.patches.nextOwnerFirst || (state.phase !== 'revoked' && state.phase !== 'fenced')) return true;
-  const came = await condition(() => state.newerAssignment() || state.retired, state.limits.unownedAfterMs);
-  return !came;
+  if (!state.patches.nextOwnerFirst || state.phase === 'unowned') return true;
+  const newer = () => state.newerAssignment() || state.retired;
+  if (state.phase === 'idle') return !(await condition(newer, state.limits.idleSettleMs, { summary: SETTLING_BEFORE_CARRY_OVER }));
+  return !(await condition(newer, state.limits.unownedAfterMs, { summary: AWAITING_NEXT_OWNER }));
 }
 
 /** Continues as new with what the state carries (the history stays bounded). Never returns. */
@@ -141,12 +149,13 @@ const CARRY_OVER_OWNERLESS_PATCH = 'carry-over-between-owners';
 
 /**
  * Between owners after a rebalance's revoke (or a fence), a long run waits for the next assignment
- * before it would carry over, and takes it up in this run (carryOverBetweenOwners). Continuing as
- * new at the revoke raced the assignment that follows it within ~0.1 s: Temporal refused the
- * continue-as-new with UnhandledCommand, twice in a row (the assignment, then the cancelled fold
- * loop's completion), each time evicting and replaying the run — ≈ 0.7 s before a partition kept
- * by its owner through an eager rebalance was running again (bench:failover). Runs recorded
- * before this patch replay the old way.
+ * before it would carry over, and takes it up in this run; after a graceful stop's, it lets the
+ * stopped owner's last activity completions land first (carryOverBetweenOwners). Continuing as new
+ * at the revoke raced what follows it within ~0.1 s: Temporal refused the continue-as-new with
+ * UnhandledCommand (the assignment, the cancelled fold loop's completion), each time evicting and
+ * replaying the run — ≈ 0.7 s before a partition kept by its owner through an eager rebalance was
+ * running again (bench:failover), and at graceful stops retried tasks lost for 10 s
+ * (bench:rebalance). Runs recorded before this patch replay the old way.
  */
 const CARRY_OVER_AFTER_REBALANCE_PATCH = 'carry-over-after-rebalance';
 

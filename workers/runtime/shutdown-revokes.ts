@@ -3,6 +3,7 @@ import { temporal } from '@temporalio/proto';
 import type { Owner, PartitionRef } from '../../activities/types';
 import { type PartitionWorkflowInput, partitionWorkflowId, type RestoringSignal, type RevokeSignal } from '../../workflows/partition-workflow';
 import type { PartitionSignals } from './partition-signals';
+import { SETTLING_BEFORE_CARRY_OVER } from '../../workflows/partition/timer-summaries';
 
 /**
  * A graceful stop signals `revoked` (reason `shutdown`) to each partition workflow the process
@@ -10,7 +11,9 @@ import type { PartitionSignals } from './partition-signals';
  * workflows had taken the signal in, nothing might poll their task queue any more (the last
  * worker): they would never reach `idle`, and an activity they scheduled on this process before
  * seeing the revoke would time out. So the stop waits, bounded, until every workflow it signalled
- * has taken that revoke in: a workflow task completed after it in the history. Not "no workflow
+ * has taken that revoke in: a workflow task completed after it in the history, and the carry-over
+ * that follows it done (a long run lets the activities land first, then continues as new, so that a
+ * worker started later replays a short run). Not "no workflow
  * task pending": the assignments of the partitions' next owners arrive meanwhile (a rebalance
  * started by another member does not wait for this one), and a run that carried over has its first
  * task pending — a wait for quiet ran into its 10 s bound in a rolling restart (bench:rebalance).
@@ -52,8 +55,12 @@ const EventType = temporal.api.enums.v1.EventType;
 /** The few facts of a history event the revoke check reads. */
 export interface HistoryEventFacts {
   readonly type: temporal.api.enums.v1.EventType | null | undefined;
+  readonly id?: string;
   /** A signal's name and its first payload's JSON (undefined if not JSON). */
   readonly signal?: { readonly name: string; readonly payload: unknown };
+  /** A timer started: its summary. A timer fired or cancelled: the id of its TIMER_STARTED event. */
+  readonly timerSummary?: string;
+  readonly timerStartedId?: string;
 }
 
 const CLOSED: ReadonlySet<number> = new Set([
@@ -66,36 +73,49 @@ const CLOSED: ReadonlySet<number> = new Set([
 ]);
 
 /**
- * Whether a run's history, newest event first, shows the revoke `{generation, memberId}` taken in:
- * the run is closed; or a workflow task completed after the revoke; or the run started after it (the
- * run before took it in and carried over). `pending` when the revoke is newer than every completed
- * workflow task; `unknown` when the events given reach neither.
+ * Whether a run's history, newest event first (from its newest event), shows the revoke
+ * `{generation, memberId}` taken in: the run is closed; or the run started after it (the run before
+ * took it in and carried over); or a workflow task completed after the revoke and no carry-over
+ * timer started after it is still running (the run settles before it carries over). `pending`
+ * otherwise; `unknown` when the events given reach neither the revoke nor the run's start.
  */
-export function revokeTakenIn(newestFirst: readonly HistoryEventFacts[], revoke: { generation: number; memberId: string }, closedAtTop = true): 'taken' | 'pending' | 'unknown' {
+export function revokeTakenIn(newestFirst: readonly HistoryEventFacts[], revoke: { generation: number; memberId: string }): 'taken' | 'pending' | 'unknown' {
+  let completed = false;
+  let settling = false;
+  const timersDone = new Set<string>();
   for (const [i, e] of newestFirst.entries()) {
-    if (closedAtTop && i === 0 && e.type != null && CLOSED.has(e.type)) return 'taken';
-    if (e.type === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return 'taken';
+    if (i === 0 && e.type != null && CLOSED.has(e.type)) return 'taken';
     if (e.type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) return 'taken';
+    if (e.type === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) completed = true;
+    if (e.timerStartedId !== undefined) timersDone.add(e.timerStartedId);
+    if (e.type === EventType.EVENT_TYPE_TIMER_STARTED && e.timerSummary === SETTLING_BEFORE_CARRY_OVER && !timersDone.has(e.id ?? '')) settling = true;
     if (e.signal?.name === 'revoked') {
       const p = e.signal.payload as { generation?: unknown; memberId?: unknown } | undefined;
       // A payload that is not JSON (a custom payload codec) counts as ours: wait for a task after it.
-      if (p === undefined || (p.generation === revoke.generation && p.memberId === revoke.memberId)) return 'pending';
+      if (p === undefined || (p.generation === revoke.generation && p.memberId === revoke.memberId)) return completed && !settling ? 'taken' : 'pending';
     }
   }
   return 'unknown';
 }
 
-function factsOf(e: temporal.api.history.v1.IHistoryEvent): HistoryEventFacts {
-  const sig = e.workflowExecutionSignaledEventAttributes;
-  if (!sig) return { type: e.eventType };
-  let payload: unknown;
-  const data = sig.input?.payloads?.[0]?.data;
+function jsonOf(data: Uint8Array | null | undefined): unknown {
   try {
-    payload = data ? JSON.parse(Buffer.from(data).toString('utf8')) : undefined;
+    return data ? JSON.parse(Buffer.from(data).toString('utf8')) : undefined;
   } catch {
-    payload = undefined;
+    return undefined;
   }
-  return { type: e.eventType, signal: { name: sig.signalName ?? '', payload } };
+}
+
+function factsOf(e: temporal.api.history.v1.IHistoryEvent): HistoryEventFacts {
+  const id = e.eventId?.toString();
+  const sig = e.workflowExecutionSignaledEventAttributes;
+  if (sig) return { type: e.eventType, id, signal: { name: sig.signalName ?? '', payload: jsonOf(sig.input?.payloads?.[0]?.data) } };
+  if (e.timerStartedEventAttributes) {
+    const summary = jsonOf(e.userMetadata?.summary?.data);
+    return { type: e.eventType, id, timerSummary: typeof summary === 'string' ? summary : undefined };
+  }
+  const done = e.timerFiredEventAttributes?.startedEventId ?? e.timerCanceledEventAttributes?.startedEventId;
+  return { type: e.eventType, id, timerStartedId: done?.toString() };
 }
 
 /**
@@ -112,17 +132,17 @@ export function temporalRevokeProbe(
     const revoke = revokeOf(workflowId);
     if (!revoke) return false;
     let nextPageToken: Uint8Array | undefined;
+    const read: HistoryEventFacts[] = [];
     for (let page = 0; page < 4; page++) {
-      let events: temporal.api.history.v1.IHistoryEvent[];
       try {
         const r = await client.workflowService.getWorkflowExecutionHistoryReverse({ namespace, execution: { workflowId }, maximumPageSize: 64, nextPageToken });
-        events = r.history?.events ?? [];
+        read.push(...(r.history?.events ?? []).map(factsOf));
         nextPageToken = r.nextPageToken && r.nextPageToken.length > 0 ? r.nextPageToken : undefined;
       } catch (err) {
         if ((err as { code?: number }).code === 5) return false; // NOT_FOUND: gone, nothing to take in
         throw err;
       }
-      const taken = revokeTakenIn(events.map(factsOf), revoke, page === 0);
+      const taken = revokeTakenIn(read, revoke);
       if (taken !== 'unknown') return taken === 'pending';
       if (!nextPageToken) return false;
     }

@@ -7,6 +7,11 @@ export interface Limits {
    * its first workflow task instead of up to maxHistoryEvents (runs with CARRY_OVER_OWNERLESS_PATCH).
    */
   carryOverOwnerlessEvents: number;
+  /**
+   * After a graceful stop's revoke, how long a run past carryOverOwnerlessEvents lets the stopped
+   * owner's last activity completions land before it carries over (CARRY_OVER_AFTER_REBALANCE_PATCH).
+   */
+  idleSettleMs: number;
   /** An activity not picked up by its owner within this long means the owner is gone. */
   scheduleToStartMs: number;
   /** A fold loop or persist that stops heartbeating for this long means the owner is gone. */
@@ -34,6 +39,7 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxHistoryEvents: 2_000,
   carryOverOwnerlessEvents: 50,
+  idleSettleMs: 1_000,
   scheduleToStartMs: 30_000,
   heartbeatMs: 10_000,
   ownerRetryMs: 10_000,

@@ -15,6 +15,7 @@ import {
   statusQuery,
 } from '../../../workflows/partition-workflow';
 import { searchAttributes } from '../../../workflows/search-attributes';
+import { SETTLING_BEFORE_CARRY_OVER } from '../../../workflows/partition/timer-summaries';
 import { eventually } from '../../support/eventually';
 import { temporalAddress, temporalNamespace, unique } from '../../support/servers';
 
@@ -579,11 +580,19 @@ describe('partitionWorkflow on the real Temporal server', () => {
       return st.phase === 'running' && d.historyLength > 30 ? true : undefined;
     });
     expect((await wf.status()).counters.runs).toBe(1);
+    const firstRun = (await wf.handle.describe()).runId;
     await wf.handle.signal(revokedSignal, { generation: 1, memberId: 'a', reason: 'shutdown' });
     const carried = await eventually('idle in a new run', async () => {
       const st = await wf.status();
       return st.phase === 'idle' && st.counters.runs === 2 ? st : undefined;
     });
+    // It let the stopped owner's activity completions land first (a timer the stopping worker can
+    // see), so the continue-as-new raced nothing: no workflow task failed.
+    const old = (await client.workflow.getHandle(wf.handle.workflowId, firstRun).fetchHistory()).events ?? [];
+    expect(old.filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    const settle = old.find((e) => e.timerStartedEventAttributes && e.userMetadata?.summary);
+    expect(settle).toBeDefined();
+    expect(Buffer.from(settle!.userMetadata!.summary!.data!).toString()).toBe(JSON.stringify(SETTLING_BEFORE_CARRY_OVER));
     expect(carried.owner?.generation).toBe(1);
     expect(carried.counters.persists).toBeGreaterThanOrEqual(1);
     expect(carried.ownerHistory).toHaveLength(1);

@@ -1,6 +1,7 @@
 import type { PartitionSignals } from '../../../../workers/runtime/partition-signals';
 import { temporal } from '@temporalio/proto';
 import { revokeTakenIn, ShutdownRevokeSignals, untilWorkflowTasksDone } from '../../../../workers/runtime/shutdown-revokes';
+import { SETTLING_BEFORE_CARRY_OVER } from '../../../../workflows/partition/timer-summaries';
 
 // A graceful stop waits, bounded, until the partition workflows it told of the shutdown have taken
 // that revoke in (workers/worker.ts); these are the pieces: which workflows were told what, how a
@@ -90,15 +91,26 @@ describe('revokeTakenIn: the revoke this stop signalled, taken in by the workflo
 
   test('another member\'s or generation\'s revoke is not ours; an unreadable payload counts as ours', () => {
     const before = [ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED), signal('revoked', { generation: 2, memberId: 'm' }), signal('revoked', { generation: 3, memberId: 'x' })];
-    expect(revokeTakenIn([...before, ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)], ours)).toBe('taken');
+    expect(revokeTakenIn([...before, ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), signal('revoked', ours)], ours)).toBe('taken');
+    expect(revokeTakenIn(before, ours)).toBe('unknown');
     expect(revokeTakenIn([signal('revoked', undefined), ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)], ours)).toBe('pending');
   });
 
   test('a run that started after it (the one before took it in and carried over), or a closed run: taken', () => {
     expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED), ev(E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)], ours)).toBe('taken');
     expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED), signal('revoked', ours)], ours)).toBe('taken');
-    // A close event further down a later page is not the run's end.
-    expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED), signal('revoked', ours)], ours, false)).toBe('pending');
+  });
+
+  test('a long run settling before it carries over (its summarized timer running): pending until the timer is done', () => {
+    const settle = { type: E.EVENT_TYPE_TIMER_STARTED, id: '41', timerSummary: SETTLING_BEFORE_CARRY_OVER };
+    const taken = [ev(E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), ev(E.EVENT_TYPE_WORKFLOW_TASK_STARTED), ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED), signal('revoked', ours)];
+    expect(revokeTakenIn([settle, ...taken], ours)).toBe('pending');
+    // Cancelled (the next assignment came first) or fired (then the run continues as new, or is about to): taken.
+    expect(revokeTakenIn([{ type: E.EVENT_TYPE_TIMER_CANCELED, timerStartedId: '41' }, settle, ...taken], ours)).toBe('taken');
+    expect(revokeTakenIn([ev(E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED), { type: E.EVENT_TYPE_TIMER_FIRED, timerStartedId: '41' }, settle, ...taken], ours)).toBe('taken');
+    // Another timer (waiting for an owner, `unowned`) is no carry-over.
+    expect(revokeTakenIn([{ type: E.EVENT_TYPE_TIMER_STARTED, id: '42', timerSummary: 'kafka-flow: awaiting the next owner' }, ...taken], ours)).toBe('taken');
+    expect(revokeTakenIn([{ type: E.EVENT_TYPE_TIMER_STARTED, id: '43' }, ...taken], ours)).toBe('taken');
   });
 
   test('neither within the events given: unknown', () => {
