@@ -2,15 +2,12 @@ package kft.bench;
 
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
@@ -48,21 +45,8 @@ public final class RebalanceApp {
   /** A key's count, running hash and last offset: 20 bytes. */
   record Hash(long count, int hash, long last) {}
 
-  static final class HashSerde implements Serde<Hash> {
-    @Override
-    public Serializer<Hash> serializer() {
-      return (topic, h) -> h == null ? null : ByteBuffer.allocate(20).putLong(h.count()).putInt(h.hash()).putLong(h.last()).array();
-    }
+  static final Serde<Hash> HASH = new FixedSerde<>(20, (b, h) -> b.putLong(h.count()).putInt(h.hash()).putLong(h.last()), b -> new Hash(b.getLong(), b.getInt(), b.getLong()));
 
-    @Override
-    public Deserializer<Hash> deserializer() {
-      return (topic, bytes) -> {
-        if (bytes == null) return null;
-        ByteBuffer b = ByteBuffer.wrap(bytes);
-        return new Hash(b.getLong(), b.getInt(), b.getLong());
-      };
-    }
-  }
 
   static final class Probe {
     private final FileOutputStream out;
@@ -109,7 +93,6 @@ public final class RebalanceApp {
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
 
-    Serde<Hash> hashSerde = new HashSerde();
     StreamsBuilder builder = new StreamsBuilder();
     builder
         .stream(topic, Consumed.with(Serdes.String(), Serdes.ByteArray()))
@@ -134,7 +117,7 @@ public final class RebalanceApp {
             (key, offset, h) -> new Hash(h.count() + 1, h.hash() * 31 + (int) (long) offset, offset),
             Materialized.<String, Hash, KeyValueStore<Bytes, byte[]>>as("offsethash")
                 .withKeySerde(Serdes.String())
-                .withValueSerde(hashSerde));
+                .withValueSerde(HASH));
 
     KafkaStreams streams = new KafkaStreams(builder.build(), props);
     CountDownLatch stopped = new CountDownLatch(1);

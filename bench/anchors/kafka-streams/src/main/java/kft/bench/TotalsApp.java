@@ -2,13 +2,10 @@ package kft.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.nio.ByteBuffer;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
-import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
@@ -44,57 +41,18 @@ public final class TotalsApp {
   /** Running totals of one key: 16 bytes, count then total, both big-endian longs. */
   record Totals(long count, long total) {}
 
-  /** The totals with the `n` of the last record folded (the output mode): 24 bytes, big-endian longs. */
+  /** The totals with the `n` of the last record folded (the output mode). */
   record TotalsN(long count, long total, long n) {}
 
-  static final class TotalsNSerde implements Serde<TotalsN> {
-    @Override
-    public Serializer<TotalsN> serializer() {
-      return (topic, t) -> t == null ? null : ByteBuffer.allocate(24).putLong(t.count()).putLong(t.total()).putLong(t.n()).array();
-    }
+  /** Totals as 16 bytes: count, then total. */
+  static final Serde<Totals> TOTALS = new FixedSerde<>(16, (b, t) -> b.putLong(t.count()).putLong(t.total()), b -> new Totals(b.getLong(), b.getLong()));
 
-    @Override
-    public Deserializer<TotalsN> deserializer() {
-      return (topic, bytes) -> {
-        if (bytes == null) return null;
-        ByteBuffer b = ByteBuffer.wrap(bytes);
-        return new TotalsN(b.getLong(), b.getLong(), b.getLong());
-      };
-    }
-  }
+  /** TotalsN as 24 bytes: count, total, n. */
+  static final Serde<TotalsN> TOTALS_N =
+      new FixedSerde<>(24, (b, t) -> b.putLong(t.count()).putLong(t.total()).putLong(t.n()), b -> new TotalsN(b.getLong(), b.getLong(), b.getLong()));
 
-  static final class TotalsSerde implements Serde<Totals> {
-    @Override
-    public Serializer<Totals> serializer() {
-      return (topic, t) -> t == null ? null : ByteBuffer.allocate(16).putLong(t.count()).putLong(t.total()).array();
-    }
-
-    @Override
-    public Deserializer<Totals> deserializer() {
-      return (topic, bytes) -> {
-        if (bytes == null) return null;
-        ByteBuffer b = ByteBuffer.wrap(bytes);
-        return new Totals(b.getLong(), b.getLong());
-      };
-    }
-  }
-
-  /** (n, amount) between the parse and the aggregation (the output mode's repartition-free groupByKey). */
-  static final class LongPairSerializer implements Serializer<long[]> {
-    @Override
-    public byte[] serialize(String topic, long[] v) {
-      return v == null ? null : ByteBuffer.allocate(16).putLong(v[0]).putLong(v[1]).array();
-    }
-  }
-
-  static final class LongPairDeserializer implements Deserializer<long[]> {
-    @Override
-    public long[] deserialize(String topic, byte[] bytes) {
-      if (bytes == null) return null;
-      ByteBuffer b = ByteBuffer.wrap(bytes);
-      return new long[] {b.getLong(), b.getLong()};
-    }
-  }
+  /** (n, amount) between the parse and the aggregation (the output mode's repartition-free groupByKey): 16 bytes. */
+  static final Serde<long[]> N_AMOUNT = new FixedSerde<>(16, (b, v) -> b.putLong(v[0]).putLong(v[1]), b -> new long[] {b.getLong(), b.getLong()});
 
   static void firstRecord(java.util.concurrent.atomic.AtomicBoolean first) {
     if (first.get() && first.compareAndSet(true, false)) {
@@ -135,7 +93,6 @@ public final class TotalsApp {
 
     ObjectMapper json = new ObjectMapper();
     java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
-    Serde<Totals> totalsSerde = new TotalsSerde();
     StreamsBuilder builder = new StreamsBuilder();
     if (outputTopic == null) {
       builder
@@ -150,7 +107,7 @@ public final class TotalsApp {
               (key, amount, totals) -> new Totals(totals.count() + 1, totals.total() + amount),
               Materialized.<String, Totals, KeyValueStore<Bytes, byte[]>>as("totals")
                   .withKeySerde(Serdes.String())
-                  .withValueSerde(totalsSerde));
+                  .withValueSerde(TOTALS));
     } else {
       builder
           .stream(topic, Consumed.with(Serdes.String(), Serdes.ByteArray()))
@@ -159,13 +116,13 @@ public final class TotalsApp {
             JsonNode node = parse(json, value);
             return new long[] {node.get("n").asLong(), node.get("amount").asLong()};
           })
-          .groupByKey(Grouped.with(Serdes.String(), Serdes.serdeFrom(new LongPairSerializer(), new LongPairDeserializer())))
+          .groupByKey(Grouped.with(Serdes.String(), N_AMOUNT))
           .aggregate(
               () -> new TotalsN(0, 0, -1),
               (key, nAmount, totals) -> new TotalsN(totals.count() + 1, totals.total() + nAmount[1], nAmount[0]),
               Materialized.<String, TotalsN, KeyValueStore<Bytes, byte[]>>as("totals")
                   .withKeySerde(Serdes.String())
-                  .withValueSerde(new TotalsNSerde()))
+                  .withValueSerde(TOTALS_N))
           .toStream()
           .mapValues((key, t) -> {
             java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
