@@ -128,6 +128,14 @@ export interface ConsumerOptions {
   heartbeatInterval?: Duration;
   /** How long a rebalance waits for members to rejoin (and for their flush on revoke). */
   rebalanceTimeout?: Duration;
+  /**
+   * How a rebalance moves partitions. `eager` (default): every member gives up every partition
+   * (flushed, then recovered where the assignment puts it — in memory when it stays). `cooperative`:
+   * only the partitions that move stop; the others go on folding and committing, fenced by the
+   * generation as before. Every worker of a flow must use the same (a group runs one protocol):
+   * changing it is a restart of all of them. The worker's `KFT_REBALANCE` overrides it.
+   */
+  rebalance?: 'eager' | 'cooperative';
 }
 
 /** A validated flow, as `defineFlow` returns it. */
@@ -136,7 +144,7 @@ export interface FlowDefinition<S, V> extends PartitionFlowDefinition<S, V> {
   readonly groupId: string;
   readonly topics: readonly string[];
   readonly persistence: ResolvedPersistence;
-  readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number };
+  readonly consumer: { readonly sessionTimeoutMs: number; readonly heartbeatIntervalMs: number; readonly rebalanceTimeoutMs: number; readonly rebalance: 'eager' | 'cooperative' };
   /** Keys and codec error messages in logs and errors (default false: hashed / withheld; core/redact). */
   readonly logKeys: boolean;
   /** Undefined: batch by batch (see FlowOptions.asyncConcurrency). */
@@ -207,7 +215,12 @@ const schema = z.strictObject({
   filter: fn('filter').optional(),
   remapKey: fn('remapKey').optional(),
   consumer: z
-    .strictObject({ sessionTimeout: durationSchema.optional(), heartbeatInterval: durationSchema.optional(), rebalanceTimeout: durationSchema.optional() })
+    .strictObject({
+      sessionTimeout: durationSchema.optional(),
+      heartbeatInterval: durationSchema.optional(),
+      rebalanceTimeout: durationSchema.optional(),
+      rebalance: z.enum(['eager', 'cooperative']).optional(),
+    })
     .optional(),
   asyncConcurrency: z.number().int().positive().optional(),
   stateCache: z
@@ -305,6 +318,7 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
       sessionTimeoutMs: toMillis(options.consumer?.sessionTimeout ?? 30_000, 'consumer.sessionTimeout'),
       heartbeatIntervalMs: toMillis(options.consumer?.heartbeatInterval ?? 3_000, 'consumer.heartbeatInterval'),
       rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
+      rebalance: options.consumer?.rebalance ?? 'eager',
     },
     logKeys: options.logKeys ?? false,
     asyncConcurrency: options.asyncConcurrency,

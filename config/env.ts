@@ -112,6 +112,7 @@ export const positiveInt = z.coerce.number({ message: 'is not a number' }).int('
 export const nonNegativeInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').nonnegative('must be >= 0');
 
 const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
+const rebalanceProtocol = z.enum(['eager', 'cooperative'], { message: 'must be eager or cooperative' });
 
 /**
  * `KFT_CACHE_DIR`: this project's cache (downloaded servers, workflow bundles), git-ignored;
@@ -148,6 +149,8 @@ export interface WorkerEnv extends Env {
   stateCacheMaxBytes: number | undefined;
   /** `KFT_STANDBY_REPLICAS`: standby copies of each partition (overrides the flow's standbyReplicas); undefined: the flow's. */
   standbyReplicas: number | undefined;
+  /** `KFT_REBALANCE` (`eager` or `cooperative`): the group's rebalance protocol (overrides the flow's consumer.rebalance); undefined: the flow's. */
+  rebalance: 'eager' | 'cooperative' | undefined;
   /** `KFT_MAX_HISTORY_EVENTS`: partition workflows continue as new past this; undefined: the workflow's default. */
   maxHistoryEvents: number | undefined;
   /** `KFT_EXIT_WITH_PARENT` (1 on, 0 off; unset: on when run by npm, i.e. `npm_execpath` is set). */
@@ -179,6 +182,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     stateCacheMaxKeys: envValue('KFT_STATE_CACHE_MAX_KEYS', optional(positiveInt), '', env),
     stateCacheMaxBytes: envValue('KFT_STATE_CACHE_MAX_BYTES', optional(positiveInt.min(200, 'must be at least 200 (one key)')), '', env),
     standbyReplicas: envValue('KFT_STANDBY_REPLICAS', optional(nonNegativeInt), '', env),
+    rebalance: envValue('KFT_REBALANCE', optional(rebalanceProtocol), '', env),
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),

@@ -5,7 +5,7 @@
  */
 import type { Consumer } from 'kafkajs';
 import { InternalError } from '../config/errors';
-import { readTasks } from './state-assignor';
+import { COOPERATIVE_STATE_ASSIGNOR, readTasks } from './state-assignor';
 
 export interface GroupGeneration {
   groupId: string;
@@ -15,6 +15,55 @@ export interface GroupGeneration {
   assignment: Record<string, number[]>;
   /** The partitions it keeps standby copies of (the state assignor's tasks), by topic; empty otherwise. */
   standby?: Record<string, number[]>;
+  /** The group revokes incrementally (cooperative): a partition kept through a join keeps its ownership generation. */
+  cooperative?: boolean;
+  /** Cooperative: the partitions it owned and gives up now (its revoke point follows the join), by topic. */
+  revoking?: Record<string, number[]>;
+  /**
+   * Cooperative: for a partition held since an earlier join of the same member (kept through the
+   * rebalances between), that join's generation, by `topic\u0000partition`. Absent: since this one.
+   */
+  heldSince?: ReadonlyMap<string, number>;
+}
+
+const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/**
+ * The generation since which `g`'s member has held the partition without a break — the one its
+ * partition workflow and activities know it by — or undefined when `g` does not give it (a
+ * partition being revoked still counts: its flush commits under `g`).
+ */
+export function ownershipGeneration(g: GroupGeneration | undefined, topic: string, partition: number): number | undefined {
+  if (!g) return undefined;
+  const assigned = (g.assignment[topic] ?? []).includes(partition) || (g.revoking?.[topic] ?? []).includes(partition);
+  if (!assigned) return undefined;
+  return g.heldSince?.get(tpKey(topic, partition)) ?? g.generationId;
+}
+
+/** The partitions `g` gives its member that an earlier join of it had not (each new to it), by topic. */
+export function newlyAssigned(g: GroupGeneration): Record<string, number[]> {
+  if (!g.heldSince || g.heldSince.size === 0) return g.assignment;
+  const out: Record<string, number[]> = {};
+  for (const [topic, partitions] of Object.entries(g.assignment)) {
+    const fresh = partitions.filter((p) => !g.heldSince!.has(tpKey(topic, p)));
+    if (fresh.length > 0) out[topic] = fresh;
+  }
+  return out;
+}
+
+/** Cooperative joins of one member carry their partitions' ownership generations forward. */
+function withHeldSince(g: GroupGeneration, previous: GroupGeneration | undefined): GroupGeneration {
+  if (!g.cooperative || !previous || previous.memberId !== g.memberId) return g;
+  const heldSince = new Map<string, number>();
+  for (const byTopic of [g.assignment, g.revoking ?? {}]) {
+    for (const [topic, partitions] of Object.entries(byTopic)) {
+      for (const partition of partitions) {
+        const since = ownershipGeneration(previous, topic, partition);
+        if (since !== undefined && (previous.assignment[topic] ?? []).includes(partition)) heldSince.set(tpKey(topic, partition), since);
+      }
+    }
+  }
+  return { ...g, heldSince };
 }
 
 export class GroupMembership {
@@ -32,12 +81,15 @@ export class GroupMembership {
           Object.entries(payload.memberAssignment).map(([topic, partitions]) => [topic, [...partitions]]),
         ),
         standby: readTasks(payload.memberUserData).standby,
+        cooperative: payload.groupProtocol === COOPERATIVE_STATE_ASSIGNOR,
+        revoking: Object.fromEntries((payload.revoking ?? []).map(({ topic, partitions }) => [topic, [...partitions]])),
       };
       if (typeof generation.generationId !== 'number') {
         throw new InternalError('GROUP_JOIN without generationId: is the kafkajs patch applied? (npm install runs patch-package)');
       }
-      this.latest = generation;
-      for (const listener of this.listeners) listener(generation);
+      const joined = withHeldSince(generation, this.latest);
+      this.latest = joined;
+      for (const listener of this.listeners) listener(joined);
     });
   }
 

@@ -13,6 +13,10 @@ export interface RevokedPartitions {
   memberId: string;
   /** 'rebalance' before a rejoin, 'leave' before leaving the group (stop, disconnect). */
   reason: 'rebalance' | 'leave';
+  /** Cooperative: part of the assignment, given up after the sync of `generationId` (which gives it to no one). */
+  incremental?: boolean;
+  /** Cooperative: what the member owned when the group went on without it (forgotten, or the group turned eager): nothing of it can commit. */
+  lost?: boolean;
   assignment: Array<{ topic: string; partitions: number[] }>;
 }
 

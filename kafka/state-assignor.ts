@@ -15,10 +15,16 @@
  *    assignment's userData.
  * Members that do not speak this protocol make the group fall back to the next one both sides list
  * (kafkajs's round robin), so a rolling upgrade mixes them safely.
+ *
+ * Cooperative (`rebalance: 'cooperative'`, its own protocol name): the same plan, except that a
+ * partition another member still reports owning goes to no one this round. That member gives it up
+ * after the sync (the kafkajs patch's incremental revoke point) and rejoins; the next round, which
+ * finds it unclaimed, hands it on. Partitions that stay with their owner are never revoked.
  */
 import { AssignerProtocol, type Assignment, type GroupMember, type GroupMemberAssignment, type PartitionAssigner } from 'kafkajs';
 
 export const STATE_ASSIGNOR = 'KafkaFlowStateAssigner';
+export const COOPERATIVE_STATE_ASSIGNOR = 'KafkaFlowCooperativeAssigner';
 const VERSION = 1;
 
 /** What a member reports at each join. */
@@ -47,8 +53,16 @@ export interface Plan {
 
 const NO_HINTS: MemberHints = { owned: {}, fresh: {} };
 
-/** The assignment (pure: the adapter below feeds it kafkajs's members and partitions). */
-export function planAssignment(members: readonly PlannedMember[], partitions: ReadonlyArray<{ topic: string; partition: number }>, standbyReplicas: number): Plan {
+/**
+ * The assignment (pure: the adapter below feeds it kafkajs's members and partitions). Cooperative:
+ * a partition planned for one member while another claims it is withheld (assigned to no one).
+ */
+export function planAssignment(
+  members: readonly PlannedMember[],
+  partitions: ReadonlyArray<{ topic: string; partition: number }>,
+  standbyReplicas: number,
+  cooperative = false,
+): Plan {
   const sorted = [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
   const active = new Map<string, Assignment>(sorted.map((m) => [m.memberId, {}]));
   const standby = new Map<string, Record<string, number[]>>(sorted.map((m) => [m.memberId, {}]));
@@ -108,6 +122,17 @@ export function planAssignment(members: readonly PlannedMember[], partitions: Re
       if (c > 0 || (c === 0 && load.get(m.memberId)! < load.get(pick.memberId)!)) pick = m;
     }
     give(pick!.memberId, p.topic, p.partition);
+  }
+  // Cooperative: what another member still owns waits for its revoke (the next round hands it on).
+  if (cooperative) {
+    for (const p of partitions) {
+      const k = key(p.topic, p.partition);
+      const owner = ownerOf.get(k)!;
+      if (!(claims.get(k) ?? []).some((m) => m.memberId !== owner)) continue;
+      const list = active.get(owner)![p.topic]!;
+      list.splice(list.indexOf(p.partition), 1);
+      if (list.length === 0) delete active.get(owner)![p.topic];
+    }
   }
   // 4. Standbys: other members, freshest copies first, else the fewest standbys.
   const replicas = Math.min(standbyReplicas, sorted.length - 1);
@@ -169,16 +194,20 @@ function isRecord(v: unknown): boolean {
 
 /**
  * The kafkajs assigner: `hints()` is asked at each join (what this member owns and how fresh its
- * local copies are), `standbyReplicas` is the leader's setting.
+ * local copies are), `standbyReplicas` is the leader's setting. Cooperative: the owned partitions
+ * a member reports are the ones its consumer owns now (kafkajs passes them), and the plan
+ * withholds what another member still owns.
  */
-export function stateAssigner(hints: () => MemberHints, standbyReplicas: number): PartitionAssigner {
+export function stateAssigner(hints: () => MemberHints, standbyReplicas: number, cooperative = false): PartitionAssigner {
+  const name = cooperative ? COOPERATIVE_STATE_ASSIGNOR : STATE_ASSIGNOR;
   return ({ cluster }) => ({
-    name: STATE_ASSIGNOR,
+    name,
     version: VERSION,
+    cooperative,
     async assign({ members, topics }: { members: GroupMember[]; topics: string[] }): Promise<GroupMemberAssignment[]> {
       const planned = members.map((m) => ({ memberId: m.memberId, hints: readHints(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.userData) }));
       const partitions = topics.flatMap((topic) => cluster.findTopicPartitionMetadata(topic).map((p) => ({ topic, partition: p.partitionId })));
-      const plan = planAssignment(planned, partitions, standbyReplicas);
+      const plan = planAssignment(planned, partitions, standbyReplicas, cooperative);
       return planned.map(({ memberId }) => ({
         memberId,
         memberAssignment: AssignerProtocol.MemberAssignment.encode({
@@ -188,8 +217,10 @@ export function stateAssigner(hints: () => MemberHints, standbyReplicas: number)
         }),
       }));
     },
-    protocol({ topics }: { topics: string[] }) {
-      return { name: STATE_ASSIGNOR, metadata: AssignerProtocol.MemberMetadata.encode({ version: VERSION, topics, userData: Buffer.from(JSON.stringify(hints())) }) };
+    protocol({ topics, owned }: { topics: string[]; owned?: Array<{ topic: string; partitions: number[] }> }) {
+      const h = hints();
+      const reported: MemberHints = cooperative ? { owned: Object.fromEntries((owned ?? []).map((o) => [o.topic, [...o.partitions]])), fresh: h.fresh } : h;
+      return { name, metadata: AssignerProtocol.MemberMetadata.encode({ version: VERSION, topics, userData: Buffer.from(JSON.stringify(reported)) }) };
     },
   });
 }

@@ -18,6 +18,11 @@ export interface PartitionOwner extends TopicPartition, OffsetCommitter {
    */
   generation(): WriteGeneration;
   /**
+   * Cooperative rebalancing: after the group refused a commit under `used` (it moved on meanwhile),
+   * the generation of its next join if the process still holds the partition in it, else undefined.
+   */
+  nextGeneration?(used: WriteGeneration): Promise<WriteGeneration | undefined>;
+  /**
    * Commits the input offset (the next one to consume) under the group generation the process
    * holds the partition in — for backends that do not commit inside their own transaction.
    */

@@ -84,7 +84,9 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
   // With local state the group's assignment is sticky and prefers fresh local copies; it reads
   // the runtime and the backend, made below.
   let hints: () => MemberHints = () => ({ owned: {}, fresh: {} });
-  const assignment = hasLocalState(definition, env) ? { hints: () => hints(), standbyReplicas } : undefined;
+  // Cooperative rebalancing needs the state assignor (which withholds what another member still owns) with or without local state.
+  const cooperative = (env.rebalance ?? definition.consumer.rebalance) === 'cooperative';
+  const assignment = hasLocalState(definition, env) || cooperative ? { hints: () => hints(), standbyReplicas, cooperative } : undefined;
   const brokers = env.kafkaBrokers.map(formatHostPort);
   const log = createLogger({ flow: definition.name }, env.logLevel);
   // Keys and codec errors in logs and error messages only if the flow says so (core/redact).

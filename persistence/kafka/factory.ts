@@ -2,6 +2,7 @@ import { createKafkaClient } from '../../kafka/client';
 import type { BackendFlow, PersistenceBackend, WorkerContext } from '../backends';
 import { memoryBackend } from '../memory/factory';
 import { KafkaFlowBackend } from './flow-backend';
+import type { WriteGeneration } from './transactional-snapshot-writer';
 
 /**
  * A kafka flow's snapshot backends (one per input topic), for workers and for `inspect`
@@ -63,7 +64,7 @@ export function kafkaBackend<S, V>(definition: BackendFlow<V>, worker: WorkerCon
         topic: owner.topic,
         partition: owner.partition,
         groupId: owner.groupId,
-        generation: () => owner.generation(),
+        generation: Object.assign(() => owner.generation(), owner.nextGeneration ? { next: (used: WriteGeneration) => owner.nextGeneration!(used) } : {}),
         committer: owner,
         ...(owner.committedOffset ? { committedOffset: () => owner.committedOffset!() } : {}),
       }),

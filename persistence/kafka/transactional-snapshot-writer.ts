@@ -33,8 +33,16 @@ export interface WriteGeneration {
   readonly assignment?: Readonly<Record<string, readonly number[]>>;
 }
 
-/** Read for each transaction, never cached: a rebalance that keeps our partitions still bumps it. */
-export type GenerationSource = () => WriteGeneration | undefined;
+/**
+ * Read for each transaction, never cached: a rebalance that keeps our partitions still bumps it.
+ * `next` (cooperative rebalancing): after a commit the group refused for generation `used` — the
+ * group moved on while the transaction was under way, keeping the partition here or not — the
+ * generation of the group's next join if the owner still holds the partition in it (the
+ * transaction is then redone under it), or undefined: a fence.
+ */
+export type GenerationSource = (() => WriteGeneration | undefined) & {
+  readonly next?: (used: WriteGeneration) => Promise<WriteGeneration | undefined>;
+};
 
 /** One partition's transactions (TransactionalWriter). */
 export interface SnapshotTransactions {
@@ -187,11 +195,24 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     const carried = outputCount(prepared.outputs);
     let result: CommitResult;
     try {
-      result = await this.t.transactions.commit({
+      const request = {
         messages: outputs.length > 0 ? prepared.messages.concat(outputs) : prepared.messages,
         offsets: [{ topic: input.topic, partition: input.partition, offset: offsetToKafka(offset) }],
-        generation: { generationId: generation.generationId, memberId: generation.memberId },
-      });
+      };
+      let under = generation;
+      for (;;) {
+        try {
+          result = await this.t.transactions.commit({ ...request, generation: { generationId: under.generationId, memberId: under.memberId } });
+          break;
+        } catch (err) {
+          // The group moved to a new generation while the transaction was under way (aborted, nothing
+          // landed): redone under the new one if it keeps the partition here (cooperative), else a fence.
+          const next = err instanceof SnapshotWriteFencedError && err.reason === 'generation' ? await this.t.generation.next?.(under) : undefined;
+          if (!next) throw err;
+          this.c.log.info({ ...this.where(), from: under.generationId, to: next.generationId }, 'the group moved on during the transaction and kept the partition here: committing again under its new generation');
+          under = next;
+        }
+      }
     } catch (err) {
       if (err instanceof SnapshotWriteFencedError) {
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'fenced' });

@@ -5,7 +5,7 @@ import type { FlowDefinition } from '../../define-flow';
 import type { FlowMetrics } from '../../flow/metrics';
 import { logEndFromKafka } from '../../flow/offsets';
 import type { FlowConsumer } from './flow-consumer';
-import type { Slot } from './partition-slots';
+import { PartitionSlots, type Slot } from './partition-slots';
 import type { SlotPersists } from './slot-persists';
 
 export interface BatchFoldOptions {
@@ -37,7 +37,7 @@ export class BatchFold {
   async fold(slot: Slot, { batch, resolveOffset, pause, heartbeat }: EachBatchPayload): Promise<void> {
     const current = this.o.consumer.current();
     const flow = slot.flow;
-    if (slot.state !== 'running' || !flow || !current || slot.generation !== current.generationId) {
+    if (slot.state !== 'running' || !flow || !PartitionSlots.holds(slot, current)) {
       pause(); // not (or no longer) ours to process: nothing resolved, so nothing is skipped
       return;
     }
@@ -95,7 +95,7 @@ export class BatchFold {
    */
   private async roomForOutputs(slot: Slot, flow: NonNullable<Slot['flow']>, heartbeat: () => Promise<void>): Promise<boolean> {
     const mayFold = () =>
-      slot.state === 'running' && slot.flow === flow && flow.failed === undefined && !this.o.stopping() && this.o.consumer.current()?.generationId === slot.generation;
+      slot.state === 'running' && slot.flow === flow && flow.failed === undefined && !this.o.stopping() && PartitionSlots.holds(slot, this.o.consumer.current());
     while (flow.outputsFull()) {
       if (!mayFold()) return false;
       await this.o.persists.flushOutputs(slot);

@@ -2,10 +2,11 @@ import type { EachBatchPayload } from 'kafkajs';
 import { cachedPartition } from '../../flow/state-cache';
 import type { PersistResult as WorkflowPersistResult } from '../../activities/types';
 import { offsetFromKafka } from '../../flow/offsets';
-import type { GroupGeneration, RevokedPartitions } from '../../kafka';
+import { type GroupGeneration, newlyAssigned, ownershipGeneration, type RevokedPartitions } from '../../kafka';
 import type { FlowConsumerHandlers } from './flow-consumer';
 import { InputOffsetOutOfRangeError, outOfRangeAction } from './input-offset-range';
 import type { PartitionRecoveries } from './partition-recoveries';
+import { PartitionSlots } from './partition-slots';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 import { withUnreported } from './slot-persists';
 
@@ -34,9 +35,11 @@ export class ConsumerSide extends RuntimeSide {
   }
 
   onJoin(g: GroupGeneration): void {
-    // Synchronous: runs before the consumer fetches under the new generation, so every assigned
-    // partition is paused until its workflow has recovered it here.
-    for (const [topic, partitions] of Object.entries(g.assignment)) {
+    // Synchronous: runs before the consumer fetches under the new generation, so every newly
+    // assigned partition is paused until its workflow has recovered it here. A partition a
+    // cooperative rebalance kept goes on as it was: no pause, no signal, no recovery.
+    const fresh = newlyAssigned(g);
+    for (const [topic, partitions] of Object.entries(fresh)) {
       if (partitions.length > 0) this.consumer.pause([{ topic, partitions }]);
     }
     if (this.stopping) {
@@ -60,10 +63,12 @@ export class ConsumerSide extends RuntimeSide {
       { generation: g.generationId, memberId: g.memberId, assignment: g.assignment, ...(g.standby && Object.keys(g.standby).length > 0 ? { standby: g.standby } : {}) },
       'partitions assigned',
     );
-    void this.signalAssignments(g).catch((err) => this.log.error({ err }, 'could not signal the partition workflows'));
-    if (this.o.recoverAtJoin !== false) this.recoveries.startAtJoin(g);
+    const joined = { ...g, assignment: fresh };
+    void this.signalAssignments(joined).catch((err) => this.log.error({ err }, 'could not signal the partition workflows'));
+    if (this.o.recoverAtJoin !== false) this.recoveries.startAtJoin(joined);
   }
 
+  /** Signals each partition of `g.assignment` to its workflow, under its ownership generation in `g`. */
   private async signalAssignments(g: GroupGeneration): Promise<void> {
     const persistEveryMs = this.definition.timers.persistEvery ?? 60_000;
     const { maxHistoryEvents, workflowReportEveryMs } = this.o;
@@ -81,7 +86,7 @@ export class ConsumerSide extends RuntimeSide {
             this.o.signals.assigned(
               { ...ref, persistEveryMs, limits: Object.keys(limits).length > 0 ? limits : undefined },
               {
-                generation: g.generationId,
+                generation: ownershipGeneration(g, topic, partition) ?? g.generationId,
                 memberId: g.memberId,
                 taskQueue: this.taskQueue,
                 foldAwaitsRecovery: true,
@@ -116,7 +121,7 @@ export class ConsumerSide extends RuntimeSide {
     const tp = [{ topic, partitions: [partition] }];
     const slot = this.slots.get(topic, partition);
     const current = this.consumer.current();
-    if (slot?.state !== 'running' || !slot.flow || !current || slot.generation !== current.generationId) {
+    if (slot?.state !== 'running' || !slot.flow || !PartitionSlots.holds(slot, current)) {
       this.consumer.pause(tp); // not being folded here: its next recovery seeks it
       return;
     }
@@ -144,19 +149,29 @@ export class ConsumerSide extends RuntimeSide {
     }
   }
 
-  /** The awaited revoke point: in-flight batches are done; flush under the generation being given up. */
+  /**
+   * The awaited revoke point: in-flight batches are done; flush under the generation being given
+   * up — or, cooperative (`incremental`), under the one just joined, which gives the partitions
+   * being revoked to no one. The workflow hears of the revoke of the generation it knows the
+   * partition by (its ownership generation).
+   */
   private async onRevoke(revoked: RevokedPartitions): Promise<void> {
     const reason = revoked.reason === 'leave' ? 'shutdown' : 'revoke';
+    // The join being given up (eager, leave) or just joined (incremental): the partitions it holds.
+    const current = this.consumer.current();
+    const givenUp = current?.generationId === revoked.generationId ? current : undefined;
     await Promise.all(
       revoked.assignment.flatMap(({ topic, partitions }) =>
         partitions.map(async (partition) => {
           const slot = this.slots.get(topic, partition);
-          if (!slot || slot.generation !== revoked.generationId) return;
+          if (!slot || !PartitionSlots.holds(slot, givenUp)) return;
+          const owned = slot.generation;
           const wasRunning = slot.state === 'running';
           if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
           slot.cadence?.stop();
           let flushed: WorkflowPersistResult | undefined;
-          if (wasRunning && slot.flow) {
+          // Lost (the group went on without this member's ownership): nothing can commit; the next owner replays.
+          if (wasRunning && slot.flow && !revoked.lost) {
             try {
               // With what the in-process persists landed since the workflow's last persist.
               flushed = withUnreported(slot, await this.persists.persist(slot, reason));
@@ -168,14 +183,14 @@ export class ConsumerSide extends RuntimeSide {
           await this.withRetry(`signal revoke of ${topic}-${partition}`, () =>
             this.o.signals.revoked(
               { flow: this.definition.name, topic, partition },
-              { generation: revoked.generationId, memberId: revoked.memberId, flushed, reason },
+              { generation: owned, memberId: revoked.memberId, flushed, reason },
             ),
           )
             .then(() => {
-              slot.revokeSignalled = revoked.generationId;
+              slot.revokeSignalled = owned;
             })
             .catch((err) => {
-              slot.revokeUnsignalled = revoked.generationId;
+              slot.revokeUnsignalled = owned;
               this.log.warn({ err, topic, partition }, 'could not signal the revoke');
             });
         }),
@@ -199,7 +214,7 @@ export class ConsumerSide extends RuntimeSide {
     const now = Date.now();
     const stalled: Array<{ topic: string; partition: number }> = [];
     for (const slot of this.slots.all()) {
-      if (slot.generation !== current.generationId || slot.state === 'running' || slot.state === 'revoked') {
+      if (!PartitionSlots.holds(slot, current) || slot.state === 'running' || slot.state === 'revoked') {
         slot.notFoldingSince = undefined;
         continue;
       }
@@ -208,7 +223,7 @@ export class ConsumerSide extends RuntimeSide {
       slot.notFoldingSince = now; // again after another afterMs, not at every tick
       stalled.push({ topic: slot.topic, partition: slot.partition });
     }
-    this.resumeQuiet(current.generationId, afterMs, now);
+    this.resumeQuiet(current, afterMs, now);
     if (stalled.length === 0) return;
     this.log.warn({ partitions: stalled.map((p) => `${p.topic}-${p.partition}`), afterMs }, 'partitions held here but not folding: signalling their assignment again');
     const assignment: Record<string, number[]> = {};
@@ -222,10 +237,10 @@ export class ConsumerSide extends RuntimeSide {
    * otherwise hold it until the next rebalance. Resuming a partition that is not paused changes
    * nothing; the warning says it happened. Once per `afterMs` per partition.
    */
-  private resumeQuiet(generation: number, afterMs: number, now: number): void {
+  private resumeQuiet(current: GroupGeneration, afterMs: number, now: number): void {
     for (const slot of this.slots.all()) {
       const flow = slot.flow;
-      if (slot.generation !== generation || slot.state !== 'running' || !flow || now - (slot.lastBatchAt ?? now) < afterMs) continue;
+      if (!PartitionSlots.holds(slot, current) || slot.state !== 'running' || !flow || now - (slot.lastBatchAt ?? now) < afterMs) continue;
       slot.lastBatchAt = now; // looked at again after another afterMs
       const { topic, partition } = slot;
       void this.consumer

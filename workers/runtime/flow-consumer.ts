@@ -47,6 +47,8 @@ export interface FlowConsumer {
   close(): Promise<void>;
   /** The generation of the last join, read live (a cached one is stale after the next rebalance). */
   current(): GroupGeneration | undefined;
+  /** The first join after generation `after` (now, if it came already), or undefined if none comes within `timeoutMs`. */
+  joinAfter(after: number, timeoutMs: number): Promise<GroupGeneration | undefined>;
   pause(tps: TopicPartitions[]): void;
   resume(tps: TopicPartitions[]): void;
   seek(at: { topic: string; partition: number; offset: string }): void;
@@ -67,6 +69,8 @@ export interface FlowConsumer {
 export interface StateAssignment {
   readonly hints: () => MemberHints;
   readonly standbyReplicas: number;
+  /** The cooperative protocol (kafka/state-assignor.ts): only partitions that move are revoked. */
+  readonly cooperative?: boolean;
 }
 
 export const REJOIN_FIRST_MS = 1_000;
@@ -139,7 +143,18 @@ export class KafkaFlowConsumer implements FlowConsumer {
           heartbeatInterval: definition.consumer.heartbeatIntervalMs,
           rebalanceTimeout: definition.consumer.rebalanceTimeoutMs,
           fetchResponseDecoder: decodeFetchResponse,
-          ...(assignment ? { partitionAssigners: [stateAssigner(assignment.hints, assignment.standbyReplicas), PartitionAssigners.roundRobin] } : {}),
+          ...(assignment
+            ? {
+                // Cooperative first; the eager ones after it so that members of an earlier version
+                // (eager) can share the group during a rolling upgrade — the group then runs eager,
+                // and turns cooperative at the first rebalance without them.
+                partitionAssigners: [
+                  ...(assignment.cooperative ? [stateAssigner(assignment.hints, assignment.standbyReplicas, true)] : []),
+                  stateAssigner(assignment.hints, assignment.standbyReplicas),
+                  PartitionAssigners.roundRobin,
+                ],
+              }
+            : {}),
           onOffsetOutOfRange: (at) => this.handlers?.onOffsetOutOfRange(at) ?? Promise.resolve(),
         },
         (revoked) => this.handlers?.onRevoke(revoked) ?? Promise.resolve(),
@@ -202,6 +217,10 @@ export class KafkaFlowConsumer implements FlowConsumer {
 
   current(): GroupGeneration | undefined {
     return this.membership.current();
+  }
+
+  joinAfter(after: number, timeoutMs: number): Promise<GroupGeneration | undefined> {
+    return this.membership.waitForJoin(timeoutMs, after).catch(() => undefined);
   }
 
   pause(tps: TopicPartitions[]): void {

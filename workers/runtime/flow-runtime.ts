@@ -134,7 +134,7 @@ export class FlowRuntime implements PartitionHost {
     let assigned = 0;
     const notReady: Array<{ topic: string; partition: number; state: string }> = [];
     for (const slot of this.slots.all()) {
-      if (slot.generation !== current.generationId) continue;
+      if (!PartitionSlots.holds(slot, current)) continue;
       assigned++;
       if (slot.state !== 'running' || !slot.flow || slot.flow.failed !== undefined) {
         notReady.push({ topic: slot.topic, partition: slot.partition, state: slot.flow?.failed !== undefined ? 'failed' : slot.state });
@@ -153,7 +153,7 @@ export class FlowRuntime implements PartitionHost {
     if (!current || this.stopping) return [];
     const figures: PartitionFigures[] = [];
     for (const slot of this.slots.all()) {
-      if (slot.generation !== current.generationId) continue;
+      if (!PartitionSlots.holds(slot, current)) continue;
       const flow = slot.flowGeneration === slot.generation ? slot.flow : undefined;
       const state = flow?.failed !== undefined ? 'failed' : slot.state === 'assigned' && !flow ? 'recovering' : slot.state;
       const hw = slot.highWatermark;
@@ -177,8 +177,8 @@ export class FlowRuntime implements PartitionHost {
     const current = this.o.consumer.current();
     const slot = this.slots.get(topic, partition);
     const flow = slot?.flow;
-    if (!current || !slot || slot.generation !== current.generationId || slot.state !== 'running' || !flow) {
-      throw new NotOwnerHereError(topic, partition, slot && current && slot.generation === current.generationId ? slot.state : 'not assigned');
+    if (!slot || !PartitionSlots.holds(slot, current) || slot.state !== 'running' || !flow) {
+      throw new NotOwnerHereError(topic, partition, slot && PartitionSlots.holds(slot, current) ? slot.state : 'not assigned');
     }
     return {
       generation: slot.generation,

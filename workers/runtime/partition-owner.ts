@@ -2,6 +2,8 @@ import { offsetToKafka } from '../../flow/offsets';
 import type { PartitionOwner } from '../../persistence/partition-owner';
 import type { WriteGeneration } from '../../persistence/kafka/transactional-snapshot-writer';
 import type { TopicPartition } from '../../core/persistence-types';
+import { ownershipGeneration } from '../../kafka';
+import { protocolErrorType } from '../../kafka/errors';
 import type { FlowConsumer } from './flow-consumer';
 import { PartitionSlots, type Slot } from './partition-slots';
 
@@ -25,6 +27,8 @@ export class SlotOwner implements PartitionOwner {
     owner: { generation: number; memberId: string },
     readonly groupId: string,
     private readonly consumer: FlowConsumer,
+    /** How long a commit the group refused mid-rebalance waits for the group's next join (cooperative). */
+    private readonly rebalanceTimeoutMs = 60_000,
   ) {
     this.topic = slot.topic;
     this.partition = slot.partition;
@@ -36,18 +40,52 @@ export class SlotOwner implements PartitionOwner {
     );
   }
 
-  /** The generation the engine's state belongs to now (a later one when the partition came back here and kept its state). */
+  /**
+   * The generation a commit goes under: the member's current one while it holds the partition
+   * since the generation the engine's state belongs to (the same join, or — cooperative — an
+   * earlier one the partition was kept through); else that generation, which the group refuses.
+   */
   generation(): WriteGeneration {
-    return { generationId: this.slot.flowGeneration ?? this.assigned.generationId, memberId: this.slot.memberId };
+    const owned = this.slot.flowGeneration ?? this.assigned.generationId;
+    const current = this.consumer.current();
+    if (current && current.memberId === this.slot.memberId && ownershipGeneration(current, this.topic, this.partition) === owned) {
+      return { generationId: current.generationId, memberId: current.memberId };
+    }
+    return { generationId: owned, memberId: this.slot.memberId };
+  }
+
+  /**
+   * Cooperative rebalancing only (an eager member rejoins after its revoke point, so a refused
+   * generation means it is out): waits for the group's join after `used` and answers its
+   * generation if the partition is still held here under the same ownership.
+   */
+  async nextGeneration(used: WriteGeneration): Promise<WriteGeneration | undefined> {
+    if (!this.consumer.current()?.cooperative) return undefined;
+    const next = await this.consumer.joinAfter(used.generationId, this.rebalanceTimeoutMs);
+    if (!next) return undefined;
+    const g = this.generation();
+    return g.generationId > used.generationId ? g : undefined;
   }
 
   /**
    * kafkajs commits with the member's live generation, which the broker accepts even when the new
    * generation gave this partition to someone else: check that this process still holds it first.
+   * Cooperative: a commit the group refuses because it is rebalancing (or has just moved to a new
+   * generation) is made again after the join, if the partition stayed here.
    */
   async commit(_partition: TopicPartition, offset: number): Promise<void> {
-    PartitionSlots.assertHolds(this.slot, this.consumer.current());
-    await this.consumer.commitOffsets([{ topic: this.topic, partition: this.partition, offset: offsetToKafka(offset) }]);
+    for (;;) {
+      PartitionSlots.assertHolds(this.slot, this.consumer.current());
+      const used = this.consumer.current()!.generationId;
+      try {
+        await this.consumer.commitOffsets([{ topic: this.topic, partition: this.partition, offset: offsetToKafka(offset) }]);
+        return;
+      } catch (err) {
+        const type = protocolErrorType(err);
+        if (type !== 'REBALANCE_IN_PROGRESS' && type !== 'ILLEGAL_GENERATION') throw err;
+        if (!(await this.nextGeneration({ generationId: used, memberId: this.slot.memberId }))) throw err;
+      }
+    }
   }
 
   /**

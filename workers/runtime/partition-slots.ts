@@ -2,7 +2,7 @@ import { type FoldingHandle, StaleGenerationError } from '../../activities/parti
 import type { OwnerRequest } from '../../activities/types';
 import { offsetText } from '../../flow/offsets';
 import type { PartitionFlow } from '../../flow/partition-flow';
-import type { GroupGeneration } from '../../kafka';
+import { type GroupGeneration, ownershipGeneration } from '../../kafka';
 import { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { EachBatchPayload } from 'kafkajs';
 import type { BatchHandoff } from './batch-handoff';
@@ -87,17 +87,22 @@ export class PartitionSlots {
   }
 
   /**
-   * A join: every assigned partition's slot takes the new generation (and becomes `assigned`,
-   * unless fenced or failed: those wait for a recovery); slots not assigned any more are dropped
-   * and returned (their state and producer go).
+   * A join: every newly assigned partition's slot takes the new generation (and becomes `assigned`,
+   * unless fenced or failed: those wait for a recovery); a partition kept through a cooperative
+   * rebalance keeps its slot as it is (its ownership generation did not change), as does one being
+   * revoked (its revoke point follows); slots not assigned any more are dropped and returned (their
+   * state and producer go).
    */
   join(g: GroupGeneration): Slot[] {
     const assigned = new Set<string>();
+    for (const [topic, partitions] of Object.entries(g.revoking ?? {})) for (const partition of partitions) assigned.add(tpKey(topic, partition));
     for (const [topic, partitions] of Object.entries(g.assignment)) {
       for (const partition of partitions) {
         const key = tpKey(topic, partition);
         assigned.add(key);
         const slot = this.slots.get(key);
+        const since = ownershipGeneration(g, topic, partition);
+        if (slot && since !== g.generationId && slot.generation === since && slot.memberId === g.memberId) continue; // kept
         if (slot) {
           slot.generation = g.generationId;
           slot.memberId = g.memberId;
@@ -117,15 +122,25 @@ export class PartitionSlots {
     return released;
   }
 
+  /**
+   * The process holds the slot's partition now under the ownership generation the slot has: the
+   * current join's, or an earlier join's of the same member that a cooperative rebalance kept it
+   * through (a partition being revoked still counts until its revoke point ends).
+   */
+  static holds(slot: Slot, current: GroupGeneration | undefined): boolean {
+    return current !== undefined && current.memberId === slot.memberId && ownershipGeneration(current, slot.topic, slot.partition) === slot.generation;
+  }
+
   /** The slot an activity's request may act on, or StaleGenerationError (not this process's generation). */
   forRequest(r: OwnerRequest, current: GroupGeneration | undefined): Slot {
     const slot = this.get(r.topic, r.partition);
-    if (!current || current.generationId !== r.owner.generation || current.memberId !== r.owner.memberId) {
+    const since = ownershipGeneration(current, r.topic, r.partition);
+    if (!current || current.memberId !== r.owner.memberId || (since !== undefined && since !== r.owner.generation)) {
       throw new StaleGenerationError(
-        `${r.topic}-${r.partition}: scheduled for generation ${r.owner.generation}, this process is at ${current?.generationId ?? 'none'}`,
+        `${r.topic}-${r.partition}: scheduled for generation ${r.owner.generation}, this process is at ${since ?? current?.generationId ?? 'none'}`,
       );
     }
-    if (!slot || slot.generation !== r.owner.generation) {
+    if (since === undefined || !slot || slot.generation !== r.owner.generation) {
       throw new StaleGenerationError(`${r.topic}-${r.partition} is not assigned to this process in generation ${r.owner.generation}`);
     }
     return slot;
@@ -133,7 +148,7 @@ export class PartitionSlots {
 
   /** The process still holds the slot's partition under the generation its state belongs to (else a fence). */
   static assertHolds(slot: Slot, current: GroupGeneration | undefined): void {
-    if (!current || slot.generation !== current.generationId || slot.flowGeneration !== slot.generation) {
+    if (!PartitionSlots.holds(slot, current) || slot.flowGeneration !== slot.generation) {
       throw new SnapshotWriteFencedError(slot.topic, slot.partition, 'this process no longer holds the partition in the current generation');
     }
   }

@@ -5,7 +5,7 @@ import type { FlowDefinition } from '../../define-flow';
 import { offsetText } from '../../flow/offsets';
 import type { PersistReason } from '../../flow/partition-flow';
 import type { FlowConsumer } from './flow-consumer';
-import type { Slot, Unreported } from './partition-slots';
+import { PartitionSlots, type Slot, type Unreported } from './partition-slots';
 import { PersistCadence } from './persist-cadence';
 import { traced } from '../../core/tracing';
 
@@ -65,7 +65,7 @@ export class SlotPersists {
       slot.flow === flow &&
       flow.failed === undefined &&
       !this.o.stopping() &&
-      current?.generationId === slot.generation &&
+      PartitionSlots.holds(slot, current) &&
       slot.flowGeneration === slot.generation
     );
   }
@@ -186,9 +186,8 @@ export class SlotPersists {
     const current = this.o.consumer.current();
     const stillOurs =
       !this.o.stopping() &&
-      current !== undefined &&
-      current.generationId === slot.generation &&
-      (current.assignment[slot.topic] ?? []).includes(slot.partition);
+      PartitionSlots.holds(slot, current) &&
+      (current!.assignment[slot.topic] ?? []).includes(slot.partition);
     return stillOurs ? new ProducerEpochLostError(slot.topic, slot.partition, err) : err;
   }
 }

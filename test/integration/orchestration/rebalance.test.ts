@@ -52,3 +52,52 @@ test('assignment → recovery → processing → a second worker joins → parti
     await cluster.close();
   }
 }, 400_000);
+
+// The same move with cooperative rebalancing (KFT_REBALANCE=cooperative): the partitions that stay
+// with worker a are never revoked — their workflows keep the owner generation and the recovery
+// count they had, the fold goes on without a new recovery — and the state is still exact.
+test('cooperative: a second worker joins → only the partitions that move stop; the others keep their owner and generation → state continues exactly', async () => {
+  const cluster = new FlowCluster(4, { env: { KFT_REBALANCE: 'cooperative' } });
+  try {
+    await cluster.start();
+    await cluster.produce(2000);
+    const a = cluster.startWorker('a');
+    const alone = await cluster.untilRunningOn(1, 'worker a runs all 4 partitions');
+    await cluster.untilCaughtUp('a caught up');
+    const before = new Map(alone.map((p) => [p.partition, p]));
+
+    const b = cluster.startWorker('b');
+    const shared = await cluster.untilRunningOn(2, 'a and b share the partitions');
+    const onA = shared.filter((p) => p.owner!.taskQueue === before.get(p.partition)!.owner!.taskQueue);
+    const onB = shared.filter((p) => p.owner!.taskQueue !== before.get(p.partition)!.owner!.taskQueue);
+    expect(onA).toHaveLength(2);
+    expect(onB).toHaveLength(2);
+    for (const p of onA) {
+      // Kept: the same ownership generation, no recovery, no fence.
+      expect(p.owner!.generation).toBe(before.get(p.partition)!.owner!.generation);
+      expect(p.counters.recoveries).toBe(before.get(p.partition)!.counters.recoveries);
+      expect(p.counters.fences).toBe(0);
+    }
+    for (const p of onB) expect(p.owner!.generation).toBeGreaterThan(before.get(p.partition)!.owner!.generation);
+    // Worker a revoked only what moved.
+    type Line = { msg?: string; generation?: number; assignment?: Record<string, number[]> };
+    expect(cluster.logLines<Line>(a).filter((l) => l.msg === 'flush on revoke did not land')).toEqual([]);
+
+    await cluster.produce(2000);
+    await cluster.untilCaughtUp('caught up after the rebalance');
+    expect(await cluster.stop(b)).toBe(0);
+    await cluster.untilRunningOn(1, 'a runs all 4 partitions again');
+    await cluster.produce(1000);
+    await cluster.untilCaughtUp('caught up on a alone');
+    const last = await cluster.status();
+    expect(last.every((p) => p.counters.fences === 0)).toBe(true);
+    expect(await cluster.stop(a)).toBe(0);
+
+    expect(await cluster.caughtUp()).toBe(true);
+    const reference = await cluster.reference();
+    expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(5000);
+    expect(await cluster.persisted()).toEqual(reference);
+  } finally {
+    await cluster.close();
+  }
+}, 400_000);

@@ -78,3 +78,64 @@ test('the kafkajs adapter: hints travel in the join metadata, standbys in the as
   expect(sorted(decoded.get('m2')!.assignment[T])).toEqual([0, 3]);
   expect(sorted(readTasks(decoded.get('m1')!.userData).standby[T])).toEqual([0, 3]);
 });
+
+describe('cooperative', () => {
+  const owners = (plan: ReturnType<typeof planAssignment>) => {
+    const out = new Map<number, string>();
+    for (const [m, a] of plan.active) for (const p of a[T] ?? []) out.set(p, m);
+    return out;
+  };
+
+  test('a member joining: what moves goes to no one this round, to the new member the next; nothing that stays moves', () => {
+    // a and b own six partitions; c joins. Round 1: c is planned two, both still owned: withheld.
+    const first = planAssignment([member('a', [0, 1, 2]), member('b', [3, 4, 5]), member('c')], parts(6), 0, true);
+    const firstOwners = owners(first);
+    expect(first.active.get('c')).toEqual({});
+    for (const [p, m] of firstOwners) expect(m).toBe(p <= 2 ? 'a' : 'b');
+    const given = [0, 1, 2, 3, 4, 5].filter((p) => !firstOwners.has(p));
+    expect(given).toHaveLength(2);
+    // a and b gave those up and rejoin reporting what they kept: round 2 hands them to c.
+    const kept = (m: string) => sorted(first.active.get(m)![T]);
+    const second = planAssignment([member('a', kept('a')), member('b', kept('b')), member('c')], parts(6), 0, true);
+    expect(sorted(second.active.get('c')![T])).toEqual(given);
+    expect(sorted(second.active.get('a')![T])).toEqual(kept('a'));
+    expect(sorted(second.active.get('b')![T])).toEqual(kept('b'));
+  });
+
+  test('a member gone (left or evicted): its partitions are unclaimed and move in one round', () => {
+    const plan = planAssignment([member('a', [0, 1]), member('c', [4, 5])], parts(6), 0, true);
+    expect(sorted([...owners(plan).keys()])).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(sorted(plan.active.get('a')![T])).toEqual(expect.arrayContaining([0, 1]));
+    expect(sorted(plan.active.get('c')![T])).toEqual(expect.arrayContaining([4, 5]));
+  });
+
+  test('a partition two members claim goes to neither this round (both give it up)', () => {
+    const plan = planAssignment([member('a', [0], { 0: 10 }), member('b', [0], { 0: 70 })], parts(2), 0, true);
+    expect(owners(plan).has(0)).toBe(false);
+    expect(owners(plan).get(1)).toBe('a');
+  });
+
+  test('eager (the default) plans the same assignment with nothing withheld', () => {
+    const eager = planAssignment([member('a', [0, 1, 2]), member('b', [3, 4, 5]), member('c')], parts(6), 0);
+    expect(owners(eager).size).toBe(6);
+  });
+
+  test('the kafkajs adapter: its own protocol name, marked cooperative, reporting what kafkajs says the member owns', async () => {
+    const cluster = { findTopicPartitionMetadata: () => [0, 1, 2, 3].map((partitionId) => ({ partitionId })) };
+    // hints().owned is the runtime's (engines kept): the cooperative protocol reports the consumer's own instead.
+    const hints = () => ({ owned: { [T]: [0, 1, 2, 3] }, fresh: {} });
+    const a = stateAssigner(hints, 0, true)({ cluster } as never);
+    const b = stateAssigner(hints, 0, true)({ cluster } as never);
+    expect(a.name).toBe('KafkaFlowCooperativeAssigner');
+    expect(a.cooperative).toBe(true);
+    expect(stateAssigner(hints, 0)({ cluster } as never).cooperative).toBe(false);
+    const members = [
+      { memberId: 'm1', memberMetadata: a.protocol({ topics: [T], owned: [{ topic: T, partitions: [0, 1, 2, 3] }] }).metadata },
+      { memberId: 'm2', memberMetadata: b.protocol({ topics: [T], owned: [] }).metadata },
+    ];
+    const out = await a.assign({ members, topics: [T] });
+    const decoded = new Map(out.map((o) => [o.memberId, AssignerProtocol.MemberAssignment.decode(o.memberAssignment)!]));
+    expect(sorted(decoded.get('m1')!.assignment[T])).toHaveLength(2);
+    expect(decoded.get('m2')!.assignment[T] ?? []).toEqual([]);
+  });
+});

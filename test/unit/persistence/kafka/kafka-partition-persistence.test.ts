@@ -19,7 +19,7 @@ import { jsonCodec } from '../../../../core/codec/json';
 import type { OutputTopics } from '../../../../persistence/kafka/dead-letter';
 import { MissingGenerationError } from '../../../../persistence/kafka/errors';
 import { KafkaPartitionPersistence } from '../../../../persistence/kafka/kafka-partition-persistence';
-import type { OutcomeProbe, SnapshotTransactions, WriteGeneration } from '../../../../persistence/kafka/transactional-snapshot-writer';
+import type { GenerationSource, OutcomeProbe, SnapshotTransactions, WriteGeneration } from '../../../../persistence/kafka/transactional-snapshot-writer';
 import { KafkaPersistenceMetrics } from '../../../../persistence/kafka/metrics';
 import type { SnapshotLogReader } from '../../../../persistence/kafka/recovery';
 import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
@@ -70,7 +70,7 @@ const fakeOutputTopics = {
 /** What every persistence of these tests shares: flow f's input partition, its snapshot topic, nothing to recover. */
 const partitionOf = { flow: 'f', input: INPUT, snapshotTopic: SNAPSHOTS, format, reader: emptyReader, recoveryStallTimeoutMs: 1000 };
 
-function transactional(o: { generation?: () => WriteGeneration | undefined; cap?: number; seed?: number; probe?: Partial<OutcomeProbe>; outputs?: boolean } = {}) {
+function transactional(o: { generation?: GenerationSource; cap?: number; seed?: number; probe?: Partial<OutcomeProbe>; outputs?: boolean } = {}) {
   const tx = new FakeTransactions();
   const registry = new Registry();
   let gen: WriteGeneration | undefined = { generationId: 7, memberId: 'member-a' };
@@ -208,6 +208,60 @@ describe('transactional mode', () => {
     expect(persistence.fenced).toBe(fence);
     expect(await registry.getSingleMetricAsString('kafka_flow_snapshot_fences_total')).toMatch(/reason="generation"} 1/);
     expect(await persistence.read('k0')).toBeUndefined();
+  });
+
+  it('cooperative: a commit the group refused because it moved on meanwhile is redone under its next generation when that keeps the partition', async () => {
+    let gen: WriteGeneration = { generationId: 7, memberId: 'member-a' };
+    const asked: number[] = [];
+    const generation = Object.assign(() => gen, {
+      next: async (used: WriteGeneration) => {
+        asked.push(used.generationId);
+        gen = { generationId: 8, memberId: 'member-a' };
+        return gen;
+      },
+    });
+    const { tx, persistence, fences } = transactional({ generation });
+    tx.next.push(async () => {
+      throw new SnapshotWriteFencedError('input', 3, 'ILLEGAL_GENERATION', { reason: 'generation', transactionalId: tx.transactionalId });
+    });
+    const flow = engine(persistence);
+    await flow.recover();
+    await flow.handleBatch(oneEach(2));
+    await flow.persist(0, 'shutdown');
+    expect(asked).toEqual([7]);
+    expect(fences).toEqual([]);
+    expect(tx.commits.map((c) => [c.generation.generationId, c.messages.length, c.offsets[0]!.offset])).toEqual([[8, 2, '2']]);
+    expect(persistence.fenced).toBeUndefined();
+  });
+
+  it('cooperative: when the next generation does not keep the partition (or none comes), the refusal stays a fence', async () => {
+    const generation = Object.assign(() => ({ generationId: 7, memberId: 'member-a' }), { next: async () => undefined });
+    const { tx, persistence, fences } = transactional({ generation });
+    const fence = new SnapshotWriteFencedError('input', 3, 'ILLEGAL_GENERATION', { reason: 'generation', transactionalId: tx.transactionalId });
+    tx.next.push(async () => {
+      throw fence;
+    });
+    const flow = engine(persistence);
+    await flow.recover();
+    await flow.handleBatch(oneEach(2));
+    expect(await flow.persist(0, 'shutdown')).toMatchObject({ fenced: true, written: 0 });
+    expect(fences).toEqual([fence]);
+    expect(tx.commits).toEqual([]);
+  });
+
+  it('a producer-epoch fence is never redone, whatever the generation says', async () => {
+    const next = jest.fn(async () => ({ generationId: 8, memberId: 'member-a' }));
+    const generation = Object.assign(() => ({ generationId: 7, memberId: 'member-a' }), { next });
+    const { tx, persistence } = transactional({ generation });
+    const fence = new SnapshotWriteFencedError('input', 3, 'INVALID_PRODUCER_EPOCH', { reason: 'producer-epoch', transactionalId: tx.transactionalId });
+    tx.next.push(async () => {
+      throw fence;
+    });
+    const flow = engine(persistence);
+    await flow.recover();
+    await flow.handleBatch(oneEach(1));
+    expect(await flow.persist(0, 'shutdown')).toMatchObject({ fenced: true, written: 0 });
+    expect(next).not.toHaveBeenCalled();
   });
 
   it('an unanswered commit that did commit: the producer is rebuilt, the outcome learned, the write succeeds', async () => {

@@ -38,6 +38,11 @@ export class FakeFlowConsumer implements FlowConsumer {
     return this.generation;
   }
 
+  /** The current generation if it is past `after`; the fake's joins are the test's, so none comes while waiting. */
+  async joinAfter(after: number): Promise<GroupGeneration | undefined> {
+    return this.generation && this.generation.generationId > after ? this.generation : undefined;
+  }
+
   pause(tps: TopicPartitions[]): void {
     for (const { topic, partitions } of tps) for (const p of partitions) this.paused.add(`${topic}-${p}`);
   }
