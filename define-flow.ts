@@ -129,11 +129,13 @@ export interface ConsumerOptions {
   /** How long a rebalance waits for members to rejoin (and for their flush on revoke). */
   rebalanceTimeout?: Duration;
   /**
-   * How a rebalance moves partitions. `eager` (default): every member gives up every partition
-   * (flushed, then recovered where the assignment puts it — in memory when it stays). `cooperative`:
-   * only the partitions that move stop; the others go on folding and committing, fenced by the
-   * generation as before. Every worker of a flow must use the same (a group runs one protocol):
-   * changing it is a restart of all of them. The worker's `KFT_REBALANCE` overrides it.
+   * How a rebalance moves partitions. `cooperative` (default): only the partitions that move stop
+   * — given up by their owner, then handed on in a second round — while the others go on being
+   * fetched, folded and committed (each commit fenced by the member's current generation). `eager`:
+   * every member gives up every partition at every rebalance (kafkajs's protocol; a partition that
+   * stays keeps its state in memory but stops). A group runs cooperative only while every member
+   * speaks it: during a rolling upgrade from an earlier (eager) version it runs eager. The worker's
+   * `KFT_REBALANCE` overrides it.
    */
   rebalance?: 'eager' | 'cooperative';
 }
@@ -318,7 +320,7 @@ export function defineFlow<S, V = unknown>(options: FlowOptions<S, V>): FlowDefi
       sessionTimeoutMs: toMillis(options.consumer?.sessionTimeout ?? 30_000, 'consumer.sessionTimeout'),
       heartbeatIntervalMs: toMillis(options.consumer?.heartbeatInterval ?? 3_000, 'consumer.heartbeatInterval'),
       rebalanceTimeoutMs: toMillis(options.consumer?.rebalanceTimeout ?? 60_000, 'consumer.rebalanceTimeout'),
-      rebalance: options.consumer?.rebalance ?? 'eager',
+      rebalance: options.consumer?.rebalance ?? 'cooperative',
     },
     logKeys: options.logKeys ?? false,
     asyncConcurrency: options.asyncConcurrency,

@@ -1,6 +1,6 @@
-// Rebalances as they are today (issue 33): ours on the classic consumer group protocol with eager
-// rebalancing, where every rebalance revokes every partition of every member — the baseline for
-// incremental assignment — side by side with Kafka Streams (same topology, its cooperative
+// Rebalances (issue 33): ours on the classic consumer group protocol with cooperative rebalancing
+// (the default; KFT_REBALANCE=eager measures the eager protocol, where every rebalance revokes every
+// partition of every member) side by side with Kafka Streams (same topology, its cooperative
 // rebalancing) in the same run, each on its own topic, ours first.
 //
 // Scenario, under a steady input (RATE records/s, KEYS keys), session timeout 6 s (the broker's
@@ -97,6 +97,8 @@ import { brokersFromEnv } from '../config/env';
 
 const FLOW_MODULE = path.join(PACKAGE_ROOT, 'bench', 'flows', 'offset-hash-probe.ts');
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? sized(48, 12));
+/** Our rebalance protocol: the flows' default unless the worker's KFT_REBALANCE (passed through to them) says otherwise. */
+const OUR_PROTOCOL = process.env.KFT_REBALANCE || 'cooperative';
 const KEYS = 1_000;
 const RATE = Number(process.env.BENCH_RATE ?? sized(2_000, 600));
 const SESSION_TIMEOUT_MS = 6_000;
@@ -558,7 +560,7 @@ async function main(): Promise<void> {
     'load_avg_1m_max',
   ];
   printTable(
-    'rebalance figures (ours: eager, classic protocol; kafka-streams: cooperative, classic protocol)',
+    `rebalance figures (ours: ${OUR_PROTOCOL}, classic protocol; kafka-streams: cooperative, classic protocol)`,
     headline.map((figure) => ({ figure, ours: ours?.figures[figure] ?? '-', 'kafka-streams': streams?.figures[figure] ?? '-' })),
   );
   const file = writeResults('rebalance', figures, {
@@ -566,7 +568,7 @@ async function main(): Promise<void> {
     productCommit: commit,
     notes: {
       protocol:
-        'ours: the classic consumer group protocol with eager rebalancing (the kafkajs port) as of the product commit; streams_*: Kafka Streams (bench/anchors/kafka-streams RebalanceApp) on the classic protocol with its cooperative rebalancing, exactly-once v2, commit 1 s, acceptable.recovery.lag max',
+        `ours: the classic consumer group protocol with ${OUR_PROTOCOL} rebalancing (the kafkajs port) as of the product commit; streams_*: Kafka Streams (bench/anchors/kafka-streams RebalanceApp) on the classic protocol with its cooperative rebalancing, exactly-once v2, commit 1 s, acceptable.recovery.lag max`,
       flow: 'bench/flows/offset-hash-probe.ts (test/fixtures/offset-hash-flow.ts with a fold probe), transactional Kafka persistence every second; Kafka Streams: the same count + offset hash per key in a changelogged store',
       scenario: '3 members; a 4th joins; one leaves (SIGTERM); one killed -9; each remaining one restarted in turn (SIGTERM + replacement started at once); steady load throughout, each side on its own topic, ours first',
       keys: KEYS,

@@ -51,8 +51,8 @@ export function newlyAssigned(g: GroupGeneration): Record<string, number[]> {
   return out;
 }
 
-/** Cooperative joins of one member carry their partitions' ownership generations forward. */
-function withHeldSince(g: GroupGeneration, previous: GroupGeneration | undefined): GroupGeneration {
+/** Cooperative joins of one member carry their partitions' ownership generations forward (`g` as the member sees it after `previous`). */
+export function withHeldSince(g: GroupGeneration, previous: GroupGeneration | undefined): GroupGeneration {
   if (!g.cooperative || !previous || previous.memberId !== g.memberId) return g;
   const heldSince = new Map<string, number>();
   for (const byTopic of [g.assignment, g.revoking ?? {}]) {

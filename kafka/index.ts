@@ -13,7 +13,7 @@ export {
   SnapshotWriteFencedError,
 } from './errors';
 export { decodeFetchResponse } from './fetch-decoder';
-export { type GroupGeneration, GroupMembership, newlyAssigned, ownershipGeneration } from './group-membership';
+export { type GroupGeneration, GroupMembership, newlyAssigned, ownershipGeneration, withHeldSince } from './group-membership';
 export { type PlainMessage, PlainWriter, type PlainWriterOptions } from './plain-writer';
 export { PartitionReader, type ReadOptions, type ReadRecord, type ReadResult, type StallInfo } from './partition-reader';
 export { type RevokedPartitions, type RevokeHandler, withRevokePoint } from './revoke-point';

@@ -86,6 +86,12 @@ describe('defineFlow', () => {
     expect(() => defineFlow({ ...base, stateCache: { maxKeys: 10, maxEntries: 5 } as never })).toThrow(/stateCache: /);
   });
 
+  test('consumer.rebalance: cooperative unless set; eager or cooperative, else ConfigError naming it', () => {
+    expect(defineFlow(base).consumer.rebalance).toBe('cooperative');
+    expect(defineFlow({ ...base, consumer: { rebalance: 'eager' } }).consumer.rebalance).toBe('eager');
+    expect(() => defineFlow({ ...base, consumer: { rebalance: 'sticky' as never } })).toThrow(/consumer.rebalance/);
+  });
+
   test('standbyReplicas: 0 unless set; an integer >= 0 or ConfigError naming it', () => {
     expect(defineFlow(base).standbyReplicas).toBe(0);
     expect(defineFlow({ ...base, standbyReplicas: 2 }).standbyReplicas).toBe(2);

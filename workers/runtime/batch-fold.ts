@@ -51,6 +51,12 @@ export class BatchFold {
     // answers) and the Temporal workers' callbacks run between slices, not after the whole batch.
     for (let from = 0; from < messages.length; from += SLICE) {
       if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (slot.state !== 'running' || slot.flow !== flow) {
+        // Revoked meanwhile (a cooperative rebalance goes on fetching): the rest is not ours to fold.
+        if (folded !== undefined) resolveOffset(folded);
+        pause();
+        return;
+      }
       if (flow.outputsFull()) {
         if (folded !== undefined) resolveOffset(folded);
         const waitStarted = performance.now();

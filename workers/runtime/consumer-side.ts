@@ -10,6 +10,9 @@ import { PartitionSlots } from './partition-slots';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 import { withUnreported } from './slot-persists';
 
+/** How long a revoke waits for a batch of the partition still folding before it flushes regardless. */
+const REVOKE_WAITS_FOR_BATCH_MS = 10_000;
+
 /**
  * A flow's consumer side in one process: what the group consumer calls back — a join (pause, signal
  * the partition workflows, start recovering), each fetched batch (handed to its partition's fold
@@ -107,7 +110,17 @@ export class ConsumerSide extends RuntimeSide {
     const slot = this.slots.get(payload.batch.topic, payload.batch.partition);
     if (slot) slot.lastBatchAt = Date.now();
     const handoff = slot?.state === 'running' ? slot.handoff : undefined;
-    if (!handoff || !(await handoff.hand(payload))) payload.pause(); // no fold loop (any more): nothing resolved, nothing skipped
+    if (!handoff) {
+      payload.pause(); // no fold loop (any more): nothing resolved, nothing skipped
+      return;
+    }
+    const folding = handoff.hand(payload);
+    slot!.batchInFlight = folding;
+    try {
+      if (!(await folding)) payload.pause();
+    } finally {
+      if (slot!.batchInFlight === folding) slot!.batchInFlight = undefined;
+    }
   }
 
   /**
@@ -169,6 +182,10 @@ export class ConsumerSide extends RuntimeSide {
           const wasRunning = slot.state === 'running';
           if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
           slot.cadence?.stop();
+          // Cooperative: the consumer goes on fetching through the rebalance, so a batch of this
+          // partition may be folding now (eager: kafkajs revokes after its batches ended). It stops
+          // at its next check of the slot; the flush comes after it.
+          if (slot.batchInFlight) await Promise.race([slot.batchInFlight.catch(() => undefined), new Promise((r) => setTimeout(r, REVOKE_WAITS_FOR_BATCH_MS))]);
           let flushed: WorkflowPersistResult | undefined;
           // Lost (the group went on without this member's ownership): nothing can commit; the next owner replays.
           if (wasRunning && slot.flow && !revoked.lost) {

@@ -51,6 +51,8 @@ export interface Slot {
   lastBatchAt?: number;
   /** When the installed engine persists periodically and when idle (replaced with the engine). */
   cadence?: PersistCadence;
+  /** The batch the consumer has handed to the fold loop and waits on, if one is (a cooperative revoke lets it end first). */
+  batchInFlight?: Promise<unknown>;
   /** The in-process `outputs` persist (outputEvery, maxPendingOutputs) running now, if one is. */
   outputsFlush?: Promise<void>;
   /** What the in-process persists landed since the workflow was last told (with the next persist it sees). */
@@ -76,6 +78,8 @@ const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`
  */
 export class PartitionSlots {
   private readonly slots = new Map<string, Slot>();
+  /** Partitions dropped at a join after their revoke was signalled: that ownership generation, by partition. */
+  private readonly revokedAndReleased = new Map<string, number>();
   private foldLoops = 0;
 
   get(topic: string, partition: number): Slot | undefined {
@@ -115,8 +119,12 @@ export class PartitionSlots {
     }
     const released: Slot[] = [];
     for (const [key, slot] of this.slots) {
-      if (assigned.has(key)) continue;
+      if (assigned.has(key)) {
+        this.revokedAndReleased.delete(key);
+        continue;
+      }
       this.slots.delete(key);
+      if (slot.revokeSignalled !== undefined) this.revokedAndReleased.set(key, slot.revokeSignalled);
       released.push(slot);
     }
     return released;
@@ -237,6 +245,9 @@ export class PartitionSlots {
       return slot.revokeSignalled === r.owner.generation ? 'skip' : 'wait';
     }
     if (stopping && slot?.revokeSignalled === r.owner.generation) return 'skip';
+    // Revoked here, signalled, and dropped at the join that followed (a cooperative rebalance's
+    // second round comes right after its revoke point): the workflow knows; the report ends quietly.
+    if (!slot && this.revokedAndReleased.get(tpKey(r.topic, r.partition)) === r.owner.generation) return 'skip';
     // An older generation's report whose revoke this process has signalled, the partition assigned
     // here again since (kept by an eager rebalance): the workflow knows, so it ends quietly
     // instead of failing as stale — which showed in the history and the worker's log as a fence.

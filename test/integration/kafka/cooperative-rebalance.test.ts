@@ -182,4 +182,56 @@ describe('cooperative rebalancing on the real broker', () => {
       );
     }
   }, 180_000);
+
+  it('the partitions a member keeps are fetched on through the rebalance (its revoke point and both rounds)', async () => {
+    const groupId = unique('group');
+    const batchesAt = new Map<number, number[]>();
+    let revoking = false;
+    const config = withRevokePoint({ groupId, partitionAssigners: [cooperative()] }, async () => {
+      revoking = true;
+      await sleep(1_500); // a slow flush of what moves: what stays must not wait for it
+      revoking = false;
+    });
+    let first: RunningMember | undefined;
+    let second: RunningMember | undefined;
+    let producing = true;
+    const load = (async () => {
+      while (producing) {
+        await fillInput(kafka.client, input, [0, 1, 2, 3], 1);
+        await sleep(50);
+      }
+    })();
+    try {
+      first = await startMember(kafka.client, config, input, {
+        eachBatch: async ({ batch }) => {
+          const list = batchesAt.get(batch.partition) ?? [];
+          list.push(Date.now());
+          batchesAt.set(batch.partition, list);
+        },
+      });
+      await first.membership.waitForJoin(30_000);
+      await waitFor('batches of every partition', () => [0, 1, 2, 3].every((p) => (batchesAt.get(p) ?? []).length > 3));
+      const from = Date.now();
+      second = await startMember(kafka.client, { groupId, partitionAssigners: [cooperative()] }, input);
+      await waitFor('the second member to get two partitions', () => (second!.membership.current()?.assignment[input] ?? []).length === 2, 60_000);
+      await sleep(500);
+      const to = Date.now();
+      expect(revoking).toBe(false);
+      const kept = first.membership.current()!.assignment[input] ?? [];
+      expect(kept).toHaveLength(2);
+      for (const p of kept) {
+        const times = [from, ...(batchesAt.get(p) ?? []).filter((t) => t > from && t < to), to];
+        const longest = Math.max(...times.slice(1).map((t, i) => t - times[i]!));
+        // Fetched every ~50-200 ms; a stop for the rebalance would be ≥ the 1.5 s revoke point.
+        expect(longest).toBeLessThan(1_000);
+      }
+    } finally {
+      producing = false;
+      await load.catch(() => undefined);
+      await closeAll(
+        () => first?.consumer.disconnect() ?? Promise.resolve(),
+        () => second?.consumer.disconnect() ?? Promise.resolve(),
+      );
+    }
+  }, 120_000);
 });

@@ -2,10 +2,11 @@ import { FlowCluster } from './harness';
 
 // Real worker processes, real Kafka (transactional snapshots) and Temporal: partitions move from
 // one worker to two and back to one, and the persisted state is exactly a plain fold of the input.
-test('assignment → recovery → processing → a second worker joins → partitions move → state continues exactly', async () => {
+// Eager rebalancing (KFT_REBALANCE=eager): every partition is revoked and assigned at each step.
+test('eager: assignment → recovery → processing → a second worker joins → partitions move → state continues exactly', async () => {
   // Short histories: partition workflows continue as new several times during the test, each time
   // handing the running partition to a new fold loop while the old one learns of its cancellation.
-  const cluster = new FlowCluster(4, { env: { KFT_MAX_HISTORY_EVENTS: '60' } });
+  const cluster = new FlowCluster(4, { env: { KFT_MAX_HISTORY_EVENTS: '60', KFT_REBALANCE: 'eager' } });
   try {
     await cluster.start();
     await cluster.produce(2000);
@@ -53,11 +54,11 @@ test('assignment → recovery → processing → a second worker joins → parti
   }
 }, 400_000);
 
-// The same move with cooperative rebalancing (KFT_REBALANCE=cooperative): the partitions that stay
-// with worker a are never revoked — their workflows keep the owner generation and the recovery
-// count they had, the fold goes on without a new recovery — and the state is still exact.
+// The same move with cooperative rebalancing (the default): the partitions that stay with worker a
+// are never revoked — their workflows keep the owner generation and the recovery count they had,
+// the fold goes on without a new recovery — and the state is still exact.
 test('cooperative: a second worker joins → only the partitions that move stop; the others keep their owner and generation → state continues exactly', async () => {
-  const cluster = new FlowCluster(4, { env: { KFT_REBALANCE: 'cooperative' } });
+  const cluster = new FlowCluster(4, { env: { KFT_MAX_HISTORY_EVENTS: '60' } });
   try {
     await cluster.start();
     await cluster.produce(2000);

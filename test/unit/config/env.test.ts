@@ -93,6 +93,14 @@ describe('worker environment variables', () => {
     for (const bad of ['0', '199', '1.5', '1GiB']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_BYTES: bad })).toThrow(/KFT_STATE_CACHE_MAX_BYTES/);
   });
 
+  test('KFT_REBALANCE: unset or empty leaves the flow\'s consumer.rebalance; else eager or cooperative', () => {
+    expect(readWorkerEnv({}).rebalance).toBeUndefined();
+    expect(readWorkerEnv({ KFT_REBALANCE: '' }).rebalance).toBeUndefined();
+    expect(readWorkerEnv({ KFT_REBALANCE: 'eager' }).rebalance).toBe('eager');
+    expect(readWorkerEnv({ KFT_REBALANCE: 'cooperative' }).rebalance).toBe('cooperative');
+    expect(() => readWorkerEnv({ KFT_REBALANCE: 'sticky' })).toThrow(/KFT_REBALANCE/);
+  });
+
   test('KFT_STANDBY_REPLICAS: unset or empty leaves the flow\'s standbyReplicas; else an integer >= 0', () => {
     expect(readWorkerEnv({}).standbyReplicas).toBeUndefined();
     expect(readWorkerEnv({ KFT_STANDBY_REPLICAS: '' }).standbyReplicas).toBeUndefined();

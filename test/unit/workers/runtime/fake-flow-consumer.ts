@@ -1,5 +1,5 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { GroupGeneration, RevokedPartitions } from '../../../../kafka';
+import { type GroupGeneration, type RevokedPartitions, withHeldSince } from '../../../../kafka';
 import type { FlowConsumer, FlowConsumerHandlers, TopicPartitions } from '../../../../workers/runtime/flow-consumer';
 import type { PartitionSignals } from '../../../../workers/runtime/partition-signals';
 
@@ -89,6 +89,22 @@ export class FakeFlowConsumer implements FlowConsumer {
     this.generation = { groupId: 'g', generationId, memberId, assignment };
     this.handlers!.onJoin(this.generation);
     return this.generation;
+  }
+
+  /**
+   * A cooperative join: the partitions kept since the previous join keep their ownership
+   * generation; `revoking` are given up next (`revokeIncremental`).
+   */
+  joinCooperative(generationId: number, assignment: Record<string, number[]>, revoking: Record<string, number[]> = {}, memberId = 'member-1'): GroupGeneration {
+    this.generation = withHeldSince({ groupId: 'g', generationId, memberId, assignment, cooperative: true, revoking }, this.generation);
+    this.handlers!.onJoin(this.generation);
+    return this.generation;
+  }
+
+  /** The revoke point after a cooperative join, for its `revoking` partitions, under its generation. */
+  async revokeIncremental(): Promise<void> {
+    const g = this.generation!;
+    await this.handlers!.onRevoke({ ...this.revocation('rebalance'), incremental: true, assignment: Object.entries(g.revoking ?? {}).map(([topic, partitions]) => ({ topic, partitions })) });
   }
 
   /** The revoke point before a rebalance, for the current generation's partitions. */

@@ -437,6 +437,41 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(() => rt.runtime.persistReadiness(req({ ...owner, generation: 3 }))).toThrow(/generation 3/);
   });
 
+  test('cooperative: a kept partition goes on under its ownership generation (no pause, no signal, its activities valid); a moved one is flushed, signalled under its own, and its late report skipped once dropped', async () => {
+    await rt.runtime.stop(10);
+    rt = setup(flushingOnRevoke);
+    await rt.runtime.start();
+    rt.consumer.joinCooperative(1, { t: [0, 1] });
+    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
+    for (const p of [0, 1]) await rt.runtime.recover(req(owner, p));
+    const folding = [0, 1].map((p) => driveFolding(rt.runtime.startFolding(req(owner, p))));
+    for (const p of [0, 1]) await rt.consumer.deliver('t', p, [{ offset: 0, key: 'a', value: { n: 4 } }]);
+    const assignedBefore = rt.signals.assignedCalls.length;
+    rt.consumer.paused.clear();
+
+    // Generation 2 keeps 0 here and takes 1 away (to no one until the next round).
+    rt.consumer.joinCooperative(2, { t: [0] }, { t: [1] });
+    expect(rt.signals.assignedCalls).toHaveLength(assignedBefore);
+    expect(rt.consumer.paused.size).toBe(0);
+    expect(rt.runtime.persistReadiness(req(owner, 0))).toBe('persist');
+    expect(await rt.consumer.deliver('t', 0, [{ offset: 1, key: 'a', value: { n: 1 } }])).toMatchObject({ resolved: '1', pausedByBatch: false });
+    expect(folding[0]!.poll()).toMatchObject({ running: true });
+
+    await rt.consumer.revokeIncremental();
+    expect(rt.signals.revokedCalls).toHaveLength(1);
+    const [ref, signal] = rt.signals.revokedCalls[0]!;
+    expect(ref).toEqual({ flow: 'counts', topic: 't', partition: 1 });
+    expect(signal).toMatchObject({ generation: 1, memberId: 'member-1', reason: 'revoke', flushed: { persistedKeys: 1 } });
+    expect(folding[1]!.poll()).toMatchObject({ running: false });
+
+    // The second round: 1 is gone from this process; its workflow's late report ends quietly.
+    rt.consumer.joinCooperative(3, { t: [0] });
+    expect(rt.runtime.persistReadiness(req(owner, 1))).toBe('skip');
+    expect(rt.runtime.persistReadiness(req(owner, 0))).toBe('persist');
+    expect(folding[0]!.poll()).toMatchObject({ running: true });
+    expect(() => rt.runtime.persistReadiness(req({ ...owner, generation: 3 }, 0))).toThrow(StaleGenerationError);
+  });
+
   test('outputEvery: keys with pending outputs are persisted in-process (not waiting for persistEvery), reported with the next workflow persist', async () => {
     const sent = new InMemoryOutputSender();
     const { owner } = await foldingWithOutputs(alerting, sent);
