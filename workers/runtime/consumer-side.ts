@@ -245,7 +245,12 @@ export class ConsumerSide extends RuntimeSide {
     this.log.warn({ partitions: stalled.map((p) => `${p.topic}-${p.partition}`), afterMs }, 'partitions held here but not folding: signalling their assignment again');
     const assignment: Record<string, number[]> = {};
     for (const p of stalled) assignment[p.topic] = [...(assignment[p.topic] ?? []), p.partition];
-    void this.signalAssignments({ ...current, assignment }).catch((err) => this.log.warn({ err }, 'could not signal the assignment again'));
+    // A workflow whose every task fails on a Temporal SDK state-machine error would ignore the
+    // signal forever: its run is terminated first, and the signal starts a fresh one.
+    const unstick = this.o.signals.unstick;
+    void Promise.all(stalled.map((p) => (unstick ? unstick.call(this.o.signals, { flow: this.definition.name, ...p }) : Promise.resolve(false))))
+      .then(() => this.signalAssignments({ ...current, assignment }))
+      .catch((err) => this.log.warn({ err }, 'could not signal the assignment again'));
   }
 
   /**

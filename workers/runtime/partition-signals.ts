@@ -12,6 +12,7 @@ import {
   revokedSignal,
 } from '../../workflows/partition-workflow';
 import { searchAttributes } from '../../workflows/search-attributes';
+import { terminateIfStuck } from './stuck-workflows';
 import { flowWorkflowTaskQueue } from './task-queues';
 
 /**
@@ -24,6 +25,12 @@ export interface PartitionSignals {
   revoked(ref: PartitionRef, signal: RevokeSignal): Promise<void>;
   /** How far this process's recovery of the partition is (sent while a long recovery runs). */
   restoring?(ref: PartitionRef, signal: RestoringSignal): Promise<void>;
+  /**
+   * The watchdog's look at a partition held here but not folding: terminates its workflow's run
+   * if every workflow task of it fails on a Temporal SDK state-machine error (stuck-workflows.ts),
+   * so that the assignment signalled next starts a fresh run. True when it terminated one.
+   */
+  unstick?(ref: PartitionRef): Promise<boolean>;
 }
 
 export class TemporalPartitionSignals implements PartitionSignals {
@@ -60,6 +67,21 @@ export class TemporalPartitionSignals implements PartitionSignals {
 
   async restoring(ref: PartitionRef, signal: RestoringSignal): Promise<void> {
     await this.client.workflow.getHandle(partitionWorkflowId(ref)).signal(restoringSignal, signal);
+  }
+
+  async unstick(ref: PartitionRef): Promise<boolean> {
+    const workflowId = partitionWorkflowId(ref);
+    try {
+      const { terminated, error } = await terminateIfStuck(this.client, this.client.options.namespace, workflowId);
+      if (terminated) {
+        this.log?.warn({ workflowId, error }, 'partition workflow stuck: every workflow task of its run failed on a Temporal SDK state-machine error; the run was terminated, and the assignment starts a fresh one that recovers the partition');
+      }
+      return terminated;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      this.log?.warn({ err, workflowId }, 'could not check whether the partition workflow is stuck; the assignment goes ahead');
+      return false;
+    }
   }
 
   /**

@@ -39,6 +39,10 @@ export class ShutdownRevokeSignals implements PartitionSignals {
     await this.inner.restoring?.(ref, signal);
   }
 
+  unstick(ref: PartitionRef): Promise<boolean> {
+    return this.inner.unstick?.(ref) ?? Promise.resolve(false);
+  }
+
   /** Workflow ids that accepted a `shutdown` revoke from this process. */
   workflows(): string[] {
     return [...this.signalled.keys()];

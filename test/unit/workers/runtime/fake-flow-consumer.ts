@@ -167,4 +167,12 @@ export class RecordingSignals implements PartitionSignals {
   async restoring(...args: Parameters<NonNullable<PartitionSignals['restoring']>>): Promise<void> {
     this.restoringCalls.push(args);
   }
+
+  /** The partitions the watchdog looked at for a stuck workflow run, in order. */
+  readonly unstickCalls: number[] = [];
+
+  async unstick(ref: Parameters<NonNullable<PartitionSignals['unstick']>>[0]): Promise<boolean> {
+    this.unstickCalls.push(ref.partition);
+    return false;
+  }
 }

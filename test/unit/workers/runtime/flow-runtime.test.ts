@@ -813,6 +813,8 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     await new Promise((r) => setTimeout(r, 400));
     const again = rt.signals.assignedCalls.slice(2);
     expect(again.map(([i, o]) => [i.partition, o.generation])).toEqual([[0, 1]]);
+    // Before the signal, a look for a run stuck on a Temporal SDK state-machine error (terminated, if so).
+    expect(rt.signals.unstickCalls).toEqual([0]);
   });
 
   test('a partition folding here but handed no batch while its log holds records past its position has its fetching resumed; an idle one is left alone', async () => {
