@@ -51,9 +51,14 @@ export function newlyAssigned(g: GroupGeneration): Record<string, number[]> {
   return out;
 }
 
-/** Cooperative joins of one member carry their partitions' ownership generations forward (`g` as the member sees it after `previous`). */
+/**
+ * Cooperative joins of one member carry their partitions' ownership generations forward (`g` as
+ * the member sees it after `previous`). Only from a cooperative join: after an eager one (the group
+ * turning cooperative once its last eager-only member left) the member gave up everything before
+ * it joined again, so nothing was kept through it.
+ */
 export function withHeldSince(g: GroupGeneration, previous: GroupGeneration | undefined): GroupGeneration {
-  if (!g.cooperative || !previous || previous.memberId !== g.memberId) return g;
+  if (!g.cooperative || !previous?.cooperative || previous.memberId !== g.memberId) return g;
   const heldSince = new Map<string, number>();
   for (const byTopic of [g.assignment, g.revoking ?? {}]) {
     for (const [topic, partitions] of Object.entries(byTopic)) {

@@ -104,3 +104,35 @@ test('cooperative: a second worker joins → only the partitions that move stop;
     await cluster.close();
   }
 }, 400_000);
+
+// A rolling upgrade from an eager-only version: worker a rebalances eagerly (KFT_REBALANCE=eager:
+// kafkajs's round robin only), b is cooperative (its protocol first, the eager ones after it), so
+// the group runs eager while a is in it; once a leaves, b's next join is cooperative — and b, having
+// given everything up before that join (eager), must take every partition up again (nothing was
+// kept through it). State exact throughout.
+test('rolling upgrade: an eager-only worker and a cooperative one share the group (eager), then the cooperative one alone takes every partition up again', async () => {
+  const cluster = new FlowCluster(4);
+  try {
+    await cluster.start();
+    await cluster.produce(1000);
+    const a = cluster.startWorker('a', { KFT_REBALANCE: 'eager' });
+    await cluster.untilRunningOn(1, 'the eager-only worker runs all 4 partitions');
+    const b = cluster.startWorker('b');
+    await cluster.untilRunningOn(2, 'a and b share the partitions (the group runs eager)');
+    type Line = { msg?: string; assignment?: Record<string, number[]> };
+    await cluster.produce(1000);
+    await cluster.untilCaughtUp('caught up with both');
+    expect(await cluster.stop(a)).toBe(0);
+    await cluster.untilRunningOn(1, 'b runs all 4 partitions after a left (its first cooperative join)');
+    await cluster.produce(1000);
+    await cluster.untilCaughtUp('caught up on b alone');
+    expect(cluster.logLines<Line>(b).filter((l) => l.msg === 'partitions assigned').length).toBeGreaterThanOrEqual(2);
+    expect(await cluster.stop(b)).toBe(0);
+    expect(await cluster.caughtUp()).toBe(true);
+    const reference = await cluster.reference();
+    expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(3000);
+    expect(await cluster.persisted()).toEqual(reference);
+  } finally {
+    await cluster.close();
+  }
+}, 400_000);
