@@ -210,6 +210,20 @@ describe('transactional mode', () => {
     expect(await persistence.read('k0')).toBeUndefined();
   });
 
+  /** One shutdown persist of `keys` keys whose first transaction the group refuses with `type` (`reason`), under `generation`. */
+  async function persistRefusedOnce(generation: GenerationSource, type: string, reason: 'generation' | 'producer-epoch', keys = 2) {
+    const { tx, persistence, fences } = transactional({ generation });
+    const fence = new SnapshotWriteFencedError('input', 3, type, { reason, transactionalId: tx.transactionalId });
+    tx.next.push(async () => {
+      throw fence;
+    });
+    const flow = engine(persistence);
+    await flow.recover();
+    await flow.handleBatch(oneEach(keys));
+    const result = await flow.persist(0, 'shutdown');
+    return { tx, persistence, fences, fence, result };
+  }
+
   it('cooperative: a commit the group refused because it moved on meanwhile is redone under its next generation when that keeps the partition', async () => {
     let gen: WriteGeneration = { generationId: 7, memberId: 'member-a' };
     const asked: number[] = [];
@@ -220,14 +234,7 @@ describe('transactional mode', () => {
         return gen;
       },
     });
-    const { tx, persistence, fences } = transactional({ generation });
-    tx.next.push(async () => {
-      throw new SnapshotWriteFencedError('input', 3, 'ILLEGAL_GENERATION', { reason: 'generation', transactionalId: tx.transactionalId });
-    });
-    const flow = engine(persistence);
-    await flow.recover();
-    await flow.handleBatch(oneEach(2));
-    await flow.persist(0, 'shutdown');
+    const { tx, persistence, fences } = await persistRefusedOnce(generation, 'ILLEGAL_GENERATION', 'generation');
     expect(asked).toEqual([7]);
     expect(fences).toEqual([]);
     expect(tx.commits.map((c) => [c.generation.generationId, c.messages.length, c.offsets[0]!.offset])).toEqual([[8, 2, '2']]);
@@ -236,15 +243,8 @@ describe('transactional mode', () => {
 
   it('cooperative: when the next generation does not keep the partition (or none comes), the refusal stays a fence', async () => {
     const generation = Object.assign(() => ({ generationId: 7, memberId: 'member-a' }), { next: async () => undefined });
-    const { tx, persistence, fences } = transactional({ generation });
-    const fence = new SnapshotWriteFencedError('input', 3, 'ILLEGAL_GENERATION', { reason: 'generation', transactionalId: tx.transactionalId });
-    tx.next.push(async () => {
-      throw fence;
-    });
-    const flow = engine(persistence);
-    await flow.recover();
-    await flow.handleBatch(oneEach(2));
-    expect(await flow.persist(0, 'shutdown')).toMatchObject({ fenced: true, written: 0 });
+    const { tx, fences, fence, result } = await persistRefusedOnce(generation, 'ILLEGAL_GENERATION', 'generation');
+    expect(result).toMatchObject({ fenced: true, written: 0 });
     expect(fences).toEqual([fence]);
     expect(tx.commits).toEqual([]);
   });
@@ -252,15 +252,8 @@ describe('transactional mode', () => {
   it('a producer-epoch fence is never redone, whatever the generation says', async () => {
     const next = jest.fn(async () => ({ generationId: 8, memberId: 'member-a' }));
     const generation = Object.assign(() => ({ generationId: 7, memberId: 'member-a' }), { next });
-    const { tx, persistence } = transactional({ generation });
-    const fence = new SnapshotWriteFencedError('input', 3, 'INVALID_PRODUCER_EPOCH', { reason: 'producer-epoch', transactionalId: tx.transactionalId });
-    tx.next.push(async () => {
-      throw fence;
-    });
-    const flow = engine(persistence);
-    await flow.recover();
-    await flow.handleBatch(oneEach(1));
-    expect(await flow.persist(0, 'shutdown')).toMatchObject({ fenced: true, written: 0 });
+    const { result } = await persistRefusedOnce(generation, 'INVALID_PRODUCER_EPOCH', 'producer-epoch', 1);
+    expect(result).toMatchObject({ fenced: true, written: 0 });
     expect(next).not.toHaveBeenCalled();
   });
 
