@@ -42,7 +42,7 @@ function readInChild(stores: readonly Store[]): Promise<{ read: Map<number, stri
     for (let i = 0; i < stores.length; i++) {
       fs.writeSync(1, i + '\\n');
       try {
-        const env = open({ path: stores[i].path, readOnly: true, maxDbs: 4, compression: false });
+        const env = open({ path: stores[i].path, noSubdir: false, readOnly: true, maxDbs: 4, compression: false });
         const c = env.openDB({ name: 'meta', encoding: 'msgpack', compression: false }).get('checkpoint');
         if (c && typeof c.checkpoint === 'string' && /^[0-9]+$/.test(c.checkpoint)) fs.writeSync(1, i + ' ' + c.checkpoint + '\\n');
         env.close();

@@ -413,7 +413,7 @@ export class LocalPartitionStore {
     fs.mkdirSync(this.path, { recursive: true });
     // Open for writing: no longer closed cleanly until close() says so again.
     fs.rmSync(path.join(this.path, CLEAN_MARKER), { force: true });
-    const env = open({ path: this.path, compression: false, maxDbs: 4 });
+    const env = open({ path: this.path, noSubdir: false, compression: false, maxDbs: 4 });
     try {
       this.entries = env.openDB<Buffer, string>({ name: 'entries', encoding: 'binary', compression: false });
       this.meta = env.openDB<LocalCheckpoint, string>({ name: 'meta', encoding: 'msgpack', compression: false });
@@ -475,7 +475,7 @@ async function verifyInChild(dir: string): Promise<EntriesDigest | string> {
   const script = `
     const { createHash } = require('node:crypto');
     const { open } = require(${JSON.stringify(require.resolve('lmdb'))});
-    const env = open({ path: ${JSON.stringify(dir)}, readOnly: true, maxDbs: 4, compression: false });
+    const env = open({ path: ${JSON.stringify(dir)}, noSubdir: false, readOnly: true, maxDbs: 4, compression: false });
     const meta = env.openDB({ name: 'meta', encoding: 'binary', compression: false });
     for (const { value } of meta.getRange()) if (value.length < 0) throw new Error('unreachable');
     const entries = env.openDB({ name: 'entries', encoding: 'binary', compression: false });

@@ -93,3 +93,18 @@ test('a store made before the holder (an older recovery that comes late) never t
   expect(loaded.kind === 'loaded' && loaded.checkpoint.checkpoint).toBe('3');
   await reopened.close();
 });
+
+test('a store whose directory name has a dot (a group or snapshot topic like "com.acme.orders") opens as a directory, not as a file', async () => {
+  // lmdb-js takes a path with an extension for a single file unless told otherwise.
+  const dotted: LocalStateIdentity = { ...identity, groupId: 'com.acme', snapshotTopic: 'orders.v1-snapshots' };
+  const store = new LocalPartitionStore(dir, dotted);
+  expect((await store.load()).kind).toBe('none');
+  await store.write(updates(1, 3), () => undefined, '4');
+  await store.close();
+  expect(fs.statSync(store.path).isDirectory()).toBe(true);
+  const again = new LocalPartitionStore(dir, dotted);
+  const loaded = await again.load();
+  expect(loaded.kind).toBe('loaded');
+  if (loaded.kind === 'loaded') expect(loaded.entries!.size).toBe(3);
+  await again.close();
+});

@@ -307,7 +307,7 @@ describe('restore from local state', () => {
     await seeded(log);
     const store = new LocalPartitionStore(dir, identity);
     fs.rmSync(path.join(store.path, 'clean.json'));
-    const env = open({ path: store.path, maxDbs: 4, compression: false });
+    const env = open({ path: store.path, noSubdir: false, maxDbs: 4, compression: false });
     const meta = env.openDB<Record<string, unknown>, string>({ name: 'meta', encoding: 'msgpack', compression: false });
     const c = meta.get('checkpoint')!;
     await meta.put('checkpoint', { ...c, checkpoint: String(log.next + 100) });
@@ -324,7 +324,7 @@ describe('restore from local state', () => {
     await seeded(log);
     const store = new LocalPartitionStore(dir, identity);
     fs.rmSync(path.join(store.path, 'clean.json'));
-    const env = open({ path: store.path, maxDbs: 4, compression: false });
+    const env = open({ path: store.path, noSubdir: false, maxDbs: 4, compression: false });
     const entries = env.openDB<Buffer, string>({ name: 'entries', encoding: 'binary', compression: false });
     const v = Buffer.from(entries.get('a')!);
     const forged = Buffer.concat([v.subarray(0, 8), format.encode({ state: 12345, offset: 1 })]);
