@@ -24,6 +24,9 @@ export const MODE_SPECS: Record<string, ModeSpec> = {
   // standby copy of every partition on another worker.
   'kafka-cache': { id: 'kafka-cache', backend: 'kafka', local: true, cacheShare: 0.1, standbyReplicas: 1 },
   cassandra: { id: 'cassandra', backend: 'cassandra', local: false },
+  // Cassandra with local state (written ahead of Cassandra, trusted by the commit's lineage) and a
+  // tenth of the keys in memory, the rest read from the local stores.
+  'cassandra-local': { id: 'cassandra-local', backend: 'cassandra', local: true, cacheShare: 0.1 },
 };
 
 /**

@@ -11,7 +11,7 @@
 // exactly once (transactional Kafka, read_committed) or at least once and exactly once after
 // deduplication by their kafka-flow-source header (Cassandra).
 //
-// npm run chaos [-- --quick] [--parallel | --sequential] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra,kafka-cache]
+// npm run chaos [-- --quick] [--parallel | --sequential] [--seed N] [--faults N] [--seconds S] [--modes kafka,kafka-local,cassandra,kafka-cache,cassandra-local]
 //                [--port-base 23000] [--keep-servers]
 // npm run bench:chaos [-- --quick]   the same, writing bench/results/chaos.json
 import fs from 'node:fs';
@@ -79,7 +79,8 @@ async function main(): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-chaos-'));
   const logDir = path.join(dir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
-  const withCassandra = MODE_IDS.includes('cassandra');
+  const cassandraModes = MODE_IDS.filter((id) => MODE_SPECS[id]!.backend === 'cassandra');
+  const withCassandra = cassandraModes.length > 0;
   const servers = new PrivateServers(path.join(dir, 'data'), portsFrom(PORT_BASE), withCassandra);
   // The driver (producer, sampler, status, inspect) talks to the private servers directly.
   Object.assign(process.env, servers.directEnv);
@@ -186,7 +187,7 @@ async function main(): Promise<number> {
     });
     const plans = PARALLEL
       ? [fullPlan]
-      : splitPlan(fullPlan, modes.length, PHASE_MS / modes.length, withCassandra ? MODE_IDS.indexOf('cassandra') : undefined);
+      : splitPlan(fullPlan, modes.length, PHASE_MS / modes.length, withCassandra ? MODE_IDS.indexOf(cassandraModes[0]!) : undefined);
     for (const [gi, group] of groups.entries()) {
       const plan = plans[gi]!;
       for (const m of group) {

@@ -43,6 +43,17 @@ export class CommittedOffsets {
     partitions: number[],
     options: CommittedOffsetsOptions = {},
   ): Promise<Map<number, string | null>> {
+    const positions = await this.positions(groupId, topic, partitions, options);
+    return new Map([...positions].map(([p, position]) => [p, position?.offset ?? null]));
+  }
+
+  /** The same read, with the metadata committed with each offset (null where the group has no offset). */
+  async positions(
+    groupId: string,
+    topic: string,
+    partitions: number[],
+    options: CommittedOffsetsOptions = {},
+  ): Promise<Map<number, { offset: string; metadata: string | null } | null>> {
     const deadline = Date.now() + (options.deadlineMs ?? 120_000);
     let pause = 20;
     for (;;) {
@@ -54,11 +65,11 @@ export class CommittedOffsets {
             requireStable: true,
           }),
         );
-        const result = new Map<number, string | null>(partitions.map((p) => [p, null]));
+        const result = new Map<number, { offset: string; metadata: string | null } | null>(partitions.map((p) => [p, null]));
         for (const response of responses) {
           if (response.topic !== topic) continue;
-          for (const { partition, offset } of response.partitions) {
-            result.set(partition, offset === '-1' ? null : offset);
+          for (const { partition, offset, metadata } of response.partitions) {
+            result.set(partition, offset === '-1' ? null : { offset, metadata: metadata ?? null });
           }
         }
         return result;

@@ -53,7 +53,7 @@ export interface InternalBroker {
     topics: Array<{ topic: string; partitions: Array<{ partition: number }> }>;
     requireStable?: boolean;
   }): Promise<{
-    responses: Array<{ topic: string; partitions: Array<{ partition: number; offset: string; errorCode: number }> }>;
+    responses: Array<{ topic: string; partitions: Array<{ partition: number; offset: string; metadata?: string | null; errorCode: number }> }>;
   }>;
 }
 

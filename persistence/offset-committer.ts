@@ -6,5 +6,15 @@ import type { TopicPartition } from '../core/persistence-types';
  * carries the writes (see PartitionPersistence).
  */
 export interface OffsetCommitter {
-  commit(partition: TopicPartition, offset: number): Promise<void>;
+  /**
+   * `metadata`: the commit's metadata string (Kafka keeps it with the offset); Cassandra's local
+   * state commits its store's lineage there, so a restore can tell the last commit was its own.
+   */
+  commit(partition: TopicPartition, offset: number, metadata?: string): Promise<void>;
+}
+
+/** A committed offset and the metadata committed with it (null: none). */
+export interface CommittedPosition {
+  readonly offset: string;
+  readonly metadata: string | null;
 }

@@ -1,6 +1,6 @@
 import type { TopicPartition } from '../core/persistence-types';
 import type { WriteGeneration } from './kafka/transactional-snapshot-writer';
-import type { OffsetCommitter } from './offset-committer';
+import type { CommittedPosition, OffsetCommitter } from './offset-committer';
 
 /**
  * The process that owns one input partition, as the partition's persistence sees it: one object
@@ -26,13 +26,15 @@ export interface PartitionOwner extends TopicPartition, OffsetCommitter {
    * Commits the input offset (the next one to consume) under the group generation the process
    * holds the partition in — for backends that do not commit inside their own transaction.
    */
-  commit(partition: TopicPartition, offset: number): Promise<void>;
+  commit(partition: TopicPartition, offset: number, metadata?: string): Promise<void>;
   /**
    * The group's committed offset as the owner reads it (a stable read started at assignment,
    * overlapping the fence), called once the backend has fenced; undefined: none yet. Without it, a
    * backend that seeds its transactions with the committed offset reads it itself.
    */
   committedOffset?(): Promise<string | undefined>;
+  /** The same read with the metadata committed with the offset (undefined: no commit yet). */
+  committed?(): Promise<CommittedPosition | undefined>;
 }
 
 /**

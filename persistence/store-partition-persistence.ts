@@ -34,11 +34,24 @@ export interface StorePartitionPersistenceOptions<S, V> {
   readonly maxWritesPerBatch?: number;
   /** Produces the writes' outputs (dead letters) before anything else of the batch: at least once. */
   readonly outputs?: OutputSender;
+  /** A local copy of the stores written ahead of them (Cassandra's local state). */
+  readonly local?: LocalMirror<S, V>;
+}
+
+/**
+ * A local copy of what the stores hold, kept ahead of them: each batch is written to it before
+ * any store is, and the offset commit carries the copy's metadata (persistence/cassandra/local-state.ts).
+ */
+export interface LocalMirror<S, V> {
+  /** The batch's writes, before the stores get them: each write's stored size, when known. Throws to fail the batch. */
+  writeAhead(batch: WriteBatch<S, V>): Promise<readonly number[] | undefined>;
+  /** The metadata the offset commit carries (undefined: none). */
+  commitMetadata(): string | undefined;
 }
 
 /**
  * A PartitionPersistence made of separate stores and a committer, for backends without a
- * transaction spanning them (Cassandra, memory). Order per batch: outputs (dead letters), journals,
+ * transaction spanning them (Cassandra, memory). Order per batch: the local copy (if any), outputs (dead letters), journals,
  * then snapshots, then the key store, then — only if every write was applied — the offset commit. A crash between the
  * writes and the commit replays records already folded into snapshots; the snapshot offset makes
  * that replay a no-op.
@@ -93,6 +106,7 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
     const { partition, snapshots, journal, keys, committer } = this.o;
     const { writes } = batch;
     const statuses: WriteStatus[] = new Array(writes.length).fill('applied');
+    const sizes = await this.o.local?.writeAhead(batch);
 
     const outputs = writes.flatMap((w) => w.outputs ?? []);
     if (outputs.length > 0) {
@@ -152,17 +166,20 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       }
     }
 
+    const sized = sizes ? { sizes } : {};
     if (batch.commitOffset !== undefined && statuses.every((s) => s === 'applied')) {
       try {
-        await committer.commit(partition, batch.commitOffset);
+        const metadata = this.o.local?.commitMetadata();
+        if (metadata === undefined) await committer.commit(partition, batch.commitOffset);
+        else await committer.commit(partition, batch.commitOffset, metadata);
       } catch (commitError) {
         // With no writes there is nothing to report but the failed commit itself.
         if (writes.length === 0) throw commitError;
-        return { statuses, committed: false, commitError };
+        return { statuses, committed: false, commitError, ...sized };
       }
-      return { statuses, committed: true };
+      return { statuses, committed: true, ...sized };
     }
-    return { statuses, committed: false };
+    return { statuses, committed: false, ...sized };
   }
 }
 

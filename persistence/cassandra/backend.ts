@@ -20,6 +20,9 @@ import { CassandraKeyStore } from './key-store';
 import { CassandraPersistenceMetrics } from './metrics';
 import { type CassandraFlowOptions, checkLayout, type ResolvedCassandraOptions, resolveCassandraOptions, type TableRole } from './options';
 import { CassandraPartitionPersistence, type RecoveryProgress } from './partition-persistence';
+import { CassandraLocalState } from './local-state';
+import { type SnapshotFormat, snapshotFormat } from '../kafka/snapshot-format';
+import type { CommittedPosition } from '../offset-committer';
 import { type EnsureSchemaResult, ensureSchema } from './schema';
 import { CassandraSession } from './session';
 import { CassandraSnapshotStore } from './snapshot-store';
@@ -59,6 +62,10 @@ export interface CassandraPartitionOwnership extends TopicPartition {
   readonly onProgress?: (progress: RecoveryProgress) => void;
   /** Produces dead letters before the writes that pass their records (at least once). */
   readonly outputs?: OutputSender;
+  /** A local state store under `dir` (docs/local-state.md#cassandra-persistence); `onDemand`: keys read from it (a bounded state cache). */
+  readonly localState?: { readonly dir: string; readonly onDemand: boolean };
+  /** The group's committed offset and metadata, read after the assignment (needed with `localState`). */
+  readonly committed?: () => Promise<CommittedPosition | undefined>;
 }
 
 /**
@@ -82,6 +89,9 @@ export class CassandraBackend<S, V> {
   private readonly log: Logger;
   private readonly hosts: Set<unknown> | undefined;
   private readonly metrics: { registry: CassandraPersistenceMetrics; flow: string } | undefined;
+  private readonly flowName: string;
+  /** How the local state stores keep snapshots: the snapshot topic's record format, with this backend's codec and compressor. */
+  private readonly localFormat: SnapshotFormat<S>;
 
   private constructor(args: {
     settings: ResolvedCassandraOptions;
@@ -96,6 +106,8 @@ export class CassandraBackend<S, V> {
     logger: Logger;
     hosts: Set<unknown> | undefined;
     metrics: { registry: CassandraPersistenceMetrics; flow: string } | undefined;
+    flowName: string;
+    localFormat: SnapshotFormat<S>;
   }) {
     this.settings = args.settings;
     this.mode = args.mode;
@@ -109,6 +121,8 @@ export class CassandraBackend<S, V> {
     this.log = args.logger;
     this.hosts = args.hosts;
     this.metrics = args.metrics;
+    this.flowName = args.flowName;
+    this.localFormat = args.localFormat;
   }
 
   /** Connects, checks or creates the keyspace and tables, and builds the stores. */
@@ -249,6 +263,9 @@ export class CassandraBackend<S, V> {
         logger,
         hosts,
         metrics,
+        flowName,
+        // The local stores' own compressor: their entries do not count in the snapshots' compression metrics.
+        localFormat: snapshotFormat<S>({ stateCodec: baseCodec, compressor: new Compressor({ compressionThreshold: compressionThreshold ?? 10_000 }) }),
       });
     } catch (err) {
       if (!given) await shutdownClient(client, hosts);
@@ -296,9 +313,25 @@ export class CassandraBackend<S, V> {
         : fencing === 'lwt'
           ? fenceEpoch * 2 ** 32 + ownership.generation
           : ownership.generation;
+    if (ownership.localState && this.mode !== 'snapshots') throw new ConfigError(`local state keeps snapshots: mode '${this.mode}' is not 'snapshots'`);
+    if (ownership.localState && fencing === 'none') throw new ConfigError("local state needs a generation fence: fencing 'lwt' or 'timestamp', not 'none'");
+    const local = ownership.localState
+      ? new CassandraLocalState<S, V>({
+          dir: ownership.localState.dir,
+          flow: this.flowName,
+          groupId: this.groupId,
+          topic: ownership.topic,
+          partition: ownership.partition,
+          table: `${this.settings.keyspace}.${this.settings.tables.snapshots}`,
+          format: this.localFormat,
+          onDemand: ownership.localState.onDemand,
+          log: this.log,
+        })
+      : undefined;
     return new CassandraPartitionPersistence<S, V>({
       partition,
       mode: this.mode,
+      ...(local ? { local, onDemand: ownership.localState!.onDemand, committed: ownership.committed } : {}),
       snapshots: this.snapshots?.withGeneration(generation),
       journal: this.journal?.withGeneration(generation),
       keys: this.keys,

@@ -19,7 +19,7 @@ import type { TopicPartition } from '../../core/persistence-types';
 
 /** The part of a kafkajs Consumer the committer uses. */
 export interface GroupConsumer {
-  commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void>;
+  commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>): Promise<void>;
 }
 
 /** The member's latest join (kafka/ GroupMembership). */
@@ -41,7 +41,7 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
     this.o = options;
   }
 
-  async commit(partition: TopicPartition, offset: number): Promise<void> {
+  async commit(partition: TopicPartition, offset: number, metadata?: string): Promise<void> {
     const { topic } = partition;
     const member = this.o.membership.current();
     if (!member) {
@@ -58,7 +58,7 @@ export class ConsumerOffsetCommitter implements OffsetCommitter {
       );
     }
     try {
-      await this.o.consumer.commitOffsets([{ topic, partition: partition.partition, offset: offsetToKafka(offset) }]);
+      await this.o.consumer.commitOffsets([{ topic, partition: partition.partition, offset: offsetToKafka(offset), ...(metadata !== undefined ? { metadata } : {}) }]);
     } catch (err) {
       const fence = fenceReason(err);
       if (fence === 'generation' || fence === 'member') {

@@ -4,12 +4,23 @@ import { PlainWriter } from '../../kafka/plain-writer';
 import type { BackendFlow, PersistenceBackend, WorkerContext } from '../backends';
 import { OutputProducer, OutputTopics } from '../kafka/dead-letter';
 import { CassandraBackend } from './backend';
+import { lockStateDir } from '../kafka/state-dir-lock';
+import { localStateRefusal, type ResolvedCassandraPersistence } from './options';
+import type { CassandraPartitionPersistence } from './partition-persistence';
 
 /**
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
  * schema); snapshot writes fenced by LWT on (generation, offset); offsets committed by the consumer.
  */
-export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity' | 'logger' | 'metrics'>): PersistenceBackend<S, V> {
+export function cassandraBackend<S, V>(
+  definition: BackendFlow<V>,
+  worker: Pick<WorkerContext, 'brokers' | 'kafkaSecurity' | 'logger' | 'metrics' | 'stateDir' | 'keysOnDemand'>,
+): PersistenceBackend<S, V> {
+  const localState = cassandraLocalStateOf(definition, worker);
+  // One worker process per state directory: throws StateDirLockedError; released by close().
+  const lock = localState ? lockStateDir(localState.dir) : undefined;
+  /** Each partition's persistence, closed (its local store) when the partition is revoked for good. */
+  const partitions = new Map<string, CassandraPartitionPersistence<S, V>>();
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -30,13 +41,46 @@ export function cassandraBackend<S, V>(definition: BackendFlow<V>, worker: Pick<
     forPartition: async (owner) => {
       await dead?.ensure(owner.topic);
       // Fenced by the generation of the assignment (LWT); offsets committed through the owner.
-      return (await backend()).forPartition({ topic: owner.topic, partition: owner.partition, generation: owner.assigned.generationId, committer: owner, outputs: dead?.producer });
+      const persistence = await (await backend()).forPartition({
+        topic: owner.topic,
+        partition: owner.partition,
+        generation: owner.assigned.generationId,
+        committer: owner,
+        outputs: dead?.producer,
+        ...(localState ? { localState, committed: () => (owner.committed ? owner.committed() : Promise.resolve(undefined)) } : {}),
+      });
+      if (localState) partitions.set(`${owner.topic}-${owner.partition}`, persistence);
+      return persistence;
+    },
+    release: async (tp) => {
+      const p = partitions.get(`${tp.topic}-${tp.partition}`);
+      partitions.delete(`${tp.topic}-${tp.partition}`);
+      await p?.close();
     },
     close: async () => {
       await dead?.close();
+      for (const p of partitions.values()) await p.close().catch(() => undefined);
+      partitions.clear();
       if (started) await (await started.catch(() => undefined))?.close();
+      lock?.release();
     },
   };
+}
+
+/**
+ * persistence.localState, or KFT_STATE_DIR (which turns it on for the flows that can keep it —
+ * mode 'snapshots', a generation fence, no snapshot TTL — and overrides the dir).
+ */
+function cassandraLocalStateOf(definition: Pick<BackendFlow<unknown>, 'name' | 'persistence'>, worker: Pick<WorkerContext, 'logger' | 'stateDir' | 'keysOnDemand'>): { dir: string; onDemand: boolean } | undefined {
+  const p = definition.persistence as unknown as ResolvedCassandraPersistence;
+  const onDemand = worker.keysOnDemand === true;
+  if (worker.stateDir) {
+    const refused = localStateRefusal(p);
+    if (!refused) return { dir: worker.stateDir, onDemand };
+    worker.logger?.warn({ flow: definition.name, reason: refused }, `KFT_STATE_DIR ignored: ${refused}`);
+    return undefined;
+  }
+  return p.localState ? { dir: p.localState.dir, onDemand } : undefined;
 }
 
 /** A plain producer of dead letters and emitted records for a backend without Kafka transactions (Cassandra). */

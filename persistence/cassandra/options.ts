@@ -191,6 +191,12 @@ export interface CassandraPersistenceOptions extends CassandraFlowOptions {
   mode?: PersistenceMode;
   /** Snapshots of at least this many bytes are compressed. Default 10000. */
   compressionThreshold?: number;
+  /**
+   * A local state store per partition under `dir` (docs/local-state.md#cassandra-persistence): a
+   * restart onto an intact store reads nothing from Cassandra. Mode 'snapshots', fencing 'lwt' or
+   * 'timestamp', no snapshot TTL. Default off (`KFT_STATE_DIR` turns it on too).
+   */
+  localState?: { dir: string };
 }
 
 /** A flow's Cassandra persistence as `defineFlow` resolves it: the options stay as given, for the backend to resolve at start. */
@@ -199,6 +205,7 @@ export interface ResolvedCassandraPersistence {
   mode: PersistenceMode;
   compressionThreshold: number;
   options: Readonly<CassandraFlowOptions>;
+  localState?: { readonly dir: string };
 }
 
 /** What `defineFlow` validates `persistence: { backend: 'cassandra', ... }` with. */
@@ -206,14 +213,32 @@ export const cassandraPersistenceSchema = z.strictObject({
   backend: z.literal('cassandra'),
   mode: z.enum(PERSISTENCE_MODES).optional(),
   compressionThreshold: z.number().int().nonnegative().optional(),
+  localState: z.strictObject({ dir: z.string().min(1) }).optional(),
   ...cassandraFlowOptionsShape,
 });
 
 export function resolveCassandraPersistence(p: CassandraPersistenceOptions): ResolvedCassandraPersistence {
-  const { backend, mode, compressionThreshold, ...rest } = p;
+  const { backend, mode, compressionThreshold, localState, ...rest } = p;
   const resolvedMode = mode ?? 'snapshots';
   checkLayout(rest, resolvedMode);
-  return { backend, mode: resolvedMode, compressionThreshold: compressionThreshold ?? 10_000, options: rest };
+  const resolved = { backend, mode: resolvedMode, compressionThreshold: compressionThreshold ?? 10_000, options: rest };
+  if (!localState) return resolved;
+  const refused = localStateRefusal(resolved);
+  if (refused) throw new ConfigError(`persistence.localState: ${refused}`);
+  return { ...resolved, localState: { dir: localState.dir } };
+}
+
+/**
+ * Why Cassandra persistence cannot keep local state, if it cannot: the store mirrors snapshots
+ * only; a replay after a restore from it must overwrite rows an older owner left ahead of the
+ * commit, which only a generation fence orders; and rows Cassandra expires would live on in it.
+ */
+export function localStateRefusal(p: Pick<ResolvedCassandraPersistence, 'mode' | 'options'>): string | undefined {
+  if (p.mode !== 'snapshots') return `local state keeps snapshots: mode '${p.mode}' is not 'snapshots'`;
+  if ((p.options.fencing ?? 'lwt') === 'none') return "local state needs a generation fence: fencing 'lwt' or 'timestamp', not 'none'";
+  const ttl = p.options.ttl?.snapshots;
+  if (ttl !== undefined && toMillis(ttl, 'persistence.ttl.snapshots') > 0) return 'local state cannot follow a snapshot TTL (expired rows would live on in the local store)';
+  return undefined;
 }
 
 /** The layout options that cannot go together (ConfigError): buckets without the by-partition layout, the layout without snapshots. */

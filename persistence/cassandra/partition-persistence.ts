@@ -1,7 +1,9 @@
 import { type Logger, silentLogger } from '../../core/logger';
 import type { OffsetCommitter } from '../offset-committer';
 import type { OutputSender } from '../output-sender';
-import type { PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { DueKeys, DueLook, PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { CommittedPosition } from '../offset-committer';
+import type { CassandraLocalState } from './local-state';
 import { StorePartitionPersistence } from '../store-partition-persistence';
 import { isDeleteMarker, type PersistenceMode, persistsSnapshots, type TopicPartition } from '../../core/persistence-types';
 import type { CassandraJournalStore } from './journal-store';
@@ -24,7 +26,18 @@ export interface RecoveryProgress {
   readonly journalEvents: number;
   readonly elapsedMs: number;
   readonly done: boolean;
+  /** With local state: keys taken from the local store (a trusted one: nothing read from Cassandra). */
+  readonly fromLocal?: number;
+  /** With local state: keys read from Cassandra. */
+  readonly fromTopic?: number;
+  /** With local state: 'delta' when the local store was trusted (Cassandra has no delta to read: nothing was), 'full' otherwise. */
+  readonly restore?: 'delta' | 'full';
+  /** Why the local store was not trusted. */
+  readonly fullRestoreReason?: string;
 }
+
+/** Keys written to the local store at once during a full read from Cassandra. */
+const LOCAL_RESTORE_CHUNK = 4096;
 
 export interface CassandraPartitionPersistenceOptions<S, V> {
   readonly partition: TopicPartition;
@@ -49,6 +62,12 @@ export interface CassandraPartitionPersistenceOptions<S, V> {
   readonly progressIntervalMs?: number;
   /** Prometheus metrics, labelled with this flow name. */
   readonly metrics?: { readonly registry: CassandraPersistenceMetrics; readonly flow: string };
+  /** The partition's local state store (docs/local-state.md#cassandra-persistence), written ahead of Cassandra. */
+  readonly local?: CassandraLocalState<S, V>;
+  /** The group's committed offset and its metadata, read after the assignment: whether the local store can be trusted. */
+  readonly committed?: () => Promise<CommittedPosition | undefined>;
+  /** With `local`: keys are read from the local store on demand (a bounded state cache). */
+  readonly onDemand?: boolean;
 }
 
 /**
@@ -67,12 +86,24 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
   private readonly inner: StorePartitionPersistence<S, V>;
   private readonly log: Logger;
   private progress: RestoreProgress | undefined;
+  /** With local state read on demand: whether the store has state for a key not in memory. */
+  readonly has?: (key: string) => boolean;
+  /** With `has`: one key read now from the local store. */
+  readonly readNow?: (key: string) => RecoveredKey<S, V> | undefined;
+  /** With `has`: the keys out of memory with a timer due (the local store's due-time index). */
+  readonly readDue?: (look: DueLook) => DueKeys<S, V>;
 
   constructor(options: CassandraPartitionPersistenceOptions<S, V>) {
     this.o = options;
     this.partition = options.partition;
     this.maxWritesPerBatch = options.maxWritesPerBatch ?? 1000;
     this.log = options.logger ?? silentLogger;
+    const local = options.local;
+    if (local && options.onDemand) {
+      this.has = (key) => local.has(key);
+      this.readNow = (key) => local.readNow(key);
+      this.readDue = (look) => local.readDue(look);
+    }
     this.inner = new StorePartitionPersistence<S, V>({
       partition: options.partition,
       mode: options.mode,
@@ -83,6 +114,7 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
       committer: options.committer,
       outputs: options.outputs,
       maxWritesPerBatch: this.maxWritesPerBatch,
+      local,
     });
   }
 
@@ -92,9 +124,37 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
   }
 
   async *recover(): AsyncIterable<RecoveredKey<S, V>> {
-    const { mode, partition } = this.o;
+    const { mode, partition, local } = this.o;
     if (mode === 'none') return;
     const started = performance.now();
+    let fullRestoreReason: string | undefined;
+    if (local) {
+      const outcome = await local.load(await this.o.committed?.());
+      if (outcome.kind === 'loaded') {
+        const final: RecoveryProgress = {
+          topic: partition.topic,
+          partition: partition.partition,
+          keysListed: 0,
+          keysRecovered: outcome.keys,
+          keysMissing: 0,
+          journalEvents: 0,
+          elapsedMs: Math.round(performance.now() - started),
+          done: true,
+          fromLocal: outcome.keys,
+          fromTopic: 0,
+          restore: 'delta',
+        };
+        this.lastRecovery = final;
+        this.progress = { read: outcome.keys, unit: 'keys', fraction: 1 };
+        this.log.info({ ...final }, `restored ${partition.topic}-${partition.partition}: ${outcome.keys} keys from local state, 0 from Cassandra`);
+        for (const [key, stored] of outcome.entries ?? []) yield local.recovered(key, stored);
+        return;
+      }
+      fullRestoreReason = outcome.reason;
+    }
+    // A full read with local state: every key also goes to the store (in chunks); keys read on demand are not yielded.
+    let chunk: RecoveredKey<S, V>[] = [];
+    const yieldKeys = !(local && this.o.onDemand);
     const intervalMs = this.o.progressIntervalMs ?? 5000;
     let keysListed = 0;
     let keysRecovered = 0;
@@ -135,7 +195,14 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
       for (const found of batch.found) {
         keysRecovered++;
         journalEvents += found.events?.length ?? 0;
-        yield found;
+        if (local) {
+          chunk.push(found);
+          if (chunk.length >= LOCAL_RESTORE_CHUNK) {
+            await local.restored(chunk);
+            chunk = [];
+          }
+        }
+        if (yieldKeys) yield found;
       }
       keysMissing += batch.keys - batch.found.length;
       this.progress = { read: keysRecovered, unit: 'keys', fraction: share };
@@ -145,8 +212,11 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
         report(progress(false));
       }
     }
+    if (local) await local.restored(chunk);
     this.progress = { read: keysRecovered, unit: 'keys', fraction: 1 };
-    const final = progress(true);
+    const final: RecoveryProgress = local
+      ? { ...progress(true), fromLocal: 0, fromTopic: keysRecovered, restore: 'full', fullRestoreReason }
+      : progress(true);
     this.lastRecovery = final;
     const m = this.o.metrics;
     if (m) {
@@ -158,7 +228,13 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
   }
 
   read(key: string): Promise<RecoveredKey<S, V> | undefined> {
+    if (this.readNow) return Promise.resolve(this.readNow(key));
     return this.inner.read(key);
+  }
+
+  /** Closes the partition's local store, if any (the partition was revoked, or recovered again). */
+  async close(): Promise<void> {
+    await this.o.local?.close();
   }
 
   /** How far the running recovery is: keys read, and the share of the key segments (or buckets) listed. */

@@ -1,6 +1,7 @@
 import { type Admin, type Consumer, type ConsumerRunConfig, type EachBatchPayload, PartitionAssigners } from 'kafkajs';
 import { type MemberHints, stateAssigner } from '../../kafka/state-assignor';
 import type { KafkaSecurity } from '../../config/security';
+import type { CommittedPosition } from '../../persistence/offset-committer';
 import { type Logger, silentLogger } from '../../core/logger';
 import type { FlowDefinition } from '../../define-flow';
 import {
@@ -53,15 +54,15 @@ export interface FlowConsumer {
   resume(tps: TopicPartitions[]): void;
   seek(at: { topic: string; partition: number; offset: string }): void;
   /** Commits under the member's live generation (plain mode; transactional mode commits in the transaction). */
-  commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void>;
+  commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>): Promise<void>;
   /** The partition's log start and log end (the offset the next record will take), from the broker. */
   logRange(topic: string, partition: number): Promise<{ start: number; end: number }>;
   /**
-   * The group's committed offset of a partition (undefined: none yet), read stable: while a
+   * The group's committed offset of a partition and the metadata committed with it (undefined: none yet), read stable: while a
    * transaction that moves it is pending, the read waits for its outcome (OffsetFetch
    * `require_stable`). A recovery reads it while it fences the partition's producer.
    */
-  committedOffset(topic: string, partition: number): Promise<string | undefined>;
+  committedPosition(topic: string, partition: number): Promise<CommittedPosition | undefined>;
 }
 
 /** The first wait before the consumer rejoins after an error kafkajs does not retry; doubled each time, up to the last. */
@@ -235,7 +236,7 @@ export class KafkaFlowConsumer implements FlowConsumer {
     this.consumer.seek(at);
   }
 
-  async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+  async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>): Promise<void> {
     await this.consumer.commitOffsets(offsets);
   }
 
@@ -251,7 +252,7 @@ export class KafkaFlowConsumer implements FlowConsumer {
     return { start: Number(p.low), end: Number(p.high) };
   }
 
-  async committedOffset(topic: string, partition: number): Promise<string | undefined> {
-    return (await this.committed.fetch(this.definition.groupId, topic, [partition])).get(partition) ?? undefined;
+  async committedPosition(topic: string, partition: number): Promise<CommittedPosition | undefined> {
+    return (await this.committed.positions(this.definition.groupId, topic, [partition])).get(partition) ?? undefined;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * What a worker's local state allows, checked before anything connects: whether the flow has
- * local state (transactional Kafka persistence with `persistence.localState` or KFT_STATE_DIR),
+ * local state (transactional Kafka or Cassandra persistence with `persistence.localState` or KFT_STATE_DIR),
  * its bounded state cache (FlowOptions.stateCache, KFT_STATE_CACHE_MAX_KEYS / _MAX_BYTES) and its standby
  * replicas (FlowOptions.standbyReplicas, KFT_STANDBY_REPLICAS). Both need local state. Key timers
  * (onTimer, stateTtl) work with the cache: the local store's due-time index finds the keys out of
@@ -9,6 +9,7 @@
 import { ConfigError } from '../../config/errors';
 import type { FlowDefinition } from '../../define-flow';
 import { StateCache } from '../../flow/state-cache';
+import { localStateRefusal, type ResolvedCassandraPersistence } from '../../persistence/cassandra/options';
 
 export interface LocalStateEnv {
   readonly stateDir?: string;
@@ -17,16 +18,21 @@ export interface LocalStateEnv {
   readonly standbyReplicas?: number;
 }
 
-/** The flow keeps local state in this worker. */
+/** The flow keeps local state in this worker (transactional Kafka, or Cassandra that can: persistence/cassandra/options.ts localStateRefusal). */
 export function hasLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): boolean {
   const p = definition.persistence;
-  return p.backend === 'kafka' && p.transactional && (env.stateDir !== undefined || p.localState !== undefined);
+  if (p.backend === 'kafka') return p.transactional && (env.stateDir !== undefined || p.localState !== undefined);
+  if (p.backend === 'cassandra') {
+    const c = p as unknown as ResolvedCassandraPersistence;
+    return c.localState !== undefined || (env.stateDir !== undefined && localStateRefusal(c) === undefined);
+  }
+  return false;
 }
 
 function needsLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv, what: string): void {
   if (hasLocalState(definition, env)) return;
   throw new ConfigError(
-    `flow "${definition.name}": ${what} needs local state with transactional Kafka persistence (persistence: { backend: 'kafka', transactional: true, localState: { dir } } or KFT_STATE_DIR)`,
+    `flow "${definition.name}": ${what} needs local state: transactional Kafka persistence (persistence: { backend: 'kafka', transactional: true, localState: { dir } } or KFT_STATE_DIR) or Cassandra persistence in mode 'snapshots' with a generation fence (persistence.localState or KFT_STATE_DIR)`,
   );
 }
 
@@ -44,6 +50,10 @@ export function stateCacheOf<S, V>(definition: FlowDefinition<S, V>, env: LocalS
 export function standbyReplicasOf<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): number {
   const replicas = env.standbyReplicas ?? definition.standbyReplicas;
   if (replicas === 0) return 0;
-  needsLocalState(definition, env, `${env.standbyReplicas !== undefined ? 'KFT_STANDBY_REPLICAS' : 'standbyReplicas'} (a standby copy is kept in the local store)`);
+  const what = `${env.standbyReplicas !== undefined ? 'KFT_STANDBY_REPLICAS' : 'standbyReplicas'} (a standby copy is kept in the local store)`;
+  needsLocalState(definition, env, what);
+  if (definition.persistence.backend !== 'kafka') {
+    throw new ConfigError(`flow "${definition.name}": ${what} tails the snapshot topic: it needs Kafka persistence (Cassandra has no changelog to tail)`);
+  }
   return replicas;
 }

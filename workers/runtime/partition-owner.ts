@@ -1,4 +1,5 @@
 import { offsetToKafka } from '../../flow/offsets';
+import type { CommittedPosition } from '../../persistence/offset-committer';
 import type { PartitionOwner } from '../../persistence/partition-owner';
 import type { WriteGeneration } from '../../persistence/kafka/transactional-snapshot-writer';
 import type { TopicPartition } from '../../core/persistence-types';
@@ -18,9 +19,9 @@ export class SlotOwner implements PartitionOwner {
   readonly topic: string;
   readonly partition: number;
   readonly assigned: WriteGeneration;
-  private readonly read: Promise<string | undefined>;
+  private readonly read: Promise<CommittedPosition | undefined>;
   private readDone = false;
-  private settled: Promise<string | undefined> | undefined;
+  private settled: Promise<CommittedPosition | undefined> | undefined;
 
   constructor(
     private readonly slot: Slot,
@@ -33,7 +34,7 @@ export class SlotOwner implements PartitionOwner {
     this.topic = slot.topic;
     this.partition = slot.partition;
     this.assigned = { generationId: owner.generation, memberId: owner.memberId };
-    this.read = consumer.committedOffset(slot.topic, slot.partition);
+    this.read = consumer.committedPosition(slot.topic, slot.partition);
     this.read.then(
       () => (this.readDone = true),
       () => (this.readDone = true), // awaited by committedOffset, unless the backend fails first
@@ -73,12 +74,12 @@ export class SlotOwner implements PartitionOwner {
    * Cooperative: a commit the group refuses because it is rebalancing (or has just moved to a new
    * generation) is made again after the join, if the partition stayed here.
    */
-  async commit(_partition: TopicPartition, offset: number): Promise<void> {
+  async commit(_partition: TopicPartition, offset: number, metadata?: string): Promise<void> {
     for (;;) {
       PartitionSlots.assertHolds(this.slot, this.consumer.current());
       const used = this.consumer.current()!.generationId;
       try {
-        await this.consumer.commitOffsets([{ topic: this.topic, partition: this.partition, offset: offsetToKafka(offset) }]);
+        await this.consumer.commitOffsets([{ topic: this.topic, partition: this.partition, offset: offsetToKafka(offset), ...(metadata !== undefined ? { metadata } : {}) }]);
         return;
       } catch (err) {
         const type = protocolErrorType(err);
@@ -93,11 +94,16 @@ export class SlotOwner implements PartitionOwner {
    * (most likely on a transaction a dead owner left open, which the fence has just aborted), the
    * first of it and a read started now, which answers at once rather than after the read's backoff.
    */
-  committedOffset(): Promise<string | undefined> {
+  async committedOffset(): Promise<string | undefined> {
+    return (await this.committed())?.offset;
+  }
+
+  /** The same read, with the metadata committed with the offset. */
+  committed(): Promise<CommittedPosition | undefined> {
     if (!this.settled) {
       this.settled = this.read;
       if (!this.readDone) {
-        const again = this.consumer.committedOffset(this.topic, this.partition);
+        const again = this.consumer.committedPosition(this.topic, this.partition);
         again.catch(() => undefined);
         this.settled = Promise.race([this.read, again]);
       }

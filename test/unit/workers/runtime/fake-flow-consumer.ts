@@ -55,10 +55,15 @@ export class FakeFlowConsumer implements FlowConsumer {
     this.seeks.push(at);
   }
 
-  async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+  /** The metadata of each partition's last commit (`topic-partition`). */
+  readonly committedMetadata = new Map<string, string>();
+
+  async commitOffsets(offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>): Promise<void> {
     for (const o of offsets) {
       this.commits.push(o);
       this.committed.set(`${o.topic}-${o.partition}`, o.offset);
+      if (o.metadata === undefined) this.committedMetadata.delete(`${o.topic}-${o.partition}`);
+      else this.committedMetadata.set(`${o.topic}-${o.partition}`, o.metadata);
     }
   }
 
@@ -79,9 +84,10 @@ export class FakeFlowConsumer implements FlowConsumer {
   /** While set, committed-offset reads wait for it (a recovery held part way). */
   committedReadGate?: Promise<void>;
 
-  async committedOffset(topic: string, partition: number): Promise<string | undefined> {
+  async committedPosition(topic: string, partition: number): Promise<{ offset: string; metadata: string | null } | undefined> {
     if (this.committedReadGate) await this.committedReadGate;
-    return this.committed.get(`${topic}-${partition}`);
+    const offset = this.committed.get(`${topic}-${partition}`);
+    return offset === undefined ? undefined : { offset, metadata: this.committedMetadata.get(`${topic}-${partition}`) ?? null };
   }
 
   /** The coordinator's join: generation, member, assignment. */

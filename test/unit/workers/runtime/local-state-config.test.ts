@@ -26,7 +26,7 @@ test('a byte bound, alone or with a key bound; each from the environment overrid
 });
 
 test.each([
-  ['without local state', { ...base, persistence: { backend: 'kafka' as const, transactional: true } }, /stateCache \(the keys out of memory are read from the local store\) needs local state with transactional Kafka persistence/],
+  ['without local state', { ...base, persistence: { backend: 'kafka' as const, transactional: true } }, /stateCache \(the keys out of memory are read from the local store\) needs local state: transactional Kafka persistence/],
   ['on the memory backend', base, /stateCache \(.*\) needs local state/],
   ['on Cassandra', { ...base, persistence: { backend: 'cassandra' as const } }, /stateCache \(.*\) needs local state/],
 ])('a ConfigError %s', (_, options, message) => {
@@ -52,4 +52,30 @@ test('standby replicas: none unless set, the environment overriding the flow; on
   expect(standbyReplicasOf(defineFlow({ ...local, standbyReplicas: 1 }), { standbyReplicas: 2 })).toBe(2);
   expect(standbyReplicasOf(defineFlow({ ...local, standbyReplicas: 1 }), { standbyReplicas: 0 })).toBe(0);
   expect(() => standbyReplicasOf(defineFlow({ ...base, standbyReplicas: 1 }), {})).toThrow(/standbyReplicas \(a standby copy is kept in the local store\) needs local state/);
+});
+
+test('Cassandra keeps local state in mode snapshots with a generation fence and no snapshot TTL: the cache works there, standby replicas do not', () => {
+  const cassandra = defineFlow({ ...base, persistence: { backend: 'cassandra', localState: { dir: '/state' } }, stateCache: { maxKeys: 10 } });
+  expect(stateCacheOf(cassandra, {})?.maxKeys).toBe(10);
+  // KFT_STATE_DIR turns it on for a Cassandra flow that can keep it.
+  expect(stateCacheOf(defineFlow({ ...base, persistence: { backend: 'cassandra' }, stateCache: { maxKeys: 10 } }), { stateDir: '/state' })?.maxKeys).toBe(10);
+  expect(() => standbyReplicasOf(defineFlow({ ...base, persistence: { backend: 'cassandra', localState: { dir: '/state' } }, standbyReplicas: 1 }), {})).toThrow(
+    /standbyReplicas .* tails the snapshot topic: it needs Kafka persistence/,
+  );
+  // KFT_STATE_DIR does not turn it on where it cannot be kept: the cache is refused.
+  for (const persistence of [
+    { backend: 'cassandra' as const, fencing: 'none' as const },
+    { backend: 'cassandra' as const, mode: 'journal' as const },
+    { backend: 'cassandra' as const, ttl: { snapshots: '1d' } },
+  ]) {
+    expect(() => stateCacheOf(defineFlow({ ...base, persistence, stateCache: { maxKeys: 10 } }), { stateDir: '/state' })).toThrow(ConfigError);
+  }
+});
+
+test.each([
+  [{ fencing: 'none' as const }, /persistence.localState: local state needs a generation fence: fencing 'lwt' or 'timestamp', not 'none'/],
+  [{ mode: 'journal' as const }, /persistence.localState: local state keeps snapshots: mode 'journal' is not 'snapshots'/],
+  [{ ttl: { snapshots: '7d' } }, /persistence.localState: local state cannot follow a snapshot TTL/],
+])('persistence.localState on Cassandra that cannot keep it (%j) is a ConfigError at defineFlow', (options, message) => {
+  expect(() => defineFlow({ ...base, persistence: { backend: 'cassandra' as const, localState: { dir: '/state' }, ...options } as FlowOptions<number, unknown>['persistence'] })).toThrow(message);
 });
