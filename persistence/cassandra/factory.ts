@@ -7,6 +7,7 @@ import { CassandraBackend } from './backend';
 import { lockStateDir } from '../kafka/state-dir-lock';
 import { localStateRefusal, type ResolvedCassandraPersistence } from './options';
 import type { CassandraPartitionPersistence } from './partition-persistence';
+import { readStoredCoverage } from './local-state';
 
 /**
  * The `cassandra` backend (docs/cassandra.md): started on first use (connect, check or create the
@@ -21,6 +22,13 @@ export function cassandraBackend<S, V>(
   const lock = localState ? lockStateDir(localState.dir) : undefined;
   /** Each partition's persistence, closed (its local store) when the partition is revoked for good. */
   const partitions = new Map<string, CassandraPartitionPersistence<S, V>>();
+  // For the assignor's first join: how far the stores this worker's previous run left go.
+  let onDisk: Record<string, Record<string, string>> = {};
+  if (localState) {
+    void readStoredCoverage(localState.dir, { flow: definition.name, groupId: definition.groupId }, definition.topics).then((found) => {
+      onDisk = found;
+    });
+  }
   let started: Promise<CassandraBackend<S, V>> | undefined;
   const backend = () => {
     // A failed start (Cassandra unreachable, schema not answerable) is not kept: the next
@@ -51,6 +59,15 @@ export function cassandraBackend<S, V>(
       });
       if (localState) partitions.set(`${owner.topic}-${owner.partition}`, persistence);
       return persistence;
+    },
+    localCheckpoints: () => {
+      const out: Record<string, Record<string, string>> = {};
+      for (const [topic, byPartition] of Object.entries(onDisk)) out[topic] = { ...byPartition };
+      for (const p of partitions.values()) {
+        const c = p.localCoverage;
+        if (c !== undefined) (out[p.partition.topic] ??= {})[String(p.partition.partition)] = c;
+      }
+      return out;
     },
     release: async (tp) => {
       const p = partitions.get(`${tp.topic}-${tp.partition}`);

@@ -29,10 +29,13 @@
  * which is why local state needs one of them.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { KafkaFlowError } from '../../config/errors';
 import type { Logger } from '../../core/logger';
 import type { DueKeys, DueLook, RecoveredKey, WriteBatch } from '../../flow/ports';
-import { LocalPartitionStore, type LocalUpdate } from '../kafka/local-state';
+import { readLocalCheckpoints } from '../kafka/local-checkpoints';
+import { LocalPartitionStore, type LocalUpdate, localStatePath } from '../kafka/local-state';
 import type { StoredSnapshot } from '../kafka/recovery';
 import { SnapshotCache } from '../kafka/snapshot-cache';
 import type { SnapshotFormat } from '../kafka/snapshot-format';
@@ -125,6 +128,11 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
     });
     this.where = `${o.topic}-${o.partition}`;
     this.records = new SnapshotCache<S>({ format: o.format, snapshotTopic: `${o.table} (local state)`, partition: o.partition });
+  }
+
+  /** How far the store's commits go (its freshness for the group's assignor), once loaded or written. */
+  get coverage(): string | undefined {
+    return this.open ? String(this.covered) : undefined;
   }
 
   /** The lineage id of the store (what commits carry). */
@@ -260,4 +268,28 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
     await this.store.write(updates, (key) => (open ? this.store.get(key) : undefined), JSON.stringify(checkpoint));
     this.open = true;
   }
+}
+
+/**
+ * The offsets the Cassandra stores a worker finds in its state directory at start cover, by input
+ * topic and partition: the group assignor's freshness hints (the last owner's store covers the
+ * most), so a whole group restarting gets its own partitions back and reads nothing from Cassandra.
+ */
+export async function readStoredCoverage(dir: string, id: { readonly flow: string; readonly groupId: string }, topics: readonly string[]): Promise<Record<string, Record<string, string>>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const topic of topics) {
+    const snapshotTopic = `cassandra.${topic}`;
+    const first = localStatePath(dir, { ...id, snapshotTopic, partition: 0, transactionalId: '' });
+    const prefix = `${path.basename(first).slice(0, -'-0'.length)}-`;
+    let names: string[];
+    try {
+      names = fs.readdirSync(path.dirname(first));
+    } catch {
+      continue; // no stores of this flow yet
+    }
+    const partitions = names.filter((n) => n.startsWith(prefix) && /^\d+$/.test(n.slice(prefix.length))).map((n) => Number(n.slice(prefix.length)));
+    const found = await readLocalCheckpoints(dir, { ...id, snapshotTopic }, partitions);
+    if (found.size > 0) out[topic] = Object.fromEntries([...found].map(([p, c]) => [String(p), c]));
+  }
+  return out;
 }

@@ -232,6 +232,11 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
     return this.inner.read(key);
   }
 
+  /** How far the local store's commits go, if it has one that was loaded or written. */
+  get localCoverage(): string | undefined {
+    return this.o.local?.coverage;
+  }
+
   /** Closes the partition's local store, if any (the partition was revoked, or recovered again). */
   async close(): Promise<void> {
     await this.o.local?.close();

@@ -16,7 +16,10 @@ interface Store {
   readonly path: string;
 }
 
-/** By partition: the checkpoint of each store of `id` under `dir`; stores that cannot be read are left out. */
+/**
+ * By partition: the checkpoint of each store of `id` under `dir` (a Cassandra store's: the offset its
+ * commits cover); stores that cannot be read are left out.
+ */
 export async function readLocalCheckpoints(dir: string, id: Omit<LocalStateIdentity, 'partition' | 'transactionalId'>, partitions: readonly number[]): Promise<Map<number, string>> {
   let left: Store[] = partitions
     .map((partition) => ({ partition, path: localStatePath(dir, { ...id, partition, transactionalId: '' }) }))
@@ -45,6 +48,11 @@ function readInChild(stores: readonly Store[]): Promise<{ read: Map<number, stri
         const env = open({ path: stores[i].path, noSubdir: false, readOnly: true, maxDbs: 4, compression: false });
         const c = env.openDB({ name: 'meta', encoding: 'msgpack', compression: false }).get('checkpoint');
         if (c && typeof c.checkpoint === 'string' && /^[0-9]+$/.test(c.checkpoint)) fs.writeSync(1, i + ' ' + c.checkpoint + '\\n');
+        else if (c && typeof c.checkpoint === 'string' && c.checkpoint.startsWith('{')) {
+          // A Cassandra store's checkpoint: how far its commits go is its freshness.
+          const covered = JSON.parse(c.checkpoint).covered;
+          if (typeof covered === 'string' && /^[0-9]+$/.test(covered)) fs.writeSync(1, i + ' ' + covered + '\\n');
+        }
         env.close();
       } catch {}
     }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { silentLogger } from '../../../../core/logger';
 import type { KeyTimer } from '../../../../core/persistence-types';
 import type { KeyWrite, WriteBatch } from '../../../../flow/ports';
-import { CassandraLocalState, LINEAGE_METADATA_PREFIX, LocalStateWriteError } from '../../../../persistence/cassandra/local-state';
+import { CassandraLocalState, LINEAGE_METADATA_PREFIX, LocalStateWriteError, readStoredCoverage } from '../../../../persistence/cassandra/local-state';
 import { LocalPartitionStore } from '../../../../persistence/kafka/local-state';
 import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
 import type { CommittedPosition } from '../../../../persistence/offset-committer';
@@ -206,4 +206,16 @@ test('a failed local write with keys read on demand fails the batch (LocalStateW
   await expect(l.writeAhead(batch([put('a', 2, 7)], 8))).rejects.toBeInstanceOf(LocalStateWriteError);
   expect(l.commitMetadata()).toBeDefined();
   await newer.close();
+});
+
+test('the stores left in a state directory tell the assignor how far each partition\'s commits go (read in a child process)', async () => {
+  await writtenStore(); // partition 3, covered 12
+  const other = new CassandraLocalState<S, unknown>({ dir, flow: 'f', groupId: 'g', topic: 'orders', partition: 10, table: 'kafka_flow.snapshots_v2', format: snapshotFormat<S>(), onDemand: false, log: silentLogger });
+  opened.push(other);
+  await other.load(undefined);
+  await other.writeAhead(batch([put('z', 1, 40)], 41));
+  expect(other.coverage).toBe('41');
+  await other.close();
+  expect(await readStoredCoverage(dir, { flow: 'f', groupId: 'g' }, ['orders', 'payments'])).toEqual({ orders: { '3': '12', '10': '41' } });
+  expect(await readStoredCoverage(dir, { flow: 'other', groupId: 'g' }, ['orders'])).toEqual({});
 });
