@@ -65,7 +65,8 @@ export function cassandraBackend<S, V>(
       for (const [topic, byPartition] of Object.entries(onDisk)) out[topic] = { ...byPartition };
       for (const p of partitions.values()) {
         const c = p.localCoverage;
-        if (c !== undefined) (out[p.partition.topic] ??= {})[String(p.partition.partition)] = c;
+        if (c === undefined) continue;
+        out[p.partition.topic] = { ...out[p.partition.topic], [String(p.partition.partition)]: c };
       }
       return out;
     },
