@@ -27,6 +27,10 @@ export const MODE_SPECS: Record<string, ModeSpec> = {
   // Cassandra with local state (written ahead of Cassandra, trusted by the commit's lineage) and a
   // tenth of the keys in memory, the rest read from the local stores.
   'cassandra-local': { id: 'cassandra-local', backend: 'cassandra', local: true, cacheShare: 0.1 },
+  // Caching mode (unfenced) with local state and a tenth of the keys in memory: exact only under
+  // faults that leave no stale owner writing (kill -9, restarts, broker and Temporal restarts), so
+  // run it with --faults-only (a paused owner's late flush lands here by design).
+  'kafka-caching-local': { id: 'kafka-caching-local', backend: 'kafka-caching', local: true, cacheShare: 0.1 },
 };
 
 /**

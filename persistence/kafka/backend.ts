@@ -74,7 +74,7 @@ export interface KafkaSnapshotBackendOptions<S> {
   readonly metrics?: MetricsRegistry;
   /**
    * A local state store per partition under `dir` (Kafka Streams' state.dir): restores load it and
-   * read only the snapshot records after its checkpoint. Transactional mode only. Default off.
+   * read only the snapshot records after its checkpoint. Either mode. Default off.
    * See docs/local-state.md.
    */
   readonly localState?: LocalStateOptions;
@@ -193,11 +193,6 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     this.offsets = new CommittedOffsets(options.client);
     this.outputTopics = new OutputTopics(this.admin, { replicationFactor: options.replicationFactor, logger: this.log });
     if (options.localState) {
-      if (!this.transactional) {
-        throw new ConfigError(
-          `flow "${options.flowName}": persistence.localState needs transactional: true (its checkpoint relies on the snapshot partition having one fenced writer)`,
-        );
-      }
       if (!options.localState.dir) throw new ConfigError(`flow "${options.flowName}": persistence.localState.dir is empty`);
       // One worker process per state directory: throws StateDirLockedError; released by close().
       this.stateDirLock = lockStateDir(options.localState.dir);
@@ -297,20 +292,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         generation: generationSource(a),
         assignedOffset: 0, // set below, once fenced
         probe: this.probe(groupId, a.topic, a.partition),
-        local: this.o.localState
-          ? {
-              store: new LocalPartitionStore(this.o.localState.dir, {
-                flow: this.flowName,
-                groupId,
-                snapshotTopic: this.snapshotTopic,
-                partition: a.partition,
-                transactionalId: transactions.transactionalId,
-              }),
-              deleteRetentionMs: () => this.deleteRetentionMs(),
-              round: this.restoreRound,
-              onDemand: this.o.localState.onDemand === true,
-            }
-          : undefined,
+        local: this.localHook(groupId, a.partition),
       });
       await persistence.fenceNow();
       const seed =
@@ -326,10 +308,33 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         sender: this.plain,
         outputSender: new OutputProducer(this.outputTopics, this.plain),
         committer: a.committer,
+        local: this.localHook(groupId, a.partition),
       });
     }
     this.partitions.set(a.partition, persistence);
     return persistence;
+  }
+
+  /**
+   * The partition's local state store and what its restores need, with local state on. Its
+   * identity names the partition's transactional.id in both modes, so a switch between them keeps
+   * the store (either mode's writes are a prefix of the same topic).
+   */
+  private localHook(groupId: string, partition: number) {
+    const local = this.o.localState;
+    if (!local) return undefined;
+    return {
+      store: new LocalPartitionStore(local.dir, {
+        flow: this.flowName,
+        groupId,
+        snapshotTopic: this.snapshotTopic,
+        partition,
+        transactionalId: snapshotTransactionalId(this.transactionalIdPrefix, partition),
+      }),
+      deleteRetentionMs: () => this.deleteRetentionMs(),
+      round: this.restoreRound,
+      onDemand: local.onDemand === true,
+    };
   }
 
   /**

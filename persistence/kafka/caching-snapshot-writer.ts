@@ -10,6 +10,7 @@ import type { SnapshotMessage } from '../../kafka/transactional-writer';
 import type { OffsetCommitter } from '../offset-committer';
 import type { OutputSender } from '../output-sender';
 import { allApplied } from './snapshot-batch';
+import type { LocalStateManager } from './local-state-manager';
 import { SnapshotWriter, type WriterContext } from './snapshot-writer';
 
 /** The shared plain producer of caching mode (PlainWriter). */
@@ -23,6 +24,8 @@ export interface CachingWriterParts {
   readonly outputSender?: OutputSender;
   /** Commits the input offset with the consumer's generation. */
   readonly committer: OffsetCommitter;
+  /** The local state store, mirroring every landed write (docs/local-state.md). */
+  readonly mirror?: LocalStateManager;
 }
 
 export class CachingSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
@@ -43,13 +46,14 @@ export class CachingSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
       await this.p.outputSender.send(prepared.outputs, input);
     }
     if (prepared.messages.length > 0) {
+      let sent: SentRecords[];
       try {
-        await this.p.sender.send(prepared.messages);
+        sent = await this.p.sender.send(prepared.messages);
       } catch (err) {
         this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'failed' });
         throw err;
       }
-      this.c.cache.apply(prepared.updates);
+      this.applyLanded(prepared, sent, this.p.mirror);
       this.c.metrics?.transactions.inc({ ...this.labels, outcome: 'committed' });
     }
     this.count(prepared, started);

@@ -35,16 +35,12 @@ export function kafkaFlowBackend<S, V>(definition: BackendFlow<V>, worker: Worke
   });
 }
 
-/** persistence.localState, or KFT_STATE_DIR (which turns it on for transactional flows and overrides the dir). */
+/** persistence.localState, or KFT_STATE_DIR (which turns it on and overrides the dir). */
 function localStateOf(definition: Pick<BackendFlow<unknown>, 'name' | 'persistence'>, worker: WorkerContext): { dir: string; onDemand: boolean } | undefined {
   const p = definition.persistence;
   if (p.backend !== 'kafka') return undefined;
   const onDemand = worker.keysOnDemand === true;
-  if (worker.stateDir) {
-    if (p.transactional) return { dir: worker.stateDir, onDemand };
-    worker.logger?.warn({ flow: definition.name }, 'KFT_STATE_DIR ignored: local state needs transactional Kafka persistence');
-    return undefined;
-  }
+  if (worker.stateDir) return { dir: worker.stateDir, onDemand };
   return p.localState ? { dir: p.localState.dir, onDemand } : undefined;
 }
 

@@ -59,7 +59,7 @@ interface Common<S> {
   readonly metrics?: KafkaPersistenceMetrics;
   /** Called once when a fence stops this partition. */
   readonly onFence?: (err: SnapshotWriteFencedError) => void;
-  /** The local state store (transactional mode): restore from it plus the delta. See docs/local-state.md. */
+  /** The local state store: restore from it plus the delta. See docs/local-state.md. */
   readonly local?: LocalStateHook;
   /** Where the writes' outputs (dead letters) go: in the transaction (transactional), or produced first (caching). */
   readonly outputs?: OutputTopics;
@@ -107,7 +107,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
     const log = options.logger ?? silentLogger;
     const { flow, input, snapshotTopic, format, reader, metrics } = options;
     const where = { format, snapshotTopic, partition: input.partition };
-    const onDemand = options.mode === 'transactional' && options.local?.onDemand === true ? new StoreSnapshotCache<S>(where, options.local!.store) : undefined;
+    const onDemand = options.local?.onDemand === true ? new StoreSnapshotCache<S>(where, options.local.store) : undefined;
     this.cache = onDemand ?? new SnapshotCache<S>(where);
     if (onDemand) {
       this.has = (key) => onDemand.has(key);
@@ -127,9 +127,10 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
       };
     }
     const context = { flow, input, snapshotTopic, format, cache: this.cache, log, metrics, onFence: options.onFence };
+    const commitMarkers = options.mode === 'transactional';
+    this.local = options.local ? new LocalStateManager(options.local, { flow, input, snapshotTopic, reader, log, metrics, commitMarkers }) : undefined;
+    if (this.local && onDemand) this.local.listener = onDemand;
     if (options.mode === 'transactional') {
-      this.local = options.local ? new LocalStateManager(options.local, { flow, input, snapshotTopic, reader, log, metrics }) : undefined;
-      if (this.local && onDemand) this.local.listener = onDemand;
       this.transactional = new TransactionalSnapshotWriter<S, V>(context, {
         transactions: options.transactions,
         generation: options.generation,
@@ -140,7 +141,7 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
       this.transactional.offsetToCommit = options.assignedOffset;
       this.writer = this.transactional;
     } else {
-      this.writer = new CachingSnapshotWriter<S, V>(context, options);
+      this.writer = new CachingSnapshotWriter<S, V>(context, { ...options, mirror: this.local });
     }
     this.restorer = new SnapshotRestorer({
       flow,
@@ -255,10 +256,8 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
   /** Disconnects this partition's producer (transactional mode); an open transaction is left to the next owner's fence. */
   async close(): Promise<void> {
     await this.chain;
-    if (this.transactional) {
-      await this.transactional.close();
-      await this.local?.close();
-    }
+    await this.transactional?.close();
+    await this.local?.close();
   }
 
   /** Resolves once every queued local write has committed (tests, benchmarks). */

@@ -43,6 +43,8 @@ export type LocalLoadOutcome =
 export interface LocalStateContext extends PartitionScope {
   /** Where the checkpoint is checked against the snapshot partition's log start and end. */
   readonly reader: SnapshotLogReader;
+  /** Each write of ours is a transaction whose commit marker takes the offset after its records (transactional mode); caching mode's plain writes have none. */
+  readonly commitMarkers: boolean;
 }
 
 export class LocalStateManager {
@@ -108,11 +110,12 @@ export class LocalStateManager {
   }
 
   /**
-   * A transaction of ours landed (`ours`: where its snapshot records went): its changes go to the
+   * A write of ours landed (`ours`: where its snapshot records went): its changes go to the
    * store, and the checkpoint advances to just after our records only when they start exactly
    * where the checkpoint expects (after the recovery bound, or after our previous transaction's
-   * commit marker). Anything else in between (an aborted transaction's records, a foreign writer)
-   * holds the checkpoint where it is: still correct, the next restore reads a little more.
+   * commit marker — caching mode: our previous records). Anything else in between (an aborted
+   * transaction's records, a foreign writer: caching mode's stale owner, a retried send) holds the
+   * checkpoint where it is: still correct, the next restore reads a little more.
    */
   landed(updates: readonly LocalUpdate[], previous: (key: string) => StoredSnapshot | undefined, ours: SentRecords | undefined, messages: number): void {
     let checkpoint: string | undefined;
@@ -121,7 +124,7 @@ export class LocalStateManager {
       if (this.expect !== undefined && base === this.expect && ours.count === messages) {
         const end = base + BigInt(ours.count);
         checkpoint = String(end);
-        this.expect = end + 1n; // our commit marker takes the next offset
+        this.expect = this.c.commitMarkers ? end + 1n : end; // a transaction's commit marker takes the next offset
       } else if (this.expect !== undefined) {
         this.c.log.info(
           { ...this.where(), expected: String(this.expect), baseOffset: ours.baseOffset, checkpoint: this.hook.store.lastCheckpoint },

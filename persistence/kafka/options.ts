@@ -4,7 +4,6 @@
  * kafkajs import here: `define-flow.ts` loads this module.
  */
 import { z } from 'zod';
-import { ConfigError } from '../../config/errors';
 import { type Duration, durationSchema, toMillis } from '../../core/duration';
 
 /**
@@ -75,9 +74,6 @@ export const kafkaPersistenceSchema = z.looseObject({
 
 export function resolveKafkaPersistence(p: KafkaPersistenceOptions): ResolvedKafkaPersistence {
   const { backend, mode, transactional, maxWritesPerTransaction, recoveryStallTimeout, snapshotTopic, compressionThreshold, localState, ...rest } = p;
-  if (localState && transactional === false) {
-    throw new ConfigError('persistence.localState needs transactional: true (its checkpoint relies on the snapshot partition having one fenced writer)');
-  }
   return {
     backend,
     mode: mode ?? 'snapshots',

@@ -6,8 +6,11 @@
 import type { SnapshotWriteFencedError } from '../../core/fence-errors';
 import type { WriteBatch, WriteBatchResult } from '../../flow/ports';
 import { type PartitionScope, scopeFields, scopeLabels } from './partition-scope';
+import type { SentRecords } from '../../kafka/errors';
+import type { LocalStateManager } from './local-state-manager';
+import type { StoredSnapshot } from './recovery';
 import type { PreparedBatch } from './snapshot-batch';
-import { prepareBatch } from './snapshot-batch';
+import { landedUpdates, prepareBatch } from './snapshot-batch';
 import type { SnapshotCache } from './snapshot-cache';
 import type { SnapshotFormat } from './snapshot-format';
 
@@ -61,6 +64,25 @@ export abstract class SnapshotWriter<S, V> {
     if (prepared.tombstones > 0) m.records.inc({ ...this.labels, kind: 'tombstone' }, prepared.tombstones);
   }
 
+  /**
+   * A write landed: its records get their offsets, the cache its updates, and the local store (if
+   * any) the same updates with the checkpoint that follows them. `sent`: where the records went —
+   * one request, or several in a row (caching mode splits a large batch); if others wrote between
+   * them the offsets are not known and the local checkpoint holds.
+   */
+  protected applyLanded(prepared: PreparedBatch, sent: readonly SentRecords[], local: LocalStateManager | undefined): void {
+    const ours = contiguous(sent.filter((x) => x.topic === this.c.snapshotTopic && x.partition === this.c.input.partition));
+    const updates = landedUpdates(prepared, ours);
+    if (!local || local.broken) {
+      this.c.cache.apply(updates);
+      return;
+    }
+    const previous = new Map<string, StoredSnapshot | undefined>();
+    for (const [key] of updates) if (!previous.has(key)) previous.set(key, this.c.cache.get(key));
+    this.c.cache.apply(updates);
+    local.landed(updates, (k) => previous.get(k), ours, prepared.messages.length);
+  }
+
   /** The first fence stops the partition for good (until its next assignment); later ones are the same stop. */
   onFence(err: SnapshotWriteFencedError): SnapshotWriteFencedError {
     if (this.fence === undefined) {
@@ -76,4 +98,15 @@ export abstract class SnapshotWriter<S, V> {
   protected where() {
     return scopeFields(this.c);
   }
+}
+
+/** Records sent in several requests as one run, if each started where the one before ended; else undefined. */
+function contiguous(parts: readonly SentRecords[]): SentRecords | undefined {
+  if (parts.length <= 1) return parts[0];
+  let count = parts[0]!.count;
+  for (let i = 1; i < parts.length; i++) {
+    if (BigInt(parts[i]!.baseOffset) !== BigInt(parts[i - 1]!.baseOffset) + BigInt(parts[i - 1]!.count)) return undefined;
+    count += parts[i]!.count;
+  }
+  return { ...parts[0]!, count };
 }

@@ -42,7 +42,8 @@ export class StandbyReplica {
 
   constructor(private readonly o: StandbyReplicaOptions) {
     const { flow, input, snapshotTopic, reader, log, metrics } = o;
-    this.manager = new LocalStateManager({ ...o.local, onDemand: true }, { flow, input, snapshotTopic, reader, log, metrics });
+    // It only reads (its writes are restores): whether the owner's writes carry commit markers does not matter here.
+    this.manager = new LocalStateManager({ ...o.local, onDemand: true }, { flow, input, snapshotTopic, reader, log, metrics, commitMarkers: true });
     this.labels = scopeLabels({ flow, input, snapshotTopic, log });
   }
 

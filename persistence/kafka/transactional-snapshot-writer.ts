@@ -239,7 +239,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
 
   /** `sent`: where the records landed; undefined when settle() applied them already. */
   private landed(batch: WriteBatch<S, V>, prepared: PreparedBatch, offset: number, started: number, sent: readonly SentRecords[] | undefined): WriteBatchResult {
-    if (sent) this.applyLanded(prepared, sent);
+    if (sent) this.applyLanded(prepared, sent, this.t.local);
     this.offsetToCommit = Math.max(this.offsetToCommit, offset);
     this.count(prepared, started);
     return { statuses: allApplied(batch.writes), committed: batch.commitOffset !== undefined, sizes: prepared.sizes };
@@ -272,7 +272,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     const outcome = committed ? 'committed' : 'aborted';
     this.c.metrics?.commitTimeouts.inc({ ...this.labels, outcome });
     if (committed) {
-      this.applyLanded(u.prepared, u.error.sent);
+      this.applyLanded(u.prepared, u.error.sent, this.t.local);
       this.offsetToCommit = Math.max(this.offsetToCommit, u.offset);
     }
     this.c.log.warn({ ...this.where(), outcome, offset: u.offset }, `the unanswered snapshot transaction was ${outcome}`);
@@ -301,21 +301,4 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
     return this.t.outputs.messages(outputs, this.c.input, pool);
   }
 
-  /**
-   * A transaction landed: its records get their offsets, the cache its updates, and the local
-   * store (if any) the same updates with the checkpoint that follows them.
-   */
-  private applyLanded(prepared: PreparedBatch, sent: readonly SentRecords[]): void {
-    const ours = sent.find((x) => x.topic === this.c.snapshotTopic && x.partition === this.c.input.partition);
-    const updates = landedUpdates(prepared, ours);
-    const local = this.t.local;
-    if (!local || local.broken) {
-      this.c.cache.apply(updates);
-      return;
-    }
-    const previous = new Map<string, StoredSnapshot | undefined>();
-    for (const [key] of updates) if (!previous.has(key)) previous.set(key, this.c.cache.get(key));
-    this.c.cache.apply(updates);
-    local.landed(updates, (k) => previous.get(k), ours, prepared.messages.length);
-  }
 }

@@ -1,6 +1,6 @@
 /**
  * What a worker's local state allows, checked before anything connects: whether the flow has
- * local state (transactional Kafka or Cassandra persistence with `persistence.localState` or KFT_STATE_DIR),
+ * local state (Kafka or Cassandra persistence with `persistence.localState` or KFT_STATE_DIR),
  * its bounded state cache (FlowOptions.stateCache, KFT_STATE_CACHE_MAX_KEYS / _MAX_BYTES) and its standby
  * replicas (FlowOptions.standbyReplicas, KFT_STANDBY_REPLICAS). Both need local state. Key timers
  * (onTimer, stateTtl) work with the cache: the local store's due-time index finds the keys out of
@@ -18,10 +18,10 @@ export interface LocalStateEnv {
   readonly standbyReplicas?: number;
 }
 
-/** The flow keeps local state in this worker (transactional Kafka, or Cassandra that can: persistence/cassandra/options.ts localStateRefusal). */
+/** The flow keeps local state in this worker (Kafka, or Cassandra that can: persistence/cassandra/options.ts localStateRefusal). */
 export function hasLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv): boolean {
   const p = definition.persistence;
-  if (p.backend === 'kafka') return p.transactional && (env.stateDir !== undefined || p.localState !== undefined);
+  if (p.backend === 'kafka') return env.stateDir !== undefined || p.localState !== undefined;
   if (p.backend === 'cassandra') {
     const c = p as unknown as ResolvedCassandraPersistence;
     return c.localState !== undefined || (env.stateDir !== undefined && localStateRefusal(c) === undefined);
@@ -32,7 +32,7 @@ export function hasLocalState<S, V>(definition: FlowDefinition<S, V>, env: Local
 function needsLocalState<S, V>(definition: FlowDefinition<S, V>, env: LocalStateEnv, what: string): void {
   if (hasLocalState(definition, env)) return;
   throw new ConfigError(
-    `flow "${definition.name}": ${what} needs local state: transactional Kafka persistence (persistence: { backend: 'kafka', transactional: true, localState: { dir } } or KFT_STATE_DIR) or Cassandra persistence in mode 'snapshots' with a generation fence (persistence.localState or KFT_STATE_DIR)`,
+    `flow "${definition.name}": ${what} needs local state: Kafka persistence (persistence: { backend: 'kafka', localState: { dir } } or KFT_STATE_DIR) or Cassandra persistence in mode 'snapshots' with a generation fence (persistence.localState or KFT_STATE_DIR)`,
   );
 }
 

@@ -81,7 +81,7 @@ describe('kafka-flow-temporal worker / status / inspect errors', () => {
   test('a bounded state cache without local state: a ConfigError before anything connects', async () => {
     const r = await cli(['worker', flow], { KFT_STATE_CACHE_MAX_KEYS: '1000', KFT_STATE_DIR: '' });
     expect(r.code).toBe(2);
-    expect(r.out.trim()).toMatch(/^kafka-flow-temporal: ConfigError: flow "[^"]+": KFT_STATE_CACHE_MAX_KEYS \(the keys out of memory are read from the local store\) needs local state: transactional Kafka persistence/);
+    expect(r.out.trim()).toMatch(/^kafka-flow-temporal: ConfigError: flow "[^"]+": KFT_STATE_CACHE_MAX_KEYS \(the keys out of memory are read from the local store\) needs local state: Kafka persistence/);
   });
 
   test('an invalid flow definition names the field', async () => {

@@ -525,3 +525,87 @@ describe('LocalPartitionStore', () => {
     expect((await new LocalPartitionStore(dir, identity).load()).kind).toBe('none');
   });
 });
+
+describe('caching mode (plain writes, no commit markers)', () => {
+  /** The shared plain producer as the log sees it: each send appends its records, in requests of at most `perRequest`. */
+  function sender(log: FakeLog, perRequest = 1000) {
+    return {
+      async send(messages: readonly { key: unknown; value: unknown }[]) {
+        const sent = [];
+        for (let i = 0; i < messages.length; i += perRequest) {
+          const base = log.next;
+          const chunk = messages.slice(i, i + perRequest);
+          for (const m of chunk) log.entries.push({ offset: log.next++, key: String(m.key), value: m.value === null ? null : Buffer.from(m.value as Buffer) });
+          sent.push({ topic: TOPIC, partition: P, baseOffset: String(base), count: chunk.length });
+        }
+        return sent;
+      },
+    };
+  }
+  function caching(log: FakeLog, o: { perRequest?: number; onDemand?: boolean } = {}) {
+    return new KafkaPartitionPersistence<number>({
+      flow: 'f',
+      input: { topic: 'in', partition: P },
+      snapshotTopic: TOPIC,
+      format,
+      reader: log,
+      recoveryStallTimeoutMs: 1000,
+      maxWritesPerBatch: 256,
+      mode: 'caching',
+      sender: sender(log, o.perRequest),
+      committer: { commit: async () => {} },
+      local: { store: new LocalPartitionStore(dir, identity), deleteRetentionMs: async () => 86_400_000, onDemand: o.onDemand },
+    });
+  }
+
+  test('a restart reads only what came after its own records; the checkpoint follows writes sent in several requests', async () => {
+    const log = new FakeLog();
+    for (let i = 0; i < 10; i++) log.append(`old${i}`, i);
+    const p = caching(log, { perRequest: 2 });
+    await recoverAll(p);
+    await put(p, { a: 1, b: 2, c: 3 }, 5); // two requests in a row
+    await put(p, { a: 10, old0: null }, 6);
+    await p.close();
+    expect(p.localCheckpoint).toBe(String(log.next));
+    const again = caching(log);
+    const restored = await recoverAll(again);
+    expect(again.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0 });
+    expect(restored).toEqual(await fullRead(log));
+    await again.close();
+  });
+
+  test('a stale owner\'s late write between two of ours holds the checkpoint; the next restore reads it and equals a full read', async () => {
+    const log = new FakeLog();
+    const p = caching(log);
+    await recoverAll(p);
+    await put(p, { a: 1, b: 2 }, 3);
+    await p.localWritesDone();
+    const held = p.localCheckpoint;
+    expect(held).toBe(String(log.next));
+    log.append('a', 99); // the stale owner's flush, unfenced in caching mode
+    await put(p, { c: 3 }, 4);
+    await p.close();
+    expect(p.localCheckpoint).toBe(held);
+    const again = caching(log);
+    const restored = await recoverAll(again);
+    expect(again.lastRecovery).toMatchObject({ restore: 'delta' });
+    expect(again.lastRecovery!.fromTopic).toBeGreaterThan(0);
+    expect(restored).toEqual(await fullRead(log));
+    expect(restored.get('a')).toBe(99); // the later record wins, as in the topic
+    await again.close();
+  });
+
+  test('keys read on demand: a restart yields no key and reads answer as a full read', async () => {
+    const log = new FakeLog();
+    const p = caching(log, { onDemand: true });
+    await recoverAll(p);
+    await put(p, { a: 1, b: 2 }, 3);
+    await p.localWritesDone();
+    await p.close();
+    const again = caching(log, { onDemand: true });
+    expect((await recoverAll(again)).size).toBe(0);
+    expect(again.readNow!('a')?.snapshot?.state).toBe(1);
+    expect(again.has!('zzz')).toBe(false);
+    await again.close();
+  });
+});

@@ -12,9 +12,11 @@ test('none unless the flow or the environment sets one; the environment override
   expect(stateCacheOf(defineFlow(local), {})).toBeUndefined();
   expect(stateCacheOf(defineFlow({ ...local, stateCache: { maxKeys: 500 } }), {})?.maxKeys).toBe(500);
   expect(stateCacheOf(defineFlow({ ...local, stateCache: { maxKeys: 500 } }), { stateCacheMaxKeys: 20 })?.maxKeys).toBe(20);
-  // KFT_STATE_DIR turns local state on for a transactional Kafka flow.
+  // KFT_STATE_DIR turns local state on for a Kafka flow, transactional or caching.
   const kafka = defineFlow({ ...base, persistence: { backend: 'kafka', transactional: true } });
   expect(stateCacheOf(kafka, { stateCacheMaxKeys: 20, stateDir: '/state' })?.maxKeys).toBe(20);
+  const caching = defineFlow({ ...base, persistence: { backend: 'kafka', transactional: false } });
+  expect(stateCacheOf(caching, { stateCacheMaxKeys: 20, stateDir: '/state' })?.maxKeys).toBe(20);
 });
 
 test('a byte bound, alone or with a key bound; each from the environment overrides the flow\'s', () => {
@@ -26,7 +28,7 @@ test('a byte bound, alone or with a key bound; each from the environment overrid
 });
 
 test.each([
-  ['without local state', { ...base, persistence: { backend: 'kafka' as const, transactional: true } }, /stateCache \(the keys out of memory are read from the local store\) needs local state: transactional Kafka persistence/],
+  ['without local state', { ...base, persistence: { backend: 'kafka' as const, transactional: true } }, /stateCache \(the keys out of memory are read from the local store\) needs local state: Kafka persistence/],
   ['on the memory backend', base, /stateCache \(.*\) needs local state/],
   ['on Cassandra', { ...base, persistence: { backend: 'cassandra' as const } }, /stateCache \(.*\) needs local state/],
 ])('a ConfigError %s', (_, options, message) => {
