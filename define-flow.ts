@@ -107,7 +107,7 @@ export interface FlowOptions<S, V> {
    * keys stay in the local state store and are read back when a record comes for them, and a
    * restart onto an intact store loads no key. `maxKeys` bounds their number, `maxBytes` their
    * size (each key counts its stored snapshot record's bytes plus 200); either or both. Needs local
-   * state (`persistence.localState` or `KFT_STATE_DIR`, transactional Kafka persistence). The
+   * state (`persistence.localState` or `KFT_STATE_DIR`; Kafka, or Cassandra in mode 'snapshots' with a generation fence). The
    * worker's `KFT_STATE_CACHE_MAX_KEYS` and `KFT_STATE_CACHE_MAX_BYTES` override them. Default:
    * every key in memory. See docs/local-state.md.
    */
@@ -117,7 +117,7 @@ export interface FlowOptions<S, V> {
    * they tail its snapshot partition into their local store, and the group's assignment gives a
    * partition whose owner left to the worker with the freshest copy, which then restores only the
    * records written since its last round. Needs local state (`persistence.localState` or
-   * `KFT_STATE_DIR`); the worker's `KFT_STANDBY_REPLICAS` overrides it. Default 0.
+   * `KFT_STATE_DIR`) on Kafka persistence; the worker's `KFT_STANDBY_REPLICAS` overrides it. Default 0.
    */
   standbyReplicas?: number;
 }

@@ -12,7 +12,7 @@ export const QUICK = isQuick();
 export const SEED = Number(flag('seed') ?? process.env.CHAOS_SEED ?? Math.floor(Math.random() * 1e9));
 export const FAULTS = Number(flag('faults') ?? (QUICK ? 30 : 120));
 export const PHASE_MS = Number(flag('seconds') ?? (QUICK ? 45 : 600)) * 1000;
-export const MODE_IDS = (flag('modes') ?? 'kafka,kafka-local,cassandra').split(',').map((s) => s.trim()).filter(Boolean);
+export const MODE_IDS = (flag('modes') ?? 'kafka,kafka-local,cassandra,cassandra-local').split(',').map((s) => s.trim()).filter(Boolean);
 export const PORT_BASE = Number(flag('port-base') ?? process.env.CHAOS_PORT_BASE ?? 23_000);
 export const KEEP_SERVERS = argv.includes('--keep-servers');
 export const WRITE_BENCH = argv.includes('--write-results');

@@ -37,9 +37,9 @@ export interface KafkaPersistenceOptions {
   replicationFactor?: number;
   /**
    * A local state store per partition under `dir` (like Kafka Streams' state.dir), so a restart or a
-   * partition coming back reads only the snapshots written after its checkpoint. Needs
-   * `transactional: true`. Default off; the worker's `KFT_STATE_DIR` turns it on (and overrides
-   * `dir`) for transactional flows. See docs/local-state.md.
+   * partition coming back reads only the snapshots written after its checkpoint. Either mode
+   * (caching: the checkpoint holds where another writer's records come between ours). Default off;
+   * the worker's `KFT_STATE_DIR` turns it on (and overrides `dir`). See docs/local-state.md.
    */
   localState?: { dir: string };
   [option: string]: unknown;

@@ -21,8 +21,7 @@ import type { CommitRequest, CommitResult, SnapshotMessage } from '../../kafka/t
 import type { MessagePool, OutputTopics } from './dead-letter';
 import { MissingGenerationError } from './errors';
 import type { LocalStateManager } from './local-state-manager';
-import type { StoredSnapshot } from './recovery';
-import { allApplied, landedUpdates, type PreparedBatch } from './snapshot-batch';
+import { allApplied, type PreparedBatch } from './snapshot-batch';
 import { SnapshotWriter, type WriterContext } from './snapshot-writer';
 
 /** The consumer generation a transaction commits its offset under. */

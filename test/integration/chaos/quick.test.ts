@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 // The chaos suite's quick run (issue 13) in every `npm test`: 30 faults of every type over the
-// three persistence modes, on private servers of its own (ports from CHAOS_PORT_BASE, default
+// four persistence modes (transactional Kafka, with local state, Cassandra, Cassandra with local state and a bounded cache), on private servers of its own (ports from CHAOS_PORT_BASE, default
 // 24000 here so that it never meets a developer's `npm run chaos` on 23000), real workers started
 // through the CLI, and the exact oracle at the end. A fixed seed, so that a failure is replayed
 // with `npm run chaos -- --quick --seed <seed>`; CHAOS_SEED picks another one.
