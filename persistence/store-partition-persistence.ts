@@ -39,8 +39,9 @@ export interface StorePartitionPersistenceOptions<S, V> {
 }
 
 /**
- * A local copy of what the stores hold, kept ahead of them: each batch is written to it before
- * any store is, and the offset commit carries the copy's metadata (persistence/cassandra/local-state.ts).
+ * A local copy of what the stores hold, kept ahead of them: each batch is written to it once its
+ * outputs are produced and before any store gets it, and the offset commit carries the copy's
+ * metadata (persistence/cassandra/local-state.ts).
  */
 export interface LocalMirror<S, V> {
   /** The batch's writes, before the stores get them: each write's stored size, when known. Throws to fail the batch. */
@@ -51,7 +52,7 @@ export interface LocalMirror<S, V> {
 
 /**
  * A PartitionPersistence made of separate stores and a committer, for backends without a
- * transaction spanning them (Cassandra, memory). Order per batch: the local copy (if any), outputs (dead letters), journals,
+ * transaction spanning them (Cassandra, memory). Order per batch: outputs (dead letters), the local copy (if any), journals,
  * then snapshots, then the key store, then — only if every write was applied — the offset commit. A crash between the
  * writes and the commit replays records already folded into snapshots; the snapshot offset makes
  * that replay a no-op.
@@ -106,13 +107,15 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
     const { partition, snapshots, journal, keys, committer } = this.o;
     const { writes } = batch;
     const statuses: WriteStatus[] = new Array(writes.length).fill('applied');
-    const sizes = await this.o.local?.writeAhead(batch);
 
     const outputs = writes.flatMap((w) => w.outputs ?? []);
     if (outputs.length > 0) {
       if (!this.o.outputs) throw new TypeError('this persistence has no output sender: it cannot produce dead letters');
       await this.o.outputs.send(outputs, partition);
     }
+    // After the outputs (a state in the local copy says its outputs were produced: a restore from it
+    // does not fold their records again), before the stores and the commit.
+    const sizes = await this.o.local?.writeAhead(batch);
 
     if (journal) {
       // A deleted key's journal stays (with the deleting record) until it is purged: replayed, it

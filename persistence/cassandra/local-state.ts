@@ -8,7 +8,9 @@
  * can have moved the partition on since it was written:
  *
  * - **Write-ahead.** Each batch goes to the store (one LMDB transaction: entries and checkpoint)
- *   before any of it goes to Cassandra, so the store is never behind what this process wrote.
+ *   once its outputs are produced and before any of it goes to Cassandra, so the store is never
+ *   behind what this process wrote, and a state in it never stands for outputs not produced (a
+ *   restore from it would not fold their records again).
  * - **Lineage.** Each ownership of a store has a random lineage id; each offset commit of the
  *   partition carries it as the commit's metadata. A restore trusts the store when the group's
  *   committed offset carries its lineage (the last commit was this store's owner) and is not past
@@ -140,8 +142,6 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
     return this.lineage;
   }
 
-
-
   /**
    * The store if it can be trusted given the group's committed offset (`committed`, read after the
    * assignment); otherwise why not — the store is then emptied and a new lineage starts.
@@ -185,7 +185,7 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
   }
 
   /**
-   * The batch, before Cassandra gets it: puts and delete markers as records, purges removed, the
+   * The batch, once its outputs are produced and before Cassandra gets it: puts and delete markers as records, purges removed, the
    * commit offset covered. A failed write with keys read on demand fails the batch (the store is
    * where they are read back from); with every key in memory the store stops following (the next
    * restore reads Cassandra) and the partition goes on.

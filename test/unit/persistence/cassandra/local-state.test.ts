@@ -11,6 +11,8 @@ import { CassandraLocalState, LINEAGE_METADATA_PREFIX, LocalStateWriteError, rea
 import { LocalPartitionStore } from '../../../../persistence/kafka/local-state';
 import { snapshotFormat } from '../../../../persistence/kafka/snapshot-format';
 import type { CommittedPosition } from '../../../../persistence/offset-committer';
+import { InMemoryOffsetCommitter, InMemorySnapshotStore } from '../../../../persistence/memory';
+import { StorePartitionPersistence } from '../../../../persistence/store-partition-persistence';
 
 type S = { n: number };
 let dir: string;
@@ -218,4 +220,31 @@ test('the stores left in a state directory tell the assignor how far each partit
   await other.close();
   expect(await readStoredCoverage(dir, { flow: 'f', groupId: 'g' }, ['orders', 'payments'])).toEqual({ orders: { '3': '12', '10': '41' } });
   expect(await readStoredCoverage(dir, { flow: 'other', groupId: 'g' }, ['orders'])).toEqual({});
+});
+
+test('a batch whose outputs were not produced never reaches the store: a restore from it folds those records again and emits them (found by the chaos suite: 171 outputs lost)', async () => {
+  const { metadata } = await writtenStore(); // a at 11 (n 3), committed 12
+  const again = local();
+  expect((await again.load(position(12, metadata))).kind).toBe('loaded');
+  const snapshots = new InMemorySnapshotStore<S>();
+  const failing = { send: async () => Promise.reject(new Error('the brokers are gone')) };
+  const persistence = new StorePartitionPersistence<S, unknown>({
+    partition: { topic: 'orders', partition: 3 },
+    mode: 'snapshots',
+    snapshots,
+    committer: new InMemoryOffsetCommitter(),
+    outputs: failing,
+    local: again,
+  });
+  // The record at 12 changed `a` and emitted an output; producing it fails (then the worker dies).
+  const output = { kind: 'emitted' as const, topic: 'out', key: 'a', value: 'n=4' };
+  await expect(persistence.write({ writes: [{ key: 'a', snapshot: { state: { n: 4 }, offset: 12 }, outputs: [output] }], commitOffset: 13 })).rejects.toThrow('the brokers are gone');
+  await again.close();
+  // The next restore (the group's commit unchanged) must have `a` before the record at 12, so the replay emits again.
+  const next = local();
+  const loaded = await next.load(position(12, metadata));
+  expect(loaded.kind).toBe('loaded');
+  if (loaded.kind !== 'loaded') return;
+  const a = next.recovered('a', loaded.entries!.get('a')!);
+  expect({ state: a.snapshot?.state, offset: a.snapshot?.offset }).toEqual({ state: { n: 3 }, offset: 11 });
 });
