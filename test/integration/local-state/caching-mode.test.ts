@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually, FlowCluster } from '../orchestration/harness';
-import { exact, lines, restored, settled } from './support';
+import { exact, killUnderLoad, lines, restored, settled } from './support';
 
 test('caching mode with local state: a restart reads nothing from the topic, kill -9 under load reads the delta, the cache loads no key', async () => {
   const cluster = new FlowCluster(2, { backend: 'kafka-caching', persistEveryMs: 500, sessionTimeoutMs: 6000, keys: 300 });
@@ -29,11 +29,7 @@ test('caching mode with local state: a restart reads nothing from the topic, kil
     expect([...again.values()].reduce((n, r) => n + r.fromLocal, 0)).toBe(300);
 
     // kill -9 under load: the next worker reads only what came after its checkpoint.
-    const load = cluster.produce(3000);
-    await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 700)));
-    a2.process.kill('SIGKILL');
-    await a2.exited;
-    await load;
+    await killUnderLoad(cluster, a2, 3000);
     const a3 = cluster.startWorker('a3', { KFT_STATE_DIR: dir, KFT_STATE_CACHE_MAX_KEYS: '20' });
     await eventually('a3 restored both partitions', () => restored(cluster, a3, snapshotTopic).size === 2, 90_000);
     await settled(cluster, 1);

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually, FlowCluster, type Worker } from '../orchestration/harness';
-import { exact, lines, settled } from './support';
+import { exact, killUnderLoad, lines, settled } from './support';
 
 /** Each partition's last "restored <topic>-<p>: N keys from local state, 0 from Cassandra" line. */
 function fromLocal(cluster: FlowCluster, w: Worker): Map<number, number> {
@@ -75,11 +75,7 @@ test('Cassandra with local state: a restart reads nothing from Cassandra, a part
     await exact(cluster);
 
     // 4. kill -9 under load: the store is ahead of or at the commit, never behind — trusted, exact.
-    const load = cluster.produce(3000);
-    await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 700)));
-    a2.process.kill('SIGKILL');
-    await a2.exited;
-    await load;
+    await killUnderLoad(cluster, a2, 3000);
     const a3 = cluster.startWorker('a3', { KFT_STATE_DIR: dirA });
     await eventually('a3 restored both partitions from its store', () => fromLocal(cluster, a3).size === 2, 90_000, () => JSON.stringify([...discarded(cluster, a3)]));
     await settled(cluster, 1);

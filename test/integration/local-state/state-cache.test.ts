@@ -11,7 +11,7 @@ import { KEY_BYTES } from '../../../flow/state-cache';
 import { freePort } from '../../../workers/observability/metrics-server';
 import { workerMetric } from '../../support/metrics';
 import { eventually, FlowCluster } from '../orchestration/harness';
-import { exact, lines, restored, settled } from './support';
+import { exact, killUnderLoad, lines, restored, settled } from './support';
 
 const KEYS = 2000;
 const MAX_KEYS = 100;
@@ -52,11 +52,7 @@ test('at most 100 of 2,000 keys in memory, exact; a restart loads no key; kill -
     await exact(cluster);
 
     // 3. kill -9 under load: the next worker restores the delta and folds on exactly.
-    const load = cluster.produce(3000);
-    await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 700)));
-    a2.process.kill('SIGKILL');
-    await a2.exited;
-    await load;
+    await killUnderLoad(cluster, a2, 3000);
     const running = cluster.startWorker('a3', env);
     await eventually('a3 restored both partitions', () => restored(cluster, running, snapshotTopic).size === 2, 90_000);
     await settled(cluster, 1);

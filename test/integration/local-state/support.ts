@@ -48,3 +48,12 @@ export async function exact(cluster: FlowCluster): Promise<void> {
   expect(await cluster.persisted()).toEqual(await cluster.reference());
 }
 
+
+/** kill -9 of `w` at a random moment (0.3–1 s) while `records` more are produced; resolves once it is dead and they are acked. */
+export async function killUnderLoad(cluster: FlowCluster, w: Worker, records: number): Promise<void> {
+  const load = cluster.produce(records);
+  await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 700)));
+  w.process.kill('SIGKILL');
+  await w.exited;
+  await load;
+}

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { open } from 'lmdb';
 import type { ReadOptions, ReadRecord } from '../../../../kafka/partition-reader';
+import type { SentRecords } from '../../../../kafka/errors';
 import type { CommitRequest, CommitResult } from '../../../../kafka/transactional-writer';
 import { KafkaPartitionPersistence } from '../../../../persistence/kafka/kafka-partition-persistence';
 import type { SnapshotTransactions } from '../../../../persistence/kafka/transactional-snapshot-writer';
@@ -94,10 +95,22 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+/** Caching mode's parts (plain sends, the consumer's commits) instead of a transactional producer. */
+type CachingParts = { sender: { send(messages: readonly { key: unknown; value: unknown }[]): Promise<SentRecords[]> } };
+
 function persistence(
   log: FakeLog,
-  o: { local?: boolean; now?: () => number; retentionMs?: number; lines?: Logged[]; round?: RestoreRound; id?: LocalStateIdentity; onDemand?: boolean } = {},
+  o: { local?: boolean; now?: () => number; retentionMs?: number; lines?: Logged[]; round?: RestoreRound; id?: LocalStateIdentity; onDemand?: boolean; caching?: CachingParts } = {},
 ) {
+  const mode = o.caching
+    ? { mode: 'caching' as const, sender: o.caching.sender as never, committer: { commit: async () => {} } }
+    : {
+        mode: 'transactional' as const,
+        transactions: new LogTransactions(log),
+        generation: () => ({ generationId: 1, memberId: 'm' }),
+        assignedOffset: 0,
+        probe: { recordCommitted: async () => true, committedOffset: async () => undefined },
+      };
   return new KafkaPartitionPersistence<number>({
     flow: 'f',
     input: { topic: 'in', partition: P },
@@ -106,11 +119,7 @@ function persistence(
     reader: log,
     recoveryStallTimeoutMs: 1000,
     maxWritesPerBatch: 256,
-    mode: 'transactional',
-    transactions: new LogTransactions(log),
-    generation: () => ({ generationId: 1, memberId: 'm' }),
-    assignedOffset: 0,
-    probe: { recordCommitted: async () => true, committedOffset: async () => undefined },
+    ...mode,
     logger: o.lines ? memoryLogger(o.lines) : undefined,
     local:
       o.local === false
@@ -530,8 +539,8 @@ describe('caching mode (plain writes, no commit markers)', () => {
   /** The shared plain producer as the log sees it: each send appends its records, in requests of at most `perRequest`. */
   function sender(log: FakeLog, perRequest = 1000) {
     return {
-      async send(messages: readonly { key: unknown; value: unknown }[]) {
-        const sent = [];
+      async send(messages: readonly { key: unknown; value: unknown }[]): Promise<SentRecords[]> {
+        const sent: SentRecords[] = [];
         for (let i = 0; i < messages.length; i += perRequest) {
           const base = log.next;
           const chunk = messages.slice(i, i + perRequest);
@@ -542,21 +551,7 @@ describe('caching mode (plain writes, no commit markers)', () => {
       },
     };
   }
-  function caching(log: FakeLog, o: { perRequest?: number; onDemand?: boolean } = {}) {
-    return new KafkaPartitionPersistence<number>({
-      flow: 'f',
-      input: { topic: 'in', partition: P },
-      snapshotTopic: TOPIC,
-      format,
-      reader: log,
-      recoveryStallTimeoutMs: 1000,
-      maxWritesPerBatch: 256,
-      mode: 'caching',
-      sender: sender(log, o.perRequest),
-      committer: { commit: async () => {} },
-      local: { store: new LocalPartitionStore(dir, identity), deleteRetentionMs: async () => 86_400_000, onDemand: o.onDemand },
-    });
-  }
+  const caching = (log: FakeLog, o: { perRequest?: number; onDemand?: boolean } = {}) => persistence(log, { onDemand: o.onDemand, caching: { sender: sender(log, o.perRequest) } });
 
   test('a restart reads only what came after its own records; the checkpoint follows writes sent in several requests', async () => {
     const log = new FakeLog();
