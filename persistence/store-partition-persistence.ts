@@ -46,6 +46,8 @@ export interface StorePartitionPersistenceOptions<S, V> {
 export interface LocalMirror<S, V> {
   /** The batch's writes, before the stores get them: each write's stored size, when known. Throws to fail the batch. */
   writeAhead(batch: WriteBatch<S, V>): Promise<readonly number[] | undefined>;
+  /** The batch's writes reached the stores (`statuses`: each write's); called before the offset commit. */
+  landed(batch: WriteBatch<S, V>, statuses: readonly WriteStatus[]): void;
   /** The metadata the offset commit carries (undefined: none). */
   commitMetadata(): string | undefined;
 }
@@ -169,6 +171,7 @@ export class StorePartitionPersistence<S, V> implements PartitionPersistence<S, 
       }
     }
 
+    this.o.local?.landed(batch, statuses);
     const sized = sizes ? { sizes } : {};
     if (batch.commitOffset !== undefined && statuses.every((s) => s === 'applied')) {
       try {

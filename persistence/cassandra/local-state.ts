@@ -25,7 +25,12 @@
  *
  * A store ahead of the committed offset (a crash between the local write and the commit) is still
  * a valid start: every key's state carries its offset and a replay skips the records it covers,
- * like the rows a full read finds ahead of the commit. The writes that replay makes again land
+ * like the rows a full read finds ahead of the commit. But a key's state may be in the store and
+ * not in Cassandra (a crash between the local write and Cassandra's): the replay skips its records,
+ * so nothing would write it again, and the next commit would pass records whose state only the
+ * store holds. The checkpoint therefore lists the keys written ahead whose Cassandra writes have
+ * not landed (`unlanded`), and a trusted restore writes them to Cassandra before anything folds.
+ * The writes that replay makes again land
  * over any row another owner left ahead of the commit without committing: it owned the partition
  * under an older generation, and the fence ('lwt' or 'timestamp') orders owners by generation —
  * which is why local state needs one of them.
@@ -35,6 +40,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KafkaFlowError } from '../../config/errors';
 import type { Logger } from '../../core/logger';
+import type { WriteStatus } from '../../core/persistence-types';
 import type { DueKeys, DueLook, RecoveredKey, WriteBatch } from '../../flow/ports';
 import { readLocalCheckpoints } from '../kafka/local-checkpoints';
 import { LocalPartitionStore, type LocalUpdate, localStatePath } from '../kafka/local-state';
@@ -72,7 +78,13 @@ export interface CassandraLocalStateOptions<S> {
 /** What a restore can start from. */
 export type CassandraLocalLoad =
   /** `entries`: undefined when keys are read on demand. */
-  | { readonly kind: 'loaded'; readonly keys: number; readonly entries: Map<string, StoredSnapshot> | undefined }
+  | {
+      readonly kind: 'loaded';
+      readonly keys: number;
+      readonly entries: Map<string, StoredSnapshot> | undefined;
+      /** Keys written to the store whose Cassandra writes may not have landed: written again before folding. */
+      readonly unlanded: readonly string[];
+    }
   | { readonly kind: 'full'; readonly reason: string };
 
 /** The checkpoint of a Cassandra store (JSON in the store's checkpoint record). */
@@ -83,6 +95,8 @@ interface StoreCheckpoint {
   readonly covered: string;
   /** The group's commit when the owner read the partition (restored from this store or from Cassandra). */
   readonly base: CommittedPosition | null;
+  /** Keys written ahead whose Cassandra writes had not landed when the checkpoint was written. */
+  readonly unlanded?: readonly string[];
 }
 
 function parseCheckpoint(text: string): StoreCheckpoint | undefined {
@@ -90,7 +104,8 @@ function parseCheckpoint(text: string): StoreCheckpoint | undefined {
     const c = JSON.parse(text) as Partial<StoreCheckpoint>;
     if (typeof c.lineage !== 'string' || typeof c.covered !== 'string' || !/^\d+$/.test(c.covered)) return undefined;
     const base = c.base && typeof c.base.offset === 'string' ? { offset: c.base.offset, metadata: typeof c.base.metadata === 'string' ? c.base.metadata : null } : null;
-    return { lineage: c.lineage, covered: c.covered, base };
+    const unlanded = Array.isArray(c.unlanded) ? c.unlanded.filter((k): k is string => typeof k === 'string') : [];
+    return { lineage: c.lineage, covered: c.covered, base, unlanded };
   } catch {
     return undefined;
   }
@@ -115,6 +130,10 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
   private base: CommittedPosition | null = null;
   /** A local write failed with every key in memory: the store stays behind, and commits stop carrying its lineage. */
   private stopped = false;
+  /** Keys written ahead whose Cassandra writes have not landed yet (the checkpoint lists them). */
+  private unlanded = new Set<string>();
+  /** Keys landed since the checkpoint last listed the unlanded ones: close() writes it again. */
+  private landedSinceCheckpoint = false;
   /** The store has been loaded or written (its entries can be read). */
   private open = false;
   private readonly records: SnapshotCache<S>;
@@ -158,8 +177,10 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
         this.covered = BigInt(c!.covered) > BigInt(committed!.offset) ? BigInt(c!.covered) : BigInt(committed!.offset);
         this.base = committed!;
         this.open = true;
-        this.o.log.info({ topic: this.o.topic, partition: this.o.partition, keys: loaded.checkpoint.keys, committed: committed!.offset }, `local state of ${this.where}: ${loaded.checkpoint.keys} keys, nothing to read from Cassandra`);
-        return { kind: 'loaded', keys: loaded.checkpoint.keys, entries: loaded.entries };
+        const unlanded = c!.unlanded ?? [];
+        this.unlanded = new Set(unlanded);
+        this.o.log.info({ topic: this.o.topic, partition: this.o.partition, keys: loaded.checkpoint.keys, committed: committed!.offset, unlanded: unlanded.length }, `local state of ${this.where}: ${loaded.checkpoint.keys} keys, nothing to read from Cassandra`);
+        return { kind: 'loaded', keys: loaded.checkpoint.keys, entries: loaded.entries, unlanded };
       }
       reason = untrusted;
     } else if (loaded.kind === 'untrusted') reason = loaded.reason;
@@ -167,6 +188,7 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
     if (loaded.kind === 'none') this.o.log.info({ topic: this.o.topic, partition: this.o.partition, path: this.store.path }, `no local state of ${this.where}: reading it from Cassandra`);
     else this.o.log.warn({ topic: this.o.topic, partition: this.o.partition, reason, path: this.store.path }, `local state of ${this.where} discarded: ${reason}; reading it from Cassandra`);
     await this.store.discard();
+    this.unlanded = new Set();
     this.lineage = randomUUID();
     this.covered = committed ? BigInt(committed.offset) : 0n;
     this.base = committed ?? null;
@@ -194,6 +216,8 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
     const sizes: number[] = [];
     const updates: LocalUpdate[] = [];
     for (const w of batch.writes) {
+      // A purge leaves no entry to write again: Cassandra keeps the delete marker until a later purge.
+      if (!w.purge && !this.stopped) this.unlanded.add(w.key);
       if (w.purge) {
         updates.push([w.key, undefined]);
         sizes.push(0);
@@ -216,6 +240,13 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
       this.o.log.warn({ topic: this.o.topic, partition: this.o.partition, err, path: this.store.path }, 'local state write failed: the local copy stops here (the next restore reads Cassandra)');
     }
     return sizes;
+  }
+
+  /** The batch reached Cassandra: its applied keys are no longer ahead of it. */
+  landed(batch: WriteBatch<S, V>, statuses: readonly WriteStatus[]): void {
+    batch.writes.forEach((w, i) => {
+      if (statuses[i] === 'applied' && this.unlanded.delete(w.key)) this.landedSinceCheckpoint = true;
+    });
   }
 
   commitMetadata(): string | undefined {
@@ -252,6 +283,8 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
   }
 
   async close(): Promise<void> {
+    // Without this, the next trusted restore would write the last batch's keys to Cassandra again (harmless, not free).
+    if (this.open && !this.stopped && this.landedSinceCheckpoint) await this.write([]).catch(() => undefined);
     await this.store.close();
   }
 
@@ -264,9 +297,10 @@ export class CassandraLocalState<S, V> implements LocalMirror<S, V> {
 
   private async write(updates: readonly LocalUpdate[]): Promise<void> {
     const open = this.open;
-    const checkpoint: StoreCheckpoint = { lineage: this.lineage, covered: String(this.covered), base: this.base };
+    const checkpoint: StoreCheckpoint = { lineage: this.lineage, covered: String(this.covered), base: this.base, unlanded: [...this.unlanded] };
     await this.store.write(updates, (key) => (open ? this.store.get(key) : undefined), JSON.stringify(checkpoint));
     this.open = true;
+    this.landedSinceCheckpoint = false;
   }
 }
 

@@ -1,7 +1,7 @@
 import { type Logger, silentLogger } from '../../core/logger';
 import type { OffsetCommitter } from '../offset-committer';
 import type { OutputSender } from '../output-sender';
-import type { DueKeys, DueLook, PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
+import type { DueKeys, DueLook, KeyWrite, PartitionPersistence, RecoveredKey, RestoreProgress, WriteBatch, WriteBatchResult } from '../../flow/ports';
 import type { CommittedPosition } from '../offset-committer';
 import type { CassandraLocalState } from './local-state';
 import { StorePartitionPersistence } from '../store-partition-persistence';
@@ -144,9 +144,10 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
           fromTopic: 0,
           restore: 'delta',
         };
+        await this.landAhead(outcome.unlanded);
         this.lastRecovery = final;
         this.progress = { read: outcome.keys, unit: 'keys', fraction: 1 };
-        this.log.info({ ...final }, `restored ${partition.topic}-${partition.partition}: ${outcome.keys} keys from local state, 0 from Cassandra`);
+        this.log.info({ ...final, unlanded: outcome.unlanded.length }, `restored ${partition.topic}-${partition.partition}: ${outcome.keys} keys from local state, 0 from Cassandra`);
         for (const [key, stored] of outcome.entries ?? []) yield local.recovered(key, stored);
         return;
       }
@@ -225,6 +226,28 @@ export class CassandraPartitionPersistence<S, V> implements PartitionPersistence
       m.registry.recoveredKeys.inc(labels, final.keysRecovered);
     }
     report(final);
+  }
+
+  /**
+   * Writes to Cassandra the keys the store holds ahead of it (a crash between the local write and
+   * Cassandra's), before anything folds: the replay skips the records their state covers, so
+   * nothing else would write them before the next commit passes those records.
+   */
+  private async landAhead(keys: readonly string[]): Promise<void> {
+    const local = this.o.local!;
+    const writes: KeyWrite<S, V>[] = [];
+    for (const key of keys) {
+      const found = local.readNow(key);
+      if (found?.snapshot) writes.push({ key, snapshot: found.snapshot, addKey: true });
+      else if (found?.deleted) writes.push({ key, delete: found.deleted, addKey: true });
+    }
+    for (let i = 0; i < writes.length; i += this.maxWritesPerBatch) {
+      const chunk = writes.slice(i, i + this.maxWritesPerBatch);
+      const { statuses } = await this.inner.write({ writes: chunk });
+      const refused = chunk.filter((_, j) => statuses[j] !== 'applied').map((w) => w.key);
+      // Refused: Cassandra holds a newer owner's state of these keys; this owner's commits are fenced.
+      if (refused.length > 0) this.log.warn({ topic: this.partition.topic, partition: this.partition.partition, keys: refused.slice(0, 10), refused: refused.length }, 'local state ahead of Cassandra: writes refused (a newer owner wrote these keys)');
+    }
   }
 
   read(key: string): Promise<RecoveredKey<S, V> | undefined> {

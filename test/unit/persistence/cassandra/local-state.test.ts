@@ -167,7 +167,7 @@ test('keys read on demand: has, readNow and the due-time index, with nothing loa
   await first.close();
   const again = local(true);
   const loaded = await again.load(position(8, metadata));
-  expect(loaded).toEqual({ kind: 'loaded', keys: 3, entries: undefined });
+  expect(loaded).toEqual({ kind: 'loaded', keys: 3, entries: undefined, unlanded: ['a', 't', 'u'] }); // written ahead only
   expect(again.has('a')).toBe(true);
   expect(again.has('zzz')).toBe(false);
   expect(again.readNow('a')?.snapshot?.state).toEqual({ n: 1 });
@@ -247,4 +247,29 @@ test('a batch whose outputs were not produced never reaches the store: a restore
   if (loaded.kind !== 'loaded') return;
   const a = next.recovered('a', loaded.entries!.get('a')!);
   expect({ state: a.snapshot?.state, offset: a.snapshot?.offset }).toEqual({ state: { n: 3 }, offset: 11 });
+});
+
+test('the keys written ahead whose Cassandra writes did not land are listed for the next trusted restore; landed ones are not', async () => {
+  const { metadata } = await writtenStore(); // a at 11, b deleted at 9; committed at 12
+  const again = local();
+  const first = await again.load(position(12, metadata));
+  // writtenStore wrote ahead only (nothing reached Cassandra): its keys are listed, the purged c is not.
+  expect(first).toMatchObject({ kind: 'loaded', unlanded: ['a', 'b'] });
+  const snapshots = new InMemorySnapshotStore<S>();
+  const committer = new InMemoryOffsetCommitter();
+  const persistence = new StorePartitionPersistence<S, unknown>({ partition: { topic: 'orders', partition: 3 }, mode: 'snapshots', snapshots, committer, local: again });
+  await persistence.write(batch([put('a', 4, 13), { key: 'b', delete: { offset: 9 } }], 14));
+  expect(committer.position({ topic: 'orders', partition: 3 })).toEqual({ offset: '14', metadata: again.commitMetadata() });
+  // The next batch reaches the store, not the stores behind it (the process dies there).
+  snapshots.writeBatch = () => Promise.reject(new Error('killed before Cassandra got it'));
+  await expect(persistence.write(batch([put('d', 1, 14), { key: 'b', delete: { offset: 15 } }], 16))).rejects.toThrow('killed before Cassandra got it');
+  await again.close();
+  const next = local();
+  const loaded = await next.load(committer.position({ topic: 'orders', partition: 3 }));
+  expect(loaded).toMatchObject({ kind: 'loaded', unlanded: ['d', 'b'] });
+  // Landed on the next owner's write: listed no more once the store is closed.
+  const landing = new StorePartitionPersistence<S, unknown>({ partition: { topic: 'orders', partition: 3 }, mode: 'snapshots', snapshots: new InMemorySnapshotStore<S>(), committer, local: next });
+  await landing.write(batch([put('d', 1, 14), { key: 'b', delete: { offset: 15 } }]));
+  await next.close();
+  expect(await local().load(committer.position({ topic: 'orders', partition: 3 }))).toMatchObject({ kind: 'loaded', unlanded: [] });
 });
