@@ -1,3 +1,4 @@
+import { workflowSandboxOptions } from './bundle/workflow-sandbox';
 import { type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { formatHostPort, type HostPort, type WorkerEnv } from '../config/env';
 import { describeKafkaSecurity, describeTemporalSecurity } from '../config/security';
@@ -172,6 +173,8 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       // forever, the partition stuck): the owner's runtime then starts a fresh run (reassertAfterMs),
       // which recovers the partition from its persisted state. See README, Self-healing.
       workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
+      // An activation's time bound, long enough for a process paused mid-activation (see there).
+      ...workflowSandboxOptions,
       // Tracing: the workflow spans (made by the interceptors in the bundle) leave the sandbox here.
       ...(tracing ? { sinks: tracing.workflowSinks } : {}),
     });
