@@ -28,8 +28,7 @@ export class SlotOwner implements PartitionOwner {
     owner: { generation: number; memberId: string },
     readonly groupId: string,
     private readonly consumer: FlowConsumer,
-    /** How long a commit the group refused mid-rebalance waits for the group's next join (cooperative). */
-    private readonly rebalanceTimeoutMs = 60_000,
+    private readonly timeouts: { readonly rebalanceTimeoutMs: number; readonly sessionTimeoutMs: number } = { rebalanceTimeoutMs: 60_000, sessionTimeoutMs: 30_000 },
   ) {
     this.topic = slot.topic;
     this.partition = slot.partition;
@@ -62,10 +61,22 @@ export class SlotOwner implements PartitionOwner {
    */
   async nextGeneration(used: WriteGeneration): Promise<WriteGeneration | undefined> {
     if (!this.consumer.current()?.cooperative) return undefined;
-    const next = await this.consumer.joinAfter(used.generationId, this.rebalanceTimeoutMs);
+    const next = await this.consumer.joinAfter(used.generationId, this.joinWaitMs());
     if (!next) return undefined;
     const g = this.generation();
     return g.generationId > used.generationId ? g : undefined;
+  }
+
+  /**
+   * How long a commit the group refused waits for the group's next join: at most the session
+   * timeout. The commit may be waited on inside the consumer's batch callback (a fold waiting for
+   * room for its outputs), where the member sends no heartbeat, learns of no rebalance and cannot
+   * rejoin: no join comes, and past the session timeout the group has dropped the member anyway.
+   * Waiting the rebalance timeout (60 s by default) there stalled every partition of two workers
+   * for 60 s in a chaos run (docs/experiments/2026-12-06-chaos-469dec2-kafka-local-stall.md).
+   */
+  joinWaitMs(): number {
+    return Math.min(this.timeouts.rebalanceTimeoutMs, this.timeouts.sessionTimeoutMs);
   }
 
   /**

@@ -122,7 +122,7 @@ export class PartitionRecoveries extends RuntimeSide {
     const { topic, partition } = slot;
     // The committed offset is read while the backend fences (SlotOwner); the fence still comes
     // before every read of the snapshots and every write.
-    const partitionOwner = new SlotOwner(slot, owner, this.definition.groupId, this.consumer, this.definition.consumer.rebalanceTimeoutMs);
+    const partitionOwner = new SlotOwner(slot, owner, this.definition.groupId, this.consumer, this.definition.consumer);
     const persistence = await this.o.backend.forPartition(partitionOwner);
     const persistenceMs = performance.now() - startedAt;
     const committed = await partitionOwner.committedOffset();
