@@ -19,7 +19,11 @@ export async function* inspectCassandra(
     await admin.connect();
     for (const topic of definition.topics) {
       if (filter.topic !== undefined && topic !== filter.topic) continue;
-      const count = (await admin.describeTopic(topic))?.partitions ?? 0;
+      // The keys table is read by the input's partitions: without the topic there is nothing to
+      // list them by, and an empty answer would read as a flow without state.
+      const described = await admin.describeTopic(topic);
+      if (!described) throw new RangeError(`input topic "${topic}" of flow "${definition.name}" does not exist on ${worker.brokers.join(',')}: its partitions are what inspect reads the keys table by`);
+      const count = described.partitions;
       const partitions = filter.partition !== undefined ? [filter.partition] : Array.from({ length: count }, (_, p) => p);
       for (const partition of partitions) {
         const persistence = await backend.forPartition({ topic, partition, committer: { commit: async () => {} } });
