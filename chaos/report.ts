@@ -292,6 +292,20 @@ export function report(o: RunOutcome): number {
     process.stdout.write('\nWRONG, LOST OR DUPLICATED DEAD LETTERS (expected = the poison records of the input, by partition/offset):\n');
     for (const v of verdicts) for (const e of v.deadLetters.examples) process.stdout.write(`  [${v.mode.spec.id}] ${e}\n`);
   }
+  if (failed) {
+    // The reasons again, last: a caller that keeps only the tail of the output (the quick run's
+    // test) still sees why, after the lists of wrong keys above.
+    const why = [
+      ...verdicts.map(
+        (v) =>
+          `${v.mode.spec.id}: ${v.verdict.wrongKeys.length} wrong of ${v.verdict.keysExpected} keys (${v.verdict.keysActual} read), lost ${v.verdict.lostRecords}, duplicated ${v.verdict.duplicatedRecords}, outputs wrong/lost/dup ${v.outputs.wrong}/${v.outputs.lost}/${v.outputs.duplicated}${v.inspectError ? `, INSPECT FAILED: ${v.inspectError}` : ''}${v.outputsError ? `, reading outputs failed: ${v.outputsError}` : ''}`,
+      ),
+      ...goals.filter((g) => g.ok === 'NO').map((g) => `goal missed: ${g.figure} = ${g.value} (goal ${g.goal})`),
+      ...stuck.slice(0, 8).map((l) => `not caught up: ${l}`),
+      ...events.slice(-8).map((e) => `event ${e}`),
+    ];
+    process.stdout.write(`\nWHY THE ORACLE FAILED:\n  ${why.join('\n  ')}\n`);
+  }
   if (failed) process.stdout.write(`\nORACLE FAILED. Seed ${SEED}; worker logs in ${logDir}; fault log ${path.join(dir, 'faults.json')}; server logs ${servers.logFiles().join(', ')}\n`);
   else process.stdout.write(`\noracle passed. Logs kept in ${dir}\n`);
   return failed ? 1 : 0;

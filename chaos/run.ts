@@ -43,6 +43,7 @@ import {
   CATCH_UP_MS,
   FAULTS,
   GRACE_MS,
+  INSPECT_ATTEMPTS,
   KEEP_SERVERS,
   KEYS,
   MAX_PENDING_OUTPUTS,
@@ -304,13 +305,22 @@ async function main(): Promise<number> {
         const reference = await readInput(client, m.topic, TIMERS === 'on');
         const actual = new Map<string, ChaosState>();
         let inspectError: string | undefined;
-        try {
-          for await (const k of inspectFlow(m.definition as never)) actual.set(k.key, k.state as ChaosState);
-        } catch (err) {
-          // e.g. the Cassandra keyspace was never created because nothing was ever persisted: every key counts as absent.
-          inspectError = (err as Error).message.split('\n')[0];
+        // A read the servers refuse for a moment (a Cassandra node still warming after its restart,
+        // a loaded machine) is read again; only a read that keeps failing counts every key absent
+        // (e.g. the Cassandra keyspace was never created because nothing was ever persisted).
+        for (let attempt = 1; attempt <= INSPECT_ATTEMPTS; attempt++) {
           actual.clear();
-          event(`inspect of mode ${m.spec.id} failed (all its keys count as absent): ${inspectError}`);
+          try {
+            for await (const k of inspectFlow(m.definition as never)) actual.set(k.key, k.state as ChaosState);
+            inspectError = undefined;
+            break;
+          } catch (err) {
+            inspectError = (err as Error).message.split('\n')[0];
+            actual.clear();
+            const last = attempt === INSPECT_ATTEMPTS;
+            event(`inspect of mode ${m.spec.id} failed (attempt ${attempt} of ${INSPECT_ATTEMPTS}${last ? ': all its keys count as absent' : ', read again in 5 s'}): ${inspectError}`);
+            if (!last) await sleep(5000);
+          }
         }
         const delivery = m.spec.backend === 'kafka' ? 'exactly-once' : 'at-least-once';
         const outputs = new OutputCheck(reference.outputs, delivery);

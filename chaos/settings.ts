@@ -69,6 +69,8 @@ export const WORKFLOW_REPORT_EVERY_MS = flag('workflow-report-every') === undefi
 export const CATCH_UP_MS = QUICK ? 120_000 : 240_000;
 /** Catching up ends early when no partition has moved for this long. */
 export const CATCH_UP_IDLE_MS = 45_000;
+/** How many times the oracle reads a mode's state before a read that keeps failing counts every key absent. */
+export const INSPECT_ATTEMPTS = 4;
 export const SAMPLE_EVERY_MS = 1_000;
 /** SIGTERM → SIGKILL: past the worker's own --shutdown-timeout (60 s, then it exits 1 itself). */
 export const GRACE_MS = 75_000;
