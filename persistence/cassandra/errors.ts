@@ -11,11 +11,14 @@ function causeText(cause: unknown): string {
 function hint(cause: unknown, contactPoints: readonly string[], writing: boolean): string {
   const name = (cause as { name?: unknown } | null)?.name;
   const where = contactPoints.length > 0 ? ` at ${contactPoints.join(', ')}` : '';
-  if (name === 'NoHostAvailableError') {
+  const tried = name === 'NoHostAvailableError' ? Object.values(((cause as { innerErrors?: unknown }).innerErrors ?? {}) as Record<string, unknown>) : [];
+  // Every host tried timed out (a statement's preparation reports its timeouts so): overloaded, not down.
+  const allTimedOut = tried.length > 0 && tried.every((e) => (e as { name?: unknown } | null)?.name === 'OperationTimedOutError');
+  if (name === 'NoHostAvailableError' && !allTimedOut) {
     return `no Cassandra node answered${where}: is it running and reachable?`;
   }
   const code = (cause as { code?: unknown } | null)?.code;
-  if (name === 'OperationTimedOutError' || code === 0x1100 || code === 0x1200) {
+  if (allTimedOut || name === 'OperationTimedOutError' || code === 0x1100 || code === 0x1200) {
     return writing
       ? 'the request timed out, so whether these writes landed is unknown'
       : 'the request timed out: Cassandra is overloaded or unreachable';

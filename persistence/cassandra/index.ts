@@ -11,7 +11,7 @@ export { CassandraBucketMismatchError, CassandraFencingMismatchError, CassandraP
 export { journalPurgeStep, MAX_ROUNDS, type NextStep, nextStep, type StoredVersion, type WriteAttempt } from './fencing';
 export { CassandraJournalStore, type CassandraJournalStoreOptions, headersToMap } from './journal-store';
 export { CassandraKeyStore, type CassandraKeyStoreOptions, type KeyLister } from './key-store';
-export { Lanes, Limiter, mapConcurrent, mergeConcurrent } from './limiter';
+export { AdaptiveLimiter, Lanes, Limiter, mapConcurrent, mergeConcurrent } from './limiter';
 export { type MigrateSnapshotsOptions, type MigrationReport, migrateSnapshotsToByPartition } from './migrate-layout';
 export { CassandraPersistenceMetrics } from './metrics';
 export {

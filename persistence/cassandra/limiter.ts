@@ -34,6 +34,82 @@ export class Limiter {
 }
 
 /**
+ * A limiter whose bound follows what the server can take (additive increase, multiplicative
+ * decrease, as TCP's congestion window): it starts at `max`; a sign of overload (a request the
+ * node did not answer in time, or refused as overloaded) halves it, at most once per
+ * `decreaseEveryMs` (the requests in flight at one overload all time out together: one halving),
+ * down to 1; `limit` successes in a row raise it by one, back up to `max`. Timed-out requests
+ * are not cancelled on the server, so sending fewer at once is what lets its queue drain.
+ */
+export class AdaptiveLimiter {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  private bound: number;
+  private successes = 0;
+  private lastDecrease = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly max: number,
+    private readonly decreaseEveryMs = 250,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a limiter needs at least one slot; got ${max}`);
+    this.bound = max;
+  }
+
+  /** The bound now (1..max). */
+  get limit(): number {
+    return this.bound;
+  }
+
+  /** Tasks running now. */
+  get running(): number {
+    return this.active;
+  }
+
+  /** Tasks waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active < this.bound) this.active++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      this.active--;
+      this.admit();
+    }
+  }
+
+  /** A request showed the server overloaded: halve the bound (once per `decreaseEveryMs`). */
+  overloaded(): void {
+    const t = this.now();
+    if (t - this.lastDecrease < this.decreaseEveryMs) return;
+    this.lastDecrease = t;
+    this.bound = Math.max(1, Math.floor(this.bound / 2));
+    this.successes = 0;
+  }
+
+  /** A request succeeded: after `limit` of them in a row, one more may run at once. */
+  succeeded(): void {
+    if (this.bound >= this.max) return;
+    if (++this.successes < this.bound) return;
+    this.successes = 0;
+    this.bound++;
+    this.admit();
+  }
+
+  private admit(): void {
+    while (this.active < this.bound && this.waiting.length > 0) {
+      this.active++;
+      this.waiting.shift()!();
+    }
+  }
+}
+
+/**
  * One task at a time per lane, lanes independent: a task waits for the lane's previous task to
  * settle (whatever its outcome). An idle lane holds nothing.
  */

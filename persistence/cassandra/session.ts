@@ -5,7 +5,7 @@
  * Long/BigInt setting.
  */
 import { type Client, errors, types } from 'cassandra-driver';
-import { Lanes, Limiter } from './limiter';
+import { AdaptiveLimiter, Lanes, Limiter } from './limiter';
 import type { ConsistencyLevelName, SerialConsistencyName } from './options';
 
 export type Params = unknown[];
@@ -39,12 +39,14 @@ export interface CassandraSessionOptions {
 }
 
 /**
- * A read the node answered with a transient failure is tried again after these waits (reads are
- * idempotent): a node that has just restarted can fail a read or two (seen as "Server failure
- * during read" on a key listing right after a restart), and one failed query of a recovery's
- * hundreds would otherwise fail the whole recovery and cost a workflow retry.
+ * A read that failed transiently is tried again after these waits (reads are idempotent; each wait
+ * drawn between half and one and a half times its value, so that reads failed together do not
+ * return together): a node that has just restarted can fail a read or two ("Server failure during
+ * read" on a key listing right after a restart), and an overloaded node answers late — a recovery's
+ * key listing on a loaded machine timed out read after read. One failed query of a recovery's
+ * hundreds would otherwise fail the whole recovery, which then starts over with all of them.
  */
-export const READ_RETRY_DELAYS_MS: readonly number[] = [100, 500];
+export const READ_RETRY_DELAYS_MS: readonly number[] = [100, 500, 1000, 2000, 4000, 8000];
 
 /** Answers of a node that is up but could not serve this read now (not: no node reachable, a bad query). */
 const TRANSIENT_READ_ERRORS: ReadonlySet<number> = new Set([
@@ -56,13 +58,31 @@ const TRANSIENT_READ_ERRORS: ReadonlySet<number> = new Set([
   types.responseErrorCodes.readFailure,
 ]);
 
+/** Answers that say the node has more to do than it can: fewer reads at once from here on. */
+const OVERLOAD_ERRORS: ReadonlySet<number> = new Set([types.responseErrorCodes.overloaded, types.responseErrorCodes.readTimeout]);
+
+/**
+ * Whether a failed read is a sign of an overloaded node: it timed out (on the node or here) or the
+ * node said so. A statement not yet prepared on the client fails its preparation instead, as "no
+ * host available" with a timeout from every host tried: the same sign.
+ */
+export function isOverloadError(err: unknown): boolean {
+  if (err instanceof errors.OperationTimedOutError) return true;
+  if (err instanceof errors.NoHostAvailableError) {
+    const tried = Object.values((err.innerErrors ?? {}) as Record<string, unknown>);
+    return tried.length > 0 && tried.every((e) => e instanceof errors.OperationTimedOutError);
+  }
+  return err instanceof errors.ResponseError && OVERLOAD_ERRORS.has(err.code);
+}
+
 /** Whether a failed read may succeed if simply tried again shortly. */
 export function isTransientReadError(err: unknown): boolean {
-  return err instanceof errors.ResponseError && TRANSIENT_READ_ERRORS.has(err.code);
+  return isOverloadError(err) || (err instanceof errors.ResponseError && TRANSIENT_READ_ERRORS.has(err.code));
 }
 
 export class CassandraSession {
-  readonly reads: Limiter;
+  /** Reads at once: at most `maxConcurrentReads`, fewer while the node shows overload. */
+  readonly reads: AdaptiveLimiter;
   readonly writes: Limiter;
   /**
    * Lightweight transactions of one Cassandra partition contend for its Paxos state: a process
@@ -77,14 +97,17 @@ export class CassandraSession {
     readonly client: Client,
     options: CassandraSessionOptions,
   ) {
-    this.reads = new Limiter(options.maxConcurrentReads);
+    this.reads = new AdaptiveLimiter(options.maxConcurrentReads);
     this.writes = new Limiter(options.maxConcurrentWrites);
     this.serialConsistency = consistencyCode(options.serialConsistency);
     this.contactPoints = options.contactPoints;
     this.readRetryDelaysMs = options.readRetryDelaysMs ?? READ_RETRY_DELAYS_MS;
   }
 
-  /** One read (a page of it); a transient failure of the node is retried (READ_RETRY_DELAYS_MS). */
+  /**
+   * One read (a page of it). A transient failure is tried again (READ_RETRY_DELAYS_MS); one that
+   * shows the node overloaded also lowers how many reads run at once (AdaptiveLimiter).
+   */
   async read(query: string, params: Params, consistency: ConsistencyLevelName, fetchSize?: number, pageState?: string): Promise<types.ResultSet> {
     const once = () =>
       this.reads.run(() =>
@@ -95,15 +118,18 @@ export class CassandraSession {
           pageState,
         }),
       );
-    for (const delay of this.readRetryDelaysMs) {
+    for (let attempt = 0; ; attempt++) {
       try {
-        return await once();
+        const rs = await once();
+        this.reads.succeeded();
+        return rs;
       } catch (err) {
-        if (!isTransientReadError(err)) throw err;
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        if (isOverloadError(err)) this.reads.overloaded();
+        const delay = this.readRetryDelaysMs[attempt];
+        if (delay === undefined || !isTransientReadError(err)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, delay * (0.5 + Math.random())));
       }
     }
-    return once();
   }
 
   /** One read at the serial consistency: it sees every lightweight transaction accepted so far. */

@@ -3,9 +3,9 @@
 // past what was written, and once Cassandra is back processing resumes with nothing lost — in
 // the same flow with ignorePersistErrors, and through the next assignment's recovery without.
 import { PersistFailedError } from '../../../flow/errors';
-import { CassandraPersistenceError } from '../../../persistence/cassandra';
+import { CassandraBackend, CassandraPersistenceError } from '../../../persistence/cassandra';
 import { InMemoryOffsetCommitter } from '../../../persistence/memory';
-import { expectedTallies, privateNodeBackend, recoverStates, roundRobin, step, tallyFlow } from './support';
+import { expectedTallies, privateNodeBackend, recoverStates, roundRobin, step, type Tally, tallyFlow } from './support';
 
 describe('Cassandra down mid-run (a private Cassandra)', () => {
   // The backend's default reconnection policy (capped at 2 s) is under test here.
@@ -82,4 +82,40 @@ describe('Cassandra down mid-run (a private Cassandra)', () => {
     expect(await states(lenientP)).toEqual(expectedTallies(input));
     process.stderr.write(`cassandra outage test: ${Math.round((Date.now() - started) / 1000)} s (two starts and two stops of a private Cassandra)\n`);
   }, 150_000);
+
+  it('a recovery whose reads time out on a frozen node reads them again, fewer at once, and recovers every key once it thaws', async () => {
+    const { cassandra, backend } = await node.start();
+    const P = { topic: 'frozen', partition: 0 };
+    const input = roundRobin(40, 0, 200);
+    const writer = tallyFlow(await backend.forPartition({ ...P, generation: 1, committer: new InMemoryOffsetCommitter() }), '0', P);
+    await writer.flow.recover();
+    await step(writer.flow, writer.clock, input);
+    // A reader on its own client whose reads time out after 1 s (the driver's default is 12 s).
+    const reader = await CassandraBackend.start<Tally, number>({
+      applicationId: 'app',
+      groupId: 'group',
+      keyspace: backend.settings.keyspace,
+      contactPoints: [cassandra.contactPoint],
+      clientOptions: { socketOptions: { connectTimeout: 1000, readTimeout: 1000 } },
+    });
+    try {
+      const persistence = await reader.forPartition({ ...P, generation: 2, committer: new InMemoryOffsetCommitter() });
+      cassandra.pause();
+      let resumed = false;
+      try {
+        const recovering = recoverStates(persistence);
+        await new Promise((r) => setTimeout(r, 3_000));
+        cassandra.resume();
+        resumed = true;
+        const recovered = await recovering;
+        expect(new Map([...recovered].map(([k, v]) => [k, v.state]))).toEqual(expectedTallies(input));
+      } finally {
+        if (!resumed) cassandra.resume();
+      }
+      // The timeouts lowered the reads at once (64 by default); successes raise it again.
+      expect(reader.session.reads.limit).toBeLessThan(64);
+    } finally {
+      await reader.close();
+    }
+  }, 60_000);
 });

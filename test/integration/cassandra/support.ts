@@ -129,20 +129,24 @@ export function privateNodeBackend(name: string, options: { fencing?: 'lwt' | 't
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+  let started: Promise<{ cassandra: ReturnType<typeof privateCassandra>; backend: CassandraBackend<Tally, number> }> | undefined;
   return {
-    /** Starts the node, then the backend on it. */
-    async start() {
-      cassandra = privateCassandra(dataDir, await freePort(), await freePort());
-      await cassandra.up();
-      backend = await CassandraBackend.start<Tally, number>({
-        applicationId: 'app',
-        groupId: 'group',
-        keyspace: keyspaceName(`kft_${name}`),
-        contactPoints: [cassandra.contactPoint],
-        clientOptions: { socketOptions: { connectTimeout: 1000 } },
-        ...options,
-      });
-      return { cassandra, backend };
+    /** Starts the node, then the backend on it (once per file: the tests after the first get the same). */
+    start() {
+      started ??= (async () => {
+        cassandra = privateCassandra(dataDir, await freePort(), await freePort());
+        await cassandra.up();
+        backend = await CassandraBackend.start<Tally, number>({
+          applicationId: 'app',
+          groupId: 'group',
+          keyspace: keyspaceName(`kft_${name}`),
+          contactPoints: [cassandra.contactPoint],
+          clientOptions: { socketOptions: { connectTimeout: 1000 } },
+          ...options,
+        });
+        return { cassandra, backend };
+      })();
+      return started;
     },
   };
 }

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { ConfigError } from '../../../../config/errors';
 import { defineFlow } from '../../../../define-flow';
 import {
+  AdaptiveLimiter,
   columnProblems,
   javaStringHashCode,
   journalPurgeStep,
@@ -322,6 +323,43 @@ describe('bounded concurrency', () => {
     );
     expect(peak).toBe(3);
     expect(done.filter((d) => d === -1)).toHaveLength(1);
+    expect(limiter.running).toBe(0);
+    expect(limiter.queued).toBe(0);
+  });
+
+  test('an AdaptiveLimiter halves its bound on overload (once per window, not below 1), regains one per bound successes, and never runs more than its bound', async () => {
+    let now = 0;
+    const limiter = new AdaptiveLimiter(8, 250, () => now);
+    limiter.overloaded();
+    limiter.overloaded(); // the same overload (within 250 ms): one halving
+    expect(limiter.limit).toBe(4);
+    for (const t of [300, 600, 900, 1200]) {
+      now = t;
+      limiter.overloaded();
+    }
+    expect(limiter.limit).toBe(1);
+    // One more success than the bound lifts it by one each time: 1 → 2 after 1, → 3 after 2 more.
+    limiter.succeeded();
+    expect(limiter.limit).toBe(2);
+    limiter.succeeded();
+    limiter.succeeded();
+    expect(limiter.limit).toBe(3);
+
+    let running = 0;
+    let peak = 0;
+    await Promise.all(
+      Array.from({ length: 30 }, () =>
+        limiter.run(async () => {
+          running++;
+          peak = Math.max(peak, running);
+          await tick();
+          running--;
+        }),
+      ),
+    );
+    expect(peak).toBe(3);
+    for (let i = 0; i < 100; i++) limiter.succeeded();
+    expect(limiter.limit).toBe(8);
     expect(limiter.running).toBe(0);
     expect(limiter.queued).toBe(0);
   });
