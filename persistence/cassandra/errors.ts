@@ -7,13 +7,21 @@ function causeText(cause: unknown): string {
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
+/**
+ * Whether the driver's "no host available" reports a timeout from every host it tried (how a
+ * statement's preparation reports an overloaded node): a slow node, not a down one.
+ */
+export function timedOutOnEveryHost(cause: unknown): boolean {
+  if ((cause as { name?: unknown } | null)?.name !== 'NoHostAvailableError') return false;
+  const tried = Object.values(((cause as { innerErrors?: unknown }).innerErrors ?? {}) as Record<string, unknown>);
+  return tried.length > 0 && tried.every((e) => (e as { name?: unknown } | null)?.name === 'OperationTimedOutError');
+}
+
 /** What the driver's error means for the caller, in words an operator acts on. */
 function hint(cause: unknown, contactPoints: readonly string[], writing: boolean): string {
   const name = (cause as { name?: unknown } | null)?.name;
   const where = contactPoints.length > 0 ? ` at ${contactPoints.join(', ')}` : '';
-  const tried = name === 'NoHostAvailableError' ? Object.values(((cause as { innerErrors?: unknown }).innerErrors ?? {}) as Record<string, unknown>) : [];
-  // Every host tried timed out (a statement's preparation reports its timeouts so): overloaded, not down.
-  const allTimedOut = tried.length > 0 && tried.every((e) => (e as { name?: unknown } | null)?.name === 'OperationTimedOutError');
+  const allTimedOut = timedOutOnEveryHost(cause);
   if (name === 'NoHostAvailableError' && !allTimedOut) {
     return `no Cassandra node answered${where}: is it running and reachable?`;
   }

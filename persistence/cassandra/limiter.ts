@@ -1,58 +1,14 @@
 /**
- * Bounded concurrency: at most `max` tasks run at once, the rest wait in arrival order. A slot is
- * handed straight to the next waiter when a task ends, so the bound holds under any interleaving.
+ * Bounded concurrency: at most `limit` tasks run at once (`max` unless a subclass lowers it), the
+ * rest wait in arrival order. A slot freed when a task ends goes straight to the next waiter, so the
+ * bound holds under any interleaving.
  */
 export class Limiter {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
+  protected bound: number;
 
   constructor(readonly max: number) {
-    if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a limiter needs at least one slot; got ${max}`);
-  }
-
-  /** Tasks running now. */
-  get running(): number {
-    return this.active;
-  }
-
-  /** Tasks waiting for a slot. */
-  get queued(): number {
-    return this.waiting.length;
-  }
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active < this.max) this.active++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
-}
-
-/**
- * A limiter whose bound follows what the server can take (additive increase, multiplicative
- * decrease, as TCP's congestion window): it starts at `max`; a sign of overload (a request the
- * node did not answer in time, or refused as overloaded) halves it, at most once per
- * `decreaseEveryMs` (the requests in flight at one overload all time out together: one halving),
- * down to 1; `limit` successes in a row raise it by one, back up to `max`. Timed-out requests
- * are not cancelled on the server, so sending fewer at once is what lets its queue drain.
- */
-export class AdaptiveLimiter {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  private bound: number;
-  private successes = 0;
-  private lastDecrease = Number.NEGATIVE_INFINITY;
-
-  constructor(
-    readonly max: number,
-    private readonly decreaseEveryMs = 250,
-    private readonly now: () => number = () => performance.now(),
-  ) {
     if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a limiter needs at least one slot; got ${max}`);
     this.bound = max;
   }
@@ -83,6 +39,35 @@ export class AdaptiveLimiter {
     }
   }
 
+  /** Waiters into the slots free under the bound (after a task ends, or the bound rose). */
+  protected admit(): void {
+    while (this.active < this.bound && this.waiting.length > 0) {
+      this.active++;
+      this.waiting.shift()!();
+    }
+  }
+}
+
+/**
+ * A limiter whose bound follows what the server can take (additive increase, multiplicative
+ * decrease, as TCP's congestion window): it starts at `max`; a sign of overload (a request the
+ * node did not answer in time, or refused as overloaded) halves it, at most once per
+ * `decreaseEveryMs` (the requests in flight at one overload all time out together: one halving),
+ * down to 1; `limit` successes in a row raise it by one, back up to `max`. Timed-out requests
+ * are not cancelled on the server, so sending fewer at once is what lets its queue drain.
+ */
+export class AdaptiveLimiter extends Limiter {
+  private successes = 0;
+  private lastDecrease = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    max: number,
+    private readonly decreaseEveryMs = 250,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    super(max);
+  }
+
   /** A request showed the server overloaded: halve the bound (once per `decreaseEveryMs`). */
   overloaded(): void {
     const t = this.now();
@@ -99,13 +84,6 @@ export class AdaptiveLimiter {
     this.successes = 0;
     this.bound++;
     this.admit();
-  }
-
-  private admit(): void {
-    while (this.active < this.bound && this.waiting.length > 0) {
-      this.active++;
-      this.waiting.shift()!();
-    }
   }
 }
 

@@ -5,6 +5,7 @@
  * Long/BigInt setting.
  */
 import { type Client, errors, types } from 'cassandra-driver';
+import { timedOutOnEveryHost } from './errors';
 import { AdaptiveLimiter, Lanes, Limiter } from './limiter';
 import type { ConsistencyLevelName, SerialConsistencyName } from './options';
 
@@ -68,10 +69,7 @@ const OVERLOAD_ERRORS: ReadonlySet<number> = new Set([types.responseErrorCodes.o
  */
 export function isOverloadError(err: unknown): boolean {
   if (err instanceof errors.OperationTimedOutError) return true;
-  if (err instanceof errors.NoHostAvailableError) {
-    const tried = Object.values((err.innerErrors ?? {}) as Record<string, unknown>);
-    return tried.length > 0 && tried.every((e) => e instanceof errors.OperationTimedOutError);
-  }
+  if (timedOutOnEveryHost(err)) return true;
   return err instanceof errors.ResponseError && OVERLOAD_ERRORS.has(err.code);
 }
 

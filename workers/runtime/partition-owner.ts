@@ -28,7 +28,8 @@ export class SlotOwner implements PartitionOwner {
     owner: { generation: number; memberId: string },
     readonly groupId: string,
     private readonly consumer: FlowConsumer,
-    private readonly timeouts: { readonly rebalanceTimeoutMs: number; readonly sessionTimeoutMs: number } = { rebalanceTimeoutMs: 60_000, sessionTimeoutMs: 30_000 },
+    /** The group's timeouts (the flow's consumer settings): they bound the wait for a join (joinWaitMs). */
+    private readonly timeouts: { readonly rebalanceTimeoutMs: number; readonly sessionTimeoutMs: number },
   ) {
     this.topic = slot.topic;
     this.partition = slot.partition;
