@@ -207,6 +207,9 @@ export class KafkaPartitionPersistence<S, V = unknown> implements PartitionPersi
    * recovering (the backend's forPartition does).
    */
   async fenceNow(): Promise<number> {
+    // The local store is opened and checked meanwhile (LocalStateManager.preload): nothing of it
+    // depends on the fence. The snapshot read that follows still comes after it.
+    this.local?.preload();
     return this.transactional ? this.transactional.fenceNow() : 0;
   }
 

@@ -56,6 +56,8 @@ export class LocalStateManager {
   private readonly labels: { flow: string; topic: string; partition: string };
   /** The on-demand cache, told of every change queued for the store and of every write committed. */
   listener: LocalWriteListener | undefined;
+  /** A load started ahead of the restore (preload), for its load() to take. */
+  private preloaded: Promise<LocalLoadOutcome> | undefined;
 
   constructor(
     readonly hook: LocalStateHook,
@@ -69,8 +71,26 @@ export class LocalStateManager {
     return this.stopped;
   }
 
+  /**
+   * Starts load() now, for the restore's load() to take: while the partition's producer fences,
+   * which nothing here depends on — the checks read the snapshot partition's log start and end,
+   * and a checkpoint (the offset after one of our own landed writes) is never past the log end
+   * whether or not a fence has appended an abort marker since.
+   */
+  preload(): void {
+    if (this.preloaded) return;
+    this.preloaded = this.loadNow();
+    this.preloaded.catch(() => undefined); // the restore that takes it sees the failure
+  }
+
   /** The local copy and its checkpoint if they can be trusted; otherwise why not (and the store is emptied). */
-  async load(): Promise<LocalLoadOutcome> {
+  load(): Promise<LocalLoadOutcome> {
+    const preloaded = this.preloaded;
+    this.preloaded = undefined;
+    return preloaded ?? this.loadNow();
+  }
+
+  private async loadNow(): Promise<LocalLoadOutcome> {
     const { snapshotTopic, input, reader } = this.c;
     const local = this.hook;
     const tp = `${snapshotTopic}-${input.partition}`;

@@ -100,13 +100,13 @@ type CachingParts = { sender: { send(messages: readonly { key: unknown; value: u
 
 function persistence(
   log: FakeLog,
-  o: { local?: boolean; now?: () => number; retentionMs?: number; lines?: Logged[]; round?: RestoreRound; id?: LocalStateIdentity; onDemand?: boolean; caching?: CachingParts } = {},
+  o: { local?: boolean; now?: () => number; retentionMs?: number; lines?: Logged[]; round?: RestoreRound; id?: LocalStateIdentity; onDemand?: boolean; caching?: CachingParts; transactions?: SnapshotTransactions } = {},
 ) {
   const mode = o.caching
     ? { mode: 'caching' as const, sender: o.caching.sender as never, committer: { commit: async () => {} } }
     : {
         mode: 'transactional' as const,
-        transactions: new LogTransactions(log),
+        transactions: o.transactions ?? new LogTransactions(log),
         generation: () => ({ generationId: 1, memberId: 'm' }),
         assignedOffset: 0,
         probe: { recordCommitted: async () => true, committedOffset: async () => undefined },
@@ -182,6 +182,37 @@ describe('restore from local state', () => {
     expect(state).toEqual(new Map([['a', 3], ['c', 4]]));
     expect(lines.some((l) => /^restored snapshots-2: 2 from local state, 0 from the topic, \d+ ms$/.test(l.msg))).toBe(true);
     await again.close();
+  });
+
+  test('the local store is checked while the producer fences; the read comes after the fence, and the result equals a full read', async () => {
+    const log = new FakeLog();
+    await seeded(log);
+    // A crashed owner's transaction, left open: the fence aborts it (its marker takes an offset).
+    log.append('a', 666);
+    let fenced!: () => void;
+    const gate = new Promise<void>((resolve) => (fenced = resolve));
+    class SlowFence extends LogTransactions {
+      override async init() {
+        await gate;
+        log.marker();
+        log.entries = log.entries.filter((e) => e.key !== 'a' || e.offset < log.next - 2); // aborted: never read
+      }
+    }
+    const lines: Logged[] = [];
+    const p = persistence(log, { lines, transactions: new SlowFence(log) });
+    const readsBefore = log.readCalls.length;
+    const fencing = p.fenceNow();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines.filter((l) => l.msg.startsWith('local state of '))).toHaveLength(1);
+    expect(log.readCalls).toHaveLength(readsBefore); // nothing of the snapshots read before the fence
+    fenced();
+    await fencing;
+    const state = await recoverAll(p);
+    expect(lines.filter((l) => l.msg.startsWith('local state of '))).toHaveLength(1); // loaded once
+    expect(p.lastRecovery).toMatchObject({ restore: 'delta' });
+    expect(state).toEqual(await fullRead(log));
+    expect(state.get('a')).toBe(10);
+    await p.close();
   });
 
   test('records of another owner after the checkpoint: only the delta is read, tombstones delete locally', async () => {
