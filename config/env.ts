@@ -112,6 +112,7 @@ export const positiveInt = z.coerce.number({ message: 'is not a number' }).int('
 export const nonNegativeInt = z.coerce.number({ message: 'is not a number' }).int('is not an integer').nonnegative('must be >= 0');
 
 const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
+const onOffDefaultOn = z.enum(['0', '1'], { message: 'must be 1 (on) or 0 (off); unset: on' });
 const rebalanceProtocol = z.enum(['eager', 'cooperative'], { message: 'must be eager or cooperative' });
 
 /**
@@ -159,6 +160,8 @@ export interface WorkerEnv extends Env {
   reassertAfterMs: number;
   /** `KFT_BLOCKED_EXIT_MS`: a worker whose main thread has not run for this long kills itself (0: never). */
   blockedExitMs: number;
+  /** `KFT_FOLD_AT_JOIN` (1 on, the default; 0 off): a partition recovered before its workflow's activity came folds at once. */
+  foldAtJoin: boolean;
   /** `KFT_WORKFLOW_REPORT_EVERY_MS`: partition workflows hear of the persists at most this often; undefined: every persistEvery. */
   workflowReportEveryMs: number | undefined;
   /** `KFT_RESTORE_REPORT_EVERY_MS`: a long recovery tells its partition workflow how far it is this often (the first after as long); undefined: 10 s. */
@@ -187,6 +190,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
     blockedExitMs: envValue('KFT_BLOCKED_EXIT_MS', nonNegativeInt, '60000', env),
+    foldAtJoin: envValue('KFT_FOLD_AT_JOIN', optional(onOffDefaultOn), '', env) !== '0',
     workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
     restoreReportEveryMs: envValue('KFT_RESTORE_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),

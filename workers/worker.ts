@@ -221,6 +221,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     logger: log,
     maxHistoryEvents: env.maxHistoryEvents,
     reassertAfterMs: env.reassertAfterMs,
+    foldAtJoin: env.foldAtJoin,
     workflowReportEveryMs: env.workflowReportEveryMs,
     restoreReportEveryMs: env.restoreReportEveryMs,
     stateCache,

@@ -231,7 +231,8 @@ export class ConsumerSide extends RuntimeSide {
     const now = Date.now();
     const stalled: Array<{ topic: string; partition: number }> = [];
     for (const slot of this.slots.all()) {
-      if (!PartitionSlots.holds(slot, current) || slot.state === 'running' || slot.state === 'revoked') {
+      // Folding ahead of its workflow (earlyFold) is not folding for this watchdog: no workflow drives it yet.
+      if (!PartitionSlots.holds(slot, current) || (slot.state === 'running' && !slot.earlyFold) || slot.state === 'revoked') {
         slot.notFoldingSince = undefined;
         continue;
       }

@@ -97,6 +97,7 @@ export class FlowRuntime implements PartitionHost {
     this.recoveries = new PartitionRecoveries(ctx);
     this.consumerSide = new ConsumerSide(ctx, this.recoveries);
     this.host = new HostSide(ctx, this.recoveries);
+    if (options.foldAtJoin) this.recoveries.foldEarly = (slot, owner, prepared) => this.host.foldEarly(slot, owner, prepared);
   }
 
   async start(): Promise<void> {
@@ -136,8 +137,9 @@ export class FlowRuntime implements PartitionHost {
     for (const slot of this.slots.all()) {
       if (!PartitionSlots.holds(slot, current)) continue;
       assigned++;
-      if (slot.state !== 'running' || !slot.flow || slot.flow.failed !== undefined) {
-        notReady.push({ topic: slot.topic, partition: slot.partition, state: slot.flow?.failed !== undefined ? 'failed' : slot.state });
+      if (slot.state !== 'running' || !slot.flow || slot.flow.failed !== undefined || slot.earlyFold) {
+        const state = slot.flow?.failed !== undefined ? 'failed' : slot.earlyFold ? 'folding, awaiting its workflow' : slot.state;
+        notReady.push({ topic: slot.topic, partition: slot.partition, state });
       }
     }
     return { joined: true, assigned, notReady };

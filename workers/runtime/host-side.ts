@@ -4,7 +4,7 @@ import { withheld } from '../../core/redact';
 import { offsetText, offsetToKafka } from '../../flow/offsets';
 import { BatchFold, hasOutputs } from './batch-fold';
 import { BatchHandoff } from './batch-handoff';
-import { closeQuietly, type PartitionRecoveries, type RecoveryFigures } from './partition-recoveries';
+import { closeQuietly, type PartitionRecoveries, type Prepared, type RecoveryFigures } from './partition-recoveries';
 import { PartitionSlots, type Slot } from './partition-slots';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 
@@ -76,6 +76,21 @@ export class HostSide extends RuntimeSide implements PartitionHost {
       return { fromMemory: true, keys: flow.liveKeys, snapshotsRead: 0, ms: performance.now() - started, committedOffset: offsetText(flow.committedOffset) };
     }
     const seq = ++slot.recoverSeq;
+    const ahead = slot.earlyFold;
+    if (ahead && !ahead.taken && ahead.generation === r.owner.generation && ahead.memberId === r.owner.memberId && slot.flow && slot.flowGeneration === r.owner.generation && slot.state === 'running' && slot.flow.failed === undefined) {
+      // Recovered at the join and folding since (foldEarly): this activity takes the recovery over
+      // as it is — the consumer goes on from where the early loop got to, not from the committed offset.
+      ahead.taken = true;
+      slot.installedSeq = seq;
+      slot.recovery = r.recovery;
+      slot.cadence?.stop();
+      slot.cadence = this.persists.cadenceFor(slot, slot.flow, true);
+      const { keys, snapshotsRead, committedOffset, local } = ahead.result;
+      const ms = performance.now() - started;
+      const foldingForMs = Math.round(performance.now() - ahead.foldingSince);
+      this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, offset: committedOffset, keys, snapshotsRead, ms: Math.round(ms), phases: ahead.phases, atJoin: { foldingForMs } }, 'recovered');
+      return { fromMemory: false, keys, snapshotsRead, ms, committedOffset, ...local };
+    }
     await this.retireEngine(slot);
     // Started at the join for this very owner (recoverAtJoin): take it over — unless it failed,
     // then recover afresh as the activity would have.
@@ -83,21 +98,14 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     const fromJoin = early ? await early.catch(() => undefined) : undefined;
     const prepared = fromJoin ?? (await this.recoveries.prepare(slot, r.owner));
     const { persistence, flow, assignedAt, phases } = prepared;
-    let keys: number;
     try {
       if ('error' in prepared.outcome) throw prepared.outcome.error;
-      keys = prepared.outcome.keys;
       if (slot.recoverSeq !== seq) throw new StaleGenerationError(`${r.topic}-${r.partition}: a newer recovery started meanwhile`);
     } catch (err) {
       if (slot.recoverSeq !== seq) await closeQuietly(persistence); // superseded: its producer is not the partition's any more
       throw err;
     }
-    const stats = (persistence as { lastRecovery?: RecoveryFigures }).lastRecovery;
-    const read = stats?.records ?? keys;
-    // Local state on: where the keys came from (the workflow's status query shows it).
-    const local = stats?.restore && stats.fromLocal !== undefined
-      ? { fromLocal: stats.fromLocal, fromTopic: stats.fromTopic, restore: stats.restore, fullRestoreReason: stats.fullRestoreReason }
-      : {};
+    const { keys, read, local } = recoveredFigures(prepared, prepared.outcome.keys);
     this.slotFor(r); // still ours after the (possibly long) read
     slot.flow = flow;
     slot.flowGeneration = r.owner.generation;
@@ -113,6 +121,68 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     const atJoin = fromJoin ? { startedBeforeMs: Math.round(started - fromJoin.startedAt), waitedMs: Math.round(ms) } : undefined;
     this.log.info({ topic: r.topic, partition: r.partition, generation: r.owner.generation, offset: assignedAt, keys, snapshotsRead: read, ms: Math.round(ms), phases, ...(atJoin ? { atJoin } : {}) }, 'recovered');
     return { fromMemory: false, keys, snapshotsRead: read, ms, committedOffset: assignedAt, ...local };
+  }
+
+  /**
+   * A recovery started at the join is done before its workflow's recover activity came (at a
+   * worker's start the workflow worker is still loading, and every partition's signal, workflow
+   * task and activity dispatch queue up on a busy host): its engine is installed and the partition
+   * folds from the committed offset at once, under a loop of this process's own, until the
+   * workflow's fold loop takes over (recover, then startFolding). Nothing is persisted meanwhile
+   * but what a running partition persists without its cadence — a revoke's or stop's flush, an
+   * outputs persist when the bound is reached — each fenced by the generation of the join as any
+   * persist. If the workflow never comes, the partition counts as not folding for the reassert
+   * watchdog (reassertStalled), which signals it again. False: not installed (its activity
+   * recovers as before).
+   */
+  foldEarly(slot: Slot, owner: { generation: number; memberId: string; recoverSeq: number }, prepared: Prepared): boolean {
+    if (this.stopping || 'error' in prepared.outcome) return false;
+    const current = this.consumer.current();
+    if (
+      !PartitionSlots.holds(slot, current) ||
+      slot.generation !== owner.generation ||
+      slot.memberId !== owner.memberId ||
+      slot.recoverSeq !== owner.recoverSeq || // a recover activity started since the join
+      slot.state !== 'assigned' ||
+      slot.flow !== undefined
+    ) {
+      return false;
+    }
+    const { flow, assignedAt } = prepared;
+    const figures = recoveredFigures(prepared, prepared.outcome.keys);
+    slot.flow = flow;
+    slot.flowGeneration = owner.generation;
+    slot.installedSeq = slot.recoverSeq;
+    const r: OwnerRequest = { flow: this.definition.name, topic: slot.topic, partition: slot.partition, owner: { generation: owner.generation, memberId: owner.memberId, taskQueue: this.taskQueue } };
+    this.consumer.seek({ topic: slot.topic, partition: slot.partition, offset: assignedAt });
+    const folding = this.startFolding(r, false);
+    slot.earlyFold = {
+      generation: owner.generation,
+      memberId: owner.memberId,
+      token: folding.token,
+      taken: false,
+      result: { keys: figures.keys, snapshotsRead: figures.read, committedOffset: assignedAt, local: figures.local },
+      phases: prepared.phases,
+      foldingSince: performance.now(),
+    };
+    void this.runEarlyLoop(slot, r, folding);
+    return true;
+  }
+
+  /** The early fold's loop: folds what the consumer hands over until the workflow's fold loop takes over, or the partition stops here. */
+  private async runEarlyLoop(slot: Slot, r: OwnerRequest, folding: FoldingHandle): Promise<void> {
+    try {
+      for (;;) {
+        const p = folding.poll();
+        if (!p.running || slot.folding !== folding.token) break;
+        await folding.foldNext(EARLY_POLL_MS);
+      }
+    } catch (err) {
+      this.log.warn({ err, topic: slot.topic, partition: slot.partition }, 'early fold loop ended on an error; the workflow recovers the partition');
+    } finally {
+      if (slot.earlyFold?.token === folding.token && !slot.earlyFold.taken) slot.earlyFold = undefined;
+      this.stopFolding(r, folding.token);
+    }
   }
 
   /**
@@ -159,12 +229,16 @@ export class HostSide extends RuntimeSide implements PartitionHost {
    * now on (FoldingHandle.foldNext). A newer fold loop (after continue-as-new, or a retry of a lost
    * owner) takes over the partition from an older one that has not learned of its cancellation yet.
    */
-  startFolding(r: OwnerRequest): FoldingHandle {
+  startFolding(r: OwnerRequest, workflowLoop = true): FoldingHandle {
     const slot = this.slotFor(r);
     const handle = this.slots.startFolding(slot, r, () => this.stopping);
     slot.handoff ??= new BatchHandoff();
     const handoff = slot.handoff;
-    slot.cadence?.start();
+    // The workflow's fold loop drives it from now on (an early one, if any, ends at its next look).
+    if (workflowLoop) {
+      slot.earlyFold = undefined;
+      slot.cadence?.start();
+    }
     this.consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
     const mine = () => slot.folding === handle.token && slot.handoff === handoff;
     return {
@@ -238,4 +312,18 @@ export class HostSide extends RuntimeSide implements PartitionHost {
       if (outputs && !slot.outputsFlush && !this.stopping && slot.flow.outputsDue()) void this.persists.flushOutputs(slot);
     }
   }
+}
+
+/** How often the early fold's loop looks whether it still drives its partition (the workflow's fold loop takes over within this). */
+const EARLY_POLL_MS = 100;
+
+/** What a recovery read, as its recover activity reports it: keys, snapshot records read, and with local state where they came from. */
+function recoveredFigures(prepared: Prepared, keys: number): { keys: number; read: number; local: Record<string, unknown> } {
+  const stats = (prepared.persistence as { lastRecovery?: RecoveryFigures }).lastRecovery;
+  // Local state on: where the keys came from (the workflow's status query shows it).
+  const local =
+    stats?.restore && stats.fromLocal !== undefined
+      ? { fromLocal: stats.fromLocal, fromTopic: stats.fromTopic, restore: stats.restore, fullRestoreReason: stats.fullRestoreReason }
+      : {};
+  return { keys, read: stats?.records ?? keys, local };
 }

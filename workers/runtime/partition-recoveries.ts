@@ -27,6 +27,14 @@ interface EarlyRecovery {
   prepared: Promise<Prepared>;
 }
 
+/**
+ * Installs a recovery started at the join that is done before its activity came, and starts
+ * folding the partition (foldAtJoin; HostSide.foldEarly). True when it did: the engine, its
+ * producer and its persistence are the slot's from then on. `recoverSeq`: the slot's at the join
+ * (a recovery started since has the last word).
+ */
+export type FoldEarly = (slot: Slot, owner: { generation: number; memberId: string; recoverSeq: number }, prepared: Prepared) => boolean;
+
 /** What a persistence's `lastRecovery` may report (the Kafka backend's RecoveryStats). */
 export type RecoveryFigures = Partial<Pick<RecoverResult, 'fromLocal' | 'fromTopic' | 'restore' | 'fullRestoreReason'>> & { records?: number };
 
@@ -45,6 +53,8 @@ export async function closeQuietly(p: PartitionPersistence<unknown, unknown>): P
  */
 export class PartitionRecoveries extends RuntimeSide {
   private readonly early = new Map<Slot, EarlyRecovery>();
+  /** Set by the runtime when recoveries done before their activity start folding at once (foldAtJoin). */
+  foldEarly: FoldEarly | undefined;
 
   /**
    * A partition new to this process (no engine here) starts recovering now — fenced, its committed
@@ -64,7 +74,19 @@ export class PartitionRecoveries extends RuntimeSide {
         this.drop(slot);
         const prepared = this.prepare(slot, { generation: g.generationId, memberId: g.memberId });
         prepared.catch((err) => this.log.debug({ err, topic, partition }, 'the recovery started at the join failed; its activity recovers afresh'));
-        this.early.set(slot, { generation: g.generationId, memberId: g.memberId, prepared });
+        const entry: EarlyRecovery = { generation: g.generationId, memberId: g.memberId, prepared };
+        this.early.set(slot, entry);
+        const owner = { generation: g.generationId, memberId: g.memberId, recoverSeq: slot.recoverSeq };
+        if (this.foldEarly) {
+          void prepared.then(
+            (p) => {
+              // Taken over by its activity meanwhile, or dropped: not this one's to install.
+              if (this.early.get(slot) !== entry || !('keys' in p.outcome)) return;
+              if (this.foldEarly?.(slot, owner, p)) this.early.delete(slot);
+            },
+            () => undefined,
+          );
+        }
       }
     }
   }

@@ -57,6 +57,28 @@ export interface Slot {
   outputsFlush?: Promise<void>;
   /** What the in-process persists landed since the workflow was last told (with the next persist it sees). */
   unreported?: Unreported;
+  /**
+   * Folding ahead of its workflow (foldAtJoin): the recovery started at the join of this owner
+   * installed its engine and folds under a loop of the process's own until the workflow's recover
+   * activity takes the recovery over (`taken`) and its fold loop takes the folding over (then this
+   * is cleared). No periodic persist runs meanwhile.
+   */
+  earlyFold?: EarlyFold;
+}
+
+/** A partition folding ahead of its workflow (Slot.earlyFold). */
+export interface EarlyFold {
+  readonly generation: number;
+  readonly memberId: string;
+  /** The early loop's fold-loop token. */
+  readonly token: number;
+  /** The recover activity of this owner took the recovery over (what it returned: `result`). */
+  taken: boolean;
+  /** What the recover activity returns for it. */
+  readonly result: { keys: number; snapshotsRead: number; committedOffset: string; local: Record<string, unknown> };
+  readonly phases: Record<string, number>;
+  /** When it started folding (performance.now()). */
+  readonly foldingSince: number;
 }
 
 /** What in-process persists (periodic, idle, outputs) landed and the workflow has not been told yet. */

@@ -39,6 +39,12 @@ export interface FlowRuntimeOptions {
    * recovery over (see recover). False: every recovery starts with its activity.
    */
   recoverAtJoin?: boolean;
+  /**
+   * With recoverAtJoin: a recovery done before its activity came installs its engine and folds the
+   * partition at once, ahead of the workflow, until the workflow's recover activity and fold loop
+   * take over (HostSide.foldEarly). Default false (the workers turn it on: KFT_FOLD_AT_JOIN).
+   */
+  foldAtJoin?: boolean;
   /** The bounded state cache its partitions share (FlowOptions.stateCache); undefined: every key in memory. */
   stateCache?: StateCache;
   /**

@@ -267,6 +267,18 @@ export class FlowCluster {
     }
   }
 
+  /** The group's committed offset of each partition ('-1': none). */
+  async committedOffsets(): Promise<Map<number, string>> {
+    const admin = this.client.kafka.admin();
+    await admin.connect();
+    try {
+      const [committed] = await admin.fetchOffsets({ groupId: this.names.group, topics: [this.names.topic] });
+      return new Map((committed?.partitions ?? []).map((c) => [c.partition, c.offset]));
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
   /** Where each partition's committed offset stands against its end (and which partitions are not running), for failure messages. */
   async describeLag(): Promise<string> {
     const admin = this.client.kafka.admin();

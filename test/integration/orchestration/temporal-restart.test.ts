@@ -1,14 +1,7 @@
-import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { freePort } from '../../../workers/observability/metrics-server';
 import { workerMetric } from '../../support/metrics';
 import { eventually, FlowCluster } from './harness';
-
-const run = promisify(execFile);
-const bin = path.join(__dirname, '../../../bin/kafka-flow-temporal.js');
+import { PrivateTemporal } from './private-temporal';
 
 /** Records folded so far, from the worker's own /metrics. */
 const folded = (port: number) => workerMetric(port, 'kafka_flow_records_folded_total');
@@ -17,16 +10,11 @@ const folded = (port: number) => workerMetric(port, 'kafka_flow_records_folded_t
 // is the worker's own), the workflows resume from the file, and nothing is lost. A private Temporal
 // server on its own port and data dir, so the shared one stays up for the other tests.
 test('the Temporal server restarted mid-run: folding goes on, workflows resume, nothing lost', async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kft-temporal-restart-'));
-  const [port, uiPort] = [await freePort(), await freePort()];
-  const temporalEnv = { KFT_INFRA_SERVERS: 'temporal', KFT_DATA_DIR: dataDir, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, TEMPORAL_UI_PORT: String(uiPort) };
-  const infra = (cmd: string) => run(process.execPath, [bin, 'infra', cmd], { env: { ...process.env, ...temporalEnv } });
-  const savedAddress = process.env.TEMPORAL_ADDRESS;
+  const temporal = await PrivateTemporal.create();
   const metricsPort = await freePort();
-  const cluster = new FlowCluster(2, { env: { TEMPORAL_ADDRESS: temporalEnv.TEMPORAL_ADDRESS } });
+  const cluster = new FlowCluster(2, { env: { TEMPORAL_ADDRESS: temporal.address } });
   try {
-    await infra('up');
-    process.env.TEMPORAL_ADDRESS = temporalEnv.TEMPORAL_ADDRESS; // status queries go to the private server
+    await temporal.up();
     await cluster.start();
     await cluster.produce(1000);
     const w = cluster.startWorker('w', { KFT_METRICS_PORT: String(metricsPort) });
@@ -34,13 +22,13 @@ test('the Temporal server restarted mid-run: folding goes on, workflows resume, 
     await eventually('caught up', () => cluster.caughtUp(), 60_000);
     const before = await folded(metricsPort);
 
-    await infra('down');
+    await temporal.down();
     await cluster.produce(1000);
     // Folding goes on without Temporal: the records are folded (not yet persisted or committed).
     await eventually('folded while Temporal is down', async () => (await folded(metricsPort)) >= before + 1000, 30_000);
     await new Promise((r) => setTimeout(r, 12_000)); // longer than the activities' heartbeat timeout
 
-    await infra('up'); // same database file: the workflows are still there
+    await temporal.up(); // same database file: the workflows are still there
     await cluster.produce(500);
     const resumed = await eventually('workflows resumed and running', () => cluster.runningOn(1), 120_000);
     expect(resumed.every((p) => p.counters.runs >= 1)).toBe(true);
@@ -51,10 +39,7 @@ test('the Temporal server restarted mid-run: folding goes on, workflows resume, 
     expect([...reference.values()].reduce((n, s) => n + s.count, 0)).toBe(2500);
     expect(await cluster.persisted()).toEqual(reference);
   } finally {
-    if (savedAddress === undefined) delete process.env.TEMPORAL_ADDRESS;
-    else process.env.TEMPORAL_ADDRESS = savedAddress;
     await cluster.close();
-    await infra('down').catch(() => undefined);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await temporal.close();
   }
 }, 400_000);

@@ -121,6 +121,13 @@ describe('worker environment variables', () => {
     expect(readWorkerEnv({ KFT_EXIT_WITH_PARENT: '1' }).exitWithParent).toBe(true);
   });
 
+  test('KFT_FOLD_AT_JOIN: on unless 0', () => {
+    expect(readWorkerEnv({}).foldAtJoin).toBe(true);
+    expect(readWorkerEnv({ KFT_FOLD_AT_JOIN: '' }).foldAtJoin).toBe(true);
+    expect(readWorkerEnv({ KFT_FOLD_AT_JOIN: '0' }).foldAtJoin).toBe(false);
+    expect(() => readWorkerEnv({ KFT_FOLD_AT_JOIN: 'yes' })).toThrow(/KFT_FOLD_AT_JOIN.*must be 1 \(on\) or 0 \(off\)/);
+  });
+
   test('KFT_WORKFLOW_BUNDLE_DIR: a directory, off, or under KFT_CACHE_DIR', () => {
     expect(readWorkerEnv({}).workflowBundleDir).toBe(path.resolve(__dirname, '../../../.cache/workflow-bundle'));
     expect(readWorkerEnv({ KFT_CACHE_DIR: '/tmp/c' }).workflowBundleDir).toBe('/tmp/c/workflow-bundle');

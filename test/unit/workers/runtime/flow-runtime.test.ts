@@ -14,35 +14,14 @@ import { PartitionFlow } from '../../../../flow/partition-flow';
 import { PartitionPersister } from '../../../../flow/partition-persister';
 import { FlowRuntime, hasOutputs, timerTickMs } from '../../../../workers/runtime/flow-runtime';
 import { FakeFlowConsumer, RecordingSignals } from './fake-flow-consumer';
+import { counts, flushingOnRevoke, persistingEverySecond } from './test-flows';
 import { InputOffsetOutOfRangeError, outOfRangeAction } from '../../../../workers/runtime/input-offset-range';
 import { recordPendingOutputs } from '../../../support/pending-outputs';
 
 // The runtime's own logic (slots, generations, the in-memory shortcut, revoke and stop) with the
 // consumer and the workflow signals as in-memory fakes. The real wiring (kafkajs, Temporal) runs in
 // the orchestration integration tests.
-const definition = defineFlow<number, { n: number }>({
-  name: 'counts',
-  groupId: 'counts',
-  topics: ['t'],
-  fold: (s, r) => (s ?? 0) + r.value.n,
-  timers: { persistPeriodically: { fireEvery: 1, persistEvery: 1 } },
-}) as never;
-const persistingEverySecond = defineFlow<number, { n: number }>({
-  name: 'counts',
-  groupId: 'counts',
-  topics: ['t'],
-  fold: (s, r) => (s ?? 0) + r.value.n,
-  timers: { persistPeriodically: { fireEvery: 1_000, persistEvery: 1_000 } },
-  idleFlush: false,
-}) as never;
-const flushingOnRevoke = defineFlow<number, { n: number }>({
-  name: 'counts',
-  groupId: 'counts',
-  topics: ['t'],
-  fold: (s, r) => (s ?? 0) + r.value.n,
-  timers: { persistPeriodically: { fireEvery: 60_000, persistEvery: 60_000, flushOnRevoke: true } },
-  idleFlush: false, // (the tests with it are about the flush on revoke)
-}) as never;
+const definition = counts;
 
 /** Emits an alert each time a key's total crosses a multiple of 10; outputs due 100 ms after their record. */
 const alerting = defineFlow<number, { n: number }>({
