@@ -37,8 +37,11 @@
 // 4. Kafka Streams (TotalsApp, RocksDB, exactly-once v2) on the memory topic: its RSS likewise.
 //
 // `npm run bench:state [-- --quick]`: full 10M / 1M keys (quick 1M / 100k, bound 100k / 10k).
-// BENCH_STATE_PARTS=fold,restart,memory,streams runs only those parts (figures of the others
-// missing); BENCH_STATE_KEEP_LOGS=1 keeps the workers' logs (their directory is printed).
+// BENCH_STATE_PARTS=fold,restart,memory,streams runs only those parts; the others' figures are
+// kept from the results file if it is of the same size (quick or full), each part named in
+// notes.kept with the commit and time it was measured at. `restart` without `fold` folds only the
+// cached contestant's load phase (the store its restarts need), no rates.
+// BENCH_STATE_KEEP_LOGS=1 keeps the workers' logs (their directory is printed).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -59,7 +62,7 @@ import {
   zipfKeys,
 } from './lib/keyed-records';
 import { deleteGroups, uniqueName } from './lib/records';
-import { productCommit, writeResults } from './lib/results';
+import { productCommit, resultsDir, writeResults } from './lib/results';
 import { readMemory, StateWorker } from './lib/state-worker';
 import { processCpuMs } from './lib/cpu';
 import { sumOf } from './lib/prometheus';
@@ -389,7 +392,9 @@ interface FoldSection {
 }
 
 async function foldSection(ctx: Ctx): Promise<FoldSection> {
-  const order: Contestant[] = ['cached', 'local', 'memory'];
+  // Without the fold part (restarts only): the cached contestant's store, loaded; no rates.
+  const rates = PARTS.has('fold');
+  const order: Contestant[] = rates ? ['cached', 'local', 'memory'] : ['cached'];
   const flows = {} as Record<Contestant, Flow>;
   const expects = {} as Record<Contestant, KeyTotals>;
   for (const c of order) {
@@ -400,7 +405,7 @@ async function foldSection(ctx: Ctx): Promise<FoldSection> {
     expects[c] = new KeyTotals(FOLD_KEYS);
   }
   const phases: Phase[] = [{ name: 'load', round: 0, records: FOLD_KEYS, keyOf: () => sequentialKeys(FOLD_KEYS) }];
-  for (let r = 1; r <= FOLD_ROUNDS; r++) {
+  for (let r = 1; r <= (rates ? FOLD_ROUNDS : 0); r++) {
     phases.push({ name: 'uniform', round: r, records: FOLD_RECORDS, keyOf: () => uniformKeys(FOLD_KEYS, 30_000 + 2 * r) });
     phases.push({ name: 'zipf', round: r, records: FOLD_RECORDS, keyOf: () => zipfKeys(FOLD_KEYS, ZIPF_S, 30_001 + 2 * r) });
   }
@@ -839,7 +844,7 @@ async function main(): Promise<void> {
       if (streams?.ok && streams.rss_anon_mb !== undefined) figures.rss_mb_10m_keys_kafka_streams = streams.rss_anon_mb;
       goals.rss_mb_10m_keys = '<= 1,024';
     }
-    if (fold) {
+    if (fold && PARTS.has('fold')) {
       const rate = (c: Contestant, phase: string, n: number) => fold.runs.find((r) => r.contestant === `fold-${c}` && r.phase === phase && r.round === n)!.records_per_s;
       const rounds = Array.from({ length: FOLD_ROUNDS }, (_, i) => i + 1);
       for (const phase of ['uniform', 'zipf']) {
@@ -896,7 +901,8 @@ async function main(): Promise<void> {
     }
     printTable('bench:state', rows);
 
-    const file = writeResults('state', figures, {
+    const kept = keptFigures(figures);
+    const file = writeResults('state', { ...kept.figures, ...figures }, {
       productCommit: commit,
       versions: { kafka: '4.3.1', lmdb: JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'node_modules', 'lmdb', 'package.json'), 'utf8')).version, 'kafka-streams': STREAMS_VERSION },
       notes: {
@@ -929,6 +935,7 @@ async function main(): Promise<void> {
         streams,
         worker_warnings: Object.fromEntries([...problems].sort((a, b) => b[1].level - a[1].level || b[1].count - a[1].count)),
         durations_s: { ...durations, total: round((performance.now() - started) / 1000, 1) },
+        ...(kept.note ? { kept: kept.note } : {}),
         load_average: { start: loadAtStart, end: os.loadavg().map((l) => round(l, 2)) },
       },
     });
@@ -936,6 +943,29 @@ async function main(): Promise<void> {
   } finally {
     await cleanup(ctx);
   }
+}
+
+const ALL_PARTS = ['fold', 'restart', 'memory', 'streams'];
+
+/**
+ * A run of some parts only keeps the other parts' figures from the results file when it is of the
+ * same size: which parts, and the commit and time they were measured at (notes.kept).
+ */
+function keptFigures(measured: Record<string, number>): { figures: Record<string, number>; note?: Record<string, unknown> } {
+  const notRun = ALL_PARTS.filter((p) => !PARTS.has(p));
+  if (notRun.length === 0) return { figures: {} };
+  let previous: { figures?: Record<string, number>; quick?: boolean; product_commit?: string; at?: string; notes?: Record<string, unknown> };
+  try {
+    previous = JSON.parse(fs.readFileSync(path.join(resultsDir(), 'state.json'), 'utf8'));
+  } catch {
+    return { figures: {} };
+  }
+  if (!previous.figures || previous.quick !== isQuick()) return { figures: {} };
+  const figures = Object.fromEntries(Object.entries(previous.figures).filter(([name]) => !(name in measured)));
+  const earlier = previous.notes?.kept as { parts?: Record<string, unknown> } | undefined;
+  const parts: Record<string, unknown> = {};
+  for (const p of notRun) parts[p] = earlier?.parts?.[p] ?? { product_commit: previous.product_commit, at: previous.at };
+  return { figures, note: { figures: Object.keys(figures), parts } };
 }
 
 async function cleanup(ctx: Ctx): Promise<void> {
