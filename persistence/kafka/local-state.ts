@@ -25,6 +25,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import xxhashWasm from 'xxhash-wasm';
 import type { StoredSnapshot } from './recovery';
 import { InternalError, KafkaFlowError } from '../../config/errors';
 import type { TimeDomain } from '../../core/persistence-types';
@@ -204,8 +205,9 @@ export class LocalPartitionStore {
     if (this.handedOver) {
       // Open and consistent in this process until the takeover: nothing to verify.
     } else if (marker) {
-      const sha = await fileSha256(data);
-      if (sha !== marker.sha256) return { kind: 'untrusted', cause: 'checksum', reason: 'state file checksum mismatch (it changed after it was closed)' };
+      if ((await fileChecksum(data, marker.algorithm)) !== marker.checksum) {
+        return { kind: 'untrusted', cause: 'checksum', reason: 'state file checksum mismatch (it changed after it was closed)' };
+      }
     } else {
       const verdict = await verifyInChild(this.path);
       if (typeof verdict === 'string') return { kind: 'untrusted', cause: 'unreadable', reason: `the state file fails verification after an unclean shutdown: ${verdict}` };
@@ -380,7 +382,7 @@ export class LocalPartitionStore {
     const data = path.join(this.path, DATA_FILE);
     if (!fs.existsSync(data)) return;
     const marker = path.join(this.path, CLEAN_MARKER);
-    fs.writeFileSync(`${marker}.tmp`, JSON.stringify({ sha256: await fileSha256(data) }));
+    fs.writeFileSync(`${marker}.tmp`, JSON.stringify({ xxh64: await fileChecksum(data, 'xxh64') }));
     fs.renameSync(`${marker}.tmp`, marker);
   }
 
@@ -440,24 +442,57 @@ export class LocalPartitionStore {
   }
 }
 
-function readMarker(file: string): { sha256: string } | undefined {
+/** How the clean marker checksums the data file: xxh64 (what close writes); sha256 (stores closed by earlier versions). */
+type ChecksumAlgorithm = 'xxh64' | 'sha256';
+
+function readMarker(file: string): { algorithm: ChecksumAlgorithm; checksum: string } | undefined {
   try {
-    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { sha256?: unknown };
-    return typeof m.sha256 === 'string' ? { sha256: m.sha256 } : { sha256: '' };
+    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { xxh64?: unknown; sha256?: unknown };
+    if (typeof m.xxh64 === 'string') return { algorithm: 'xxh64', checksum: m.xxh64 };
+    return { algorithm: 'sha256', checksum: typeof m.sha256 === 'string' ? m.sha256 : '' };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    return { sha256: '' }; // a damaged marker: the data file cannot match it
+    return { algorithm: 'xxh64', checksum: '' }; // a damaged marker: the data file cannot match it
   }
 }
 
+let xxhash: ReturnType<typeof xxhashWasm> | undefined;
+
 /**
- * SHA-256 of a file, read in 1 MiB chunks (the process holds one chunk, not the file: a worker
- * opening many large stores at once stays small); other partitions go on between chunks.
+ * The checksum of a file, read in 1 MiB chunks into one buffer (the process holds one chunk, not
+ * the file, and makes no garbage per chunk: a worker checking many large stores at once stays small
+ * and its collector idle); other partitions go on between chunks. xxh64 (xxhash-wasm): ≈ 2.8 GB/s
+ * here against SHA-256's ≈ 0.32, which made a restart's store check grow with the state (1M keys
+ * over 24 stores: ≈ 1 s of the main thread before the first fold, a stream's buffer per chunk
+ * another ≈ 0.4 s). It detects a file changed or damaged after the clean close, as SHA-256 did; no
+ * adversary is in scope.
  */
-async function fileSha256(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+async function fileChecksum(file: string, algorithm: ChecksumAlgorithm): Promise<string> {
+  let hash: { update(data: Uint8Array): unknown };
+  let digest: () => string;
+  if (algorithm === 'sha256') {
+    const h = createHash('sha256');
+    hash = h;
+    digest = () => h.digest('hex');
+  } else {
+    xxhash ??= xxhashWasm();
+    const h = (await xxhash).create64();
+    hash = h;
+    digest = () => h.digest().toString(16).padStart(16, '0');
+  }
+  const fh = await fs.promises.open(file, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (let position = 0; ; ) {
+      const { bytesRead } = await fh.read(chunk, 0, chunk.length, position);
+      if (bytesRead === 0) break;
+      hash.update(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+  return digest();
 }
 
 /** The entries' count and XOR digest, as a verifying child read them. */

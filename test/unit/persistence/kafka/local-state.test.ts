@@ -3,6 +3,7 @@
 // tombstones after it are applied, a checkpoint that cannot be trusted (checksum, digest,
 // identity, log start, retention, beyond the log end, unreadable files) means a full restore, and
 // every restore equals a full read of the log.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -339,6 +340,30 @@ describe('restore from local state', () => {
     expect(p.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
     expect(lines.some((l) => l.level === 'warn' && /local state of snapshots-2 discarded: state file checksum mismatch/.test(l.msg))).toBe(true);
     await p.close();
+  });
+
+  test('the clean marker checksums the file with xxh64; a store closed by an earlier version (SHA-256 marker) is still trusted, and still checked', async () => {
+    const log = new FakeLog();
+    await seeded(log);
+    const store = new LocalPartitionStore(dir, identity);
+    const marker = path.join(store.path, 'clean.json');
+    expect(Object.keys(JSON.parse(fs.readFileSync(marker, 'utf8')))).toEqual(['xxh64']);
+    const file = path.join(store.path, 'data.mdb');
+    const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+    fs.writeFileSync(marker, JSON.stringify({ sha256: sha256(fs.readFileSync(file)) }));
+    const p = persistence(log);
+    expect(await recoverAll(p)).toEqual(await fullRead(log));
+    expect(p.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0 });
+    await p.close();
+    // The same SHA-256 marker over a file changed since: a full restore.
+    const bytes = fs.readFileSync(file);
+    fs.writeFileSync(marker, JSON.stringify({ sha256: sha256(bytes) }));
+    bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
+    fs.writeFileSync(file, bytes);
+    const q = persistence(log);
+    expect(await recoverAll(q)).toEqual(await fullRead(log));
+    expect(q.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
+    await q.close();
   });
 
   // The tests below tamper after an unclean end (no clean marker): the finer checks decide.
