@@ -39,8 +39,8 @@
 // `npm run bench:state [-- --quick]`: full 10M / 1M keys (quick 1M / 100k, bound 100k / 10k).
 // BENCH_STATE_PARTS=fold,restart,memory,streams runs only those parts; the others' figures are
 // kept from the results file if it is of the same size (quick or full), each part named in
-// notes.kept with the commit and time it was measured at. `restart` without `fold` folds only the
-// cached contestant's load phase (the store its restarts need), no rates.
+// notes.kept with the commit and time it was measured at. `restart` without `fold` runs only the
+// cached contestant through the phases (the store and snapshot topic its restarts need), no rates.
 // BENCH_STATE_KEEP_LOGS=1 keeps the workers' logs (their directory is printed).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -392,7 +392,8 @@ interface FoldSection {
 }
 
 async function foldSection(ctx: Ctx): Promise<FoldSection> {
-  // Without the fold part (restarts only): the cached contestant's store, loaded; no rates.
+  // Without the fold part (restarts only): the cached contestant alone goes through the phases, so
+  // that its store and snapshot topic are those a full run restarts from; no rates.
   const rates = PARTS.has('fold');
   const order: Contestant[] = rates ? ['cached', 'local', 'memory'] : ['cached'];
   const flows = {} as Record<Contestant, Flow>;
@@ -405,7 +406,7 @@ async function foldSection(ctx: Ctx): Promise<FoldSection> {
     expects[c] = new KeyTotals(FOLD_KEYS);
   }
   const phases: Phase[] = [{ name: 'load', round: 0, records: FOLD_KEYS, keyOf: () => sequentialKeys(FOLD_KEYS) }];
-  for (let r = 1; r <= (rates ? FOLD_ROUNDS : 0); r++) {
+  for (let r = 1; r <= FOLD_ROUNDS; r++) {
     phases.push({ name: 'uniform', round: r, records: FOLD_RECORDS, keyOf: () => uniformKeys(FOLD_KEYS, 30_000 + 2 * r) });
     phases.push({ name: 'zipf', round: r, records: FOLD_RECORDS, keyOf: () => zipfKeys(FOLD_KEYS, ZIPF_S, 30_001 + 2 * r) });
   }
