@@ -205,7 +205,8 @@ export class LocalPartitionStore {
     if (this.handedOver) {
       // Open and consistent in this process until the takeover: nothing to verify.
     } else if (marker) {
-      if ((await fileChecksum(data, marker.algorithm)) !== marker.checksum) {
+      const checksum = (await checksumFromStart(data, marker.algorithm)) ?? (await fileChecksum(data, marker.algorithm));
+      if (checksum !== marker.checksum) {
         return { kind: 'untrusted', cause: 'checksum', reason: 'state file checksum mismatch (it changed after it was closed)' };
       }
     } else {
@@ -454,6 +455,37 @@ function readMarker(file: string): { algorithm: ChecksumAlgorithm; checksum: str
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     return { algorithm: 'xxh64', checksum: '' }; // a damaged marker: the data file cannot match it
   }
+}
+
+/** A data file's checksum computed at the worker's start (readLocalCheckpoints' child), with the file's identity then. */
+export interface StartChecksum {
+  readonly xxh64: string;
+  readonly size: string;
+  readonly mtimeNs: string;
+  readonly ino: string;
+}
+
+/** The checksums the start-up child is computing, by data file (one read each: taken by the first restore). */
+const startChecksums = new Map<string, Promise<StartChecksum | undefined>>();
+
+/** Registers the start-up child's checksum of `dataFile` (in flight): a restore of it takes it instead of reading the file again. */
+export function offerStartChecksum(dataFile: string, checksum: Promise<StartChecksum | undefined>): void {
+  startChecksums.set(dataFile, checksum);
+}
+
+/**
+ * The start-up child's xxh64 of `dataFile`, if it computed one of the file as it is now (same size,
+ * modification time and inode: nothing wrote it since — this process holds the state directory's
+ * lock, and its store opens the file for writing only after this check). Undefined otherwise.
+ */
+async function checksumFromStart(dataFile: string, algorithm: ChecksumAlgorithm): Promise<string | undefined> {
+  const offered = startChecksums.get(dataFile);
+  if (!offered || algorithm !== 'xxh64') return undefined;
+  startChecksums.delete(dataFile);
+  const c = await offered.catch(() => undefined);
+  if (!c) return undefined;
+  const st = fs.statSync(dataFile, { bigint: true });
+  return String(st.size) === c.size && String(st.mtimeNs) === c.mtimeNs && String(st.ino) === c.ino ? c.xxh64 : undefined;
 }
 
 let xxhash: ReturnType<typeof xxhashWasm> | undefined;

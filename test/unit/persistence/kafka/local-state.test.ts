@@ -586,6 +586,27 @@ describe('LocalPartitionStore', () => {
     expect(found).toEqual(new Map([[0, '17'], [3, '5']]));
   });
 
+  test('the start-up child checksums each cleanly closed store for its restore: taken when the file is unchanged since, computed again when it changed', async () => {
+    const log = new FakeLog();
+    await seeded(log);
+    const hints = { flow: identity.flow, groupId: identity.groupId, snapshotTopic: identity.snapshotTopic };
+    expect((await readLocalCheckpoints(dir, hints, [P])).has(P)).toBe(true);
+    const p = persistence(log);
+    expect(await recoverAll(p)).toEqual(await fullRead(log));
+    expect(p.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0 });
+    await p.close();
+    // Changed after the child read it (and after its clean close): the restore reads the file itself.
+    expect((await readLocalCheckpoints(dir, hints, [P])).has(P)).toBe(true);
+    const file = path.join(localStatePath(dir, identity), 'data.mdb');
+    const bytes = fs.readFileSync(file);
+    bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
+    fs.writeFileSync(file, bytes);
+    const q = persistence(log);
+    expect(await recoverAll(q)).toEqual(await fullRead(log));
+    expect(q.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
+    await q.close();
+  });
+
   test('no store: none', async () => {
     expect((await new LocalPartitionStore(dir, identity).load()).kind).toBe('none');
   });
