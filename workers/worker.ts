@@ -225,7 +225,10 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     workflowReportEveryMs: env.workflowReportEveryMs,
     restoreReportEveryMs: env.restoreReportEveryMs,
     stateCache,
-    beforeLeave: () => stopWorkflowWorker?.() ?? Promise.resolve(),
+    // Folding at the join, the next owners fold from their own recoveries whatever the partitions'
+    // workflows do: the member leaves at once (see the graceful stop below). Without it, their first
+    // records wait for the workflows' tasks, so the workflow worker stops before the member leaves.
+    beforeLeave: env.foldAtJoin ? undefined : () => stopWorkflowWorker?.() ?? Promise.resolve(),
   });
   flowRuntimeCreated = flowRuntime;
   hints = () => ({ owned: flowRuntime.heldPartitions(), fresh: backend.localCheckpoints?.() ?? {} });
@@ -299,9 +302,13 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
 
   // A graceful stop stops the workflow worker once the workflows told of the stop have handled it
   // (it may be the last worker polling their task queue: see runtime/shutdown-revokes.ts), between
-  // two workflow tasks (runtime/quiet-shutdown.ts), and before the member leaves the group (the
-  // revoke point's beforeLeave): the signals of the partitions' next owners then go elsewhere
-  // instead of reaching a worker that is shutting down. Once.
+  // two workflow tasks (runtime/quiet-shutdown.ts). Folding at the join (the default) it does so
+  // after the member has left the group: the partitions' next owners fold from their recoveries at
+  // once, while their workflows' tasks may still come here (it ran them last) — one that reaches
+  // the worker as it shuts down is lost to the SDK until its 10 s start-to-close timeout, which
+  // delays that partition's periodic persists, not its folding. Without folding at the join, before
+  // the member leaves (the revoke point's beforeLeave): the next owners' signals then go elsewhere
+  // instead of reaching a worker that is shutting down, since their first records wait for them. Once.
   let workflowWorkerStopping: Promise<void> | undefined;
   stopWorkflowWorker = () => {
     workflowWorkerStopping ??= (async () => {

@@ -3,10 +3,12 @@ import { FlowCluster } from './harness';
 // Real worker processes, real Kafka (transactional snapshots) and Temporal: partitions move from
 // one worker to two and back to one, and the persisted state is exactly a plain fold of the input.
 // Eager rebalancing (KFT_REBALANCE=eager): every partition is revoked and assigned at each step.
+// Without folding at the join (KFT_FOLD_AT_JOIN=0), whose graceful stop stops its workflow worker
+// before the member leaves the group.
 test('eager: assignment → recovery → processing → a second worker joins → partitions move → state continues exactly', async () => {
   // Short histories: partition workflows continue as new several times during the test, each time
   // handing the running partition to a new fold loop while the old one learns of its cancellation.
-  const cluster = new FlowCluster(4, { env: { KFT_MAX_HISTORY_EVENTS: '60', KFT_REBALANCE: 'eager' } });
+  const cluster = new FlowCluster(4, { env: { KFT_MAX_HISTORY_EVENTS: '60', KFT_REBALANCE: 'eager', KFT_FOLD_AT_JOIN: '0' } });
   try {
     await cluster.start();
     await cluster.produce(2000);
@@ -88,8 +90,19 @@ test('cooperative: a second worker joins → only the partitions that move stop;
 
     await cluster.produce(2000);
     await cluster.untilCaughtUp('caught up after the rebalance');
+    const aJoins = cluster.logLines<Line>(a).filter((l) => l.msg === 'partitions assigned').length;
     expect(await cluster.stop(b)).toBe(0);
     await cluster.untilRunningOn(1, 'a runs all 4 partitions again');
+    // Folding at the join (the default), b left the group first — a took its partitions up and
+    // folded them at once — and stopped its workflow worker once its workflows had handled the revoke.
+    type Timed = Line & { time: number; workflows?: number };
+    const bLines = cluster.logLines<Timed>(b);
+    const handled = bLines.find((l) => l.msg === 'the partition workflows handled the revoke');
+    const workflowWorkerStopped = bLines.find((l) => l.msg?.startsWith('workflow worker ') && l.msg.includes(': stopping it'));
+    const aTook = cluster.logLines<Timed>(a).filter((l) => l.msg === 'partitions assigned')[aJoins];
+    expect(handled?.workflows).toBe(2);
+    expect(aTook).toBeDefined();
+    expect(aTook!.time).toBeLessThanOrEqual(workflowWorkerStopped!.time);
     await cluster.produce(1000);
     await cluster.untilCaughtUp('caught up on a alone');
     const last = await cluster.status();
