@@ -146,6 +146,21 @@ async function fullRead(log: FakeLog): Promise<Map<string, number>> {
   return recoverAll(persistence(log, { local: false }));
 }
 
+/** Flips a byte near the end of a store's data file: a change after its clean close. */
+function damage(file: string): void {
+  const bytes = fs.readFileSync(file);
+  bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
+  fs.writeFileSync(file, bytes);
+}
+
+/** A restore that refuses the store on its file checksum, and still equals a full read. */
+async function refusedOnChecksum(log: FakeLog, lines?: Logged[]): Promise<void> {
+  const q = persistence(log, { lines });
+  expect(await recoverAll(q)).toEqual(await fullRead(log));
+  expect(q.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
+  await q.close();
+}
+
 async function put(p: KafkaPartitionPersistence<number>, kv: Record<string, number | null>, offset = 1) {
   await p.write({
     writes: Object.entries(kv).map(([key, v]) => (v === null ? { key, purge: { offset } } : { key, snapshot: { state: v, offset } })),
@@ -329,17 +344,10 @@ describe('restore from local state', () => {
   test('a store changed after a clean close: state file checksum mismatch, full restore', async () => {
     const log = new FakeLog();
     await seeded(log);
-    const store = new LocalPartitionStore(dir, identity);
-    const file = path.join(store.path, 'data.mdb');
-    const bytes = fs.readFileSync(file);
-    bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
-    fs.writeFileSync(file, bytes);
+    damage(path.join(new LocalPartitionStore(dir, identity).path, 'data.mdb'));
     const lines: Logged[] = [];
-    const p = persistence(log, { lines });
-    expect(await recoverAll(p)).toEqual(await fullRead(log));
-    expect(p.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
+    await refusedOnChecksum(log, lines);
     expect(lines.some((l) => l.level === 'warn' && /local state of snapshots-2 discarded: state file checksum mismatch/.test(l.msg))).toBe(true);
-    await p.close();
   });
 
   test('the clean marker checksums the file with xxh64; a store closed by an earlier version (SHA-256 marker) is still trusted, and still checked', async () => {
@@ -356,14 +364,9 @@ describe('restore from local state', () => {
     expect(p.lastRecovery).toMatchObject({ restore: 'delta', fromTopic: 0 });
     await p.close();
     // The same SHA-256 marker over a file changed since: a full restore.
-    const bytes = fs.readFileSync(file);
-    fs.writeFileSync(marker, JSON.stringify({ sha256: sha256(bytes) }));
-    bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
-    fs.writeFileSync(file, bytes);
-    const q = persistence(log);
-    expect(await recoverAll(q)).toEqual(await fullRead(log));
-    expect(q.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
-    await q.close();
+    fs.writeFileSync(marker, JSON.stringify({ sha256: sha256(fs.readFileSync(file)) }));
+    damage(file);
+    await refusedOnChecksum(log);
   });
 
   // The tests below tamper after an unclean end (no clean marker): the finer checks decide.
@@ -597,14 +600,8 @@ describe('LocalPartitionStore', () => {
     await p.close();
     // Changed after the child read it (and after its clean close): the restore reads the file itself.
     expect((await readLocalCheckpoints(dir, hints, [P])).has(P)).toBe(true);
-    const file = path.join(localStatePath(dir, identity), 'data.mdb');
-    const bytes = fs.readFileSync(file);
-    bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
-    fs.writeFileSync(file, bytes);
-    const q = persistence(log);
-    expect(await recoverAll(q)).toEqual(await fullRead(log));
-    expect(q.lastRecovery?.fullRestoreReason).toMatch(/state file checksum mismatch/);
-    await q.close();
+    damage(path.join(localStatePath(dir, identity), 'data.mdb'));
+    await refusedOnChecksum(log);
   });
 
   test('no store: none', async () => {
