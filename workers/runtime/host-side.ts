@@ -77,7 +77,8 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     }
     const seq = ++slot.recoverSeq;
     const ahead = slot.earlyFold;
-    if (ahead && !ahead.taken && ahead.generation === r.owner.generation && ahead.memberId === r.owner.memberId && slot.flow && slot.flowGeneration === r.owner.generation && slot.state === 'running' && slot.flow.failed === undefined) {
+    // (slotFor checked the request's generation and member against the slot's: the engine's generation is the join's.)
+    if (ahead && !ahead.taken && slot.flow && slot.flowGeneration === r.owner.generation && slot.state === 'running' && slot.flow.failed === undefined) {
       // Recovered at the join and folding since (foldEarly): this activity takes the recovery over
       // as it is — the consumer goes on from where the early loop got to, not from the committed offset.
       ahead.taken = true;
@@ -157,8 +158,6 @@ export class HostSide extends RuntimeSide implements PartitionHost {
     this.consumer.seek({ topic: slot.topic, partition: slot.partition, offset: assignedAt });
     const folding = this.startFolding(r, false);
     slot.earlyFold = {
-      generation: owner.generation,
-      memberId: owner.memberId,
       token: folding.token,
       taken: false,
       result: { keys: figures.keys, snapshotsRead: figures.read, committedOffset: assignedAt, local: figures.local },
@@ -173,8 +172,7 @@ export class HostSide extends RuntimeSide implements PartitionHost {
   private async runEarlyLoop(slot: Slot, r: OwnerRequest, folding: FoldingHandle): Promise<void> {
     try {
       for (;;) {
-        const p = folding.poll();
-        if (!p.running || slot.folding !== folding.token) break;
+        if (!folding.poll().running) break; // stopped here, or a newer fold loop took over
         await folding.foldNext(EARLY_POLL_MS);
       }
     } catch (err) {

@@ -68,8 +68,6 @@ export interface Slot {
 
 /** A partition folding ahead of its workflow (Slot.earlyFold). */
 export interface EarlyFold {
-  readonly generation: number;
-  readonly memberId: string;
   /** The early loop's fold-loop token. */
   readonly token: number;
   /** The recover activity of this owner took the recovery over (what it returned: `result`). */

@@ -1,4 +1,19 @@
-import { FlowCluster } from './harness';
+import { FlowCluster, type Worker } from './harness';
+
+type Timed = { msg?: string; time: number; workflows?: number };
+
+/** How many times `w` was assigned partitions so far. */
+const joins = (cluster: FlowCluster, w: Worker) => cluster.logLines<Timed>(w).filter((l) => l.msg === 'partitions assigned').length;
+
+/** A graceful stop of `stopped`, from its log: its workflows handling the revoke, its workflow worker stopping; and `taker`'s next assignment after `joinsBefore`. */
+function stopTimeline(cluster: FlowCluster, stopped: Worker, taker: Worker, joinsBefore: number) {
+  const lines = cluster.logLines<Timed>(stopped);
+  return {
+    handled: lines.find((l) => l.msg === 'the partition workflows handled the revoke'),
+    workflowWorkerStopped: lines.find((l) => l.msg?.startsWith('workflow worker ') && l.msg.includes(': stopping it')),
+    took: cluster.logLines<Timed>(taker).filter((l) => l.msg === 'partitions assigned')[joinsBefore],
+  };
+}
 
 // Real worker processes, real Kafka (transactional snapshots) and Temporal: partitions move from
 // one worker to two and back to one, and the persisted state is exactly a plain fold of the input.
@@ -23,16 +38,12 @@ test('eager: assignment → recovery → processing → a second worker joins �
     await cluster.produce(2000);
     await cluster.untilCaughtUp('caught up after the rebalance');
 
-    const bJoins = cluster.logLines(b).filter((l) => l.msg === 'partitions assigned').length;
+    const bJoins = joins(cluster, b);
     expect(await cluster.stop(a)).toBe(0); // graceful: flush, commit, leave
     await cluster.untilRunningOn(1, 'b runs all 4 partitions');
     // a stopped its workflow worker before it left the group, so b's signals for the partitions it
     // took could not reach a workflow worker that was shutting down (workers/runtime/quiet-shutdown.ts).
-    type Line = { msg?: string; time: number; workflows?: number };
-    const aLines = cluster.logLines<Line>(a);
-    const handled = aLines.find((l) => l.msg === 'the partition workflows handled the revoke');
-    const workflowWorkerStopped = aLines.find((l) => l.msg?.startsWith('workflow worker ') && l.msg.includes(': stopping it'));
-    const bTook = cluster.logLines<Line>(b).filter((l) => l.msg === 'partitions assigned')[bJoins];
+    const { handled, workflowWorkerStopped, took: bTook } = stopTimeline(cluster, a, b, bJoins);
     expect(handled?.workflows).toBeGreaterThan(0);
     expect(workflowWorkerStopped).toBeDefined();
     expect(bTook).toBeDefined();
@@ -90,17 +101,14 @@ test('cooperative: a second worker joins → only the partitions that move stop;
 
     await cluster.produce(2000);
     await cluster.untilCaughtUp('caught up after the rebalance');
-    const aJoins = cluster.logLines<Line>(a).filter((l) => l.msg === 'partitions assigned').length;
+    const aJoins = joins(cluster, a);
     expect(await cluster.stop(b)).toBe(0);
     await cluster.untilRunningOn(1, 'a runs all 4 partitions again');
     // Folding at the join (the default), b left the group first — a took its partitions up and
     // folded them at once — and stopped its workflow worker once its workflows had handled the revoke.
-    type Timed = Line & { time: number; workflows?: number };
-    const bLines = cluster.logLines<Timed>(b);
-    const handled = bLines.find((l) => l.msg === 'the partition workflows handled the revoke');
-    const workflowWorkerStopped = bLines.find((l) => l.msg?.startsWith('workflow worker ') && l.msg.includes(': stopping it'));
-    const aTook = cluster.logLines<Timed>(a).filter((l) => l.msg === 'partitions assigned')[aJoins];
+    const { handled, workflowWorkerStopped, took: aTook } = stopTimeline(cluster, b, a, aJoins);
     expect(handled?.workflows).toBe(2);
+    expect(workflowWorkerStopped).toBeDefined();
     expect(aTook).toBeDefined();
     expect(aTook!.time).toBeLessThanOrEqual(workflowWorkerStopped!.time);
     await cluster.produce(1000);
