@@ -11,6 +11,7 @@ function stopTimeline(cluster: FlowCluster, stopped: Worker, taker: Worker, join
   return {
     handled: lines.find((l) => l.msg === 'the partition workflows handled the revoke'),
     workflowWorkerStopped: lines.find((l) => l.msg?.startsWith('workflow worker ') && l.msg.includes(': stopping it')),
+    left: lines.find((l) => l.msg === 'left the group'),
     took: cluster.logLines<Timed>(taker).filter((l) => l.msg === 'partitions assigned')[joinsBefore],
   };
 }
@@ -43,8 +44,9 @@ test('eager: assignment → recovery → processing → a second worker joins �
     await cluster.untilRunningOn(1, 'b runs all 4 partitions');
     // a stopped its workflow worker before it left the group, so b's signals for the partitions it
     // took could not reach a workflow worker that was shutting down (workers/runtime/quiet-shutdown.ts).
-    const { handled, workflowWorkerStopped, took: bTook } = stopTimeline(cluster, a, b, bJoins);
+    const { handled, workflowWorkerStopped, left, took: bTook } = stopTimeline(cluster, a, b, bJoins);
     expect(handled?.workflows).toBeGreaterThan(0);
+    expect(workflowWorkerStopped!.time).toBeLessThanOrEqual(left!.time);
     expect(workflowWorkerStopped).toBeDefined();
     expect(bTook).toBeDefined();
     expect(handled!.time).toBeLessThanOrEqual(workflowWorkerStopped!.time);
@@ -104,13 +106,15 @@ test('cooperative: a second worker joins → only the partitions that move stop;
     const aJoins = joins(cluster, a);
     expect(await cluster.stop(b)).toBe(0);
     await cluster.untilRunningOn(1, 'a runs all 4 partitions again');
-    // Folding at the join (the default), b left the group first — a took its partitions up and
-    // folded them at once — and stopped its workflow worker once its workflows had handled the revoke.
-    const { handled, workflowWorkerStopped, took: aTook } = stopTimeline(cluster, b, a, aJoins);
+    // Folding at the join (the default), b left the group first — so a could take its partitions up
+    // and fold them at once — and stopped its workflow worker once its workflows had handled the revoke.
+    const { handled, workflowWorkerStopped, left, took: aTook } = stopTimeline(cluster, b, a, aJoins);
     expect(handled?.workflows).toBe(2);
     expect(workflowWorkerStopped).toBeDefined();
+    expect(left).toBeDefined();
     expect(aTook).toBeDefined();
-    expect(aTook!.time).toBeLessThanOrEqual(workflowWorkerStopped!.time);
+    expect(left!.time).toBeLessThanOrEqual(handled!.time);
+    expect(left!.time).toBeLessThanOrEqual(workflowWorkerStopped!.time);
     await cluster.produce(1000);
     await cluster.untilCaughtUp('caught up on a alone');
     const last = await cluster.status();
