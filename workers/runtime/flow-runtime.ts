@@ -120,7 +120,7 @@ export class FlowRuntime implements PartitionHost {
     for (const slot of this.slots.all()) slot.cadence?.stop();
     this.recoveries.dropAll();
     await this.o.consumer.stop();
-    this.o.logger.info({ flow: this.definition.name }, 'left the group');
+    this.o.logger.info('left the group'); // the worker's logger names the flow
     await this.host.whenActivitiesIdle(activitiesGraceMs);
     await this.o.consumer.close();
     await this.o.backend.close();
