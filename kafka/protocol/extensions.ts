@@ -7,12 +7,15 @@
  * processes, tests, benchmarks). A hook kafkajs calls before that throws
  * `KafkaJSExtensionNotRegisteredError`; nothing falls back.
  */
+import { type ApiVersionsV3Response, apiVersionsV3 } from './api-versions-v3';
+import { type EndTxnV5Args, type EndTxnV5Response, endTxnV5 } from './end-txn-v5';
 import { type OffsetFetchV7Args, type OffsetFetchV7Response, offsetFetchV7 } from './offset-fetch-v7';
 import { encoderHolding, extensionRegistry, type KafkajsEncoder, type KafkajsProtocol } from './kafkajs-protocol';
 import { plainTopicData } from './plain-message';
+import { type ProduceV12Response, produceV12 } from './produce-v12';
 import { type ProduceRequestBody, writeProduceBody } from './produce-writer';
 import { encodeRecord, type RecordFields } from './record-v0';
-import { type TxnOffsetCommitV3Args, type TxnOffsetCommitV3Response, txnOffsetCommitV3 } from './txn-offset-commit-v3';
+import { type TxnOffsetCommitV3Args, type TxnOffsetCommitV3Response, txnOffsetCommitV3, txnOffsetCommitV5 } from './txn-offset-commit-v3';
 
 type TopicData = ProduceRequestBody['topicData'][number];
 
@@ -28,6 +31,14 @@ export interface KafkajsExtensions {
   txnOffsetCommitV3(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response>;
   /** OffsetFetch version 7 (offsetFetch/index.js). */
   offsetFetchV7(args: OffsetFetchV7Args): KafkajsProtocol<OffsetFetchV7Response>;
+  /** ApiVersions version 3 (apiVersions/index.js): the versions and the cluster's finalized features. */
+  apiVersionsV3(): KafkajsProtocol<ApiVersionsV3Response>;
+  /** Transaction version 2 (KIP-890 part 2), sent only when asked for: Produce v12 (produce/index.js). */
+  produceV12(body: Omit<ProduceRequestBody, 'flexible'>): KafkajsProtocol<ProduceV12Response>;
+  /** … TxnOffsetCommit v5 (txnOffsetCommit/index.js). */
+  txnOffsetCommitV5(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response>;
+  /** … EndTxn v5 (endTxn/index.js). */
+  endTxnV5(args: EndTxnV5Args): KafkajsProtocol<EndTxnV5Response>;
 }
 
 export const kafkajsExtensions: KafkajsExtensions = {
@@ -39,6 +50,10 @@ export const kafkajsExtensions: KafkajsExtensions = {
   encodeRecord,
   txnOffsetCommitV3,
   offsetFetchV7,
+  apiVersionsV3,
+  produceV12,
+  txnOffsetCommitV5,
+  endTxnV5,
 };
 
 /** Registers the hooks with kafkajs; idempotent (called wherever a kafkajs client is made). */

@@ -51,8 +51,10 @@ export interface KafkajsDecoder {
   readUVarIntString(): string | null;
   /** COMPACT_NULLABLE_ARRAY: null for a null array. */
   readUVarIntArray<T>(read: (decoder: KafkajsDecoder) => T): T[] | null;
-  /** Skips a tag buffer (the patch reads each field's size as a plain byte count). */
-  readTaggedFields(): void;
+  readInt8(): number;
+  readUVarInt(): number;
+  /** Reads a tag buffer: each tagged field's bytes by tag, or null when it is empty (the patch reads each field's size as a plain byte count). */
+  readTaggedFields(): Record<number, Buffer> | null;
 }
 
 export const Encoder = requireKafkajs('./src/protocol/encoder') as EncoderClass;
@@ -87,13 +89,18 @@ const compression = requireKafkajs('./src/protocol/message/compression') as {
 export const lookupCodec = compression.lookupCodec;
 export const COMPRESSION_CODEC_MASK = compression.COMPRESSION_CODEC_MASK;
 
-export const API_KEYS = requireKafkajs('./src/protocol/requests/apiKeys') as Record<'OffsetFetch' | 'TxnOffsetCommit', number>;
+export const API_KEYS = requireKafkajs('./src/protocol/requests/apiKeys') as Record<
+  'ApiVersions' | 'EndTxn' | 'OffsetFetch' | 'Produce' | 'TxnOffsetCommit',
+  number
+>;
 
 /** A request as kafkajs's connection sends it: `encode` gives the body after the request header. */
 export interface KafkajsRequest {
   apiKey: number;
   apiVersion: number;
   apiName: string;
+  /** false: sent without waiting for an answer (Produce with acks 0); absent: an answer is expected. */
+  expectResponse?(): boolean;
   encode(): Promise<KafkajsEncoder>;
 }
 
@@ -114,6 +121,15 @@ type Parse = <T>(decoded: T) => Promise<T>;
 export const parseTxnOffsetCommit = (requireKafkajs('./src/protocol/requests/txnOffsetCommit/v0/response') as { parse: Parse }).parse;
 /** OffsetFetch's (v2+): the top-level error, else the first partition error, as kafkajs's error. */
 export const parseOffsetFetch = (requireKafkajs('./src/protocol/requests/offsetFetch/v2/response') as { parse: Parse }).parse;
+
+/** ApiVersions' (v0+): the top-level error as kafkajs's error. */
+export const parseApiVersions = (requireKafkajs('./src/protocol/requests/apiVersions/v0/response') as { parse: Parse }).parse;
+/** EndTxn's (v0+): the error as kafkajs's error. */
+export const parseEndTxn = (requireKafkajs('./src/protocol/requests/endTxn/v0/response') as { parse: Parse }).parse;
+/** Produce's (v3+): the first partition error as kafkajs's error (retriable ones retried by its producer). */
+export const parseProduce = (requireKafkajs('./src/protocol/requests/produce/v3/response') as { parse: Parse }).parse;
+/** Throws kafkajs's UNSUPPORTED_VERSION error for that code (how kafkajs learns to try an older ApiVersions). */
+export const failIfVersionNotSupported = (requireKafkajs('./src/protocol/error') as { failIfVersionNotSupported(code: number): void }).failIfVersionNotSupported;
 
 /** The patch's registry (`src/protocol/extensions.js`): the hooks kafkajs calls, by name. */
 export const extensionRegistry = requireKafkajs('./src/protocol/extensions') as {

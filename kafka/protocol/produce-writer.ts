@@ -1,7 +1,10 @@
 /**
  * A Produce request body (v3-v7: transactional_id, acks, timeout, topics, partitions, one v2
  * record batch each) written into ONE buffer; the patch's Produce v3 request (which v4-v7 reuse)
- * calls it through the `writeProduceBody` hook.
+ * calls it through the `writeProduceBody` hook. With `flexible`, the same fields as Produce v9-v12
+ * write them (kafka/protocol/produce-v12.ts): the request header's tag buffer first, compact
+ * strings, arrays and record sets (lengths + 1 as unsigned varints), an empty tag buffer closing
+ * every struct.
  *
  * The bytes are exactly those of kafkajs 2.2.4's encoders (produce/v3/request.js, RecordBatch,
  * Record, Header), which made an Encoder per record and per header, copied every record into the
@@ -28,6 +31,8 @@ export interface ProduceRequestBody {
   producerEpoch: number;
   /** A kafkajs CompressionTypes value; 0: none. */
   compression: number;
+  /** Produce v9+'s encoding (KIP-482), with the request header v2's tag buffer first. */
+  flexible?: boolean;
   topicData: ReadonlyArray<{
     topic: string;
     partitions: ReadonlyArray<{ partition: number; firstSequence?: number; messages: readonly ProduceMessage[] }>;
@@ -64,6 +69,7 @@ export async function writeProduceBody({
   producerEpoch,
   compression,
   topicData,
+  flexible = false,
 }: ProduceRequestBody): Promise<Buffer | undefined> {
   let recordCount = 0;
   for (const { partitions } of topicData) {
@@ -79,12 +85,13 @@ export async function writeProduceBody({
 
   // Pass 1: size everything (and compress, where asked).
   const transactionalIdLength = stringLength(transactionalId);
-  let size = 2 + transactionalIdLength + 2 + 4 + 4;
+  const fields = flexible ? FLEXIBLE : CLASSIC;
+  let size = (flexible ? 1 : 0) + fields.stringSize(transactionalId, transactionalIdLength) + 2 + 4 + fields.arraySize(topicData.length) + (flexible ? 1 : 0);
   const topics: Array<{ topic: string; topicLength: number; planned: PlannedBatch[] }> = [];
   let recordIndexBase = 0;
   for (const { topic, partitions } of topicData) {
     const topicLength = stringLength(topic);
-    size += 2 + topicLength + 4;
+    size += fields.stringSize(topic, topicLength) + fields.arraySize(partitions.length) + (flexible ? 1 : 0);
     const planned: PlannedBatch[] = [];
     for (const { partition, messages, firstSequence = 0 } of partitions) {
       const times = batchTimestamps(messages);
@@ -99,7 +106,7 @@ export async function writeProduceBody({
         compressed = await compress(codec, recordsBuffer);
       }
       const batchSize = BATCH_PREFIX + BATCH_HEADER + (compressed ? compressed.length : recordsSize);
-      size += 4 + 4 + batchSize;
+      size += 4 + fields.bytesSize(batchSize) + batchSize + (flexible ? 1 : 0);
       planned.push({ partition, messages, firstSequence, times, batchSize, compressed, recordIndexBase, sizesFrom });
       recordIndexBase += messages.length;
     }
@@ -108,17 +115,18 @@ export async function writeProduceBody({
 
   // Pass 2: write.
   const buf = Buffer.allocUnsafe(size);
-  let offset = writeString(buf, 0, transactionalId, transactionalIdLength);
+  let offset = flexible ? buf.writeUInt8(0, 0) : 0; // the request header v2's tag buffer
+  offset = fields.writeString(buf, offset, transactionalId, transactionalIdLength);
   offset = buf.writeInt16BE(acks, offset);
   offset = buf.writeInt32BE(timeout, offset);
-  offset = buf.writeInt32BE(topics.length, offset);
+  offset = fields.writeArrayLength(buf, offset, topics.length);
   for (const { topic, topicLength, planned } of topics) {
-    offset = writeString(buf, offset, topic, topicLength);
-    offset = buf.writeInt32BE(planned.length, offset);
+    offset = fields.writeString(buf, offset, topic, topicLength);
+    offset = fields.writeArrayLength(buf, offset, planned.length);
     for (const p of planned) {
       const { messages, times } = p;
       offset = buf.writeInt32BE(p.partition, offset);
-      offset = buf.writeInt32BE(p.batchSize, offset); // the record set's size
+      offset = fields.writeBytesLength(buf, offset, p.batchSize); // the record set's size
       offset = buf.writeInt32BE(0, offset); // firstOffset, int64 0
       offset = buf.writeInt32BE(0, offset);
       offset = buf.writeInt32BE(p.batchSize - 12, offset); // the batch's length after it
@@ -143,8 +151,11 @@ export async function writeProduceBody({
         offset = writeRecords(buf, offset, messages, times, sizes, p.recordIndexBase);
       }
       buf.writeUInt32BE(crc32c(buf, crcFrom, offset), crcAt);
+      if (flexible) offset = buf.writeUInt8(0, offset); // the partition's tag buffer
     }
+    if (flexible) offset = buf.writeUInt8(0, offset); // the topic's tag buffer
   }
+  if (flexible) offset = buf.writeUInt8(0, offset); // the body's tag buffer
   if (offset !== size) throw new Error(`produce request sized ${size} bytes, written ${offset}`);
   return buf;
 }
@@ -165,13 +176,58 @@ function writeInt64(buf: Buffer, offset: number, value: unknown): number {
 
 const stringLength = (value: string | null | undefined): number => (value == null ? 0 : Buffer.byteLength(value, 'utf8'));
 
-/** A STRING (INT16 length, -1: null). */
-function writeString(buf: Buffer, offset: number, value: string | null | undefined, length: number): number {
-  if (value == null) {
-    buf.writeInt16BE(-1, offset);
-    return offset + 2;
+/** How one encoding (classic or flexible) sizes and writes the request's strings, arrays and record sets. */
+interface FieldEncoding {
+  stringSize(value: string | null | undefined, length: number): number;
+  arraySize(count: number): number;
+  bytesSize(length: number): number;
+  writeString(buf: Buffer, offset: number, value: string | null | undefined, length: number): number;
+  writeArrayLength(buf: Buffer, offset: number, count: number): number;
+  writeBytesLength(buf: Buffer, offset: number, length: number): number;
+}
+
+/** v3-v8: (NULLABLE_)STRING with an INT16 length (-1: null), INT32 array counts and record set sizes. */
+const CLASSIC: FieldEncoding = {
+  stringSize: (value, length) => 2 + (value == null ? 0 : length),
+  arraySize: () => 4,
+  bytesSize: () => 4,
+  writeString(buf, offset, value, length) {
+    if (value == null) return buf.writeInt16BE(-1, offset);
+    offset = buf.writeInt16BE(length, offset);
+    return offset + buf.write(value, offset, length, 'utf8');
+  },
+  writeArrayLength: (buf, offset, count) => buf.writeInt32BE(count, offset),
+  writeBytesLength: (buf, offset, length) => buf.writeInt32BE(length, offset),
+};
+
+/** v9+: COMPACT_(NULLABLE_)STRING, COMPACT_ARRAY and COMPACT_RECORDS, each length + 1 as an unsigned varint (0: null). */
+const FLEXIBLE: FieldEncoding = {
+  stringSize: (value, length) => (value == null ? 1 : sizeOfUVarInt(length + 1) + length),
+  arraySize: (count) => sizeOfUVarInt(count + 1),
+  bytesSize: (length) => sizeOfUVarInt(length + 1),
+  writeString(buf, offset, value, length) {
+    if (value == null) return writeUVarInt(buf, offset, 0);
+    offset = writeUVarInt(buf, offset, length + 1);
+    return offset + buf.write(value, offset, length, 'utf8');
+  },
+  writeArrayLength: (buf, offset, count) => writeUVarInt(buf, offset, count + 1),
+  writeBytesLength: (buf, offset, length) => writeUVarInt(buf, offset, length + 1),
+};
+
+function sizeOfUVarInt(value: number): number {
+  let size = 1;
+  while (value >= 0x80) {
+    value = Math.floor(value / 128);
+    size += 1;
   }
-  buf.writeInt16BE(length, offset);
-  buf.write(value, offset + 2, length, 'utf8');
-  return offset + 2 + length;
+  return size;
+}
+
+function writeUVarInt(buf: Buffer, offset: number, value: number): number {
+  while (value >= 0x80) {
+    buf[offset++] = (value & 0x7f) | 0x80;
+    value = Math.floor(value / 128);
+  }
+  buf[offset++] = value;
+  return offset;
 }

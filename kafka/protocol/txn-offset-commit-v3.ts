@@ -32,6 +32,11 @@
  * member with FENCED_INSTANCE_ID (82). Generation -1 with an empty member id (the spec's defaults)
  * disables that check.
  *
+ * v4 adds the error TRANSACTION_ABORTABLE (120); v5 has v4's bytes and is how a producer on
+ * transaction version 2 (KIP-890 part 2) commits: the group coordinator then adds the group's
+ * offsets to the transaction itself (no AddOffsetsToTxn). The patch registers v5 apart from the
+ * versions kafkajs picks by itself, sent only for such a producer.
+ *
  * @see https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Producer+scalability+for+exactly+once+semantics
  */
 import { flexibleRequest, readFlexibleResponse, readStructs, writeStructs } from './flexible';
@@ -60,7 +65,12 @@ export interface TxnOffsetCommitV3Response {
   topics: Array<{ topic: string | null; partitions: Array<{ partition: number; errorCode: number }> }>;
 }
 
-export function txnOffsetCommitV3Request({
+export function txnOffsetCommitV3Request(args: TxnOffsetCommitV3Args): KafkajsRequest {
+  return txnOffsetCommitRequest(args, 3);
+}
+
+/** The same fields as v3, as version 3 or 5. */
+function txnOffsetCommitRequest({
   transactionalId,
   groupId,
   producerId,
@@ -69,8 +79,8 @@ export function txnOffsetCommitV3Request({
   memberId,
   groupInstanceId,
   topics,
-}: TxnOffsetCommitV3Args): KafkajsRequest {
-  return flexibleRequest({ apiKey: API_KEYS.TxnOffsetCommit, apiVersion: 3, apiName: 'TxnOffsetCommit' }, (encoder) =>
+}: TxnOffsetCommitV3Args, apiVersion: 3 | 5): KafkajsRequest {
+  return flexibleRequest({ apiKey: API_KEYS.TxnOffsetCommit, apiVersion, apiName: 'TxnOffsetCommit' }, (encoder) =>
     writeStructs(
       encoder
         .writeUVarIntString(transactionalId)
@@ -109,6 +119,14 @@ export async function decodeTxnOffsetCommitV3Response(raw: Buffer): Promise<TxnO
 export function txnOffsetCommitV3(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response> {
   return {
     request: txnOffsetCommitV3Request(args),
+    response: { decode: decodeTxnOffsetCommitV3Response, parse: parseTxnOffsetCommit },
+  };
+}
+
+/** Version 5 (transaction version 2): v3's fields and answer. */
+export function txnOffsetCommitV5(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response> {
+  return {
+    request: txnOffsetCommitRequest(args, 5),
     response: { decode: decodeTxnOffsetCommitV3Response, parse: parseTxnOffsetCommit },
   };
 }

@@ -13,6 +13,11 @@ export type EosManager = {
   sendOffsets(args: Record<string, unknown>): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;
+  getProducerId(): number | string;
+  getProducerEpoch(): number;
+  getSequence(topic: string, partition: number): number;
+  updateSequence(topic: string, partition: number, increment: number): void;
+  getTransactionVersion(): 2 | undefined;
 };
 
 export const createEosManager = kafkajsModule<(args: Record<string, unknown>) => EosManager>('producer/eosManager');
