@@ -114,6 +114,9 @@ export const nonNegativeInt = z.coerce.number({ message: 'is not a number' }).in
 const onOff = z.enum(['0', '1'], { message: "must be 1 (on) or 0 (off); unset: on under npm" });
 const onOffDefaultOn = z.enum(['0', '1'], { message: 'must be 1 (on) or 0 (off); unset: on' });
 const rebalanceProtocol = z.enum(['eager', 'cooperative'], { message: 'must be eager or cooperative' });
+const transactionVersion = z
+  .enum(['auto', '1', '2'], { message: 'must be auto, 1 or 2' })
+  .transform((v): 'auto' | 1 | 2 => (v === 'auto' ? 'auto' : v === '1' ? 1 : 2));
 
 /**
  * `KFT_CACHE_DIR`: this project's cache (downloaded servers, workflow bundles), git-ignored;
@@ -162,6 +165,8 @@ export interface WorkerEnv extends Env {
   blockedExitMs: number;
   /** `KFT_FOLD_AT_JOIN` (1 on, the default; 0 off): a partition recovered before its workflow's activity came folds at once. */
   foldAtJoin: boolean;
+  /** `KAFKA_TRANSACTION_VERSION` (auto, the default; 1; 2): the snapshot transactions' protocol (KIP-890 part 2 is 2). */
+  transactionVersion: 'auto' | 1 | 2;
   /** `KFT_WORKFLOW_REPORT_EVERY_MS`: partition workflows hear of the persists at most this often; undefined: every persistEvery. */
   workflowReportEveryMs: number | undefined;
   /** `KFT_RESTORE_REPORT_EVERY_MS`: a long recovery tells its partition workflow how far it is this often (the first after as long); undefined: 10 s. */
@@ -191,6 +196,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
     blockedExitMs: envValue('KFT_BLOCKED_EXIT_MS', nonNegativeInt, '60000', env),
     foldAtJoin: envValue('KFT_FOLD_AT_JOIN', optional(onOffDefaultOn), '', env) !== '0',
+    transactionVersion: envValue('KAFKA_TRANSACTION_VERSION', transactionVersion, 'auto', env),
     workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
     restoreReportEveryMs: envValue('KFT_RESTORE_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),

@@ -69,7 +69,17 @@ export interface TransactionalWriterOptions {
    * partition each, which the broker's max.message.bytes bounds, 1 MiB by default); default 1,000,000.
    */
   maxRequestBytes?: number;
+  /**
+   * The transaction protocol: 2 (KIP-890 part 2: Produce v12 and TxnOffsetCommit v5 add their
+   * partitions to the transaction, EndTxn v5 bumps the producer epoch every transaction), 1 (the
+   * classic one: AddPartitionsToTxn and AddOffsetsToTxn first), or 'auto' (the default): 2 where the
+   * cluster finalizes `transaction.version` 2 (Kafka 4.0+ by default), else 1.
+   */
+  transactionVersion?: TransactionVersion;
 }
+
+/** KAFKA_TRANSACTION_VERSION: which transaction protocol the partition producers speak. */
+export type TransactionVersion = 'auto' | 1 | 2;
 
 /** What a committed transaction wrote: the first offset of its records on each partition. */
 export interface CommitResult {
@@ -146,6 +156,11 @@ export class TransactionalWriter {
     });
   }
 
+  /** The transaction protocol the current producer speaks (2: KIP-890 part 2), once initialized; undefined before or without a producer. */
+  transactionVersion(): 1 | 2 | undefined {
+    return this.producer?.transactionVersion();
+  }
+
   private enqueue<T>(work: () => Promise<T>): Promise<T> {
     const run = this.queue.then(work);
     this.queue = run.catch(() => undefined);
@@ -207,6 +222,14 @@ export class TransactionalWriter {
           : Promise.resolve(),
         offsets.length > 0 ? tx.addOffsets({ consumerGroupId: this.options.groupId }) : Promise.resolve(),
       ]);
+      const offsetsSent = offsets.length > 0
+          ? tx.sendOffsets({
+              consumerGroupId: this.options.groupId,
+              topics: groupOffsets(offsets),
+              generationId: generation.generationId,
+              memberId: generation.memberId,
+            })
+          : Promise.resolve();
       const records = (async () => {
         for (const chunk of requestChunks(messages, this.options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES)) {
           // The messages as they are (kafkajs reads partition, key, value and headers, ignores
@@ -215,17 +238,7 @@ export class TransactionalWriter {
           recordSent(sent, chunk, metadata);
         }
       })();
-      await settleAll([
-        records,
-        offsets.length > 0
-          ? tx.sendOffsets({
-              consumerGroupId: this.options.groupId,
-              topics: groupOffsets(offsets),
-              generationId: generation.generationId,
-              memberId: generation.memberId,
-            })
-          : Promise.resolve(),
-      ]);
+      await settleAll([records, offsetsSent]);
     } catch (err) {
       await this.abortAndDiscard(transaction);
       throw this.fenced(err, request) ?? err;
@@ -281,6 +294,7 @@ export class TransactionalWriter {
         maxInFlightRequests: 5,
         transactionTimeout: this.options.transactionTimeoutMs ?? 60_000,
         retry: TRANSACTION_RETRY,
+        transactionVersion: this.options.transactionVersion === 'auto' ? undefined : this.options.transactionVersion,
       });
       this.producersCreated += 1;
       this.connecting = producer

@@ -11,6 +11,7 @@ import type { PartitionPersistence } from '../flow/ports';
 import type { ResolvedBackendOptions } from './descriptor';
 import { descriptorOf, type ResolvedPersistence } from './descriptors';
 import type { PartitionOwner } from './partition-owner';
+import type { TransactionVersion } from '../kafka/transactional-writer';
 
 /** What a backend reads of a defined flow (a FlowDefinition from `defineFlow` is one); `P`: its resolved persistence. */
 export interface BackendFlow<V, P extends ResolvedBackendOptions = ResolvedPersistence> {
@@ -71,6 +72,8 @@ export interface WorkerContext {
   readonly stateDir?: string;
   /** The worker has a bounded state cache: local state reads keys on demand (never all loaded). */
   readonly keysOnDemand?: boolean;
+  /** `KAFKA_TRANSACTION_VERSION`: the snapshot transactions' protocol; default 'auto'. */
+  readonly kafkaTransactionVersion?: TransactionVersion;
 }
 
 export function createBackend<S, V>(definition: BackendFlow<V>, worker: WorkerContext): PersistenceBackend<S, V> {

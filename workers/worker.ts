@@ -190,7 +190,7 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
     await tracing?.shutdown();
     throw err;
   }
-  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: withoutBoundFields(log, { flow: definition.name }), metrics, stateDir: env.stateDir, keysOnDemand: stateCache !== undefined });
+  const backend = createBackend(definition, { brokers, kafkaSecurity: env.security.kafka, logger: withoutBoundFields(log, { flow: definition.name }), metrics, stateDir: env.stateDir, keysOnDemand: stateCache !== undefined, kafkaTransactionVersion: env.transactionVersion });
   // The snapshot topic's check (≈ 150 ms) starts now, while the Temporal workers start: the
   // partitions' recoveries (from the join on) wait for this same check instead of making their
   // own; the first assignment repeats it if it failed here.

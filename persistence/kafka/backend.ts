@@ -18,7 +18,7 @@ import type { KafkaClient } from '../../kafka/client';
 import { CommittedOffsets } from '../../kafka/committed-offsets';
 import { PartitionReader } from '../../kafka/partition-reader';
 import { PlainWriter } from '../../kafka/plain-writer';
-import { snapshotTransactionalId, TransactionalWriter } from '../../kafka/transactional-writer';
+import { snapshotTransactionalId, type TransactionVersion, TransactionalWriter } from '../../kafka/transactional-writer';
 import type { OffsetCommitter } from '../offset-committer';
 import { isDeleteMarker, type StoredKey } from '../../core/persistence-types';
 import { OutputProducer, OutputTopics } from './dead-letter';
@@ -69,6 +69,8 @@ export interface KafkaSnapshotBackendOptions<S> {
   /** How long a transaction commit may go unanswered; default 30 s. */
   readonly commitTimeoutMs?: number;
   readonly maxRequestBytes?: number;
+  /** The partition producers' transaction protocol (TransactionalWriterOptions.transactionVersion); default 'auto'. */
+  readonly transactionVersion?: TransactionVersion;
   readonly logger?: Logger;
   /** The process's metrics (the engine's FlowMetrics): their registry gets this backend's metrics too. */
   readonly metrics?: MetricsRegistry;
@@ -283,6 +285,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         transactionTimeoutMs: this.o.transactionTimeoutMs,
         commitTimeoutMs: this.o.commitTimeoutMs,
         maxRequestBytes: this.o.maxRequestBytes,
+        transactionVersion: this.o.transactionVersion,
       });
       persistence = new KafkaPartitionPersistence<S, V>({
         ...common,

@@ -32,6 +32,7 @@ export function kafkaFlowBackend<S, V>(definition: BackendFlow<V>, worker: Worke
     replicationFactor: extra.replicationFactor,
     deadLetterTopics: definition.deadLetterTopics,
     outputTopics: definition.outputTopics,
+    transactionVersion: worker.kafkaTransactionVersion,
   });
 }
 

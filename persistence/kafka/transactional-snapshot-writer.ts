@@ -49,6 +49,8 @@ export interface SnapshotTransactions {
   init(): Promise<void>;
   commit(request: CommitRequest): Promise<CommitResult>;
   close(): Promise<void>;
+  /** The transaction protocol in use once initialized (2: KIP-890 part 2); absent or undefined: not known. */
+  transactionVersion?(): 1 | 2 | undefined;
 }
 
 /** Learns the outcome of a transaction whose commit went unanswered, once its producer was rebuilt. */
@@ -129,7 +131,7 @@ export class TransactionalSnapshotWriter<S, V> extends SnapshotWriter<S, V> {
       throw err;
     }
     this.fenceMs = performance.now() - started;
-    this.c.log.info({ ...this.where(), transactionalId: this.t.transactions.transactionalId, ms: Math.round(this.fenceMs) }, 'snapshot producer initialized (fence)');
+    this.c.log.info({ ...this.where(), transactionalId: this.t.transactions.transactionalId, transactionVersion: this.t.transactions.transactionVersion?.(), ms: Math.round(this.fenceMs) }, 'snapshot producer initialized (fence)');
     return this.fenceMs;
   }
 

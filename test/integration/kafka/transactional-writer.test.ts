@@ -1,12 +1,14 @@
-// The transactional writer on the real broker: both fences (consumer generation, producer
-// epoch) reject a stale write with a typed SnapshotWriteFencedError and leave nothing visible,
-// back-to-back transactions that start with sendOffsets all succeed (AddOffsetsToTxn retried), and
-// an EndTxn whose answer is cut off is reported as an unknown outcome, not as a failure.
+// The transactional writer on the real broker, on both transaction protocols (version 2, KIP-890
+// part 2, which this broker finalizes and 'auto' picks; and the classic one): both fences
+// (consumer generation, producer epoch) reject a stale write with a typed SnapshotWriteFencedError
+// and leave nothing visible, back-to-back transactions that start with sendOffsets all succeed
+// (CONCURRENT_TRANSACTIONS retried), and an EndTxn whose answer is cut off is reported as an
+// unknown outcome, not as a failure.
 import type { KafkaClient } from '../../../kafka/client';
 import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { SnapshotCommitTimeoutError, SnapshotWriteFencedError } from '../../../kafka/errors';
 import { PartitionReader, type ReadRecord } from '../../../kafka/partition-reader';
-import { TransactionalWriter } from '../../../kafka/transactional-writer';
+import { TransactionalWriter, type TransactionVersion } from '../../../kafka/transactional-writer';
 import { isEndTxnCommit } from '../../../chaos/tcp-proxy';
 import { closeAll, fillInput, kafkaScope, kafkaProxy, proxiedClient, type RunningMember, startMember, unique, waitFor } from '../../support/servers';
 
@@ -29,7 +31,10 @@ async function readAll(client: KafkaClient, topic: string): Promise<string[]> {
   }
 }
 
-describe('TransactionalWriter on the real broker', () => {
+describe.each<[string, TransactionVersion, 1 | 2]>([
+  ['transaction version 2 (auto)', 'auto', 2],
+  ['the classic transaction protocol (1)', 1, 1],
+])('TransactionalWriter on the real broker, %s', (_, transactionVersion, expectedVersion) => {
   const kafka = kafkaScope('writer');
   let input: string;
   let snapshots: string;
@@ -42,7 +47,7 @@ describe('TransactionalWriter on the real broker', () => {
 
   it('fences a stale consumer generation: typed error, aborted, nothing visible', async () => {
     const groupId = unique('group');
-    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId, transactionVersion });
     const offsets = new CommittedOffsets(kafka.client);
     let first: RunningMember | undefined;
     let second: RunningMember | undefined;
@@ -55,6 +60,7 @@ describe('TransactionalWriter on the real broker', () => {
         offsets: [{ topic: input, partition: 0, offset: '10' }],
         generation: gen1,
       });
+      expect(writer.transactionVersion()).toBe(expectedVersion);
 
       // A real second member joins: the group moves to a new generation.
       second = await startMember(kafka.client, { groupId }, input);
@@ -105,8 +111,8 @@ describe('TransactionalWriter on the real broker', () => {
   it('fences a stale producer epoch: a second writer with the same transactional.id wins', async () => {
     const groupId = unique('group');
     const prefix = unique('app');
-    const old = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 1, groupId });
-    const taker = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 1, groupId });
+    const old = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 1, groupId, transactionVersion });
+    const taker = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: prefix, partition: 1, groupId, transactionVersion });
     const offsets = new CommittedOffsets(kafka.client);
     let member: RunningMember | undefined;
     try {
@@ -161,7 +167,7 @@ describe('TransactionalWriter on the real broker', () => {
 
   it('commits 30 back-to-back transactions that start with sendOffsets (AddOffsetsToTxn retried)', async () => {
     const groupId = unique('group');
-    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const writer = new TransactionalWriter({ client: kafka.client, transactionalIdPrefix: unique('app'), partition: 0, groupId, transactionVersion });
     const offsets = new CommittedOffsets(kafka.client);
     let member: RunningMember | undefined;
     try {
@@ -191,7 +197,7 @@ describe('TransactionalWriter on the real broker', () => {
   it('an EndTxn(commit) whose connection is cut after it went out: outcome unknown (SnapshotCommitTimeoutError with what was sent), and it did commit', async () => {
     const groupId = unique('group');
     const proxy = await kafkaProxy(kafka.client);
-    const writer = new TransactionalWriter({ client: proxiedClient(kafka.client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId });
+    const writer = new TransactionalWriter({ client: proxiedClient(kafka.client, proxy), transactionalIdPrefix: unique('app'), partition: 0, groupId, transactionVersion });
     const offsets = new CommittedOffsets(kafka.client);
     let member: RunningMember | undefined;
     try {

@@ -93,6 +93,14 @@ describe('worker environment variables', () => {
     for (const bad of ['0', '199', '1.5', '1GiB']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_BYTES: bad })).toThrow(/KFT_STATE_CACHE_MAX_BYTES/);
   });
 
+  test('KAFKA_TRANSACTION_VERSION: auto unless set; 1 or 2; anything else names the variable', () => {
+    expect(readWorkerEnv({}).transactionVersion).toBe('auto');
+    expect(readWorkerEnv({ KAFKA_TRANSACTION_VERSION: 'auto' }).transactionVersion).toBe('auto');
+    expect(readWorkerEnv({ KAFKA_TRANSACTION_VERSION: '1' }).transactionVersion).toBe(1);
+    expect(readWorkerEnv({ KAFKA_TRANSACTION_VERSION: '2' }).transactionVersion).toBe(2);
+    expect(() => readWorkerEnv({ KAFKA_TRANSACTION_VERSION: '3' })).toThrow(/KAFKA_TRANSACTION_VERSION.*must be auto, 1 or 2/);
+  });
+
   test('KFT_REBALANCE: unset or empty leaves the flow\'s consumer.rebalance; else eager or cooperative', () => {
     expect(readWorkerEnv({}).rebalance).toBeUndefined();
     expect(readWorkerEnv({ KFT_REBALANCE: '' }).rebalance).toBeUndefined();
