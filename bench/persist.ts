@@ -266,6 +266,7 @@ async function main(): Promise<void> {
           runs: RUNS,
           statistic: 'min',
           java: `kafka-clients ${STREAMS_VERSION} (bench/anchors/kafka-streams, kft.bench.TxnLatency): the same transactions (a 100-byte record and an offset commit each) on the same broker, interleaved with ours; retry.backoff.ms 1, and once with its default (100 ms, ${Math.max(20, SEQUENTIAL / 5)} transactions)`,
+          ours_runs_ms: a.sequential.map((ms) => round(ms)),
           java_runs: a.java,
           java_default_backoff: javaDefault,
         },
