@@ -86,7 +86,7 @@ export { KafkaUnreachableError, TemporalUnreachableError } from './workers/conne
 export { KafkaAuthenticationError, TemporalAuthenticationError } from './workers/connect/auth-errors';
 export { CassandraAuthenticationError } from './persistence/cassandra/auth-errors';
 export { CassandraWriteRefusedError } from './persistence/cassandra/errors';
-export { BrokerTooOldError } from './kafka/broker-versions';
+export { BrokerTooOldError, TransactionVersionUnavailableError } from './kafka/broker-versions';
 
 // The former names of three error classes, from before every error class name ended in `Error`
 // (the same classes, the same codes).

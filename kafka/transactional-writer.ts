@@ -283,7 +283,8 @@ export class TransactionalWriter {
   private async currentProducer(): Promise<Producer> {
     if (this.producer) return this.producer;
     // Without TxnOffsetCommit v3 (Kafka < 2.5) a stale owner's commits would not be fenced: refuse.
-    await assertFencedTxnOffsetCommit(this.options.client, this.options.groupId);
+    // A required transaction version 2 is checked there too, for a named error rather than kafkajs's.
+    await assertFencedTxnOffsetCommit(this.options.client, this.options.groupId, { transactionVersion2: this.options.transactionVersion === 2 });
     if (this.producer) return this.producer;
     if (!this.connecting) {
       const producer = this.options.client.kafka.producer({
