@@ -1,5 +1,6 @@
 // Writes the run's totals to .jest-results.json so that .ci/run can print the plain line
-// "N passed, N failed" — a run that executed no test must not pass unnoticed.
+// "N passed, N failed" — a run that executed no test must not pass unnoticed — and the slowest
+// files with their wall time (what to look at when the run gets long).
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -9,7 +10,7 @@ const path = require('node:path');
  * error, a throwing import, a failing beforeAll/afterAll). jest's own numFailedTestSuites also
  * counts every suite that holds a failed test, so adding it would count that test twice.
  */
-function totals(results) {
+function totals(results, rootDir = process.cwd()) {
   const suites = results.testResults ?? [];
   const failedWithoutFailedTest = suites.filter((s) => !s.skipped && s.testExecError && !(s.numFailingTests > 0)).length;
   return {
@@ -26,15 +27,26 @@ function totals(results) {
       !results.snapshot?.failure &&
       !results.runExecError &&
       !results.wasInterrupted,
+    slowest: slowest(suites, rootDir, 15),
   };
+}
+
+/** The `count` files that took longest (start to end, seconds, paths from `rootDir`), longest first. */
+function slowest(suites, rootDir, count) {
+  return suites
+    .filter((s) => s.perfStats && s.perfStats.end > 0)
+    .map((s) => ({ file: path.relative(rootDir, s.testFilePath), seconds: Math.round((s.perfStats.end - s.perfStats.start) / 100) / 10 }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, count);
 }
 
 class TotalsReporter {
   constructor(globalConfig) {
+    this.rootDir = globalConfig.rootDir;
     this.file = path.join(globalConfig.rootDir, '.jest-results.json');
   }
   onRunComplete(_contexts, results) {
-    fs.writeFileSync(this.file, JSON.stringify(totals(results), null, 2));
+    fs.writeFileSync(this.file, JSON.stringify(totals(results, this.rootDir), null, 2));
   }
 }
 module.exports = TotalsReporter;

@@ -61,6 +61,10 @@ describe('totalsReporter', () => {
       });
       const written = JSON.parse(fs.readFileSync(path.join(dir, '.jest-results.json'), 'utf8'));
       expect(written).toMatchObject({ passed: 2, failed: 2, success: false });
+      // the files that ran, with their wall time, longest first
+      const files = (written.slowest as Array<{ file: string; seconds: number }>).map((f) => f.file);
+      expect(files).toEqual(expect.arrayContaining(['a.test.js', 'c.test.js']));
+      expect(written.slowest.every((f: { seconds: number }) => f.seconds >= 0)).toBe(true);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
