@@ -15,6 +15,7 @@ import { plainTopicData } from './plain-message';
 import { type ProduceV12Response, produceV12 } from './produce-v12';
 import { type ProduceRequestBody, writeProduceBody } from './produce-writer';
 import { encodeRecord, type RecordFields } from './record-v0';
+import { speaksTransactionVersion2, type VersionsWithFeatures } from './transaction-version';
 import { type TxnOffsetCommitV3Args, type TxnOffsetCommitV3Response, txnOffsetCommitV3, txnOffsetCommitV5 } from './txn-offset-commit-v3';
 
 type TopicData = ProduceRequestBody['topicData'][number];
@@ -39,6 +40,8 @@ export interface KafkajsExtensions {
   txnOffsetCommitV5(args: TxnOffsetCommitV3Args): KafkajsProtocol<TxnOffsetCommitV3Response>;
   /** … EndTxn v5 (endTxn/index.js). */
   endTxnV5(args: EndTxnV5Args): KafkajsProtocol<EndTxnV5Response>;
+  /** Whether a broker's versions (with the cluster's finalized features) speak transaction version 2 (producer/eosManager). */
+  speaksTransactionVersion2(versions: VersionsWithFeatures | undefined): boolean;
 }
 
 export const kafkajsExtensions: KafkajsExtensions = {
@@ -54,6 +57,7 @@ export const kafkajsExtensions: KafkajsExtensions = {
   produceV12,
   txnOffsetCommitV5,
   endTxnV5,
+  speaksTransactionVersion2,
 };
 
 /** Registers the hooks with kafkajs; idempotent (called wherever a kafkajs client is made). */
