@@ -19,7 +19,10 @@
  * Cooperative (`rebalance: 'cooperative'`, its own protocol name): the same plan, except that a
  * partition another member still reports owning goes to no one this round. That member gives it up
  * after the sync (the kafkajs patch's incremental revoke point) and rejoins; the next round, which
- * finds it unclaimed, hands it on. Partitions that stay with their owner are never revoked.
+ * finds it unclaimed, hands it on. Partitions that stay with their owner are never revoked. A plan
+ * that withholds anything announces the next round to every member (`followUp` in the assignment's
+ * userData): they join again at once instead of a heartbeat interval later, so that round completes
+ * as soon as the revoking members rejoin.
  */
 import { AssignerProtocol, type Assignment, type GroupMember, type GroupMemberAssignment, type PartitionAssigner } from 'kafkajs';
 
@@ -39,6 +42,8 @@ export interface MemberHints {
 export interface MemberTasks {
   /** The partitions it keeps a standby copy of, by topic. */
   readonly standby: Record<string, number[]>;
+  /** Cooperative: partitions were withheld this round (another member gives them up now): join again at once. */
+  readonly followUp?: boolean;
 }
 
 export interface PlannedMember {
@@ -49,6 +54,8 @@ export interface PlannedMember {
 export interface Plan {
   readonly active: Map<string, Assignment>;
   readonly standby: Map<string, Record<string, number[]>>;
+  /** Cooperative: how many partitions were withheld (another member still owns them); 0 otherwise. */
+  readonly withheld: number;
 }
 
 const NO_HINTS: MemberHints = { owned: {}, fresh: {} };
@@ -66,7 +73,7 @@ export function planAssignment(
   const sorted = [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
   const active = new Map<string, Assignment>(sorted.map((m) => [m.memberId, {}]));
   const standby = new Map<string, Record<string, number[]>>(sorted.map((m) => [m.memberId, {}]));
-  if (sorted.length === 0) return { active, standby };
+  if (sorted.length === 0) return { active, standby, withheld: 0 };
   const load = new Map<string, number>(sorted.map((m) => [m.memberId, 0]));
   const base = Math.floor(partitions.length / sorted.length);
   let extra = partitions.length % sorted.length;
@@ -124,11 +131,13 @@ export function planAssignment(
     give(pick!.memberId, p.topic, p.partition);
   }
   // Cooperative: what another member still owns waits for its revoke (the next round hands it on).
+  let withheld = 0;
   if (cooperative) {
     for (const p of partitions) {
       const k = key(p.topic, p.partition);
       const owner = ownerOf.get(k)!;
       if (!(claims.get(k) ?? []).some((m) => m.memberId !== owner)) continue;
+      withheld++;
       const list = active.get(owner)![p.topic]!;
       list.splice(list.indexOf(p.partition), 1);
       if (list.length === 0) delete active.get(owner)![p.topic];
@@ -149,7 +158,7 @@ export function planAssignment(
       }
     }
   }
-  return { active, standby };
+  return { active, standby, withheld };
 }
 
 function add(byTopic: Record<string, number[]>, topic: string, partition: number): void {
@@ -182,7 +191,7 @@ export function readTasks(userData: Buffer | null | undefined): MemberTasks {
   if (!userData || userData.length === 0) return { standby: {} };
   try {
     const t = JSON.parse(userData.toString('utf8')) as Partial<MemberTasks>;
-    return { standby: isRecord(t.standby) ? (t.standby as MemberTasks['standby']) : {} };
+    return { standby: isRecord(t.standby) ? (t.standby as MemberTasks['standby']) : {}, ...(t.followUp === true ? { followUp: true } : {}) };
   } catch {
     return { standby: {} };
   }
@@ -213,10 +222,13 @@ export function stateAssigner(hints: () => MemberHints, standbyReplicas: number,
         memberAssignment: AssignerProtocol.MemberAssignment.encode({
           version: VERSION,
           assignment: plan.active.get(memberId) ?? {},
-          userData: Buffer.from(JSON.stringify({ standby: plan.standby.get(memberId) ?? {} } satisfies MemberTasks)),
+          userData: Buffer.from(
+            JSON.stringify({ standby: plan.standby.get(memberId) ?? {}, ...(plan.withheld > 0 ? { followUp: true } : {}) } satisfies MemberTasks),
+          ),
         }),
       }));
     },
+    followUp: (userData: Buffer | null) => cooperative && readTasks(userData).followUp === true,
     protocol({ topics, owned }: { topics: string[]; owned?: Array<{ topic: string; partitions: number[] }> }) {
       const h = hints();
       const reported: MemberHints = cooperative ? { owned: Object.fromEntries((owned ?? []).map((o) => [o.topic, [...o.partitions]])), fresh: h.fresh } : h;

@@ -127,6 +127,42 @@ describe('cooperative rebalancing on the real broker', () => {
     }
   }, 120_000);
 
+  it('a member told of a next round hears of it at once: the round that hands the partitions on ends with the revoke, not at a heartbeat', async () => {
+    // The joining member heartbeats 20 s apart: waiting for its heartbeat to hear of the next round
+    // would hold that round up for seconds (its phase is random); told of it in its assignment, it
+    // heartbeats every 100 ms until then. (The first member heartbeats often: it must hear of the
+    // join itself soon, and it begins the next round by rejoining after its revoke.)
+    const slowHeartbeats = { sessionTimeout: 60_000, rebalanceTimeout: 60_000, heartbeatInterval: 20_000 };
+    const groupId = unique('group');
+    let revokeEnd = 0;
+    let handedAt = 0;
+    let first: RunningMember | undefined;
+    let second: RunningMember | undefined;
+    try {
+      await fillInput(kafka.client, input, [0, 1, 2, 3], 1);
+      const config = withRevokePoint({ groupId, partitionAssigners: [cooperative()], sessionTimeout: 60_000, rebalanceTimeout: 60_000 }, async () => {
+        await sleep(300); // the flush
+        revokeEnd = Date.now();
+      });
+      first = await startMember(kafka.client, config, input);
+      await first.membership.waitForJoin(30_000);
+      second = await startMember(kafka.client, { groupId, partitionAssigners: [cooperative()], ...slowHeartbeats }, input, {
+        onJoin: (g) => {
+          if ((g.assignment[input] ?? []).length === 2 && handedAt === 0) handedAt = Date.now();
+        },
+      });
+      await waitFor('the second member to get two partitions', () => handedAt > 0, 60_000);
+      expect(revokeEnd).toBeGreaterThan(0);
+      // Without the announcement the second member would hear of the next round at its next heartbeat (up to 20 s later).
+      expect(handedAt - revokeEnd).toBeLessThan(3_000);
+    } finally {
+      await closeAll(
+        () => first?.consumer.disconnect() ?? Promise.resolve(),
+        () => second?.consumer.disconnect() ?? Promise.resolve(),
+      );
+    }
+  }, 120_000);
+
   it('a rolling upgrade: with an eager-only member the group runs eager; without it, cooperative; one joining again makes the others lose (not flush) what they owned', async () => {
     const groupId = unique('group');
     const revokes: Record<string, RevokedPartitions[]> = { b: [], c: [] };

@@ -89,6 +89,7 @@ describe('cooperative', () => {
   test('a member joining: what moves goes to no one this round, to the new member the next; nothing that stays moves', () => {
     // a and b own six partitions; c joins. Round 1: c is planned two, both still owned: withheld.
     const first = planAssignment([member('a', [0, 1, 2]), member('b', [3, 4, 5]), member('c')], parts(6), 0, true);
+    expect(first.withheld).toBe(2);
     const firstOwners = owners(first);
     expect(first.active.get('c')).toEqual({});
     for (const [p, m] of firstOwners) expect(m).toBe(p <= 2 ? 'a' : 'b');
@@ -98,6 +99,7 @@ describe('cooperative', () => {
     const kept = (m: string) => sorted(first.active.get(m)![T]);
     const second = planAssignment([member('a', kept('a')), member('b', kept('b')), member('c')], parts(6), 0, true);
     expect(sorted(second.active.get('c')![T])).toEqual(given);
+    expect(second.withheld).toBe(0);
     expect(sorted(second.active.get('a')![T])).toEqual(kept('a'));
     expect(sorted(second.active.get('b')![T])).toEqual(kept('b'));
   });
@@ -137,5 +139,18 @@ describe('cooperative', () => {
     const decoded = new Map(out.map((o) => [o.memberId, AssignerProtocol.MemberAssignment.decode(o.memberAssignment)!]));
     expect(sorted(decoded.get('m1')!.assignment[T])).toHaveLength(2);
     expect(decoded.get('m2')!.assignment[T] ?? []).toEqual([]);
+    // partitions were withheld: every member hears of the next round, and joins again at once
+    for (const m of ['m1', 'm2']) expect(a.followUp!(decoded.get(m)!.userData)).toBe(true);
+    // the next round withholds nothing: no member is sent on
+    const next = await a.assign({
+      members: [
+        { memberId: 'm1', memberMetadata: a.protocol({ topics: [T], owned: [{ topic: T, partitions: sorted(decoded.get('m1')!.assignment[T]) }] }).metadata },
+        { memberId: 'm2', memberMetadata: b.protocol({ topics: [T], owned: [] }).metadata },
+      ],
+      topics: [T],
+    });
+    for (const o of next) expect(a.followUp!(AssignerProtocol.MemberAssignment.decode(o.memberAssignment)!.userData)).toBe(false);
+    // an eager assigner never announces one
+    expect(stateAssigner(hints, 0)({ cluster } as never).followUp!(Buffer.from('{"standby":{},"followUp":true}'))).toBe(false);
   });
 });
