@@ -7,7 +7,9 @@
  * checkpoint is at). The leader then
  * 1. balances: every member gets ⌊N/M⌋ or ⌈N/M⌉ partitions;
  * 2. keeps a partition with the member that owned it, within that share (its state is in memory:
- *    the runtime keeps it across the rebalance, nothing is restored);
+ *    the runtime keeps it across the rebalance, nothing is restored) — a member over its share keeps
+ *    first what it owns but does not fold yet (still recovering: it just came to it), and gives up
+ *    what it folds, so no partition is moved on again before it folded where it went;
  * 3. gives every other partition to the member with the freshest local copy that has room (it
  *    restores only the records after its checkpoint), else to the least loaded;
  * 4. with standby replicas, picks for each partition that many other members to keep a warm copy,
@@ -36,6 +38,11 @@ export interface MemberHints {
   readonly owned: Readonly<Record<string, readonly number[]>>;
   /** Per topic and partition: the snapshot-partition offset of its local copy's checkpoint (higher is fresher). */
   readonly fresh: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /**
+   * Cooperative: the owned partitions it folds (recovered, engine installed); absent: all of them.
+   * An owned partition not listed is still recovering.
+   */
+  readonly folding?: Readonly<Record<string, readonly number[]>>;
 }
 
 /** What the leader tells a member beyond its partitions. */
@@ -108,7 +115,13 @@ export function planAssignment(
       }
     }
   }
-  for (const p of partitions) {
+  // Partitions an owner does not fold yet first: within its share it keeps those, and gives up
+  // what it folds (moving a partition still recovering would add its new owner's recovery to the
+  // time it has not folded since its last move).
+  const recovering = (p: { topic: string; partition: number }) =>
+    (claims.get(key(p.topic, p.partition)) ?? []).some((m) => m.hints.folding !== undefined && !(m.hints.folding[p.topic] ?? []).includes(p.partition));
+  const keptFirst = [...partitions.filter(recovering), ...partitions.filter((p) => !recovering(p))];
+  for (const p of keptFirst) {
     const k = key(p.topic, p.partition);
     const claimants = claims.get(k);
     if (!claimants) continue;
@@ -180,7 +193,11 @@ export function readHints(userData: Buffer | null | undefined): MemberHints {
   if (!userData || userData.length === 0) return NO_HINTS;
   try {
     const h = JSON.parse(userData.toString('utf8')) as Partial<MemberHints>;
-    return { owned: isRecord(h.owned) ? (h.owned as MemberHints['owned']) : {}, fresh: isRecord(h.fresh) ? (h.fresh as MemberHints['fresh']) : {} };
+    return {
+      owned: isRecord(h.owned) ? (h.owned as MemberHints['owned']) : {},
+      fresh: isRecord(h.fresh) ? (h.fresh as MemberHints['fresh']) : {},
+      ...(isRecord(h.folding) ? { folding: h.folding as MemberHints['folding'] } : {}),
+    };
   } catch {
     return NO_HINTS;
   }
@@ -231,7 +248,10 @@ export function stateAssigner(hints: () => MemberHints, standbyReplicas: number,
     followUp: (userData: Buffer | null) => cooperative && readTasks(userData).followUp === true,
     protocol({ topics, owned }: { topics: string[]; owned?: Array<{ topic: string; partitions: number[] }> }) {
       const h = hints();
-      const reported: MemberHints = cooperative ? { owned: Object.fromEntries((owned ?? []).map((o) => [o.topic, [...o.partitions]])), fresh: h.fresh } : h;
+      // Cooperative: the consumer's own partitions are what it owns; the runtime's (engines installed) are what it folds.
+      const reported: MemberHints = cooperative
+        ? { owned: Object.fromEntries((owned ?? []).map((o) => [o.topic, [...o.partitions]])), fresh: h.fresh, folding: h.owned }
+        : h;
       return { name, metadata: AssignerProtocol.MemberMetadata.encode({ version: VERSION, topics, userData: Buffer.from(JSON.stringify(reported)) }) };
     },
   });

@@ -104,6 +104,17 @@ describe('cooperative', () => {
     expect(sorted(second.active.get('b')![T])).toEqual(kept('b'));
   });
 
+  test('a member over its share keeps first what it does not fold yet: a partition that just moved is not moved on before it folded', () => {
+    // d folds 0-3 and still recovers 4-7 (taken over from a member that left); e joins (a rolling restart).
+    const d = { memberId: 'd', hints: { owned: { [T]: [0, 1, 2, 3, 4, 5, 6, 7] }, fresh: {}, folding: { [T]: [0, 1, 2, 3] } } as MemberHints };
+    const first = planAssignment([d, member('e')], parts(8), 0, true);
+    expect(sorted(first.active.get('d')![T])).toEqual([4, 5, 6, 7]);
+    expect(first.withheld).toBe(4); // 0-3 go to e in the next round
+    // Without the folding hint (a member of an older version): the first ones by number stay.
+    const old = planAssignment([member('d', [0, 1, 2, 3, 4, 5, 6, 7]), member('e')], parts(8), 0, true);
+    expect(sorted(old.active.get('d')![T])).toEqual([0, 1, 2, 3]);
+  });
+
   test('a member gone (left or evicted): its partitions are unclaimed and move in one round', () => {
     const plan = planAssignment([member('a', [0, 1]), member('c', [4, 5])], parts(6), 0, true);
     expect(sorted([...owners(plan).keys()])).toEqual([0, 1, 2, 3, 4, 5]);
@@ -131,6 +142,12 @@ describe('cooperative', () => {
     expect(a.name).toBe('KafkaFlowCooperativeAssigner');
     expect(a.cooperative).toBe(true);
     expect(stateAssigner(hints, 0)({ cluster } as never).cooperative).toBe(false);
+    // what kafkajs says it owns is `owned`; what the runtime folds (its engines) is `folding`
+    expect(readHints(AssignerProtocol.MemberMetadata.decode(a.protocol({ topics: [T], owned: [{ topic: T, partitions: [0, 1, 2, 3, 5] }] }).metadata)!.userData)).toEqual({
+      owned: { [T]: [0, 1, 2, 3, 5] },
+      fresh: {},
+      folding: { [T]: [0, 1, 2, 3] },
+    });
     const members = [
       { memberId: 'm1', memberMetadata: a.protocol({ topics: [T], owned: [{ topic: T, partitions: [0, 1, 2, 3] }] }).metadata },
       { memberId: 'm2', memberMetadata: b.protocol({ topics: [T], owned: [] }).metadata },
