@@ -77,6 +77,24 @@ describe('transaction version 2 (patched eosManager)', () => {
     expect(eos.getProducerEpoch()).toBe(3);
   });
 
+  it('an epoch that would overflow comes back as a new producer id at epoch 0, which the next transaction uses', async () => {
+    const { cluster, calls } = fakeCluster(V2_BROKER_VERSIONS);
+    const coordinator = await cluster.findBroker({ nodeId: 1 });
+    (coordinator as { endTxn: unknown }).endTxn = async ({ producerEpoch }: { producerEpoch: number }) => {
+      calls.push({ request: 'EndTxn', producerEpoch });
+      return { errorCode: 0, producerId: '43', producerEpoch: 0 };
+    };
+    const eos = manager(cluster);
+    await eos.initProducerId();
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction([{ topic: 'snapshots', partitions: [{ partition: 0 }] }]);
+    eos.updateSequence('snapshots', 0, 2);
+    await eos.commit();
+    expect(eos.getProducerId()).toBe('43');
+    expect(eos.getProducerEpoch()).toBe(0);
+    expect(eos.getSequence('snapshots', 0)).toBe(0);
+  });
+
   it('an abort ends the transaction with v5 too, and its epoch is taken', async () => {
     const { cluster, calls } = fakeCluster(V2_BROKER_VERSIONS);
     const eos = manager(cluster);
