@@ -23,8 +23,8 @@
  * after the sync (the kafkajs patch's incremental revoke point) and rejoins; the next round, which
  * finds it unclaimed, hands it on. Partitions that stay with their owner are never revoked. A plan
  * that withholds anything announces the next round to every member (`followUp` in the assignment's
- * userData): they join again at once instead of a heartbeat interval later, so that round completes
- * as soon as the revoking members rejoin.
+ * userData): they heartbeat every 100 ms until it begins (the kafkajs patch) instead of hearing of it a
+ * heartbeat interval later, so that round completes as soon as the revoking members rejoin.
  */
 import { AssignerProtocol, type Assignment, type GroupMember, type GroupMemberAssignment, type PartitionAssigner } from 'kafkajs';
 
@@ -49,7 +49,7 @@ export interface MemberHints {
 export interface MemberTasks {
   /** The partitions it keeps a standby copy of, by topic. */
   readonly standby: Record<string, number[]>;
-  /** Cooperative: partitions were withheld this round (another member gives them up now): join again at once. */
+  /** Cooperative: partitions were withheld this round (another member gives them up now): a next round follows at once. */
   readonly followUp?: boolean;
 }
 
