@@ -120,7 +120,8 @@ export function planAssignment(
   // time it has not folded since its last move).
   const recovering = (p: { topic: string; partition: number }) =>
     (claims.get(key(p.topic, p.partition)) ?? []).some((m) => m.hints.folding !== undefined && !(m.hints.folding[p.topic] ?? []).includes(p.partition));
-  const keptFirst = [...partitions.filter(recovering), ...partitions.filter((p) => !recovering(p))];
+  const stillRecovering = partitions.filter(recovering);
+  const keptFirst = stillRecovering.length === 0 ? partitions : [...stillRecovering, ...partitions.filter((p) => !stillRecovering.includes(p))];
   for (const p of keptFirst) {
     const k = key(p.topic, p.partition);
     const claimants = claims.get(k);

@@ -6,13 +6,15 @@
  * manager decides by it (the `speaksTransactionVersion2` hook), and so does the check of a required
  * version 2 at a writer's first producer (kafka/broker-versions.ts).
  */
+import { API_KEYS } from './kafkajs-protocol';
+
 export const TRANSACTION_VERSION_FEATURE = 'transaction.version';
 
 /** Produce, EndTxn and TxnOffsetCommit, and the versions transaction version 2 sends. */
 export const TRANSACTION_VERSION_2_REQUESTS: ReadonlyArray<{ apiKey: number; name: string; version: number }> = [
-  { apiKey: 0, name: 'Produce', version: 12 },
-  { apiKey: 26, name: 'EndTxn', version: 5 },
-  { apiKey: 28, name: 'TxnOffsetCommit', version: 5 },
+  { apiKey: API_KEYS.Produce, name: 'Produce', version: 12 },
+  { apiKey: API_KEYS.EndTxn, name: 'EndTxn', version: 5 },
+  { apiKey: API_KEYS.TxnOffsetCommit, name: 'TxnOffsetCommit', version: 5 },
 ];
 
 export type VersionsWithFeatures = Record<number, { minVersion: number; maxVersion: number } | undefined> & {
