@@ -42,6 +42,11 @@ export interface PageOptions {
   readonly localStorage?: Record<string, string>;
   /** The page's text (with its same-origin frames') is read again every 500 ms until this holds (the UI renders after its API calls). */
   readonly until?: (text: string) => boolean;
+  /**
+   * While `until` does not hold the page is loaded again this often (default 5 s): the UI's
+   * workflow list shows the search attributes of when it was loaded and does not refresh them.
+   */
+  readonly reloadEveryMs?: number;
   readonly timeoutMs?: number;
   /** Also saves a PNG of the page here (once `until` holds). */
   readonly screenshotFile?: string;
@@ -70,11 +75,17 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
     const deadline = Date.now() + (o.timeoutMs ?? 30_000);
     const read = async (expression: string) =>
       ((await page('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value?: string } }).result.value ?? '';
+    const reloadEveryMs = o.reloadEveryMs ?? 5_000;
+    let loadedAt = Date.now();
     let text = '';
     for (;;) {
       text = await read(PAGE_TEXT);
       if (!o.until || o.until(text) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
+      if (Date.now() - loadedAt >= reloadEveryMs) {
+        await page('Page.reload');
+        loadedAt = Date.now();
+      }
     }
     if (o.screenshotFile) {
       const { data } = (await page('Page.captureScreenshot', { format: 'png' })) as { data: string };
