@@ -9,6 +9,7 @@ import type { Fold } from '../../../flow/fold';
 import { ManualClock } from '../../../flow/clock';
 import { PartitionFlow } from '../../../flow/partition-flow';
 import { timerPolicy } from '../../../flow/timers';
+import { CommittedOffsets } from '../../../kafka/committed-offsets';
 import { KafkaSnapshotBackend } from '../../../persistence/kafka/backend';
 import { isEndTxnCommit } from '../../../chaos/tcp-proxy';
 import { kafkaScope, proxiedClient, unique } from '../../support/servers';
@@ -30,7 +31,7 @@ function stressFold(topic: string): Fold<Events, string> {
   };
 }
 
-describe('ambiguous commits under load, on the real broker', () => {
+describe.each([1, 2] as const)('ambiguous commits under load, on the real broker (transaction version %s)', (transactionVersion) => {
   const kafka = kafkaScope('ambiguous-stress');
 
   it('every output lands once and the snapshots are the plain fold, whatever commits were cut', async () => {
@@ -51,6 +52,7 @@ describe('ambiguous commits under load, on the real broker', () => {
       transactionalIdPrefix: unique('app'),
       outputTopics: [output],
       maxWritesPerTransaction: 4,
+      transactionVersion,
       commitTimeoutMs: 60_000,
     });
     kafka.defer(() => backend.close());
@@ -157,6 +159,13 @@ describe('ambiguous commits under load, on the real broker', () => {
     const missing = records.filter((r) => !counts.has(`${input}/0/${r.offset}/0`)).map((r) => r.offset);
     const twice = [...counts].filter(([, n]) => n > 1).map(([s]) => s);
     expect({ missing, twice }).toEqual({ missing: [], twice: [] });
+    // The group's offset is stable (no transactional commit left pending) and is the input's end.
+    const offsets = new CommittedOffsets(kafka.client);
+    try {
+      expect((await offsets.fetch(groupId, input, [0])).get(0)).toBe(String(RECORDS));
+    } finally {
+      await offsets.close();
+    }
     // The run took the paths it is about.
     expect(cuts).toBeGreaterThan(10);
     console.log(`stress: ${cuts} commits cut, ${failures} persists stopped the partition, ${restarts} restarts`);

@@ -13,7 +13,7 @@ import { type CutAction, isEndTxnCommit, type TcpProxy } from '../../../chaos/tc
 import { kafkaScope, proxiedClient, type RunningMember, unique, waitFor } from '../../support/servers';
 import { emittingFold, type Events, readCommitted, snapshotsOf, textCodec, textOutputs } from './harness';
 
-describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
+describe.each([1, 2] as const)('an EndTxn(commit) whose answer is lost, on the real broker (transaction version %s)', (transactionVersion) => {
   const kafka = kafkaScope('ambiguous');
   let proxy: TcpProxy;
   let input: string;
@@ -47,6 +47,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
       transactional: true,
       transactionalIdPrefix: unique('app'),
       outputTopics: [output],
+      transactionVersion,
       commitTimeoutMs: 60_000, // not this writer's own timeout: the connection's failure is what ends the commit
     });
     kafka.defer(() => backend.close());
@@ -156,7 +157,7 @@ describe('an EndTxn(commit) whose answer is lost, on the real broker', () => {
 
     // The partition recovers from what landed (as the worker does): e3 is folded again, emitted once.
     const m = member!;
-    const again = new KafkaSnapshotBackend<Events, string>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: backend.transactionalIdPrefix, outputTopics: [output] });
+    const again = new KafkaSnapshotBackend<Events, string>({ client: kafka.client, flowName: 'f', groupId, inputTopic: input, snapshotTopic, transactional: true, transactionalIdPrefix: backend.transactionalIdPrefix, outputTopics: [output], transactionVersion });
     kafka.defer(() => again.close());
     const persistence = await again.forPartition({ topic: input, partition: 0, generation: () => m.membership.current() });
     const recovered = new PartitionFlow<Events, string>({
