@@ -16,6 +16,7 @@ import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
 import { commitFailureOutcome, fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
+import { type CheckScope, HangingTransactions, type RepairResult } from './hanging-transactions';
 import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES, recordBytes } from './request-size';
 import { ClosedError, InternalError } from '../config/errors';
 
@@ -78,6 +79,15 @@ export interface TransactionalWriterOptions {
    * cuts right after commit requests (docs/experiments/2026-12-07-transaction-version-2-and-rebalance-rounds.md).
    */
   transactionVersion?: TransactionVersion;
+  /**
+   * Where this producer's transactions write (beside the group's offsets partition, always
+   * checked): after each fence, transactions of its producer id left open there by an earlier
+   * epoch — hanging: their coordinator ended them without a marker there — are aborted
+   * (kafka/hanging-transactions.ts). Absent: only the group's offsets partition is checked.
+   */
+  hangingScope?: () => readonly CheckScope[];
+  /** Told what each fence's check found and did, or why it could not be made (it never fails the fence). */
+  onHangingCheck?: (outcome: { result: RepairResult } | { error: unknown }) => void;
 }
 
 /** KAFKA_TRANSACTION_VERSION: which transaction protocol the partition producers speak. */
@@ -116,6 +126,7 @@ export class TransactionalWriter {
   private connecting: Promise<Producer> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private hanging: HangingTransactions | undefined;
   /** Producers created so far (1 + rebuilds after fences, timeouts and failures). */
   producersCreated = 0;
 
@@ -155,7 +166,25 @@ export class TransactionalWriter {
         await this.discardProducer();
         throw this.fenced(err, undefined) ?? err;
       }
+      await this.endHangingTransactions(producer);
     });
+  }
+
+  /**
+   * Once initialized, every earlier transaction of the producer id is over at its coordinator: one
+   * still open on a partition is hanging and is aborted there, before this producer's first
+   * transaction (which would otherwise pile its offsets on the hanging ones).
+   */
+  private async endHangingTransactions(producer: Producer): Promise<void> {
+    const identity = producer.producerIdentity();
+    if (!identity) return;
+    try {
+      this.hanging ??= new HangingTransactions(this.options.client);
+      const result = await this.hanging.repair(identity, this.options.hangingScope?.() ?? [], this.options.groupId);
+      this.options.onHangingCheck?.({ result });
+    } catch (error) {
+      this.options.onHangingCheck?.({ error });
+    }
   }
 
   /** The transaction protocol the current producer speaks (2: KIP-890 part 2), once initialized; undefined before or without a producer. */
@@ -186,6 +215,7 @@ export class TransactionalWriter {
     this.closed = true;
     await this.queue;
     await this.discardProducer();
+    await this.hanging?.close();
   }
 
   private async commitNow(request: CommitRequest): Promise<CommitResult> {

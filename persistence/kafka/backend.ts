@@ -18,6 +18,7 @@ import type { KafkaClient } from '../../kafka/client';
 import { CommittedOffsets } from '../../kafka/committed-offsets';
 import { PartitionReader } from '../../kafka/partition-reader';
 import { PlainWriter } from '../../kafka/plain-writer';
+import type { RepairResult } from '../../kafka/hanging-transactions';
 import { snapshotTransactionalId, type TransactionVersion, TransactionalWriter } from '../../kafka/transactional-writer';
 import type { OffsetCommitter } from '../offset-committer';
 import { isDeleteMarker, type StoredKey } from '../../core/persistence-types';
@@ -286,6 +287,11 @@ export class KafkaSnapshotBackend<S, V = unknown> {
         commitTimeoutMs: this.o.commitTimeoutMs,
         maxRequestBytes: this.o.maxRequestBytes,
         transactionVersion: this.o.transactionVersion,
+        hangingScope: () => [
+          { topic: this.snapshotTopic, partitions: [a.partition] },
+          ...[this.o.deadLetterTopic, ...(this.o.outputTopics ?? [])].filter((t): t is string => t !== undefined).map((topic) => ({ topic })),
+        ],
+        onHangingCheck: (outcome) => this.reportHangingCheck(a.topic, a.partition, outcome),
       });
       persistence = new KafkaPartitionPersistence<S, V>({
         ...common,
@@ -473,6 +479,29 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       }
     }
     this.stateDirLock?.release();
+  }
+
+  /** What a fence's check for hanging transactions found (kafka/hanging-transactions.ts): logged and counted. */
+  private reportHangingCheck(topic: string, partition: number, outcome: { result: RepairResult } | { error: unknown }): void {
+    const where = { flow: this.flowName, topic, partition };
+    if ('error' in outcome) {
+      this.log.warn({ ...where, err: outcome.error }, 'could not check for hanging transactions after the fence; the next fence checks again');
+      return;
+    }
+    const { aborted, refused, unchecked } = outcome.result;
+    const labels = { flow: this.flowName, topic, partition: String(partition) };
+    for (const h of aborted) {
+      this.metrics.hangingTransactions.inc({ ...labels, outcome: 'aborted' });
+      this.log.warn({ ...where, hanging: h }, 'aborted a hanging transaction of this partition\'s producer: its coordinator had ended it without a marker on that partition, where read_committed readers (or the group\'s offsets) were stuck at its first offset');
+    }
+    for (const h of refused) {
+      this.metrics.hangingTransactions.inc({ ...labels, outcome: 'refused' });
+      this.log.error(
+        { ...where, hanging: h, command: `kafka-transactions.sh --bootstrap-server <broker> abort --topic ${h.topic} --partition ${h.partition} --start-offset ${h.startOffset}` },
+        `a hanging transaction of this partition's producer could not be aborted (${h.error}; WriteTxnMarkers needs ClusterAction on the cluster): readers of that partition stay stuck at its first offset until an operator aborts it`,
+      );
+    }
+    if (unchecked.length > 0) this.log.warn({ ...where, unchecked }, 'some partitions could not be checked for hanging transactions');
   }
 
   private probe(groupId: string, topic: string, partition: number): OutcomeProbe {

@@ -16,6 +16,8 @@ export class KafkaPersistenceMetrics {
   readonly fences: Counter<Labels | 'reason'>;
   /** Commits that got no answer in time, by the outcome learned afterwards. */
   readonly commitTimeouts: Counter<Labels | 'outcome'>;
+  /** Hanging transactions of the partition's producer found after a fence, by outcome (aborted, refused). */
+  readonly hangingTransactions: Counter<Labels | 'outcome'>;
   readonly recoveryDuration: Histogram<Labels>;
   readonly recoveredKeys: Counter<Labels>;
   /** Recovery reads that failed at the no-progress deadline, by diagnosed cause. */
@@ -75,6 +77,12 @@ export class KafkaPersistenceMetrics {
     this.commitTimeouts = new Counter({
       name: 'kafka_flow_snapshot_commit_timeouts_total',
       help: 'Transaction commits without an answer (none in time, or the connection lost or the request timed out after EndTxn went out), by the outcome learned after rebuilding the producer',
+      labelNames: [...labelNames, 'outcome'],
+      registers,
+    });
+    this.hangingTransactions = new Counter({
+      name: 'kafka_flow_hanging_transactions_total',
+      help: "Transactions of the partition's producer found open on a partition after its coordinator ended them (their marker never written there), by outcome: aborted (WriteTxnMarkers), refused (e.g. no ClusterAction)",
       labelNames: [...labelNames, 'outcome'],
       registers,
     });

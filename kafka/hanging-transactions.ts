@@ -1,0 +1,161 @@
+/**
+ * Hanging transactions: a transaction of a producer left open on a partition although its
+ * coordinator ended it — its COMMIT or ABORT marker never written there. read_committed readers of
+ * that partition stop at the transaction's first offset for good, and on the group's offsets
+ * partition its pending offset commit keeps OffsetFetch(require_stable) answering
+ * UNSTABLE_OFFSET_COMMIT for good. Kafka 4.3.1 leaves one behind when it is killed between writing a
+ * transaction's PrepareAbort/PrepareCommit and its markers: restarted, its coordinator resends the
+ * markers before the broker knows the partitions' leaders, logs "Couldn't find leader endpoint …
+ * likely deleted already", skips them and completes the transaction (chaos run dc3dd0b, seed
+ * 20261235: the group's offsets partition and an output partition).
+ *
+ * A partition's producer, just initialized (InitProducerId: its coordinator has ended every earlier
+ * transaction of its transactional id, markers written or skipped), can tell them apart from live
+ * ones: any transaction of its producer id still open with an epoch below the one it was given is
+ * hanging. It ends them as an operator would (`kafka-transactions.sh abort`): WriteTxnMarkers(ABORT)
+ * to the partition's leader with the producer epoch and coordinator epoch DescribeProducers reports.
+ */
+import type { KafkaClient } from './client';
+import { createCluster, createErrorFromCode, type InternalCluster } from './internals';
+import { type DescribedPartition, describeProducersV0, type TopicPartitions } from './protocol/describe-producers-v0';
+import type { KafkajsProtocol } from './protocol/kafkajs-protocol';
+import { type MarkerResult, writeTxnMarkersV1 } from './protocol/write-txn-markers-v1';
+
+export type { TopicPartitions } from './protocol/describe-producers-v0';
+
+/** Partitions to check: `partitions` of `topic`, or all of them. */
+export interface CheckScope {
+  readonly topic: string;
+  readonly partitions?: readonly number[];
+}
+
+export const GROUP_OFFSETS_TOPIC = '__consumer_offsets';
+
+export interface HangingTransaction {
+  readonly topic: string;
+  readonly partition: number;
+  readonly producerId: string;
+  readonly producerEpoch: number;
+  readonly coordinatorEpoch: number;
+  /** The transaction's first offset on the partition: where read_committed readers stop. */
+  readonly startOffset: string;
+}
+
+export interface ProducerIdentity {
+  readonly producerId: string;
+  readonly producerEpoch: number;
+}
+
+export interface RepairResult {
+  readonly found: readonly HangingTransaction[];
+  readonly aborted: readonly HangingTransaction[];
+  /** Those the brokers refused to end, with kafkajs's error type (e.g. CLUSTER_AUTHORIZATION_FAILED without ClusterAction). */
+  readonly refused: ReadonlyArray<HangingTransaction & { readonly error: string }>;
+  /** Partitions that could not be described (no leader, not authorized …), with the error type. */
+  readonly unchecked: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly error: string }>;
+}
+
+const errorType = (code: number): string => (createErrorFromCode(code) as Error & { type?: string }).type ?? `error ${code}`;
+
+/** The partition of `__consumer_offsets` that holds `groupId`'s offsets: Kafka's abs(String.hashCode) modulo its partition count. */
+export function groupOffsetsPartition(groupId: string, partitionCount: number): number {
+  let hash = 0;
+  for (let i = 0; i < groupId.length; i++) hash = (Math.imul(31, hash) + groupId.charCodeAt(i)) | 0;
+  return (hash === -2147483648 ? 0 : Math.abs(hash)) % partitionCount;
+}
+
+/** Which of `described` hold a transaction of `producer`'s id open with an epoch below its current one. */
+export function hangingOf(described: readonly DescribedPartition[], producer: ProducerIdentity): HangingTransaction[] {
+  const hanging: HangingTransaction[] = [];
+  for (const d of described) {
+    if (d.errorCode !== 0) continue;
+    for (const p of d.activeProducers) {
+      if (p.producerId !== producer.producerId || p.currentTxnStartOffset === '-1' || p.producerEpoch >= producer.producerEpoch) continue;
+      hanging.push({ topic: d.topic, partition: d.partition, producerId: p.producerId, producerEpoch: p.producerEpoch, coordinatorEpoch: p.coordinatorEpoch, startOffset: p.currentTxnStartOffset });
+    }
+  }
+  return hanging;
+}
+
+/** kafkajs's cached metadata of a target topic's partitions. */
+const metadataOf = (cluster: InternalCluster, topic: string): Array<{ partitionId: number }> =>
+  (cluster as unknown as { findTopicPartitionMetadata(topic: string): Array<{ partitionId: number }> }).findTopicPartitionMetadata(topic);
+
+interface SendingBroker {
+  connectionPool: { send<T>(protocol: KafkajsProtocol<T>): Promise<T> };
+}
+
+export class HangingTransactions {
+  private cluster: Promise<InternalCluster> | undefined;
+
+  constructor(private readonly client: KafkaClient) {}
+
+  /**
+   * Finds and aborts the hanging transactions of `producer`'s id on `partitions` and on the group's
+   * offsets partition (`groupId`). Call it right after the producer's initialization, before its
+   * first transaction.
+   */
+  async repair(producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string): Promise<RepairResult> {
+    const cluster = await this.connected();
+    for (const { topic } of where) await cluster.addTargetTopic(topic);
+    const scope: TopicPartitions[] = where.map(({ topic, partitions }) => ({ topic, partitions: partitions ?? metadataOf(cluster, topic).map((p) => p.partitionId) }));
+    if (groupId !== undefined) scope.push({ topic: GROUP_OFFSETS_TOPIC, partitions: [await this.offsetsPartition(cluster, groupId)] });
+    const described: DescribedPartition[] = [];
+    for (const [broker, topics] of await this.byLeader(cluster, scope)) described.push(...(await broker.connectionPool.send(describeProducersV0(topics))));
+    const unchecked = described.filter((d) => d.errorCode !== 0).map((d) => ({ topic: d.topic, partition: d.partition, error: errorType(d.errorCode) }));
+    const found = hangingOf(described, producer);
+    if (found.length === 0) return { found, aborted: [], refused: [], unchecked };
+
+    const results: MarkerResult[] = [];
+    for (const [broker, topics] of await this.byLeader(cluster, found.map((h) => ({ topic: h.topic, partitions: [h.partition] })))) {
+      const here = found.filter((h) => topics.some((t) => t.topic === h.topic && t.partitions.includes(h.partition)));
+      const markers = here.map((h) => ({ producerId: h.producerId, producerEpoch: h.producerEpoch, commit: false, coordinatorEpoch: h.coordinatorEpoch, topics: [{ topic: h.topic, partitions: [h.partition] }] }));
+      results.push(...(await broker.connectionPool.send(writeTxnMarkersV1(markers))));
+    }
+    const outcome = (h: HangingTransaction) => results.find((r) => r.topic === h.topic && r.partition === h.partition && r.producerId === h.producerId);
+    const aborted = found.filter((h) => outcome(h)?.errorCode === 0);
+    const refused = found.filter((h) => outcome(h)?.errorCode !== 0).map((h) => ({ ...h, error: errorType(outcome(h)?.errorCode ?? -1) }));
+    return { found, aborted, refused, unchecked };
+  }
+
+  async close(): Promise<void> {
+    const cluster = await this.cluster?.catch(() => undefined);
+    this.cluster = undefined;
+    await cluster?.disconnect();
+  }
+
+  private connected(): Promise<InternalCluster> {
+    if (!this.cluster) {
+      const cluster = createCluster(this.client, 1);
+      const connecting = cluster.connect().then(() => cluster);
+      connecting.catch(() => {
+        if (this.cluster === connecting) this.cluster = undefined;
+      });
+      this.cluster = connecting;
+    }
+    return this.cluster;
+  }
+
+  private async offsetsPartition(cluster: InternalCluster, groupId: string): Promise<number> {
+    await cluster.addTargetTopic(GROUP_OFFSETS_TOPIC);
+    const count = metadataOf(cluster, GROUP_OFFSETS_TOPIC).length;
+    if (count === 0) throw new Error(`no metadata for ${GROUP_OFFSETS_TOPIC}`);
+    return groupOffsetsPartition(groupId, count);
+  }
+
+  /** `scope`'s partitions by their leader's broker (metadata refreshed first). */
+  private async byLeader(cluster: InternalCluster, scope: readonly TopicPartitions[]): Promise<Map<SendingBroker, TopicPartitions[]>> {
+    await cluster.refreshMetadata();
+    const byNode = new Map<string, TopicPartitions[]>();
+    for (const { topic, partitions } of scope) {
+      for (const [nodeId, ps] of Object.entries(cluster.findLeaderForPartitions(topic, [...partitions]))) {
+        const list = byNode.get(nodeId) ?? [];
+        list.push({ topic, partitions: ps });
+        byNode.set(nodeId, list);
+      }
+    }
+    const byBroker = new Map<SendingBroker, TopicPartitions[]>();
+    for (const [nodeId, topics] of byNode) byBroker.set((await cluster.findBroker({ nodeId })) as unknown as SendingBroker, topics);
+    return byBroker;
+  }
+}
