@@ -165,7 +165,7 @@ export interface WorkerEnv extends Env {
   blockedExitMs: number;
   /** `KFT_FOLD_AT_JOIN` (1 on, the default; 0 off): a partition recovered before its workflow's activity came folds at once. */
   foldAtJoin: boolean;
-  /** `KAFKA_TRANSACTION_VERSION` (1, the default; 2; auto): the snapshot transactions' protocol (KIP-890 part 2 is 2). */
+  /** `KAFKA_TRANSACTION_VERSION` (auto, the default: 2 where the cluster speaks it; 1; 2): the snapshot transactions' protocol (KIP-890 part 2 is 2). */
   transactionVersion: 'auto' | 1 | 2;
   /** `KFT_WORKFLOW_REPORT_EVERY_MS`: partition workflows hear of the persists at most this often; undefined: every persistEvery. */
   workflowReportEveryMs: number | undefined;
@@ -196,7 +196,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
     blockedExitMs: envValue('KFT_BLOCKED_EXIT_MS', nonNegativeInt, '60000', env),
     foldAtJoin: envValue('KFT_FOLD_AT_JOIN', optional(onOffDefaultOn), '', env) !== '0',
-    transactionVersion: envValue('KAFKA_TRANSACTION_VERSION', transactionVersion, '1', env),
+    transactionVersion: envValue('KAFKA_TRANSACTION_VERSION', transactionVersion, 'auto', env),
     workflowReportEveryMs: envValue('KFT_WORKFLOW_REPORT_EVERY_MS', optional(positiveInt), '', env),
     restoreReportEveryMs: envValue('KFT_RESTORE_REPORT_EVERY_MS', optional(positiveInt), '', env),
     workflowBundleDir: workflowBundleDir(env),

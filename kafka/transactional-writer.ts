@@ -73,10 +73,8 @@ export interface TransactionalWriterOptions {
   /**
    * The transaction protocol: 2 (KIP-890 part 2: Produce v12 and TxnOffsetCommit v5 add their
    * partitions to the transaction, EndTxn v5 bumps the producer epoch every transaction), 1 (the
-   * classic one: AddPartitionsToTxn and AddOffsetsToTxn first; the default), or 'auto': 2 where the
-   * cluster finalizes `transaction.version` 2 (Kafka 4.0+ by default), else 1. Version 2 is not the
-   * default: a full chaos run on it left the group's offsets unstable for good after connection
-   * cuts right after commit requests (docs/experiments/2026-12-07-transaction-version-2-and-rebalance-rounds.md).
+   * classic one: AddPartitionsToTxn and AddOffsetsToTxn first), or 'auto' (the default): 2 where
+   * the cluster finalizes `transaction.version` 2 (Kafka 4.0+ by default), else 1.
    */
   transactionVersion?: TransactionVersion;
   /**
@@ -332,7 +330,7 @@ export class TransactionalWriter {
         maxInFlightRequests: 5,
         transactionTimeout: this.options.transactionTimeoutMs ?? 60_000,
         retry: TRANSACTION_RETRY,
-        transactionVersion: this.options.transactionVersion === 'auto' ? undefined : (this.options.transactionVersion ?? 1),
+        transactionVersion: this.options.transactionVersion === 'auto' ? undefined : this.options.transactionVersion,
       });
       this.producersCreated += 1;
       this.connecting = producer

@@ -72,7 +72,7 @@ export interface WorkerContext {
   readonly stateDir?: string;
   /** The worker has a bounded state cache: local state reads keys on demand (never all loaded). */
   readonly keysOnDemand?: boolean;
-  /** `KAFKA_TRANSACTION_VERSION`: the snapshot transactions' protocol; default 1 (classic). */
+  /** `KAFKA_TRANSACTION_VERSION`: the snapshot transactions' protocol; default 'auto' (2 where the cluster speaks it). */
   readonly kafkaTransactionVersion?: TransactionVersion;
 }
 

@@ -70,7 +70,7 @@ export interface KafkaSnapshotBackendOptions<S> {
   /** How long a transaction commit may go unanswered; default 30 s. */
   readonly commitTimeoutMs?: number;
   readonly maxRequestBytes?: number;
-  /** The partition producers' transaction protocol (TransactionalWriterOptions.transactionVersion); default 1 (classic). */
+  /** The partition producers' transaction protocol (TransactionalWriterOptions.transactionVersion); default 'auto' (2 where the cluster speaks it). */
   readonly transactionVersion?: TransactionVersion;
   readonly logger?: Logger;
   /** The process's metrics (the engine's FlowMetrics): their registry gets this backend's metrics too. */

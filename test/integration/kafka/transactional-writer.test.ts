@@ -31,8 +31,8 @@ async function readAll(client: KafkaClient, topic: string): Promise<string[]> {
   }
 }
 
-describe.each<[string, TransactionVersion, 1 | 2]>([
-  ['transaction version 2 (auto)', 'auto', 2],
+describe.each<[string, TransactionVersion | undefined, 1 | 2]>([
+  ['transaction version 2 (auto, the default)', undefined, 2],
   ['the classic transaction protocol (1)', 1, 1],
 ])('TransactionalWriter on the real broker, %s', (_, transactionVersion, expectedVersion) => {
   const kafka = kafkaScope('writer');

@@ -93,8 +93,8 @@ describe('worker environment variables', () => {
     for (const bad of ['0', '199', '1.5', '1GiB']) expect(() => readWorkerEnv({ KFT_STATE_CACHE_MAX_BYTES: bad })).toThrow(/KFT_STATE_CACHE_MAX_BYTES/);
   });
 
-  test('KAFKA_TRANSACTION_VERSION: 1 unless set; 2 or auto; anything else names the variable', () => {
-    expect(readWorkerEnv({}).transactionVersion).toBe(1);
+  test('KAFKA_TRANSACTION_VERSION: auto unless set; 1 or 2; anything else names the variable', () => {
+    expect(readWorkerEnv({}).transactionVersion).toBe('auto');
     expect(readWorkerEnv({ KAFKA_TRANSACTION_VERSION: 'auto' }).transactionVersion).toBe('auto');
     expect(readWorkerEnv({ KAFKA_TRANSACTION_VERSION: '1' }).transactionVersion).toBe(1);
     expect(readWorkerEnv({ KAFKA_TRANSACTION_VERSION: '2' }).transactionVersion).toBe(2);
