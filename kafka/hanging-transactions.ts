@@ -16,7 +16,7 @@
  * to the partition's leader with the producer epoch and coordinator epoch DescribeProducers reports.
  */
 import type { KafkaClient } from './client';
-import { createCluster, createErrorFromCode, type InternalCluster } from './internals';
+import { createCluster, createErrorFromCode, type InternalCluster, ISOLATION, ResettingCluster } from './internals';
 import { type DescribedPartition, describeProducersV0, type TopicPartitions } from './protocol/describe-producers-v0';
 import type { KafkajsProtocol } from './protocol/kafkajs-protocol';
 import { type MarkerResult, writeTxnMarkersV1 } from './protocol/write-txn-markers-v1';
@@ -38,6 +38,14 @@ export interface HangingTransaction {
   readonly producerEpoch: number;
   readonly coordinatorEpoch: number;
   /** The transaction's first offset on the partition: where read_committed readers stop. */
+  readonly startOffset: string;
+}
+
+/** A transaction open on a partition, as its leader reports it. */
+export interface OpenTransaction {
+  readonly producerId: string;
+  readonly producerEpoch: number;
+  /** Its first offset on the partition: read_committed readers stop there until it ends. */
   readonly startOffset: string;
 }
 
@@ -86,28 +94,37 @@ interface SendingBroker {
 }
 
 export class HangingTransactions {
-  private cluster: Promise<InternalCluster> | undefined;
+  /** Its connections, new ones after a request timed out (ResettingCluster). */
+  private readonly clusters: ResettingCluster;
 
-  constructor(private readonly client: KafkaClient) {}
+  constructor(client: KafkaClient) {
+    this.clusters = new ResettingCluster(() => createCluster(client, ISOLATION.READ_COMMITTED));
+  }
 
   /**
-   * Finds and aborts the hanging transactions of `producer`'s id on `partitions` and on the group's
+   * Finds and aborts the hanging transactions of `producer`'s id on `where` and on the group's
    * offsets partition (`groupId`). Call it right after the producer's initialization, before its
    * first transaction.
    */
-  async repair(producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string): Promise<RepairResult> {
-    const cluster = await this.connected();
+  repair(producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string): Promise<RepairResult> {
+    return this.clusters.run((cluster) => this.repairOn(cluster, producer, where, groupId));
+  }
+
+  async close(): Promise<void> {
+    await this.clusters.close();
+  }
+
+  private async repairOn(cluster: InternalCluster, producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string): Promise<RepairResult> {
     for (const { topic } of where) await cluster.addTargetTopic(topic);
     const scope: TopicPartitions[] = where.map(({ topic, partitions }) => ({ topic, partitions: partitions ?? metadataOf(cluster, topic).map((p) => p.partitionId) }));
     if (groupId !== undefined) scope.push({ topic: GROUP_OFFSETS_TOPIC, partitions: [await this.offsetsPartition(cluster, groupId)] });
-    const described: DescribedPartition[] = [];
-    for (const [broker, topics] of await this.byLeader(cluster, scope)) described.push(...(await broker.connectionPool.send(describeProducersV0(topics))));
+    const described = await describeProducers(cluster, scope);
     const unchecked = described.filter((d) => d.errorCode !== 0).map((d) => ({ topic: d.topic, partition: d.partition, error: errorType(d.errorCode) }));
     const found = hangingOf(described, producer);
     if (found.length === 0) return { found, aborted: [], refused: [], unchecked };
 
     const results: MarkerResult[] = [];
-    for (const [broker, topics] of await this.byLeader(cluster, found.map((h) => ({ topic: h.topic, partitions: [h.partition] })))) {
+    for (const [broker, topics] of await byLeader(cluster, found.map((h) => ({ topic: h.topic, partitions: [h.partition] })))) {
       const here = found.filter((h) => topics.some((t) => t.topic === h.topic && t.partitions.includes(h.partition)));
       const markers = here.map((h) => ({ producerId: h.producerId, producerEpoch: h.producerEpoch, commit: false, coordinatorEpoch: h.coordinatorEpoch, topics: [{ topic: h.topic, partitions: [h.partition] }] }));
       results.push(...(await broker.connectionPool.send(writeTxnMarkersV1(markers))));
@@ -118,44 +135,36 @@ export class HangingTransactions {
     return { found, aborted, refused, unchecked };
   }
 
-  async close(): Promise<void> {
-    const cluster = await this.cluster?.catch(() => undefined);
-    this.cluster = undefined;
-    await cluster?.disconnect();
-  }
-
-  private connected(): Promise<InternalCluster> {
-    if (!this.cluster) {
-      const cluster = createCluster(this.client, 1);
-      const connecting = cluster.connect().then(() => cluster);
-      connecting.catch(() => {
-        if (this.cluster === connecting) this.cluster = undefined;
-      });
-      this.cluster = connecting;
-    }
-    return this.cluster;
-  }
-
   private async offsetsPartition(cluster: InternalCluster, groupId: string): Promise<number> {
     await cluster.addTargetTopic(GROUP_OFFSETS_TOPIC);
     const count = metadataOf(cluster, GROUP_OFFSETS_TOPIC).length;
     if (count === 0) throw new Error(`no metadata for ${GROUP_OFFSETS_TOPIC}`);
     return groupOffsetsPartition(groupId, count);
   }
+}
 
-  /** `scope`'s partitions by their leader's broker (metadata refreshed first). */
-  private async byLeader(cluster: InternalCluster, scope: readonly TopicPartitions[]): Promise<Map<SendingBroker, TopicPartitions[]>> {
-    await cluster.refreshMetadata();
-    const byNode = new Map<string, TopicPartitions[]>();
-    for (const { topic, partitions } of scope) {
-      for (const [nodeId, ps] of Object.entries(cluster.findLeaderForPartitions(topic, [...partitions]))) {
-        const list = byNode.get(nodeId) ?? [];
-        list.push({ topic, partitions: ps });
-        byNode.set(nodeId, list);
-      }
+/** `scope`'s partitions by their leader's broker (metadata refreshed first). */
+async function byLeader(cluster: InternalCluster, scope: readonly TopicPartitions[]): Promise<Map<SendingBroker, TopicPartitions[]>> {
+  await cluster.refreshMetadata();
+  const byNode = new Map<string, TopicPartitions[]>();
+  for (const { topic, partitions } of scope) {
+    for (const [nodeId, ps] of Object.entries(cluster.findLeaderForPartitions(topic, [...partitions]))) {
+      const list = byNode.get(nodeId) ?? [];
+      list.push({ topic, partitions: ps });
+      byNode.set(nodeId, list);
     }
-    const byBroker = new Map<SendingBroker, TopicPartitions[]>();
-    for (const [nodeId, topics] of byNode) byBroker.set((await cluster.findBroker({ nodeId })) as unknown as SendingBroker, topics);
-    return byBroker;
   }
+  const byBroker = new Map<SendingBroker, TopicPartitions[]>();
+  for (const [nodeId, topics] of byNode) byBroker.set((await cluster.findBroker({ nodeId })) as unknown as SendingBroker, topics);
+  return byBroker;
+}
+
+/**
+ * The producers of `scope`'s partitions as their leaders see them (DescribeProducers, one request per
+ * leader); a partition the leader could not describe carries its error code.
+ */
+export async function describeProducers(cluster: InternalCluster, scope: readonly TopicPartitions[]): Promise<DescribedPartition[]> {
+  const described: DescribedPartition[] = [];
+  for (const [broker, topics] of await byLeader(cluster, scope)) described.push(...(await broker.connectionPool.send(describeProducersV0(topics))));
+  return described;
 }

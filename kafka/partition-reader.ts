@@ -10,6 +10,7 @@
 import type { KafkaClient } from './client';
 import { PartitionReadStalledError, protocolErrorType } from './errors';
 import { decodeFetchResponse } from './fetch-decoder';
+import { describeProducers, type OpenTransaction } from './hanging-transactions';
 import {
   createCluster,
   createErrorFromCode,
@@ -95,6 +96,20 @@ export class PartitionReader {
   /** The last stable offset (read_committed): stops before the first open transaction. */
   async lastStableOffset(topic: string, partition: number): Promise<string> {
     return this.listOffset(topic, partition, ISOLATION.READ_COMMITTED);
+  }
+
+  /**
+   * The transactions open on the partition as its leader sees them (DescribeProducers): each
+   * producer's id, epoch and the offset its open transaction starts at.
+   */
+  async openTransactions(topic: string, partition: number): Promise<OpenTransaction[]> {
+    const described = await this.clusters.run(async (cluster) => {
+      await cluster.addTargetTopic(topic);
+      return describeProducers(cluster, [{ topic, partitions: [partition] }]);
+    });
+    return described.flatMap((d) =>
+      d.activeProducers.filter((p) => p.currentTxnStartOffset !== '-1').map((p) => ({ producerId: p.producerId, producerEpoch: p.producerEpoch, startOffset: p.currentTxnStartOffset })),
+    );
   }
 
   /** The log start offset (the earliest offset still in the log). */

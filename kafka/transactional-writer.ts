@@ -84,6 +84,8 @@ export interface TransactionalWriterOptions {
    * (kafka/hanging-transactions.ts). Absent: only the group's offsets partition is checked.
    */
   hangingScope?: () => readonly CheckScope[];
+  /** The check's connections, shared by a process's writers (their owner closes it); absent: the writer makes its own. */
+  hanging?: HangingTransactions;
   /** Told what each fence's check found and did, or why it could not be made (it never fails the fence). */
   onHangingCheck?: (outcome: { result: RepairResult } | { error: unknown }) => void;
 }
@@ -124,7 +126,7 @@ export class TransactionalWriter {
   private connecting: Promise<Producer> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
-  private hanging: HangingTransactions | undefined;
+  private ownHanging: HangingTransactions | undefined;
   /** Producers created so far (1 + rebuilds after fences, timeouts and failures). */
   producersCreated = 0;
 
@@ -177,8 +179,9 @@ export class TransactionalWriter {
     const identity = producer.producerIdentity();
     if (!identity) return;
     try {
-      this.hanging ??= new HangingTransactions(this.options.client);
-      const result = await this.hanging.repair(identity, this.options.hangingScope?.() ?? [], this.options.groupId);
+      if (!this.options.hanging && !this.ownHanging) this.ownHanging = new HangingTransactions(this.options.client);
+      const hanging = this.options.hanging ?? (this.ownHanging as HangingTransactions);
+      const result = await hanging.repair(identity, this.options.hangingScope?.() ?? [], this.options.groupId);
       this.options.onHangingCheck?.({ result });
     } catch (error) {
       this.options.onHangingCheck?.({ error });
@@ -213,7 +216,7 @@ export class TransactionalWriter {
     this.closed = true;
     await this.queue;
     await this.discardProducer();
-    await this.hanging?.close();
+    await this.ownHanging?.close();
   }
 
   private async commitNow(request: CommitRequest): Promise<CommitResult> {

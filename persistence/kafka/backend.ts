@@ -18,7 +18,7 @@ import type { KafkaClient } from '../../kafka/client';
 import { CommittedOffsets } from '../../kafka/committed-offsets';
 import { PartitionReader } from '../../kafka/partition-reader';
 import { PlainWriter } from '../../kafka/plain-writer';
-import type { RepairResult } from '../../kafka/hanging-transactions';
+import { HangingTransactions, type RepairResult } from '../../kafka/hanging-transactions';
 import { snapshotTransactionalId, type TransactionVersion, TransactionalWriter } from '../../kafka/transactional-writer';
 import type { OffsetCommitter } from '../offset-committer';
 import { isDeleteMarker, type StoredKey } from '../../core/persistence-types';
@@ -150,6 +150,8 @@ export class KafkaSnapshotBackend<S, V = unknown> {
   fences = 0;
   private readonly o: KafkaSnapshotBackendOptions<S>;
   private readonly log: Logger;
+  /** The fences' check for hanging transactions (one set of connections for every partition's). */
+  private readonly hanging: HangingTransactions;
   private readonly metrics: KafkaPersistenceMetrics;
   private readonly admin: KafkaAdmin;
   private readonly reader: PartitionReader;
@@ -183,6 +185,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
     this.recoveryStallTimeoutMs = options.recoveryStallTimeoutMs ?? DEFAULT_RECOVERY_STALL_TIMEOUT_MS;
     this.log = options.logger ?? silentLogger;
     const registry = options.metrics?.registry ?? new Registry();
+    this.hanging = new HangingTransactions(options.client);
     this.metrics = KafkaPersistenceMetrics.of(registry);
     this.format = snapshotFormat<S>({
       stateCodec: options.stateCodec,
@@ -292,6 +295,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
           ...[this.o.deadLetterTopic, ...(this.o.outputTopics ?? [])].filter((t): t is string => t !== undefined).map((topic) => ({ topic })),
         ],
         onHangingCheck: (outcome) => this.reportHangingCheck(a.topic, a.partition, outcome),
+        hanging: this.hanging,
       });
       persistence = new KafkaPartitionPersistence<S, V>({
         ...common,
@@ -470,6 +474,7 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       () => this.plain?.close(),
       () => this.reader.close(),
       () => this.offsets.close(),
+      () => this.hanging.close(),
       () => this.admin.close(),
     ]) {
       try {

@@ -36,13 +36,21 @@ export function diagnoseStall(o: StallObservation): StallDiagnosis {
     };
   }
   if (o.lastStable !== undefined && BigInt(o.lastStable) <= position) {
+    const pinning = o.openTransactions?.find((t) => t.startOffset === o.lastStable);
+    const holder = pinning
+      ? ` It is producer ${pinning.producerId}'s (epoch ${pinning.producerEpoch}), open since offset ${pinning.startOffset}; if it is ` +
+        `hanging, abort it: kafka-transactions.sh --bootstrap-server <broker> abort --topic ${o.topic} --partition ${o.partition} ` +
+        `--start-offset ${pinning.startOffset}.`
+      : '';
     return {
       cause: 'outlived-transaction',
       explanation:
         `the log end ${o.logEnd} still covers the bound, but the last stable offset ${o.lastStable} pins the read: ` +
         'an open transaction outlived the deadline. One whose producer has a transaction.timeout.ms above ' +
         'recoveryStallTimeout heals once the broker aborts it; a hanging one never does: find and abort it with ' +
-        'kafka-transactions.sh (KIP-664). The snapshot topic must be written by this flow only',
+        'kafka-transactions.sh (KIP-664). The snapshot topic must be written by this flow only.' +
+        holder +
+        " (The partition's own producer's hanging transactions are ended at its fence where the broker allows it.)",
     };
   }
   return {

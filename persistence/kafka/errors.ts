@@ -1,4 +1,5 @@
 import { KafkaFlowError } from '../../config/errors';
+import type { OpenTransaction } from '../../kafka/hanging-transactions';
 
 /** Why a recovery read stopped making progress (see diagnoseStall). */
 export type StallCause = 'truncation' | 'outlived-transaction' | 'undetermined';
@@ -19,6 +20,8 @@ export interface StallObservation {
   readonly lastStable?: string;
   /** Why the re-read failed, if it did. */
   readonly reReadError?: unknown;
+  /** The transactions open on the partition (DescribeProducers), read when the last stable offset pins the read. */
+  readonly openTransactions?: readonly OpenTransaction[];
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import type { Logger } from '../../core/logger';
 import type { ReadOptions, ReadResult, StallInfo } from '../../kafka/partition-reader';
+import type { OpenTransaction } from '../../kafka/hanging-transactions';
 import { diagnoseStall } from './diagnose';
 import { RecoveryReadStalledError, type StallObservation } from './errors';
 
@@ -16,6 +17,8 @@ export interface SnapshotLogReader {
   logEndOffset(topic: string, partition: number): Promise<string>;
   lastStableOffset(topic: string, partition: number): Promise<string>;
   logStartOffset(topic: string, partition: number): Promise<string>;
+  /** The transactions open on the partition (DescribeProducers), for a stall's diagnosis; optional. */
+  openTransactions?(topic: string, partition: number): Promise<OpenTransaction[]>;
   read(options: ReadOptions): Promise<ReadResult>;
 }
 
@@ -140,6 +143,14 @@ export async function stalled(reader: SnapshotLogReader, info: StallInfo): Promi
     observation = { ...observation, lastStable: await reader.lastStableOffset(info.topic, info.partition) };
   } catch (err) {
     if (observation.logEnd === undefined) observation = { ...observation, reReadError: err };
+  }
+  // Pinned by an open transaction: whose (best effort; DescribeProducers may be refused).
+  if (reader.openTransactions && observation.lastStable !== undefined && BigInt(observation.lastStable) <= BigInt(info.position)) {
+    try {
+      observation = { ...observation, openTransactions: await reader.openTransactions(info.topic, info.partition) };
+    } catch {
+      // the diagnosis goes without it
+    }
   }
   const { cause, explanation } = diagnoseStall(observation);
   return new RecoveryReadStalledError(observation, cause, explanation);

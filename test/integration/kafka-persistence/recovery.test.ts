@@ -159,6 +159,10 @@ describe('snapshot recovery on the real broker', () => {
     expect(error).toBeInstanceOf(RecoveryReadStalledError);
     expect(error).toMatchObject({ code: 'RECOVERY_STALLED', cause: 'outlived-transaction', topic: snapshotTopic, partition: 0 });
     expect((error as Error).message).toMatch(/kafka-transactions\.sh/);
+    // The leader's view (DescribeProducers) names the foreign producer and where its transaction starts.
+    const open = (error as RecoveryReadStalledError).observation.openTransactions ?? [];
+    expect(open.length).toBeGreaterThanOrEqual(1);
+    expect((error as Error).message).toContain(`abort --topic ${snapshotTopic} --partition 0 --start-offset ${open[0]!.startOffset}`);
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(lines.filter((l) => l.msg.includes('making no progress')).length).toBeGreaterThanOrEqual(1);
   });

@@ -69,6 +69,17 @@ describe('stall diagnosis', () => {
     expect(diagnoseStall({ ...base, logEnd: '10', lastStable: '3' }).cause).toBe('outlived-transaction');
   });
 
+  it('outlived transaction with the open transactions read: names the one that pins the read and the command that ends it', () => {
+    const openTransactions = [
+      { producerId: '9', producerEpoch: 1, startOffset: '7' },
+      { producerId: '4', producerEpoch: 3, startOffset: '5' },
+    ];
+    const d = diagnoseStall({ ...base, logEnd: '12', lastStable: '5', openTransactions });
+    expect(d.explanation).toMatch(/producer 4's \(epoch 3\), open since offset 5/);
+    expect(d.explanation).toContain('kafka-transactions.sh --bootstrap-server <broker> abort --topic s --partition 0 --start-offset 5');
+    expect(diagnoseStall({ ...base, logEnd: '12', lastStable: '5', openTransactions: [] }).explanation).not.toMatch(/open since/);
+  });
+
   it('undetermined: a failed re-read never masks the stall, and nothing is guessed', () => {
     const failed = diagnoseStall({ ...base, reReadError: new Error('ECONNREFUSED') });
     expect(failed.cause).toBe('undetermined');
