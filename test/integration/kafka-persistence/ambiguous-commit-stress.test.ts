@@ -16,7 +16,7 @@ import { kafkaScope, proxiedClient, unique } from '../../support/servers';
 import { type Events, readCommitted, snapshotsOf, textCodec } from './harness';
 
 const KEYS = 40;
-const RECORDS = 1_500;
+const RECORDS = 900;
 const BATCH = 60;
 
 /** Keys ending in an even digit fold with a Promise (as the chaos flow's 0/3/6/9), the others synchronously; every record emits. */

@@ -137,7 +137,10 @@ describe.each([1, 2] as const)('an EndTxn(commit) whose answer is lost, on the r
     expect(persistence.stats.commitTimeouts).toBe(1);
   });
 
-  it('a lost answer whose outcome cannot be learned (broker unreachable): nothing is written until it is; it landed, so the partition recovers and the outputs land once', async () => {
+  // Defined on the default protocol (version 2) only: its 20 s are the rebuilt producer's connection
+  // retries while the broker refuses, the same on both protocols (CI time).
+  const onTheDefault = transactionVersion === 2 ? it : (() => undefined) as unknown as typeof it;
+  onTheDefault('a lost answer whose outcome cannot be learned (broker unreachable): nothing is written until it is; it landed, so the partition recovers and the outputs land once', async () => {
     const { backend, flow, clock, records } = await emittingFlow();
     await flow.handleBatch(records(0, ['e1', 'e2']));
     const fired = proxy.arm({ apiKey: 26, action: 'cut', match: isEndTxnCommit });
