@@ -12,14 +12,25 @@
  * A partition's producer, just initialized (InitProducerId: its coordinator has ended every earlier
  * transaction of its transactional id, markers written or skipped), can tell them apart from live
  * ones: any transaction of its producer id still open with an epoch below the one it was given is
- * hanging. It ends them as an operator would (`kafka-transactions.sh abort`): WriteTxnMarkers(ABORT)
- * to the partition's leader with the producer epoch and coordinator epoch DescribeProducers reports.
+ * hanging. It ends them with WriteTxnMarkers to the partition's leader, with the producer epoch and
+ * coordinator epoch DescribeProducers reports, and the outcome its coordinator decided where that is
+ * known: the transactional id's state read before the initialization (DescribeTransactions) — a
+ * transaction preparing or completing its commit then is committed on the partitions that missed
+ * the marker (aborting them would drop a committed transaction's outputs, or its snapshots under an
+ * offset committed elsewhere); one ongoing (the initialization aborts it) or aborting is aborted.
+ * Anything older or unknown is aborted, as an operator would (`kafka-transactions.sh abort`).
  */
 import type { KafkaClient } from './client';
 import { createCluster, createErrorFromCode, type InternalCluster, ISOLATION, ResettingCluster } from './internals';
 import { type DescribedPartition, describeProducersV0, type TopicPartitions } from './protocol/describe-producers-v0';
 import type { KafkajsProtocol } from './protocol/kafkajs-protocol';
+import { describeTransactionsV0, type TransactionState } from './protocol/describe-transactions-v0';
 import { type MarkerResult, writeTxnMarkersV1 } from './protocol/write-txn-markers-v1';
+
+export type { TransactionState } from './protocol/describe-transactions-v0';
+
+/** FindCoordinator's key type of a transaction coordinator. */
+const TRANSACTION_COORDINATOR = 1;
 
 export type { TopicPartitions } from './protocol/describe-producers-v0';
 
@@ -57,6 +68,8 @@ export interface ProducerIdentity {
 export interface RepairResult {
   readonly found: readonly HangingTransaction[];
   readonly aborted: readonly HangingTransaction[];
+  /** Those committed: their coordinator had decided to commit them (`before`). */
+  readonly committed: readonly HangingTransaction[];
   /** Those the brokers refused to end, with kafkajs's error type (e.g. CLUSTER_AUTHORIZATION_FAILED without ClusterAction). */
   readonly refused: ReadonlyArray<HangingTransaction & { readonly error: string }>;
   /** Partitions that could not be described (no leader, not authorized …), with the error type. */
@@ -70,6 +83,20 @@ export function groupOffsetsPartition(groupId: string, partitionCount: number): 
   let hash = 0;
   for (let i = 0; i < groupId.length; i++) hash = (Math.imul(31, hash) + groupId.charCodeAt(i)) | 0;
   return (hash === -2147483648 ? 0 : Math.abs(hash)) % partitionCount;
+}
+
+const COMMITTING = new Set(['PrepareCommit', 'CompleteCommit']);
+
+/**
+ * Whether hanging transaction `h` is to be committed: `before`, its transactional id's state read
+ * before the initialization, is of the same producer id and of `h`'s transaction (its epoch, or the
+ * one after: transaction version 2 bumps it at the end, and an epoch fence bumps it too) and was
+ * committing. Otherwise (aborting, ongoing, another or an unknown transaction) it is aborted.
+ */
+export function commitsHanging(h: HangingTransaction, before: TransactionState | undefined): boolean {
+  if (before === undefined || before.errorCode !== 0 || before.producerId !== h.producerId) return false;
+  const sameTransaction = h.producerEpoch === before.producerEpoch || h.producerEpoch === before.producerEpoch - 1;
+  return sameTransaction && COMMITTING.has(before.state);
 }
 
 /** Which of `described` hold a transaction of `producer`'s id open with an epoch below its current one. */
@@ -106,33 +133,45 @@ export class HangingTransactions {
    * offsets partition (`groupId`). Call it right after the producer's initialization, before its
    * first transaction.
    */
-  repair(producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string): Promise<RepairResult> {
-    return this.clusters.run((cluster) => this.repairOn(cluster, producer, where, groupId));
+  repair(producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string, before?: TransactionState): Promise<RepairResult> {
+    return this.clusters.run((cluster) => this.repairOn(cluster, producer, where, groupId, before));
+  }
+
+  /** The coordinator's state of `transactionalId` (DescribeTransactions); read before an initialization, for `repair`. */
+  transactionState(transactionalId: string): Promise<TransactionState | undefined> {
+    return this.clusters.run(async (cluster) => {
+      const find = cluster.findGroupCoordinator as unknown as (args: { groupId: string; coordinatorType: number }) => Promise<SendingBroker>;
+      const coordinator = await find.call(cluster, { groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR });
+      const states = await coordinator.connectionPool.send(describeTransactionsV0([transactionalId]));
+      return states.find((s) => s.transactionalId === transactionalId);
+    });
   }
 
   async close(): Promise<void> {
     await this.clusters.close();
   }
 
-  private async repairOn(cluster: InternalCluster, producer: ProducerIdentity, where: readonly CheckScope[], groupId?: string): Promise<RepairResult> {
+  private async repairOn(cluster: InternalCluster, producer: ProducerIdentity, where: readonly CheckScope[], groupId: string | undefined, before: TransactionState | undefined): Promise<RepairResult> {
     for (const { topic } of where) await cluster.addTargetTopic(topic);
     const scope: TopicPartitions[] = where.map(({ topic, partitions }) => ({ topic, partitions: partitions ?? metadataOf(cluster, topic).map((p) => p.partitionId) }));
     if (groupId !== undefined) scope.push({ topic: GROUP_OFFSETS_TOPIC, partitions: [await this.offsetsPartition(cluster, groupId)] });
     const described = await describeProducers(cluster, scope);
     const unchecked = described.filter((d) => d.errorCode !== 0).map((d) => ({ topic: d.topic, partition: d.partition, error: errorType(d.errorCode) }));
     const found = hangingOf(described, producer);
-    if (found.length === 0) return { found, aborted: [], refused: [], unchecked };
+    if (found.length === 0) return { found, aborted: [], committed: [], refused: [], unchecked };
 
     const results: MarkerResult[] = [];
     for (const [broker, topics] of await byLeader(cluster, found.map((h) => ({ topic: h.topic, partitions: [h.partition] })))) {
       const here = found.filter((h) => topics.some((t) => t.topic === h.topic && t.partitions.includes(h.partition)));
-      const markers = here.map((h) => ({ producerId: h.producerId, producerEpoch: h.producerEpoch, commit: false, coordinatorEpoch: h.coordinatorEpoch, topics: [{ topic: h.topic, partitions: [h.partition] }] }));
+      const markers = here.map((h) => ({ producerId: h.producerId, producerEpoch: h.producerEpoch, commit: commitsHanging(h, before), coordinatorEpoch: h.coordinatorEpoch, topics: [{ topic: h.topic, partitions: [h.partition] }] }));
       results.push(...(await broker.connectionPool.send(writeTxnMarkersV1(markers))));
     }
     const outcome = (h: HangingTransaction) => results.find((r) => r.topic === h.topic && r.partition === h.partition && r.producerId === h.producerId);
-    const aborted = found.filter((h) => outcome(h)?.errorCode === 0);
+    const ended = found.filter((h) => outcome(h)?.errorCode === 0);
+    const aborted = ended.filter((h) => !commitsHanging(h, before));
+    const committed = ended.filter((h) => commitsHanging(h, before));
     const refused = found.filter((h) => outcome(h)?.errorCode !== 0).map((h) => ({ ...h, error: errorType(outcome(h)?.errorCode ?? -1) }));
-    return { found, aborted, refused, unchecked };
+    return { found, aborted, committed, refused, unchecked };
   }
 
   private async offsetsPartition(cluster: InternalCluster, groupId: string): Promise<number> {

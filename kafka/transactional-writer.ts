@@ -16,7 +16,7 @@ import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
 import { assertFencedTxnOffsetCommit } from './broker-versions';
 import type { KafkaClient } from './client';
 import { commitFailureOutcome, fenceReason, protocolErrorType, type SentRecords, SnapshotCommitTimeoutError, SnapshotWriteFencedError } from './errors';
-import { type CheckScope, HangingTransactions, type RepairResult } from './hanging-transactions';
+import { type CheckScope, HangingTransactions, type RepairResult, type TransactionState } from './hanging-transactions';
 import { byTopic, chunkByBytes, countByPartition, DEFAULT_MAX_REQUEST_BYTES, recordBytes } from './request-size';
 import { ClosedError, InternalError } from '../config/errors';
 
@@ -156,6 +156,10 @@ export class TransactionalWriter {
     return this.enqueue(async () => {
       if (this.closed) throw new ClosedError(`TransactionalWriter ${this.transactionalId}`);
       await this.discardProducer(); // a producer initialized earlier would not bump the epoch again
+      // The outcome of the transaction the initialization completes or aborts, for a hanging one.
+      const before = await this.hangingCheck()
+        .transactionState(this.transactionalId)
+        .catch(() => undefined);
       const producer = await this.currentProducer();
       try {
         // kafkajs initializes the transactional id lazily, at the first transaction; one that
@@ -166,7 +170,7 @@ export class TransactionalWriter {
         await this.discardProducer();
         throw this.fenced(err, undefined) ?? err;
       }
-      await this.endHangingTransactions(producer);
+      await this.endHangingTransactions(producer, before);
     });
   }
 
@@ -175,17 +179,21 @@ export class TransactionalWriter {
    * still open on a partition is hanging and is aborted there, before this producer's first
    * transaction (which would otherwise pile its offsets on the hanging ones).
    */
-  private async endHangingTransactions(producer: Producer): Promise<void> {
+  private async endHangingTransactions(producer: Producer, before: TransactionState | undefined): Promise<void> {
     const identity = producer.producerIdentity();
     if (!identity) return;
     try {
-      if (!this.options.hanging && !this.ownHanging) this.ownHanging = new HangingTransactions(this.options.client);
-      const hanging = this.options.hanging ?? (this.ownHanging as HangingTransactions);
-      const result = await hanging.repair(identity, this.options.hangingScope?.() ?? [], this.options.groupId);
+      const result = await this.hangingCheck().repair(identity, this.options.hangingScope?.() ?? [], this.options.groupId, before);
       this.options.onHangingCheck?.({ result });
     } catch (error) {
       this.options.onHangingCheck?.({ error });
     }
+  }
+
+  private hangingCheck(): HangingTransactions {
+    if (this.options.hanging) return this.options.hanging;
+    if (!this.ownHanging) this.ownHanging = new HangingTransactions(this.options.client);
+    return this.ownHanging;
   }
 
   /** The transaction protocol the current producer speaks (2: KIP-890 part 2), once initialized; undefined before or without a producer. */

@@ -499,6 +499,10 @@ export class KafkaSnapshotBackend<S, V = unknown> {
       this.metrics.hangingTransactions.inc({ ...labels, outcome: 'aborted' });
       this.log.warn({ ...where, hanging: h }, 'aborted a hanging transaction of this partition\'s producer: its coordinator had ended it without a marker on that partition, where read_committed readers (or the group\'s offsets) were stuck at its first offset');
     }
+    for (const h of outcome.result.committed) {
+      this.metrics.hangingTransactions.inc({ ...labels, outcome: 'committed' });
+      this.log.warn({ ...where, hanging: h }, "committed a hanging transaction of this partition's producer on a partition that missed its marker: its coordinator had committed it");
+    }
     for (const h of refused) {
       this.metrics.hangingTransactions.inc({ ...labels, outcome: 'refused' });
       this.log.error(

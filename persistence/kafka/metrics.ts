@@ -16,7 +16,7 @@ export class KafkaPersistenceMetrics {
   readonly fences: Counter<Labels | 'reason'>;
   /** Commits that got no answer in time, by the outcome learned afterwards. */
   readonly commitTimeouts: Counter<Labels | 'outcome'>;
-  /** Hanging transactions of the partition's producer found after a fence, by outcome (aborted, refused). */
+  /** Hanging transactions of the partition's producer found after a fence, by outcome (aborted, committed, refused). */
   readonly hangingTransactions: Counter<Labels | 'outcome'>;
   readonly recoveryDuration: Histogram<Labels>;
   readonly recoveredKeys: Counter<Labels>;
@@ -82,7 +82,7 @@ export class KafkaPersistenceMetrics {
     });
     this.hangingTransactions = new Counter({
       name: 'kafka_flow_hanging_transactions_total',
-      help: "Transactions of the partition's producer found open on a partition after its coordinator ended them (their marker never written there), by outcome: aborted (WriteTxnMarkers), refused (e.g. no ClusterAction)",
+      help: "Transactions of the partition's producer found open on a partition after its coordinator ended them (their marker never written there), by outcome: aborted or committed (WriteTxnMarkers, as their coordinator decided where known), refused (e.g. no ClusterAction)",
       labelNames: [...labelNames, 'outcome'],
       registers,
     });

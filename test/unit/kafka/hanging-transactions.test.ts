@@ -1,6 +1,7 @@
 // The pure parts of the hanging-transaction repair: which partition holds a group's offsets, which
 // described producers are hanging, and the bytes of DescribeProducers v0 / WriteTxnMarkers v1.
-import { groupOffsetsPartition, hangingOf } from '../../../kafka/hanging-transactions';
+import { commitsHanging, groupOffsetsPartition, hangingOf } from '../../../kafka/hanging-transactions';
+import { decodeDescribeTransactionsV0Response, describeTransactionsV0Request } from '../../../kafka/protocol/describe-transactions-v0';
 import { decodeDescribeProducersV0Response, type DescribedPartition, describeProducersV0Request } from '../../../kafka/protocol/describe-producers-v0';
 import { Encoder } from '../../../kafka/protocol/kafkajs-protocol';
 import { decodeWriteTxnMarkersV1Response, writeTxnMarkersV1Request } from '../../../kafka/protocol/write-txn-markers-v1';
@@ -35,7 +36,47 @@ describe('hangingOf', () => {
   });
 });
 
-describe('DescribeProducers v0 and WriteTxnMarkers v1 bytes', () => {
+describe('commitsHanging: the outcome its coordinator decided, read before the initialization', () => {
+  const h = { topic: '__consumer_offsets', partition: 5, producerId: '17', producerEpoch: 62, coordinatorEpoch: 1, startOffset: '1813' };
+  const state = (state: string, producerEpoch: number, producerId = '17', errorCode = 0) => ({ errorCode, transactionalId: 't', state, producerId, producerEpoch });
+
+  it("commits what was committing: the transaction's epoch (classic) or the one after (version 2's bump at the end)", () => {
+    expect(commitsHanging(h, state('CompleteCommit', 62))).toBe(true);
+    expect(commitsHanging(h, state('CompleteCommit', 63))).toBe(true);
+    expect(commitsHanging(h, state('PrepareCommit', 63))).toBe(true);
+  });
+
+  it('aborts what was aborting or ongoing (the initialization aborts it), another producer id or epoch, an error, or nothing known', () => {
+    expect(commitsHanging(h, state('CompleteAbort', 63))).toBe(false);
+    expect(commitsHanging(h, state('PrepareAbort', 63))).toBe(false);
+    expect(commitsHanging(h, state('Ongoing', 62))).toBe(false);
+    expect(commitsHanging(h, state('Empty', 63))).toBe(false);
+    expect(commitsHanging(h, state('CompleteCommit', 70))).toBe(false); // a later transaction's outcome
+    expect(commitsHanging(h, state('CompleteCommit', 63, '18'))).toBe(false);
+    expect(commitsHanging(h, state('CompleteCommit', 63, '17', 15))).toBe(false);
+    expect(commitsHanging(h, undefined)).toBe(false);
+  });
+});
+
+describe('DescribeProducers v0, DescribeTransactions v0 and WriteTxnMarkers v1 bytes', () => {
+  it('DescribeTransactions: the ids as a compact array; the state of each read from the answer', async () => {
+    const body = (await describeTransactionsV0Request(['t']).encode()).buffer;
+    expect([...body]).toEqual([0, 2, 2, 0x74, 0]);
+    const partitions = new Encoder().writeUVarIntString('s').writeUVarIntArray([new Encoder().writeInt32(0)]).writeUVarInt(0);
+    const state = new Encoder()
+      .writeInt16(0)
+      .writeUVarIntString('t')
+      .writeUVarIntString('CompleteCommit')
+      .writeInt32(60_000)
+      .writeInt64('1000')
+      .writeInt64('17')
+      .writeInt16(63)
+      .writeUVarIntArray([partitions])
+      .writeUVarInt(0);
+    const raw = new Encoder().writeUVarInt(0).writeInt32(0).writeUVarIntArray([state]).writeUVarInt(0).buffer;
+    expect(await decodeDescribeTransactionsV0Response(raw)).toEqual([{ errorCode: 0, transactionalId: 't', state: 'CompleteCommit', producerId: '17', producerEpoch: 63 }]);
+  });
+
   const compactString = (s: string) => new Encoder().writeUVarIntString(s);
 
   it('DescribeProducers: the request is the flexible body; the answer is read per partition', async () => {
