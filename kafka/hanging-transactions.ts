@@ -160,16 +160,17 @@ export class HangingTransactions {
     const found = hangingOf(described, producer);
     if (found.length === 0) return { found, aborted: [], committed: [], refused: [], unchecked };
 
+    const commits = new Map(found.map((h) => [h, commitsHanging(h, before)]));
     const results: MarkerResult[] = [];
     for (const [broker, topics] of await byLeader(cluster, found.map((h) => ({ topic: h.topic, partitions: [h.partition] })))) {
       const here = found.filter((h) => topics.some((t) => t.topic === h.topic && t.partitions.includes(h.partition)));
-      const markers = here.map((h) => ({ producerId: h.producerId, producerEpoch: h.producerEpoch, commit: commitsHanging(h, before), coordinatorEpoch: h.coordinatorEpoch, topics: [{ topic: h.topic, partitions: [h.partition] }] }));
+      const markers = here.map((h) => ({ producerId: h.producerId, producerEpoch: h.producerEpoch, commit: commits.get(h) === true, coordinatorEpoch: h.coordinatorEpoch, topics: [{ topic: h.topic, partitions: [h.partition] }] }));
       results.push(...(await broker.connectionPool.send(writeTxnMarkersV1(markers))));
     }
     const outcome = (h: HangingTransaction) => results.find((r) => r.topic === h.topic && r.partition === h.partition && r.producerId === h.producerId);
     const ended = found.filter((h) => outcome(h)?.errorCode === 0);
-    const aborted = ended.filter((h) => !commitsHanging(h, before));
-    const committed = ended.filter((h) => commitsHanging(h, before));
+    const aborted = ended.filter((h) => commits.get(h) !== true);
+    const committed = ended.filter((h) => commits.get(h) === true);
     const refused = found.filter((h) => outcome(h)?.errorCode !== 0).map((h) => ({ ...h, error: errorType(outcome(h)?.errorCode ?? -1) }));
     return { found, aborted, committed, refused, unchecked };
   }

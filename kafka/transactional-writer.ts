@@ -80,8 +80,8 @@ export interface TransactionalWriterOptions {
   /**
    * Where this producer's transactions write (beside the group's offsets partition, always
    * checked): after each fence, transactions of its producer id left open there by an earlier
-   * epoch — hanging: their coordinator ended them without a marker there — are aborted
-   * (kafka/hanging-transactions.ts). Absent: only the group's offsets partition is checked.
+   * epoch — hanging: their coordinator ended them without a marker there — are ended there as
+   * their coordinator decided (kafka/hanging-transactions.ts). Absent: only the group's offsets partition is checked.
    */
   hangingScope?: () => readonly CheckScope[];
   /** The check's connections, shared by a process's writers (their owner closes it); absent: the writer makes its own. */
@@ -176,7 +176,8 @@ export class TransactionalWriter {
 
   /**
    * Once initialized, every earlier transaction of the producer id is over at its coordinator: one
-   * still open on a partition is hanging and is aborted there, before this producer's first
+   * still open on a partition is hanging and is ended there (committed or aborted as its
+   * coordinator decided), before this producer's first
    * transaction (which would otherwise pile its offsets on the hanging ones).
    */
   private async endHangingTransactions(producer: Producer, before: TransactionState | undefined): Promise<void> {

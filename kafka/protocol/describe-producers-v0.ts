@@ -11,7 +11,7 @@
  *     partitions => partition_index error_code error_message [active_producers] TAG_BUFFER
  *       active_producers => producer_id producer_epoch last_sequence last_timestamp coordinator_epoch current_txn_start_offset TAG_BUFFER
  */
-import { flexibleRequest, readFlexibleResponse, readStructs, writeStructs } from './flexible';
+import { answeredAsDecoded, flexibleRequest, readFlexibleResponse, readStructs, writeStructs } from './flexible';
 import { Encoder, type KafkajsProtocol } from './kafkajs-protocol';
 
 export const DESCRIBE_PRODUCERS_API_KEY = 61;
@@ -75,8 +75,5 @@ export async function decodeDescribeProducersV0Response(raw: Buffer): Promise<De
 
 /** The request and how to read its answer; per-partition errors are in the answer, not thrown. */
 export function describeProducersV0(topics: readonly TopicPartitions[]): KafkajsProtocol<DescribedPartition[]> {
-  return {
-    request: describeProducersV0Request(topics),
-    response: { decode: decodeDescribeProducersV0Response, parse: async (described: DescribedPartition[]) => described },
-  };
+  return answeredAsDecoded(describeProducersV0Request(topics), decodeDescribeProducersV0Response);
 }

@@ -10,7 +10,7 @@
  *                         transaction_start_time_ms producer_id producer_epoch [topics] TAG_BUFFER
  *     topics => topic [partitions] TAG_BUFFER
  */
-import { flexibleRequest, readFlexibleResponse, readStructs } from './flexible';
+import { answeredAsDecoded, flexibleRequest, readFlexibleResponse, readStructs } from './flexible';
 import { Encoder, type KafkajsProtocol } from './kafkajs-protocol';
 
 export const DESCRIBE_TRANSACTIONS_API_KEY = 65;
@@ -53,8 +53,5 @@ export async function decodeDescribeTransactionsV0Response(raw: Buffer): Promise
 
 /** The request and how to read its answer; per-id errors are in the answer, not thrown. */
 export function describeTransactionsV0(transactionalIds: readonly string[]): KafkajsProtocol<TransactionState[]> {
-  return {
-    request: describeTransactionsV0Request(transactionalIds),
-    response: { decode: decodeDescribeTransactionsV0Response, parse: async (states: TransactionState[]) => states },
-  };
+  return answeredAsDecoded(describeTransactionsV0Request(transactionalIds), decodeDescribeTransactionsV0Response);
 }

@@ -6,7 +6,7 @@
  * request header's empty tag buffer, and a flexible response's payload with the response header's
  * tag buffer, skipped here. We send no tagged fields and skip any we are sent.
  */
-import { Decoder, Encoder, type KafkajsDecoder, type KafkajsEncoder, type KafkajsRequest } from './kafkajs-protocol';
+import { Decoder, Encoder, type KafkajsDecoder, type KafkajsEncoder, type KafkajsProtocol, type KafkajsRequest } from './kafkajs-protocol';
 
 /** A request whose body `writeBody` writes after the request header v2 tag buffer. */
 export function flexibleRequest(
@@ -40,4 +40,12 @@ export function readStructs<T>(decoder: KafkajsDecoder, read: (decoder: KafkajsD
       return struct;
     }) ?? []
   );
+}
+
+/**
+ * A request whose answer is handed over as decoded: its errors (per partition, per id) are in the
+ * answer for the caller to read, not raised as kafkajs errors.
+ */
+export function answeredAsDecoded<T>(request: KafkajsRequest, decode: (raw: Buffer) => Promise<T>): KafkajsProtocol<T> {
+  return { request, response: { decode, parse: async (decoded: T) => decoded } };
 }

@@ -14,7 +14,7 @@
  *       partitions => partition_index error_code TAG_BUFFER
  */
 import type { TopicPartitions } from './describe-producers-v0';
-import { flexibleRequest, readFlexibleResponse, readStructs, writeStructs } from './flexible';
+import { answeredAsDecoded, flexibleRequest, readFlexibleResponse, readStructs, writeStructs } from './flexible';
 import { Encoder, type KafkajsProtocol } from './kafkajs-protocol';
 
 export const WRITE_TXN_MARKERS_API_KEY = 27;
@@ -62,8 +62,5 @@ export async function decodeWriteTxnMarkersV1Response(raw: Buffer): Promise<Mark
 
 /** The request and how to read its answer; per-partition errors are in the answer, not thrown. */
 export function writeTxnMarkersV1(markers: readonly TxnMarker[]): KafkajsProtocol<MarkerResult[]> {
-  return {
-    request: writeTxnMarkersV1Request(markers),
-    response: { decode: decodeWriteTxnMarkersV1Response, parse: async (results: MarkerResult[]) => results },
-  };
+  return answeredAsDecoded(writeTxnMarkersV1Request(markers), decodeWriteTxnMarkersV1Response);
 }
