@@ -150,17 +150,23 @@ export class TransactionalWriter {
    * Fences now: initializes a producer with the partition's transactional.id (InitProducerId),
    * which bumps the epoch, so every earlier producer with the id is fenced, and aborts (waiting
    * it out) whatever transaction an earlier owner left open. A new owner calls it before it reads.
+   * Transactions an earlier epoch left hanging are ended right after, before any commit of this
+   * producer, but not awaited here: the new owner's reads go on meanwhile (one such transaction
+   * holds them at its first offset until it is ended).
    * @throws SnapshotWriteFencedError if a still newer producer fenced us meanwhile
    */
   init(): Promise<void> {
-    return this.enqueue(async () => {
+    let initialized: { producer: Producer; before: TransactionState | undefined } | undefined;
+    const fenced = this.enqueue(async () => {
       if (this.closed) throw new ClosedError(`TransactionalWriter ${this.transactionalId}`);
       await this.discardProducer(); // a producer initialized earlier would not bump the epoch again
-      // The outcome of the transaction the initialization completes or aborts, for a hanging one.
-      const before = await this.hangingCheck()
+      // The outcome of the transaction the initialization completes or aborts, for a hanging one:
+      // read before InitProducerId, beside the producer's connection.
+      const state = this.hangingCheck()
         .transactionState(this.transactionalId)
         .catch(() => undefined);
       const producer = await this.currentProducer();
+      const before = await state;
       try {
         // kafkajs initializes the transactional id lazily, at the first transaction; one that
         // registered nothing ends without an EndTxn.
@@ -170,8 +176,12 @@ export class TransactionalWriter {
         await this.discardProducer();
         throw this.fenced(err, undefined) ?? err;
       }
-      await this.endHangingTransactions(producer, before);
+      initialized = { producer, before };
     });
+    this.enqueue(async () => {
+      if (initialized) await this.endHangingTransactions(initialized.producer, initialized.before);
+    });
+    return fenced;
   }
 
   /**
