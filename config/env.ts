@@ -161,6 +161,8 @@ export interface WorkerEnv extends Env {
   exitWithParent: boolean;
   /** `KFT_REASSERT_AFTER_MS`: a partition held here but not folding for this long is signalled to its workflow again. */
   reassertAfterMs: number;
+  /** `KFT_STICKY_TIMEOUT_MS`: a partition workflow's task waits this long for the worker that has it cached before another takes it (replaying its history); default 2 s. */
+  stickyTimeoutMs: number;
   /** `KFT_BLOCKED_EXIT_MS`: a worker whose main thread has not run for this long kills itself (0: never). */
   blockedExitMs: number;
   /** `KFT_FOLD_AT_JOIN` (1 on, the default; 0 off): a partition recovered before its workflow's activity came folds at once. */
@@ -194,6 +196,7 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     maxHistoryEvents: envValue('KFT_MAX_HISTORY_EVENTS', optional(positiveInt), '', env),
     exitWithParent: exitWithParent === undefined ? Boolean(env.npm_execpath) : exitWithParent === '1',
     reassertAfterMs: envValue('KFT_REASSERT_AFTER_MS', positiveInt, '30000', env),
+    stickyTimeoutMs: envValue('KFT_STICKY_TIMEOUT_MS', optional(positiveInt), '', env) ?? 2_000,
     blockedExitMs: envValue('KFT_BLOCKED_EXIT_MS', nonNegativeInt, '60000', env),
     foldAtJoin: envValue('KFT_FOLD_AT_JOIN', optional(onOffDefaultOn), '', env) !== '0',
     transactionVersion: envValue('KAFKA_TRANSACTION_VERSION', transactionVersion, 'auto', env),

@@ -167,8 +167,12 @@ export async function runWorker(definition: FlowDefinition<unknown, unknown>, op
       namespace: temporal.namespace,
       taskQueue: flowWorkflowTaskQueue(definition.name),
       workflowBundle: { code: (await workflowBundle).code },
-      // A workflow cached on a worker that died is handed to another after this long (default 10 s).
-      stickyQueueScheduleToStartTimeout: '2 seconds',
+      // How long a workflow task waits for the worker that has the run cached before another takes
+      // it, replaying the history (a worker that died; a graceful stop hands them over at once). The
+      // owner folds and persists without its workflow, so only the workflow's reports wait. 2 s by
+      // default: on a loaded worker more tasks time out and replay elsewhere than at the SDK's 10 s,
+      // but a rebalance's workflows settle sooner (README, KFT_STICKY_TIMEOUT_MS).
+      stickyQueueScheduleToStartTimeout: env.stickyTimeoutMs,
       // A partition workflow that cannot replay its own history fails (instead of retrying its task
       // forever, the partition stuck): the owner's runtime then starts a fresh run (reassertAfterMs),
       // which recovers the partition from its persisted state. See README, Self-healing.

@@ -79,6 +79,13 @@ describe('worker environment variables', () => {
     expect(() => readWorkerEnv({ KFT_WORKFLOW_REPORT_EVERY_MS: '-5' })).toThrow(/KFT_WORKFLOW_REPORT_EVERY_MS/);
   });
 
+  test('KFT_STICKY_TIMEOUT_MS: 2 s unless set; else a positive integer', () => {
+    expect(readWorkerEnv({}).stickyTimeoutMs).toBe(2_000);
+    expect(readWorkerEnv({ KFT_STICKY_TIMEOUT_MS: '' }).stickyTimeoutMs).toBe(2_000);
+    expect(readWorkerEnv({ KFT_STICKY_TIMEOUT_MS: '10000' }).stickyTimeoutMs).toBe(10_000);
+    for (const bad of ['0', '-3', '1.5', '2s']) expect(() => readWorkerEnv({ KFT_STICKY_TIMEOUT_MS: bad })).toThrow(/KFT_STICKY_TIMEOUT_MS/);
+  });
+
   test('KFT_STATE_CACHE_MAX_KEYS: unset or empty leaves the flow\'s stateCache; else a positive integer', () => {
     expect(readWorkerEnv({}).stateCacheMaxKeys).toBeUndefined();
     expect(readWorkerEnv({ KFT_STATE_CACHE_MAX_KEYS: '' }).stateCacheMaxKeys).toBeUndefined();
