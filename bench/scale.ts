@@ -27,8 +27,8 @@
 // workers' CPU); events are counted from the partition workflows' histories by event time, over
 // every run that reaches into the window (continue-as-new followed back). Then two rebalances:
 // a fifth worker joins, then leaves gracefully (SIGTERM); the time until every partition runs on
-// the workers there are is rebalance_join_ms / rebalance_leave_ms (eager: every partition is
-// revoked and assigned again), with the history events each cost per partition. Topics, group, workflows and namespace are removed at the end.
+// the workers there are (a partition that kept its member in its generation, one that moved in a
+// newer one) is rebalance_join_ms / rebalance_leave_ms, with the history events each cost per partition. Topics, group, workflows and namespace are removed at the end.
 // `npm run bench:scale [-- --quick]`; BENCH_PARTITIONS, BENCH_WORKERS, BENCH_RATE, BENCH_WINDOW_MS,
 // BENCH_WORKER_LOG (a file for the workers' log lines).
 import os from 'node:os';
@@ -429,7 +429,8 @@ async function main(): Promise<void> {
     save();
 
     // ---- two rebalances: a fifth worker joins, then leaves again -----------------------------------
-    // Each is eager (kafkajs): every partition is revoked and assigned again. Both stay within 50
+    // Each on the workers' rebalance protocol (cooperative by default: only the partitions that move
+    // are revoked; KFT_REBALANCE=eager revokes every partition of every worker). Both stay within 50
     // partitions a worker (192 over 5, then over 4): a partition holds two long-running activities
     // (fold loop, persist report), and on the SDK's default 100 activity slots a worker given more
     // partitions than half its slots left the rest recovering (ScheduleToStart timeouts) — a full
@@ -437,11 +438,12 @@ async function main(): Promise<void> {
     const rebalances: Record<string, unknown> = {};
     notes.rebalances = rebalances;
     const timeRebalance = async (kind: 'join' | 'leave', change: () => Promise<unknown>, owners: number, watch: FlowWorker[]) => {
-      const generationBefore = Math.max(...((await watcher.runningByVisibility(id, PARTITIONS)) ?? [-1]));
+      const before = await watcher.visiblePartitions(id);
+      const generationBefore = Math.max(-1, ...before.map((p) => p.generation ?? -1));
       const from = await read(temporalPid, brokerPid, serverUrl, [], []);
       process.stdout.write(`rebalance: ${kind} (${owners} workers after)\n`);
       const changed = change();
-      const settled = await eventually(`all partitions running on ${owners} workers`, () => watcher.runningByVisibility(id, PARTITIONS, owners, generationBefore), REBALANCE_DEADLINE_MS, watch).then(
+      const settled = await eventually(`all partitions running on ${owners} workers`, () => watcher.settledSince(id, before, PARTITIONS, owners), REBALANCE_DEADLINE_MS, watch).then(
         () => true,
         (err: Error) => {
           process.stderr.write(`rebalance: ${err.message}\n`);
@@ -478,7 +480,7 @@ async function main(): Promise<void> {
     const leaving = joined!;
     const leaveSettled = await timeRebalance('leave', () => leaving.stop(), WORKERS, run.workers.filter((w) => w !== leaving));
     rebalances.how =
-      'a fifth worker started, then stopped with SIGTERM (flush, commit, leave the group); each timed until every partition workflow shows running on the workers there are, in a newer generation (the visibility store, polled every 250 ms; its list calls are among the frontend requests)';
+      'a fifth worker started, then stopped with SIGTERM (flush, commit, leave the group); each timed until every partition workflow shows running on the workers there are, with the member it had (in its generation) or with another in a newer generation (the visibility store, polled every 250 ms; its list calls are among the frontend requests)';
     notes.load_avg_1m = { ...(notes.load_avg_1m as object), at_end: round(os.loadavg()[0] ?? 0) };
     if (!joinSettled || !leaveSettled) process.exitCode = 1;
 

@@ -156,6 +156,24 @@ export class StatusWatcher {
     return owners === undefined || members.size === owners ? generations : undefined;
   }
 
+  /**
+   * Whether a rebalance from `before` (visiblePartitions at its start) has settled, read from the
+   * visibility store: every partition `running`, on `owners` distinct members, and each either
+   * still with the member it had (cooperative rebalancing leaves it in its generation) or with
+   * another one in a newer generation.
+   */
+  async settledSince(flow: string, before: ReadonlyArray<VisiblePartition>, partitions: number, owners: number): Promise<boolean> {
+    const was = new Map(before.map((p) => [p.partition, p]));
+    const now = await this.visiblePartitions(flow);
+    const members = new Set(now.map((p) => p.owner));
+    if (new Set(now.map((p) => p.partition)).size !== partitions || members.size !== owners) return false;
+    return now.every((p) => {
+      const then = was.get(p.partition);
+      if (p.phase !== 'running') return false;
+      return then !== undefined && (p.owner === then.owner ? (p.generation ?? -1) >= (then.generation ?? -1) : (p.generation ?? -1) > (then.generation ?? -1));
+    });
+  }
+
   async close(): Promise<void> {
     await this.temporal.close().catch(() => undefined);
   }
