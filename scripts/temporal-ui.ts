@@ -73,8 +73,18 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
     }
     await page('Page.navigate', { url });
     const deadline = Date.now() + (o.timeoutMs ?? 30_000);
-    const read = async (expression: string) =>
-      ((await page('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value?: string } }).result.value ?? '';
+    // A reload can commit while an evaluation runs ("Inspected target navigated or closed", or its
+    // context gone): read again in the new document.
+    const read = async (expression: string): Promise<string> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return ((await page('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value?: string } }).result.value ?? '';
+        } catch (err) {
+          if (attempt >= 20 || !/navigated or closed|context/i.test(String(err))) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+    };
     const reloadEveryMs = o.reloadEveryMs ?? 5_000;
     let loadedAt = Date.now();
     let text = '';
