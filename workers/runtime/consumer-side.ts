@@ -1,15 +1,14 @@
 import type { EachBatchPayload } from 'kafkajs';
 import { cachedPartition } from '../../flow/state-cache';
-import type { PartitionRef, PersistResult as WorkflowPersistResult } from '../../activities/types';
+import type { PersistResult as WorkflowPersistResult } from '../../activities/types';
 import { offsetFromKafka } from '../../flow/offsets';
 import { type GroupGeneration, newlyAssigned, ownershipGeneration, type RevokedPartitions } from '../../kafka';
 import type { FlowConsumerHandlers } from './flow-consumer';
 import { InputOffsetOutOfRangeError, outOfRangeAction } from './input-offset-range';
 import type { PartitionRecoveries } from './partition-recoveries';
-import { PartitionSlots, type Slot } from './partition-slots';
+import { PartitionSlots } from './partition-slots';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 import { withUnreported } from './slot-persists';
-import type { RevokeSignal } from '../../workflows/partition-workflow';
 
 /** How long a revoke waits for a batch of the partition still folding before it flushes regardless. */
 const REVOKE_WAITS_FOR_BATCH_MS = 10_000;
@@ -21,9 +20,6 @@ const REVOKE_WAITS_FOR_BATCH_MS = 10_000;
  * of a partition held here but not folding again.
  */
 export class ConsumerSide extends RuntimeSide {
-  /** Revoke signals on their way to the partition workflows (see onRevoke). */
-  private readonly revokeSignals = new Set<Promise<void>>();
-
   constructor(
     ctx: RuntimeContext,
     private readonly recoveries: PartitionRecoveries,
@@ -170,21 +166,13 @@ export class ConsumerSide extends RuntimeSide {
    * The awaited revoke point: in-flight batches are done; flush under the generation being given
    * up — or, cooperative (`incremental`), under the one just joined, which gives the partitions
    * being revoked to no one. The workflow hears of the revoke of the generation it knows the
-   * partition by (its ownership generation) — after the point: the member rejoins (or leaves) once
-   * the flushes have landed, not once Temporal took the signals in (a round trip each, the longest
-   * part of a revoke on a loaded server), so the partitions' next owners get them sooner. A
-   * workflow may then hear of its next owner first, which it orders by generation; a graceful stop
-   * waits for the signals before it stops its workers (revokesSignalled), and without folding at
-   * the join, before the member leaves (the workflow worker stops there).
+   * partition by (its ownership generation).
    */
   private async onRevoke(revoked: RevokedPartitions): Promise<void> {
     const reason = revoked.reason === 'leave' ? 'shutdown' : 'revoke';
     // The join being given up (eager, leave) or just joined (incremental): the partitions it holds.
     const current = this.consumer.current();
     const givenUp = current?.generationId === revoked.generationId ? current : undefined;
-    const started = performance.now();
-    const took = { partitions: 0, batchMs: 0, flushMs: 0 };
-    const signals: Array<Promise<void>> = [];
     await Promise.all(
       revoked.assignment.flatMap(({ topic, partitions }) =>
         partitions.map(async (partition) => {
@@ -194,14 +182,10 @@ export class ConsumerSide extends RuntimeSide {
           const wasRunning = slot.state === 'running';
           if (slot.state === 'running' || slot.state === 'assigned') slot.state = 'revoked';
           slot.cadence?.stop();
-          took.partitions += 1;
-          const at = performance.now();
           // Cooperative: the consumer goes on fetching through the rebalance, so a batch of this
           // partition may be folding now (eager: kafkajs revokes after its batches ended). It stops
           // at its next check of the slot; the flush comes after it.
           if (slot.batchInFlight) await Promise.race([slot.batchInFlight.catch(() => undefined), new Promise((r) => setTimeout(r, REVOKE_WAITS_FOR_BATCH_MS))]);
-          const flushAt = performance.now();
-          took.batchMs = Math.max(took.batchMs, Math.round(flushAt - at));
           let flushed: WorkflowPersistResult | undefined;
           // Lost (the group went on without this member's ownership): nothing can commit; the next owner replays.
           if (wasRunning && slot.flow && !revoked.lost) {
@@ -213,38 +197,25 @@ export class ConsumerSide extends RuntimeSide {
               this.log.warn({ err, topic, partition }, 'flush on revoke did not land');
             }
           }
-          took.flushMs = Math.max(took.flushMs, Math.round(performance.now() - flushAt));
-          signals.push(this.signalRevoke({ flow: this.definition.name, topic, partition }, slot, { generation: owned, memberId: revoked.memberId, flushed, reason }));
+          await this.withRetry(`signal revoke of ${topic}-${partition}`, () =>
+            this.o.signals.revoked(
+              { flow: this.definition.name, topic, partition },
+              { generation: owned, memberId: revoked.memberId, flushed, reason },
+            ),
+          )
+            .then(() => {
+              slot.revokeSignalled = owned;
+            })
+            .catch((err) => {
+              slot.revokeUnsignalled = owned;
+              this.log.warn({ err, topic, partition }, 'could not signal the revoke');
+            });
         }),
       ),
     );
-    if (took.partitions > 0) {
-      // The longest of each step over the partitions (they run side by side).
-      this.log.info({ reason, generation: revoked.generationId, ...took, ms: Math.round(performance.now() - started) }, 'revoked partitions flushed');
-    }
     if (revoked.reason === 'leave' && this.stopping && this.o.beforeLeave) {
-      await Promise.all(signals);
       await this.o.beforeLeave().catch((err) => this.log.warn({ err }, 'the step before leaving the group failed; leaving'));
     }
-  }
-
-  /** Tells the partition's workflow of the revoke (retried), tracked until it is over. */
-  private signalRevoke(ref: PartitionRef, slot: Slot, signal: RevokeSignal): Promise<void> {
-    const { topic, partition } = ref;
-    const sent = this.withRetry(`signal revoke of ${topic}-${partition}`, () => this.o.signals.revoked(ref, signal))
-      .then(() => this.slots.revokeSignalled(slot, signal.generation))
-      .catch((err) => {
-        this.slots.revokeUnsignalled(slot, signal.generation);
-        this.log.warn({ err, topic, partition }, 'could not signal the revoke');
-      })
-      .finally(() => this.revokeSignals.delete(sent));
-    this.revokeSignals.add(sent);
-    return sent;
-  }
-
-  /** Resolves once every revoke signalled so far reached its workflow (or gave up). */
-  async revokesSignalled(): Promise<void> {
-    while (this.revokeSignals.size > 0) await Promise.all([...this.revokeSignals]);
   }
 
   /**

@@ -121,8 +121,6 @@ export class FlowRuntime implements PartitionHost {
     this.recoveries.dropAll();
     await this.o.consumer.stop();
     this.o.logger.info('left the group'); // the worker's logger names the flow
-    // The revoke signals go out after the leave; the workflow worker stops only once they are in.
-    await this.consumerSide.revokesSignalled();
     await this.host.whenActivitiesIdle(activitiesGraceMs);
     await this.o.consumer.close();
     await this.o.backend.close();

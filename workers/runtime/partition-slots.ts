@@ -100,8 +100,6 @@ export class PartitionSlots {
   private readonly slots = new Map<string, Slot>();
   /** Partitions dropped at a join after their revoke was signalled: that ownership generation, by partition. */
   private readonly revokedAndReleased = new Map<string, number>();
-  /** Partitions dropped at a join while their revoke's signal was still on its way: that ownership generation, by partition. */
-  private readonly releasedBeforeSignal = new Map<string, number>();
   private foldLoops = 0;
 
   get(topic: string, partition: number): Slot | undefined {
@@ -143,35 +141,13 @@ export class PartitionSlots {
     for (const [key, slot] of this.slots) {
       if (assigned.has(key)) {
         this.revokedAndReleased.delete(key);
-        this.releasedBeforeSignal.delete(key);
         continue;
       }
       this.slots.delete(key);
       if (slot.revokeSignalled !== undefined) this.revokedAndReleased.set(key, slot.revokeSignalled);
-      else if (slot.state === 'revoked' && slot.revokeUnsignalled === undefined) this.releasedBeforeSignal.set(key, slot.generation);
       released.push(slot);
     }
     return released;
-  }
-
-  /**
-   * The workflow has been told of the slot's revoke (of `generation`). The signal goes out after the
-   * revoke point, so the join that follows may have released the slot already: then the partition
-   * is noted as revoked and released here, as a release notes a slot signalled before it.
-   */
-  revokeSignalled(slot: Slot, generation: number): void {
-    slot.revokeSignalled = generation;
-    const key = tpKey(slot.topic, slot.partition);
-    if (this.releasedBeforeSignal.get(key) !== generation) return;
-    this.releasedBeforeSignal.delete(key);
-    this.revokedAndReleased.set(key, generation);
-  }
-
-  /** The slot's revoke (of `generation`) could not be signalled: its workflow learns of it from the next owner. */
-  revokeUnsignalled(slot: Slot, generation: number): void {
-    slot.revokeUnsignalled = generation;
-    const key = tpKey(slot.topic, slot.partition);
-    if (this.releasedBeforeSignal.get(key) === generation) this.releasedBeforeSignal.delete(key);
   }
 
   /**
@@ -280,8 +256,7 @@ export class PartitionSlots {
 
   /**
    * What a persist scheduled for `r` should do now: `persist` (the partition runs here), `skip`
-   * (it was revoked here and the workflow has been told), `wait` (revoked, not yet signalled — the
-   * partition still held, or released with the signal on its way), or
+   * (it was revoked here and the workflow has been told), `wait` (revoked, not yet signalled), or
    * it throws (failed here, or not this process's generation).
    */
   persistReadiness(r: OwnerRequest, current: GroupGeneration | undefined, stopping: boolean): 'persist' | 'skip' | 'wait' {
@@ -293,8 +268,6 @@ export class PartitionSlots {
     // Revoked here, signalled, and dropped at the join that followed (a cooperative rebalance's
     // second round comes right after its revoke point): the workflow knows; the report ends quietly.
     if (!slot && this.revokedAndReleased.get(tpKey(r.topic, r.partition)) === r.owner.generation) return 'skip';
-    // The same with the revoke's signal still on its way (it goes out after the revoke point).
-    if (!slot && this.releasedBeforeSignal.get(tpKey(r.topic, r.partition)) === r.owner.generation) return 'wait';
     // An older generation's report whose revoke this process has signalled, the partition assigned
     // here again since (kept by an eager rebalance): the workflow knows, so it ends quietly
     // instead of failing as stale — which showed in the history and the worker's log as a fence.

@@ -166,12 +166,8 @@ export class RecordingSignals implements PartitionSignals {
     this.assignedCalls.push(args);
   }
 
-  /** While set, revoke signals are recorded but answered only once it resolves (a slow Temporal). */
-  holdRevokes: Promise<void> | undefined;
-
   async revoked(...args: Parameters<PartitionSignals['revoked']>): Promise<void> {
     this.revokedCalls.push(args);
-    await this.holdRevokes;
   }
 
   async restoring(...args: Parameters<NonNullable<PartitionSignals['restoring']>>): Promise<void> {

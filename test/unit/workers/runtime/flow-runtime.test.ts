@@ -451,36 +451,6 @@ describe('FlowRuntime (fake consumer and signals)', () => {
     expect(() => rt.runtime.persistReadiness(req({ ...owner, generation: 3 }, 0))).toThrow(StaleGenerationError);
   });
 
-  test('cooperative: the revoke point does not wait for the workflow signals; a report of the partition released before its signal landed waits, then ends quietly', async () => {
-    await rt.runtime.stop(10);
-    rt = setup(flushingOnRevoke);
-    await rt.runtime.start();
-    rt.consumer.joinCooperative(1, { t: [0, 1] });
-    const owner = { generation: 1, memberId: 'member-1', taskQueue: 'tq-1' };
-    for (const p of [0, 1]) await rt.runtime.recover(req(owner, p));
-    const folding = [0, 1].map((p) => driveFolding(rt.runtime.startFolding(req(owner, p))));
-    for (const p of [0, 1]) await rt.consumer.deliver('t', p, [{ offset: 0, key: 'a', value: { n: 4 } }]);
-
-    let answer!: () => void;
-    rt.signals.holdRevokes = new Promise<void>((resolve) => {
-      answer = resolve;
-    });
-    rt.consumer.joinCooperative(2, { t: [0] }, { t: [1] });
-    await rt.consumer.revokeIncremental(); // returns with the signal still unanswered
-    expect(rt.signals.revokedCalls).toHaveLength(1);
-    expect(folding[1]!.poll()).toMatchObject({ running: false, settling: true });
-
-    // The second round drops 1 before its workflow took the revoke in.
-    rt.consumer.joinCooperative(3, { t: [0] });
-    expect(rt.runtime.persistReadiness(req(owner, 1))).toBe('wait');
-    // A stop waits for the signals on their way (its workflow worker stops after it).
-    setTimeout(answer, 300);
-    const stopStarted = Date.now();
-    await rt.runtime.stop(10);
-    expect(Date.now() - stopStarted).toBeGreaterThanOrEqual(290);
-    expect(rt.runtime.persistReadiness(req(owner, 1))).toBe('skip');
-  });
-
   test('outputEvery: keys with pending outputs are persisted in-process (not waiting for persistEvery), reported with the next workflow persist', async () => {
     const sent = new InMemoryOutputSender();
     const { owner } = await foldingWithOutputs(alerting, sent);
