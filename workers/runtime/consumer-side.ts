@@ -4,6 +4,7 @@ import type { PersistResult as WorkflowPersistResult } from '../../activities/ty
 import { offsetFromKafka } from '../../flow/offsets';
 import { type GroupGeneration, newlyAssigned, ownershipGeneration, type RevokedPartitions } from '../../kafka';
 import type { FlowConsumerHandlers } from './flow-consumer';
+import { heartbeatDuring } from './batch-heartbeats';
 import { InputOffsetOutOfRangeError, outOfRangeAction } from './input-offset-range';
 import type { PartitionRecoveries } from './partition-recoveries';
 import { PartitionSlots } from './partition-slots';
@@ -104,7 +105,9 @@ export class ConsumerSide extends RuntimeSide {
 
   /**
    * A fetched batch goes to the partition's fold-loop activity, which folds it (BatchFold); the
-   * callback returns once it is folded, so kafkajs goes on as if it had folded it itself.
+   * callback returns once it is folded, so kafkajs goes on as if it had folded it itself. It
+   * heartbeats meanwhile (at half the heartbeat interval: kafkajs sends one per interval at most),
+   * however long the fold waits (heartbeatDuring).
    */
   private async eachBatch(payload: EachBatchPayload): Promise<void> {
     const slot = this.slots.get(payload.batch.topic, payload.batch.partition);
@@ -117,7 +120,8 @@ export class ConsumerSide extends RuntimeSide {
     const folding = handoff.hand(payload);
     slot!.batchInFlight = folding;
     try {
-      if (!(await folding)) payload.pause();
+      const everyMs = Math.max(100, this.definition.consumer.heartbeatIntervalMs / 2);
+      if (!(await heartbeatDuring(payload.heartbeat, everyMs, folding))) payload.pause();
     } finally {
       if (slot!.batchInFlight === folding) slot!.batchInFlight = undefined;
     }

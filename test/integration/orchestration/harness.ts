@@ -41,7 +41,7 @@ export interface Worker {
  * state against a reference fold of the input topic.
  */
 export class FlowCluster {
-  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout' | 'cassandraFencing' | 'idleFlush'>> &
+  readonly names: Required<Omit<OffsetHashNames, 'cassandraLayout' | 'cassandraFencing' | 'idleFlush' | 'maxPendingOutputs'>> &
     Pick<OffsetHashNames, 'cassandraLayout' | 'cassandraFencing' | 'idleFlush'>;
   readonly definition: ReturnType<typeof offsetHashFlow>;
   private readonly client = createKafkaClient({ brokers: kafkaBrokers, clientId: unique('harness'), logLevel: 'nothing' });
