@@ -66,11 +66,20 @@ export const SESSION_TIMEOUT_MS = 6_000; // the broker's group.min.session.timeo
 export const PERSIST_EVERY_MS = 1_000;
 /** The workers' KFT_WORKFLOW_REPORT_EVERY_MS (`--workflow-report-every <ms>`); unset: the default (every persistEvery). */
 export const WORKFLOW_REPORT_EVERY_MS = flag('workflow-report-every') === undefined ? undefined : positive('workflow-report-every', 1);
-export const CATCH_UP_MS = QUICK ? 120_000 : 240_000;
+/**
+ * How long the workers may take to catch up once the producers stop (`--catch-up-seconds`): the
+ * figure the goal judges (≤ 240 s). A longer window lets a mode that fell far behind finish, so
+ * that the oracle judges its state rather than its backlog.
+ */
+export const CATCH_UP_MS = positive('catch-up-seconds', QUICK ? 120 : 240) * 1000;
 /** Catching up ends early when no partition has moved for this long. */
 export const CATCH_UP_IDLE_MS = 45_000;
-/** How many times the oracle reads a mode's state before a read that keeps failing counts every key absent. */
-export const INSPECT_ATTEMPTS = 4;
+/**
+ * How many times (5 s apart) the oracle reads a mode's state before a read that keeps failing
+ * counts every key absent: a minute, so that a Cassandra node still starting after a late kill -9
+ * on a loaded CI machine is waited for rather than counted as every key lost.
+ */
+export const INSPECT_ATTEMPTS = 12;
 export const SAMPLE_EVERY_MS = 1_000;
 /** SIGTERM → SIGKILL: past the worker's own --shutdown-timeout (60 s, then it exits 1 itself). */
 export const GRACE_MS = 75_000;

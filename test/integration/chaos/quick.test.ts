@@ -29,8 +29,11 @@ test(`quick chaos run (seed ${seed}): every key exact, nothing lost or duplicate
     child.on('exit', (c) => resolve(c));
   });
   const log = out.join('');
-  // The whole report on failure: the fault log, the stall's evidence, the wrong keys, the paths.
-  const tail = `\n--- chaos output (last 12,000 characters) ---\n${log.slice(-12_000)}`;
+  // On failure, why first (the report's own summary: wrong keys per mode, a failed inspect, the
+  // goals missed, the last events), then the report's end: the fault log, the stall's evidence, the
+  // wrong keys, the paths. A reader that keeps only the start of a long message still sees why.
+  const why = /\nWHY THE ORACLE FAILED:\n[\s\S]*?(?=\n\n|\nORACLE FAILED|$)/.exec(log)?.[0].trim();
+  const tail = `${why ? `\n${why}` : ''}\n--- chaos output (last 12,000 characters) ---\n${log.slice(-12_000)}`;
   const file = /results: (\S+\.json)/.exec(log)?.[1];
   if (code !== 0 || !file || !fs.existsSync(file)) throw new Error(`chaos run exited ${code}${file ? '' : ' without writing results'}${tail}`);
   const { figures } = JSON.parse(fs.readFileSync(file, 'utf8')) as ChaosResults;
