@@ -12,22 +12,41 @@
  * that fails (the group rebalancing under eager rebalancing, the member unknown) ends the
  * heartbeats; once `work` has settled its error is thrown, as the callback's own heartbeat after
  * the batch would have thrown it, so kafkajs rejoins the group as usual. An error of `work` wins.
+ *
+ * Past `maxMs` the heartbeats stop (`onGiveUp` is told once): a callback stuck for good then loses
+ * the member as before, and the group gives its partitions to the others — the Java consumer's
+ * `max.poll.interval.ms`, whose background heartbeats stop the same way.
  */
-export async function heartbeatDuring<T>(heartbeat: () => Promise<void>, everyMs: number, work: Promise<T>): Promise<T> {
+export interface BatchHeartbeats {
+  readonly everyMs: number;
+  readonly maxMs: number;
+  readonly onGiveUp?: (waitedMs: number) => void;
+}
+
+export async function heartbeatDuring<T>(heartbeat: () => Promise<void>, o: BatchHeartbeats, work: Promise<T>): Promise<T> {
   let failure: { error: unknown } | undefined;
   let sending = false;
+  const started = Date.now();
   const timer = setInterval(() => {
     if (sending || failure) return;
+    const waited = Date.now() - started;
+    if (waited > o.maxMs) {
+      clearInterval(timer);
+      o.onGiveUp?.(waited);
+      return;
+    }
     sending = true;
     heartbeat().then(
-      () => (sending = false),
+      () => {
+        sending = false;
+      },
       (error: unknown) => {
         sending = false;
         failure = { error };
         clearInterval(timer);
       },
     );
-  }, everyMs);
+  }, o.everyMs);
   try {
     const result = await work;
     if (failure) throw failure.error;

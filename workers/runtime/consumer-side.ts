@@ -11,6 +11,9 @@ import { PartitionSlots } from './partition-slots';
 import { type RuntimeContext, RuntimeSide } from './runtime-side';
 import { withUnreported } from './slot-persists';
 
+/** How long a batch callback heartbeats while it waits for its fold (heartbeatDuring): the Java consumer's max.poll.interval.ms default. */
+const MAX_BATCH_WAIT_MS = 300_000;
+
 /** How long a revoke waits for a batch of the partition still folding before it flushes regardless. */
 const REVOKE_WAITS_FOR_BATCH_MS = 10_000;
 
@@ -120,8 +123,16 @@ export class ConsumerSide extends RuntimeSide {
     const folding = handoff.hand(payload);
     slot!.batchInFlight = folding;
     try {
-      const everyMs = Math.max(100, this.definition.consumer.heartbeatIntervalMs / 2);
-      if (!(await heartbeatDuring(payload.heartbeat, everyMs, folding))) payload.pause();
+      const heartbeats = {
+        everyMs: Math.max(100, this.definition.consumer.heartbeatIntervalMs / 2),
+        maxMs: MAX_BATCH_WAIT_MS,
+        onGiveUp: (waitedMs: number) =>
+          this.log.error(
+            { topic: payload.batch.topic, partition: payload.batch.partition, waitedMs },
+            'a batch has waited for its fold for 5 minutes: heartbeats stop, so that the group gives this worker\'s partitions to another member unless the fold ends first',
+          ),
+      };
+      if (!(await heartbeatDuring(payload.heartbeat, heartbeats, folding))) payload.pause();
     } finally {
       if (slot!.batchInFlight === folding) slot!.batchInFlight = undefined;
     }

@@ -19,7 +19,7 @@ describe('heartbeatDuring (a batch callback that waits keeps heartbeating)', () 
   it('heartbeats every interval while the work waits, and no more once it settled', async () => {
     const heartbeat = jest.fn(() => Promise.resolve());
     const work = deferred<boolean>();
-    const waiting = heartbeatDuring(heartbeat, 500, work.promise);
+    const waiting = heartbeatDuring(heartbeat, { everyMs: 500, maxMs: 60_000 }, work.promise);
     await jest.advanceTimersByTimeAsync(2_600);
     expect(heartbeat).toHaveBeenCalledTimes(5);
     work.resolve(true);
@@ -30,7 +30,7 @@ describe('heartbeatDuring (a batch callback that waits keeps heartbeating)', () 
 
   it('sends no heartbeat for work that settles within the interval', async () => {
     const heartbeat = jest.fn(() => Promise.resolve());
-    await expect(heartbeatDuring(heartbeat, 500, Promise.resolve(false))).resolves.toBe(false);
+    await expect(heartbeatDuring(heartbeat, { everyMs: 500, maxMs: 60_000 }, Promise.resolve(false))).resolves.toBe(false);
     expect(heartbeat).not.toHaveBeenCalled();
   });
 
@@ -38,7 +38,7 @@ describe('heartbeatDuring (a batch callback that waits keeps heartbeating)', () 
     const answers: Array<() => void> = [];
     const heartbeat = jest.fn(() => new Promise<void>((r) => answers.push(r)));
     const work = deferred<boolean>();
-    const waiting = heartbeatDuring(heartbeat, 500, work.promise);
+    const waiting = heartbeatDuring(heartbeat, { everyMs: 500, maxMs: 60_000 }, work.promise);
     await jest.advanceTimersByTimeAsync(1_600);
     expect(heartbeat).toHaveBeenCalledTimes(1);
     answers[0]!();
@@ -52,7 +52,7 @@ describe('heartbeatDuring (a batch callback that waits keeps heartbeating)', () 
     const rebalancing = Object.assign(new Error('The group is rebalancing'), { type: 'REBALANCE_IN_PROGRESS' });
     const heartbeat = jest.fn(() => Promise.reject(rebalancing));
     const work = deferred<boolean>();
-    const waiting = heartbeatDuring(heartbeat, 500, work.promise);
+    const waiting = heartbeatDuring(heartbeat, { everyMs: 500, maxMs: 60_000 }, work.promise);
     const outcome = waiting.then(
       () => 'resolved',
       (e: unknown) => e,
@@ -72,11 +72,24 @@ describe('heartbeatDuring (a batch callback that waits keeps heartbeating)', () 
   it("the work's own error wins over a heartbeat's", async () => {
     const heartbeat = jest.fn(() => Promise.reject(new Error('unknown member')));
     const work = deferred<boolean>();
-    const waiting = heartbeatDuring(heartbeat, 500, work.promise);
+    const waiting = heartbeatDuring(heartbeat, { everyMs: 500, maxMs: 60_000 }, work.promise);
     const outcome = waiting.catch((e: unknown) => e);
     await jest.advanceTimersByTimeAsync(600);
     const foldFailed = new Error('fold failed');
     work.reject(foldFailed);
     expect(await outcome).toBe(foldFailed);
+  });
+
+  it('stops heartbeating past maxMs and says so once: a fold stuck for good loses the member, as with the Java consumer\'s max.poll.interval.ms', async () => {
+    const heartbeat = jest.fn(() => Promise.resolve());
+    const onGiveUp = jest.fn();
+    const work = deferred<boolean>();
+    const waiting = heartbeatDuring(heartbeat, { everyMs: 500, maxMs: 2_000, onGiveUp }, work.promise);
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(heartbeat).toHaveBeenCalledTimes(4);
+    expect(onGiveUp).toHaveBeenCalledTimes(1);
+    expect(onGiveUp.mock.calls[0]![0]).toBeGreaterThan(2_000);
+    work.resolve(true);
+    await expect(waiting).resolves.toBe(true);
   });
 });
