@@ -91,9 +91,14 @@ test('cooperative: a second worker joins → only the partitions that move stop;
     expect(onA).toHaveLength(2);
     expect(onB).toHaveLength(2);
     for (const p of onA) {
-      // Kept: the same ownership generation, no recovery, no fence.
-      expect(p.owner!.generation).toBe(before.get(p.partition)!.owner!.generation);
-      expect(p.counters.recoveries).toBe(before.get(p.partition)!.counters.recoveries);
+      // Kept: the same ownership generation, no recovery from the store, no fence. A run continued
+      // as new meanwhile (KFT_MAX_HISTORY_EVENTS is small here) takes the engine over in memory:
+      // counted as a recovery, one per new run, from memory.
+      const was = before.get(p.partition)!;
+      expect(p.owner!.generation).toBe(was.owner!.generation);
+      const recoveries = p.counters.recoveries - was.counters.recoveries;
+      expect(recoveries).toBeLessThanOrEqual(p.counters.runs - was.counters.runs);
+      if (recoveries > 0) expect(p.lastRecovery?.fromMemory).toBe(true);
       expect(p.counters.fences).toBe(0);
     }
     for (const p of onB) expect(p.owner!.generation).toBeGreaterThan(before.get(p.partition)!.owner!.generation);

@@ -107,7 +107,7 @@ test('a fold waiting for an outputs persist on a frozen Cassandra keeps its grou
     await cluster.start();
     await cluster.produce(200);
     const a = cluster.startWorker('a');
-    const before = await eventually('a runs both partitions', () => cluster.runningOn(1), 120_000);
+    const before = await cluster.untilRunningOn(1, 'a runs both partitions', 180_000);
     await cluster.untilCaughtUp('caught up before the freeze');
 
     cassandra.pause();

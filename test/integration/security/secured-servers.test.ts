@@ -150,9 +150,10 @@ describe('production connectivity on secured servers', () => {
     await produceInput(names.TEST_FLOW_TOPIC, keyPrefix, unique('VALUEMARK'), []);
     const worker = startWorker({ ...kafkaMtlsEnv(), ...temporalMtlsEnv(), ...names, TEST_LOG_KEYS: '1' });
     try {
-      await eventually('the refused key in the worker\'s log', async () => {
+      // The refused key, and the `worker started` line (it can come after the first folds on a loaded machine).
+      await eventually('the refused key and the start line in the worker\'s log', async () => {
         if (worker.child.exitCode !== null) throw new Error(`the worker exited ${worker.child.exitCode}: ${worker.output()}`);
-        return worker.output().includes(`${keyPrefix}-refused`);
+        return worker.output().includes(`${keyPrefix}-refused`) && worker.output().includes('"msg":"worker started"');
       }, 90_000);
       expect(worker.output()).toContain('"kafkaSecurity":"SSL with a client certificate"');
       expect(worker.output()).toContain('"temporalSecurity":"TLS with a client certificate"');
