@@ -5,16 +5,17 @@
  * loaded worker, for an async fold, for an outputs persist once maxPendingOutputs are held (the
  * Cassandra backend's writes on a slow or restarting node). Without heartbeats the group drops
  * the member, the persist's offset commit fails (UNKNOWN_MEMBER_ID) and every partition of the
- * worker stops and is recovered again: a chaos run at production load lost every commit of the
- * Cassandra mode that way (docs/experiments/2026-12-07-cassandra-batch-heartbeats.md).
+ * worker stops and is recovered again: in a chaos run at production load every commit of the
+ * Cassandra mode was refused that way for minutes (docs/experiments/2026-12-07-cassandra-batch-heartbeats.md).
  *
- * `during(work)` sends the callback's heartbeat every `everyMs` until `work` settles. A heartbeat
- * that fails (the group rebalancing under eager rebalancing, the member unknown) ends the
- * heartbeats; once `work` has settled its error is thrown, as the callback's own heartbeat after
- * the batch would have thrown it, so kafkajs rejoins the group as usual. An error of `work` wins.
+ * `heartbeatDuring(heartbeat, o, work)` sends the callback's heartbeat every `o.everyMs` until
+ * `work` settles. A heartbeat that fails (the group rebalancing under eager rebalancing, the member
+ * unknown) ends the heartbeats; once `work` has settled its error is thrown, as the callback's own
+ * heartbeat after the batch would have thrown it, so kafkajs rejoins the group as usual. An error
+ * of `work` wins.
  *
- * Past `maxMs` the heartbeats stop (`onGiveUp` is told once): a callback stuck for good then loses
- * the member as before, and the group gives its partitions to the others — the Java consumer's
+ * Past `o.maxMs` the heartbeats stop (`onGiveUp` is told once): a callback stuck for good then
+ * loses the member as before, and the group gives its partitions to the others — the Java consumer's
  * `max.poll.interval.ms`, whose background heartbeats stop the same way.
  */
 export interface BatchHeartbeats {
