@@ -128,8 +128,8 @@ export class ConsumerSide extends RuntimeSide {
         maxMs: MAX_BATCH_WAIT_MS,
         onGiveUp: (waitedMs: number) =>
           this.log.error(
-            { topic: payload.batch.topic, partition: payload.batch.partition, waitedMs },
-            'a batch has waited for its fold for 5 minutes: heartbeats stop, so that the group gives this worker\'s partitions to another member unless the fold ends first',
+            { topic: payload.batch.topic, partition: payload.batch.partition, waitedMs, maxMs: MAX_BATCH_WAIT_MS },
+            'a batch has waited for its fold past maxMs: heartbeats stop, so that the group gives this worker\'s partitions to another member unless the fold ends first',
           ),
       };
       if (!(await heartbeatDuring(payload.heartbeat, heartbeats, folding))) payload.pause();
