@@ -300,9 +300,14 @@ export function report(o: RunOutcome): number {
         (v) =>
           `${v.mode.spec.id}: ${v.verdict.wrongKeys.length} wrong of ${v.verdict.keysExpected} keys (${v.verdict.keysActual} read), lost ${v.verdict.lostRecords}, duplicated ${v.verdict.duplicatedRecords}, outputs wrong/lost/dup ${v.outputs.wrong}/${v.outputs.lost}/${v.outputs.duplicated}${v.inspectError ? `, INSPECT FAILED: ${v.inspectError}` : ''}${v.outputsError ? `, reading outputs failed: ${v.outputsError}` : ''}`,
       ),
-      ...goals.filter((g) => g.ok === 'NO').map((g) => `goal missed: ${g.figure} = ${g.value} (goal ${g.goal})`),
+      // The evidence before the goals (a reader that keeps only the first lines sees the cause):
+      // partitions that never ran, partitions not caught up with their last error, workers that
+      // exited badly, the last events.
+      ...startupProblems.slice(0, 4).map((l) => `not running at startup: ${l}`),
       ...stuck.slice(0, 8).map((l) => `not caught up: ${l}`),
+      ...exits.filter((e) => e.code !== 0 || e.killed).slice(0, 4).map((e) => `worker exit: ${e.name} code ${e.code}${e.killed ? ' (killed)' : ''}`),
       ...events.slice(-8).map((e) => `event ${e}`),
+      ...goals.filter((g) => g.ok === 'NO').map((g) => `goal missed: ${g.figure} = ${g.value} (goal ${g.goal})`),
     ];
     process.stdout.write(`\nWHY THE ORACLE FAILED:\n  ${why.join('\n  ')}\n`);
   }

@@ -12,7 +12,6 @@ const Sequencer = require('@jest/test-sequencer').default;
 /** Slowest first (each file alone, one after the other, 2 December 2026). Paths from the repository root. */
 const LONG_FIRST = [
   'test/integration/chaos/quick.test.ts',
-  'test/integration/orchestration/self-healing.test.ts',
   'test/integration/orchestration/stale-owner.test.ts',
   'test/integration/orchestration/temporal-restart.test.ts',
   'test/integration/local-state/restore.test.ts',
@@ -29,6 +28,7 @@ const LONG_FIRST = [
  * left one lane running them while the other had nothing to do (a fresh-clone run took 952 s).
  */
 const AFTER_CHAOS = [
+  'test/integration/orchestration/self-healing.test.ts',
   'test/integration/cassandra/kill9-recovery.test.ts',
   'test/integration/cassandra/outage.test.ts',
   'test/integration/security/secured-servers.test.ts',

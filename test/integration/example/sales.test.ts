@@ -35,7 +35,7 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'bin/run-ts.js'), 'examples/sales/run.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const { output, exited } = captureOutput(child);
   try {
-    const deadline = Date.now() + 120_000;
+    const deadline = Date.now() + 240_000;
     while (!/partitions running 3\+3/.test(output())) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the example did not get both workers running:\n${output()}`);
       await new Promise((r) => setTimeout(r, 250));
@@ -46,11 +46,11 @@ test('the sales example runs, shows up in the Temporal UI, stops cleanly, and pe
     // reported) and owner: the worker's group member id.
     const rowOf = (p: number) => new RegExp(`kafka-flow/${id}/${id}/${p}\\s+running\\s+(\\d+\\s+){1,3}kafka-flow-temporal-${id}-`);
     const rows = (text: string) => [0, 1, 2, 3, 4, 5].every((p) => rowOf(p).test(text));
-    const { text } = await renderPage(ui!, { localStorage: flowColumnsStorage('default'), until: rows, timeoutMs: 60_000 });
+    const { text } = await renderPage(ui!, { localStorage: flowColumnsStorage('default'), until: rows, timeoutMs: 120_000 });
     for (let p = 0; p < 6; p++) expect(text).toMatch(rowOf(p));
 
     // Dublin's first burst is its first 2,000 orders; its session ends once its partition's record
-    // time is GAP_MS past them. Stop only after enough orders for that (the UI above can take 2 s or 60).
+    // time is GAP_MS past them. Stop only after enough orders for that (the UI above can take 2 s or 120).
     const enough = 2_000 + 4 * GAP_MS * (Number(env.SALES_RATE) / 1000);
     const producedSoFar = () => Math.max(0, ...[...output().matchAll(/produced (\d+) \(/g)].map((m) => Number(m[1])));
     while (producedSoFar() < enough) {
