@@ -319,6 +319,11 @@ export class PartitionFlow<S, V> {
     this.runs.beginBatch();
     let keyless = 0;
     let lastOffset = -1;
+    // Records below the position were routed already: handed again when the consumer was seeked
+    // back while a batch folded on (an in-place recovery seeks to the position of that moment).
+    // Skipped here, not by their keys: a key deleted and forgotten since (its marker purged) would
+    // be created afresh from its older records.
+    const position = this.nextOffset;
 
     try {
       for (let i = 0; i < messages.length; i++) {
@@ -329,6 +334,10 @@ export class PartitionFlow<S, V> {
         const src = m.bytes;
         const offset = src === undefined ? offsetFromKafka(m.offset) : m.offsetNumber!;
         lastOffset = offset;
+        if (offset < position) {
+          this.skipped++;
+          continue;
+        }
         let key: string;
         if (src === undefined) {
           const rawKey = m.key;

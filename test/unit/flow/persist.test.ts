@@ -74,6 +74,28 @@ describe('PartitionFlow persist', () => {
     ]);
   });
 
+  test('a batch handed again from below the position (the consumer seeked back while the batch folded on) folds nothing again: a key deleted in it, its delete landed and forgotten, is not created afresh from its older records', async () => {
+    // The store is not asked about a key the engine does not hold (no has / readNow: Cassandra's
+    // snapshots), so only the position can tell that these records were folded already.
+    const backend = new InMemoryBackend<Count, string>();
+    const { wrapped, batches } = spy(backend.forPartition(TP, 'snapshots'));
+    const h = await harness({ fold: countingFold(3), backend, persistence: wrapped });
+    const batch = [...records('a', 0, ['e', 'e']), ...records('b', 2, ['e']), ...records('a', 3, ['e'])]; // a: created at 0, deleted at 3
+    await h.flow.handleBatch(batch);
+    await h.flow.persist(h.clock.now(), 'idle'); // a's delete marker lands with the commit past it
+    await h.flow.persist(h.clock.now(), 'idle'); // the marker is purged; a is forgotten
+    expect(h.flow.liveKeys).toBe(1);
+    const written = batches.length;
+
+    await h.flow.handleBatch(batch.slice(0, 2)); // a's records before its delete, again
+    expect([...h.flow.states()]).toEqual([['b', { offset: '2', count: 1 }]]);
+    await h.flow.handleBatch([...batch.slice(2), ...records('b', 4, ['e'])]); // from below the position, past it at the end
+    expect(h.flow.position).toBe(5);
+    expect([...h.flow.states()]).toEqual([['b', { offset: '4', count: 2 }]]);
+    await h.flow.persist(h.clock.now(), 'idle');
+    expect(batches.slice(written).map((b) => b.keys)).toEqual([['b']]);
+  });
+
   test('a periodic persist takes every key whose persistEvery has passed, even before its timer fired again: the commit trails by one cycle', async () => {
     // Timers every 1 s, persist every 1 s, the workflow's persists at 1.0, 2.1 and 3.2 s (their own clock).
     const h = await harness({ fold: countingFold(100), timers: { persistPeriodically: { fireEvery: 1000, persistEvery: 1000 } } });
