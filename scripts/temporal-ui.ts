@@ -43,14 +43,18 @@ export interface PageOptions {
   /** The page's text (with its same-origin frames') is read again every 500 ms until this holds (the UI renders after its API calls). */
   readonly until?: (text: string) => boolean;
   /**
-   * While `until` does not hold the page is loaded again this often (default 5 s): the UI's
-   * workflow list shows the search attributes of when it was loaded and does not refresh them.
+   * While `until` does not hold the page is loaded again after this long (default 5 s), then after
+   * twice as long each time, up to 30 s: the UI's workflow list shows the search attributes of when
+   * it was loaded and does not refresh them.
    */
   readonly reloadEveryMs?: number;
   readonly timeoutMs?: number;
   /** Also saves a PNG of the page here (once `until` holds). */
   readonly screenshotFile?: string;
 }
+
+/** A page that has rendered nothing for this long is reloaded (a load that stalled). */
+const PAGE_STUCK_MS = 30_000;
 
 /**
  * A page rendered in a real headless Chromium, driven over the DevTools protocol on a pipe (no
@@ -85,16 +89,24 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
         }
       }
     };
-    const reloadEveryMs = o.reloadEveryMs ?? 5_000;
+    let reloadEveryMs = o.reloadEveryMs ?? 5_000;
     let loadedAt = Date.now();
     let text = '';
     for (;;) {
-      text = await read(PAGE_TEXT);
+      const now = await read(PAGE_TEXT);
+      // An empty read is a document still loading: the text shown before it stands.
+      if (now.trim() !== '' || text === '') text = now;
       if (!o.until || o.until(text) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
-      if (Date.now() - loadedAt >= reloadEveryMs) {
+      // Reloaded for fresh data only once the page has rendered, each time after twice as long (up
+      // to PAGE_STUCK_MS): on a busy machine the UI's app, its API calls and its details frame can
+      // take longer than reloadEveryMs, and a reload then starts them over every time (an empty or
+      // half-drawn page to the end). One that renders nothing for PAGE_STUCK_MS is reloaded anyway.
+      const since = Date.now() - loadedAt;
+      if (since >= (now.trim() === '' ? PAGE_STUCK_MS : reloadEveryMs)) {
         await page('Page.reload');
         loadedAt = Date.now();
+        reloadEveryMs = Math.min(reloadEveryMs * 2, PAGE_STUCK_MS);
       }
     }
     if (o.screenshotFile) {
