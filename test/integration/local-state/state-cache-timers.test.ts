@@ -203,7 +203,10 @@ test('processing-time timers of keys out of memory fire on the tick, through a k
       .split('\n')
       .filter((l) => l.includes('"msg":"partition recovered"'))
       .map((l) => (JSON.parse(l) as { keys: number }).keys);
-    expect(recovered).toEqual([0, 0]);
+    // Each of its recoveries loads no key: both partitions, and once more any partition the group
+    // moved again on a loaded machine (the killed worker's member leaving after its session).
+    expect(recovered.length).toBeGreaterThanOrEqual(2);
+    expect(recovered.filter((k) => k !== 0)).toEqual([]);
     await expectOneReminderPerFire(names, await outputs(), keys, 2);
   } finally {
     for (const key of Object.keys(names)) delete process.env[key];
