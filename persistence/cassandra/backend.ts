@@ -209,6 +209,7 @@ export class CassandraBackend<S, V> {
         ttlSeconds: settings.ttlSeconds.keys,
         listParallelism: settings.keyListParallelism,
         segmentsPerQuery: settings.segmentsPerQuery,
+        scanRows: settings.keyScanRows,
       });
       const metrics = flowMetrics ? { registry: CassandraPersistenceMetrics.of(flowMetrics.registry), flow: flowName } : undefined;
       const compress =

@@ -1,9 +1,9 @@
-import type { types } from 'cassandra-driver';
+import { errors, types } from 'cassandra-driver';
 import type { KeyStore } from '../key-store';
 import type { TopicPartition } from '../../core/persistence-types';
 import { CassandraPersistenceError } from './errors';
 import { mapConcurrent } from './limiter';
-import type { ConsistencyOverride } from './options';
+import { type ConsistencyOverride, KEY_SCAN_ROWS } from './options';
 import { keySegment, segmentChunks } from './segments';
 import { type CassandraSession, long, utcDate } from './session';
 
@@ -28,7 +28,12 @@ export interface CassandraKeyStoreOptions {
   readonly listParallelism?: number;
   /** Segments per listing query. Default 100. */
   readonly segmentsPerQuery?: number;
+  /** Rows of the whole table a listing reads in one scan before it lists segments instead. Default KEY_SCAN_ROWS; 0: never scan. */
+  readonly scanRows?: number;
 }
+
+/** Rows per page of the whole-table scan. */
+const SCAN_PAGE_ROWS = 5_000;
 
 /**
  * kafka-flow's keys table: one row per key under the Cassandra partition
@@ -48,7 +53,11 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
   readonly pin?: (partition: TopicPartition, keys: readonly string[]) => Promise<void>;
   private readonly o: CassandraKeyStoreOptions;
   private readonly chunks: number[][];
-  private readonly q: { add: string; touch: string; remove: string; list: string; createdAt: string; touchAt: string; removeAt: string };
+  private readonly q: { add: string; touch: string; remove: string; list: string; scan: string; createdAt: string; touchAt: string; removeAt: string };
+  /** Whether the table fits a scan: learnt by the first scan, 'big' for good once one read more than scanRows rows. */
+  private tableSize: 'unknown' | 'small' | 'big' = 'unknown';
+  /** The scan that finds out, while the size is unknown: the other listings wait for it rather than each read up to scanRows rows. */
+  private probe?: Promise<void>;
 
   constructor(options: CassandraKeyStoreOptions) {
     if (!(Number.isInteger(options.segments) && options.segments >= 1)) {
@@ -64,6 +73,7 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
       touch: `UPDATE ${this.table} USING TTL ? SET metadata = ? WHERE ${where}`,
       remove: `DELETE FROM ${this.table} WHERE ${where}`,
       list: `SELECT key FROM ${this.table} WHERE application_id = ? AND group_id = ? AND segment IN ? AND topic = ? AND partition = ?`,
+      scan: `SELECT application_id, group_id, topic, partition, key FROM ${this.table}`,
       // Fencing 'timestamp': the row at the snapshot write's timestamp (write-timestamp.ts).
       createdAt: `UPDATE ${this.table} USING TTL ? AND TIMESTAMP ? SET created = ?, created_date = ?, metadata = ? WHERE ${where}`,
       touchAt: `UPDATE ${this.table} USING TTL ? AND TIMESTAMP ? SET metadata = ? WHERE ${where}`,
@@ -124,7 +134,62 @@ export class CassandraKeyStore implements KeyStore, KeyLister {
     }
   }
 
+  /**
+   * The partition's keys: from one scan of the whole table while it is small (KEY_SCAN_ROWS),
+   * else segment by segment. A scan that fails (a node down, too many tombstones) falls back to
+   * the segments, whose error says what is wrong if it lasts. Either way the keys listed are those
+   * written before the listing began, or during it.
+   */
   async *list(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<string> {
+    const scanned = await this.scanIfSmall(partition);
+    if (scanned) {
+      onShare?.(1);
+      yield* scanned;
+      return;
+    }
+    yield* this.listSegments(partition, onShare);
+  }
+
+  private async scanIfSmall(partition: TopicPartition): Promise<string[] | undefined> {
+    const limit = this.o.scanRows ?? KEY_SCAN_ROWS;
+    if (limit === 0 || this.tableSize === 'big') return undefined;
+    if (this.tableSize === 'small') return this.scan(partition, limit);
+    if (this.probe) {
+      await this.probe;
+      return this.scanIfSmall(partition);
+    }
+    const scan = this.scan(partition, limit).finally(() => {
+      this.probe = undefined;
+    });
+    this.probe = scan.then(() => undefined);
+    return scan;
+  }
+
+  /** The partition's keys from a scan of the whole table, or undefined once it read more than `limit` rows or failed. */
+  private async scan(partition: TopicPartition, limit: number): Promise<string[] | undefined> {
+    const { applicationId, groupId } = this.o;
+    const keys: string[] = [];
+    let rows = 0;
+    try {
+      for await (const row of this.o.session.rows(this.q.scan, [], this.o.consistency.read, SCAN_PAGE_ROWS)) {
+        if (++rows > limit) {
+          this.tableSize = 'big';
+          return undefined;
+        }
+        if (row.get('partition') === partition.partition && row.get('topic') === partition.topic && row.get('group_id') === groupId && row.get('application_id') === applicationId) {
+          keys.push(row.get('key') as string);
+        }
+      }
+    } catch (err) {
+      // Too many tombstones (or a node that cannot serve range reads): this table is not scanned again here.
+      if (err instanceof errors.ResponseError && err.code === types.responseErrorCodes.readFailure) this.tableSize = 'big';
+      return undefined;
+    }
+    this.tableSize = 'small';
+    return keys;
+  }
+
+  private async *listSegments(partition: TopicPartition, onShare?: (share: number) => void): AsyncIterable<string> {
     const { applicationId, groupId } = this.o;
     const parallelism = this.o.listParallelism ?? 32;
     const pages = mapConcurrent(this.chunks, parallelism, async (chunk) => {

@@ -175,7 +175,7 @@ describe('CassandraJournalStore', () => {
 });
 
 describe('CassandraKeyStore and recovery', () => {
-  test('recovery lists exactly the partition\'s keys across segments, not other partitions\', topics\' or groups\'', async () => {
+  test('recovery lists exactly the partition\'s keys (by a scan of the table, and across segments), not other partitions\', topics\' or groups\'', async () => {
     // Hashed names: Java's String.hashCode puts similar names (key-1, key-2, …) in neighbouring
     // segments, and the point is to cover all of them, the first and last listing chunks included.
     const keys0 = Array.from({ length: 2000 }, (_, i) => `user-${createHash('sha1').update(String(i)).digest('hex').slice(0, 12)}`);
@@ -225,6 +225,16 @@ describe('CassandraKeyStore and recovery', () => {
     const p1Keys: string[] = [];
     for await (const k of backend.keys!.list(R1)) p1Keys.push(k);
     expect(p1Keys.sort()).toEqual([...keys1].sort());
+
+    // The same keys listed segment by segment (a table past keyScanRows) as by the scan above.
+    const bySegments = await startBackend<State>(keyspace, { mode: 'journal+snapshots', keyScanRows: 0 });
+    cassandra.defer(() => bySegments.close());
+    const shares: number[] = [];
+    const listed: string[] = [];
+    for await (const k of bySegments.keys!.list(R0, (s) => shares.push(s))) listed.push(k);
+    expect(new Set(listed)).toEqual(expected);
+    expect(listed).toHaveLength(expected.size);
+    expect(shares).toHaveLength(100);
   });
 
   test('batched recovery reads (key IN …) find what one-key-per-query reads find: snapshots, delete markers, listed keys without a row', async () => {
@@ -263,20 +273,58 @@ describe('CassandraKeyStore and recovery', () => {
 
   test('few segments, listed in uneven chunks, and removed keys are not listed', async () => {
     const fewKeyspace = keyspaceName('kft_segments');
-    const few = await startBackend<State>(fewKeyspace, { keySegments: 7, segmentsPerQuery: 3, keyListParallelism: 2 });
+    const few = await startBackend<State>(fewKeyspace, { keySegments: 7, segmentsPerQuery: 3, keyListParallelism: 2, keyScanRows: 0 });
     try {
       const keys = Array.from({ length: 50 }, (_, i) => `s${i}`);
       await few.keys!.add(P0, keys);
       await few.keys!.remove(P0, ['s0', 's1']);
       const listed: string[] = [];
-      for await (const k of few.keys!.list(P0)) listed.push(k);
+      const shares: number[] = [];
+      for await (const k of few.keys!.list(P0, (s) => shares.push(s))) listed.push(k);
       expect(listed.sort()).toEqual(keys.slice(2).sort());
+      expect(shares).toEqual([1 / 3, 2 / 3, 1]);
       const segments = await cassandra.raw.execute(`SELECT DISTINCT application_id, group_id, segment FROM ${fewKeyspace}.keys`);
       expect(new Set(segments.rows.map((r) => Number(r.get('segment')))).size).toBe(7);
     } finally {
       await closeAll(
         () => few.close(),
         () => dropKeyspace(fewKeyspace),
+      );
+    }
+  });
+
+  test('a small keys table is listed by one scan of it, one past keyScanRows by its segments (for good), and both list the same keys', async () => {
+    const ks = keyspaceName('kft_scan');
+    const b = await startBackend<State>(ks, { keySegments: 7, segmentsPerQuery: 3, keyScanRows: 60 });
+    const listing = async (partition: typeof P0) => {
+      const keys: string[] = [];
+      const shares: number[] = [];
+      for await (const k of b.keys!.list(partition, (s) => shares.push(s))) keys.push(k);
+      return { keys: keys.sort(), shares };
+    };
+    try {
+      const mine = Array.from({ length: 30 }, (_, i) => `m${i}`);
+      await b.keys!.add(P0, mine);
+      await b.keys!.remove(P0, ['m0']);
+      // Other partitions, topics and groups share the table: the scan keeps only this partition's keys.
+      await b.keys!.add(P1, ['m1', 'p1']);
+      await b.keys!.add(OTHER, ['m2', 'o']);
+      await cassandra.raw.execute(`INSERT INTO ${ks}.keys (application_id, group_id, segment, topic, partition, key) VALUES ('app', 'another-group', 1, 'orders', 0, 'g')`);
+      // Every listing at once (a worker's partitions recovering together): one of them finds out the table's size.
+      const together = await Promise.all([listing(P0), listing(P0), listing(P0)]);
+      for (const l of together) expect(l).toEqual({ keys: mine.slice(1).sort(), shares: [1] });
+      expect(await listing(P1)).toEqual({ keys: ['m1', 'p1'], shares: [1] });
+
+      // Past 60 rows: segment by segment (three queries of at most three of the seven segments), the same keys.
+      await b.keys!.add(P1, Array.from({ length: 40 }, (_, i) => `q${i}`));
+      expect(await listing(P0)).toEqual({ keys: mine.slice(1).sort(), shares: [1 / 3, 2 / 3, 1] });
+      // The table is not scanned again once it was too big, even when it shrinks back.
+      await b.keys!.remove(P1, Array.from({ length: 40 }, (_, i) => `q${i}`));
+      expect(await listing(P0)).toEqual({ keys: mine.slice(1).sort(), shares: [1 / 3, 2 / 3, 1] });
+    } finally {
+      await closeAll(
+        () => b.close(),
+        () => dropKeyspace(ks),
       );
     }
   });
