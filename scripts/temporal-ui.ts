@@ -94,8 +94,9 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
     let text = '';
     for (;;) {
       const now = await read(PAGE_TEXT);
+      const rendered = now.trim() !== '';
       // An empty read is a document still loading: the text shown before it stands.
-      if (now.trim() !== '' || text === '') text = now;
+      if (rendered || text === '') text = now;
       if (!o.until || o.until(text) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
       // Reloaded for fresh data only once the page has rendered, each time after twice as long (up
@@ -103,7 +104,7 @@ export async function renderPage(url: string, o: PageOptions = {}): Promise<{ te
       // take longer than reloadEveryMs, and a reload then starts them over every time (an empty or
       // half-drawn page to the end). One that renders nothing for PAGE_STUCK_MS is reloaded anyway.
       const since = Date.now() - loadedAt;
-      if (since >= (now.trim() === '' ? PAGE_STUCK_MS : reloadEveryMs)) {
+      if (since >= (rendered ? reloadEveryMs : PAGE_STUCK_MS)) {
         await page('Page.reload');
         loadedAt = Date.now();
         reloadEveryMs = Math.min(reloadEveryMs * 2, PAGE_STUCK_MS);
