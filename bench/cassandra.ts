@@ -7,6 +7,10 @@
 // - update: a second persist of the same keys at newer offsets (UPDATE … IF generation <= ? AND
 //   offset < ? vs plain UPDATE) — what a running partition does every persistEvery
 // - cassandra_lwt_vs_plain_write / _update: time with LWT ÷ time without, same run, interleaved
+// - key listing: the keys table holds 40,000 rows (past keyScanRows' default 10,000): the default
+//   recovery (a scan that stops at 10,001 rows, then the segments) beside the segments alone and a
+//   scan of the whole table: cassandra_recovery_default_vs_segments (the probe's cost),
+//   cassandra_recovery_scan_vs_segments (what a scan saves where a table is small enough)
 // - recovery: a fresh client recovers the partition's 10,000 keys, reading 100 snapshots per query
 //   (`key IN (...)`, the default) and, side by side in the same run, one key per query
 //   (recoveryBatchSize 1, as before batched reads): cassandra_recovery_batched_vs_single
@@ -18,7 +22,7 @@
 //   also writes its key row at it): the same persists in both layouts, interleaved with the others:
 //   cassandra_timestamp_*_keys_per_s, cassandra_lwt_vs_timestamp_write / _update (time ÷ time)
 // Each configuration writes its own tables and a fresh partition per run; persist figures are
-// medians of 3 runs after one untimed warm-up, recovery figures medians of 5 rounds (the three
+// medians of 3 runs after one untimed warm-up, recovery figures medians of 5 rounds (the five
 // recoveries in rotating order, each round a fresh client per recovery).
 // `npm run bench:cassandra [-- --quick]` (quick: 1,000 keys, 1 run).
 import { randomBytes } from 'node:crypto';
@@ -32,6 +36,7 @@ import { ownCpuMs } from './lib/cpu';
 import { measure, median, perSecond, ratio } from './lib/timing';
 import { formatHostPort, readEnv } from '../config/env';
 import { CassandraBackend, type Fencing, type SnapshotLayout } from '../persistence/cassandra';
+import { KEY_SCAN_ROWS } from '../persistence/cassandra/options';
 import { InMemoryOffsetCommitter } from '../persistence/memory';
 import type { KeyWrite } from '../flow/ports';
 import { VERSIONS } from '../infra/settings';
@@ -63,9 +68,10 @@ async function main(): Promise<void> {
     ts: { fencing: 'timestamp', layout: 'kafka-flow' },
     tsbp: { fencing: 'timestamp', layout: 'by-partition' },
   };
-  const start = (config: Config, recoveryBatchSize?: number) =>
+  const start = (config: Config, recoveryBatchSize?: number, keyScanRows?: number) =>
     CassandraBackend.start<State, unknown>({
       recoveryBatchSize,
+      keyScanRows,
       // BENCH_CASSANDRA_MAX_READS: the backend's maxConcurrentReads (64): reads in flight, a quarter of them recovery batches.
       maxConcurrentReads: process.env.BENCH_CASSANDRA_MAX_READS ? Number(process.env.BENCH_CASSANDRA_MAX_READS) : undefined,
       applicationId: 'bench',
@@ -91,12 +97,14 @@ async function main(): Promise<void> {
     tsbp_write: [],
     tsbp_update: [],
     recovery: [],
+    recovery_segments: [],
+    recovery_scan: [],
     recovery_single: [],
     recovery_by_partition: [],
   };
   /** This process's CPU during each recovery: how much of its time is ours (decoding, the driver), not the node's. */
-  const cpu: Record<string, number[]> = { recovery: [], recovery_single: [], recovery_by_partition: [] };
-  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 10 + RECOVERY_ROUNDS * KEYS * 3, { plainEveryMs: 5_000 });
+  const cpu: Record<string, number[]> = { recovery: [], recovery_segments: [], recovery_scan: [], recovery_single: [], recovery_by_partition: [] };
+  const progress = startProgress('cassandra', (RUNS + 1) * KEYS * 10 + RECOVERY_ROUNDS * KEYS * 5, { plainEveryMs: 5_000 });
 
   type Persistence = Awaited<ReturnType<(typeof backends)['lwt']['forPartition']>>;
   const persist = (persistence: Persistence, config: Config, offsetBase: number, addKey: boolean) =>
@@ -138,14 +146,20 @@ async function main(): Promise<void> {
       // recoveries of a kafka-flow layout partition, and the by-partition layout's scan of its
       // own partition (the same keys and states), in rotating order.
       const run = ((round - 1) % RUNS) + 1;
-      const rotation: Array<[string, Config, number]> = [
-        ['recovery', 'lwt', 100],
-        ['recovery_single', 'lwt', 1],
-        ['recovery_by_partition', 'bp', 100],
+      // The keys table holds (RUNS + 1) × KEYS rows (the full run: past the default keyScanRows, so
+      // the default recovery scans KEY_SCAN_ROWS + 1 rows, finds the table too big and lists the
+      // segments); beside it the segments alone (keyScanRows 0) and a scan of the whole table.
+      const rotation: Array<[string, Config, number, number | undefined]> = [
+        ['recovery', 'lwt', 100, undefined],
+        ['recovery_segments', 'lwt', 100, 0],
+        ['recovery_scan', 'lwt', 100, (RUNS + 2) * KEYS],
+        ['recovery_single', 'lwt', 1, undefined],
+        ['recovery_by_partition', 'bp', 100, undefined],
       ];
-      const order = [...rotation.slice(round % 3), ...rotation.slice(0, round % 3)];
-      for (const [figure, config, batchSize] of order) {
-        const fresh = await start(config, batchSize);
+      const shift = round % rotation.length;
+      const order = [...rotation.slice(shift), ...rotation.slice(0, shift)];
+      for (const [figure, config, batchSize, keyScanRows] of order) {
+        const fresh = await start(config, batchSize, keyScanRows);
         try {
           const persistence = await fresh.forPartition({ topic: TOPIC, partition: run, generation: 2, committer: new InMemoryOffsetCommitter() });
           let recovered = 0;
@@ -195,6 +209,11 @@ async function main(): Promise<void> {
     cassandra_recovery_single_keys_per_s: round(perSecond(KEYS, ms.recovery_single!)),
     cassandra_recovery_batched_vs_single: round(ratio(ms.recovery_single!, ms.recovery!), 2),
     cassandra_recovery_client_cpu_ms: round(median(cpu.recovery!)),
+    // The key listing: segments only, and a scan of the whole keys table (40,000 rows), against the default.
+    cassandra_recovery_segments_keys_per_s: round(perSecond(KEYS, ms.recovery_segments!)),
+    cassandra_recovery_scan_keys_per_s: round(perSecond(KEYS, ms.recovery_scan!)),
+    cassandra_recovery_scan_vs_segments: round(ratio(ms.recovery_segments!, ms.recovery_scan!), 2),
+    cassandra_recovery_default_vs_segments: round(ratio(ms.recovery_segments!, ms.recovery!), 2),
     cassandra_recovery_single_client_cpu_ms: round(median(cpu.recovery_single!)),
     cassandra_recovery_keys_per_s_by_partition: round(perSecond(KEYS, ms.recovery_by_partition!)),
     cassandra_recovery_by_partition_vs_single: round(ratio(ms.recovery_single!, ms.recovery_by_partition!), 2),
@@ -224,11 +243,15 @@ async function main(): Promise<void> {
     { persist: 'first write (new keys)', 'ms': ms.bp_write!, 'keys/s': figures.cassandra_by_partition_lwt_write_keys_per_s },
     { persist: 'update (newer offsets)', 'ms': ms.bp_update!, 'keys/s': figures.cassandra_by_partition_lwt_update_keys_per_s, 'time ÷ kafka-flow layout lwt': figures.cassandra_by_partition_vs_kafka_flow_lwt_update },
   ]);
-  printTable('cassandra recovery (fresh client: list 10,000 segments, read every snapshot)', [
-    { reads: '100 keys per query (default)', keys: KEYS, ms: ms.recovery!, 'client cpu ms': figures.cassandra_recovery_client_cpu_ms, 'keys/s': figures.cassandra_recovery_keys_per_s },
+  printTable(`cassandra recovery (fresh client: list the keys — the table holds ${((RUNS + 1) * KEYS).toLocaleString('en-US')} rows — read every snapshot)`, [
+    { reads: `100 keys per query (default: ${(RUNS + 1) * KEYS > KEY_SCAN_ROWS ? 'a scan, too big, the segments' : 'a scan'})`, keys: KEYS, ms: ms.recovery!, 'client cpu ms': figures.cassandra_recovery_client_cpu_ms, 'keys/s': figures.cassandra_recovery_keys_per_s },
+    { reads: 'listed by segments only (keyScanRows 0)', keys: KEYS, ms: ms.recovery_segments!, 'client cpu ms': round(median(cpu.recovery_segments!)), 'keys/s': figures.cassandra_recovery_segments_keys_per_s },
+    { reads: 'listed by a scan of the whole table', keys: KEYS, ms: ms.recovery_scan!, 'client cpu ms': round(median(cpu.recovery_scan!)), 'keys/s': figures.cassandra_recovery_scan_keys_per_s },
     { reads: 'one key per query', keys: KEYS, ms: ms.recovery_single!, 'client cpu ms': figures.cassandra_recovery_single_client_cpu_ms, 'keys/s': figures.cassandra_recovery_single_keys_per_s },
     { reads: `by-partition layout (${BUCKETS} buckets scanned)`, keys: KEYS, ms: ms.recovery_by_partition!, 'client cpu ms': figures.cassandra_recovery_by_partition_client_cpu_ms, 'keys/s': figures.cassandra_recovery_keys_per_s_by_partition },
     { reads: 'batched ÷ single (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_batched_vs_single },
+    { reads: 'scan ÷ segments (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_scan_vs_segments },
+    { reads: 'default ÷ segments (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_default_vs_segments },
     { reads: 'by-partition ÷ single (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_by_partition_vs_single },
     { reads: 'by-partition ÷ batched (speed)', keys: KEYS, ms: '-', 'client cpu ms': '-', 'keys/s': figures.cassandra_recovery_by_partition_vs_batched },
   ]);
