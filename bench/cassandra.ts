@@ -7,8 +7,8 @@
 // - update: a second persist of the same keys at newer offsets (UPDATE … IF generation <= ? AND
 //   offset < ? vs plain UPDATE) — what a running partition does every persistEvery
 // - cassandra_lwt_vs_plain_write / _update: time with LWT ÷ time without, same run, interleaved
-// - key listing: the keys table holds 40,000 rows (past keyScanRows' default 10,000): the default
-//   recovery (a scan that stops at 10,001 rows, then the segments) beside the segments alone and a
+// - key listing: the keys table holds 40,000 rows (past keyScanRows' default 2,000): the default
+//   recovery (a scan that stops at 2,001 rows, then the segments) beside the segments alone and a
 //   scan of the whole table: cassandra_recovery_default_vs_segments (the probe's cost),
 //   cassandra_recovery_scan_vs_segments (what a scan saves where a table is small enough)
 // - recovery: a fresh client recovers the partition's 10,000 keys, reading 100 snapshots per query

@@ -45,12 +45,14 @@ export type SnapshotLayout = 'kafka-flow' | 'by-partition';
 export const SNAPSHOT_LAYOUTS = ['kafka-flow', 'by-partition'] as const;
 
 /**
- * Recovery lists a partition's keys by one scan of the whole keys table while it holds at most this many rows:
- * listing by segments costs 10,000 partition reads however few keys there are (0.7–2 s on an idle
- * 2-core machine; 30 s each for four partitions recovering at once in the quick chaos run), a small
- * table's scan a few milliseconds; this many rows cost about what one segment listing does.
+ * Recovery lists a partition's keys by one scan of the whole keys table while it holds at most this
+ * many rows: listing by segments costs 10,000 partition reads however few keys there are (0.5–2 s
+ * on an idle 2-core machine; 30 s each for four partitions recovering at once in the quick chaos
+ * run), a small table's scan milliseconds. A scan of 10,000 rows costs about one segment listing
+ * (bench:cassandra); at 2,000 the scan that finds a big table too big costs a fifth of one, once
+ * per process.
  */
-export const KEY_SCAN_ROWS = 10_000;
+export const KEY_SCAN_ROWS = 2_000;
 
 /** The by-partition layout's default table name (its primary key differs from snapshots_v2's). */
 export const DEFAULT_BY_PARTITION_TABLE = 'snapshots_by_partition';
@@ -140,7 +142,7 @@ export interface CassandraFlowOptions {
   segmentsPerQuery?: number;
   /**
    * Recovery reads the whole keys table in one scan, instead of listing its segments, while the
-   * table holds at most this many rows. Default 10,000; 0: always list the segments.
+   * table holds at most this many rows. Default 2,000; 0: always list the segments.
    */
   keyScanRows?: number;
   /** The most key writes in one persist batch (one offset commit per batch). Default 1,000. */

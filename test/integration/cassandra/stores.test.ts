@@ -206,7 +206,8 @@ describe('CassandraKeyStore and recovery', () => {
 
     const progress: unknown[] = [];
     const registry = new Registry();
-    const measured = await startBackend<State>(keyspace, { mode: 'journal+snapshots', metrics: FlowMetrics.of(registry), flowName: 'sales' });
+    // Listed by a scan of the table (it holds fewer rows than this), and below by its segments.
+    const measured = await startBackend<State>(keyspace, { mode: 'journal+snapshots', metrics: FlowMetrics.of(registry), flowName: 'sales', keyScanRows: 1_000_000 });
     cassandra.defer(() => measured.close());
     const fresh = await measured.forPartition({ ...R0, generation: 2, committer, onProgress: (p) => progress.push(p) });
     const recovered = await recoverStates(fresh);
